@@ -1,0 +1,1 @@
+"""Users, allauth wiring, personal access tokens, DRF auth classes and scopes."""

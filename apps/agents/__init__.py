@@ -1,0 +1,1 @@
+"""Custom agents, the assistants API and the model list; loads the harness config at startup."""

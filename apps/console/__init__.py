@@ -1,0 +1,1 @@
+"""Operator pages: health, usage and cost reporting, the landing page."""

@@ -1,0 +1,37 @@
+"""Health endpoint and the landing page."""
+
+from django.shortcuts import render
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import serializers
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.console import selectors
+
+_component = inline_serializer("ComponentHealth", {"status": serializers.CharField(), "backend": serializers.CharField(), "error": serializers.CharField(required=False)})
+
+
+class HealthView(APIView):
+    """Liveness plus the two stores a run needs. 503 names what is down."""
+
+    permission_classes = [AllowAny]
+    authentication_classes: list = []
+
+    @extend_schema(
+        responses={
+            200: inline_serializer("Health", {"status": serializers.CharField(), "service": serializers.CharField(), "database": _component, "checkpointer": _component}),
+            503: inline_serializer("HealthDown", {"detail": serializers.CharField(), "database": _component, "checkpointer": _component}),
+        }
+    )
+    def get(self, request):
+        components = {"database": selectors.database_health(), "checkpointer": selectors.checkpointer_health()}
+        body = {name: c.as_dict() for name, c in components.items()}
+        down = [f"{name} is down ({c.error})" for name, c in components.items() if c.status != "ok"]
+        if down:
+            return Response({"detail": "; ".join(down), "status": "unhealthy", "service": "deerflow", **body}, status=503)
+        return Response({"status": "healthy", "service": "deerflow", **body})
+
+
+def landing(request):
+    return render(request, "console/landing.html")

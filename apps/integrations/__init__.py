@@ -1,0 +1,1 @@
+"""IM channels, channel connections, GitHub webhooks and the MCP config API."""

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class IntegrationsConfig(AppConfig):
+    name = "apps.integrations"
+    label = "integrations"
+    verbose_name = "Integrations"

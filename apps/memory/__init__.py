@@ -1,0 +1,1 @@
+"""Long-term memory storage on the ORM and its API."""

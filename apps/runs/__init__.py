@@ -1,0 +1,1 @@
+"""Runs and their event journal, admission, executors, streams, websocket consumers, scheduled tasks."""

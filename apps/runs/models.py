@@ -1,0 +1,93 @@
+"""Runs and their durable event journal."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class Run(models.Model):
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        RUNNING = "running"
+        SUCCESS = "success"
+        ERROR = "error"
+        INTERRUPTED = "interrupted"
+        TIMEOUT = "timeout"
+
+    ACTIVE_STATUSES = (Status.PENDING, Status.RUNNING)
+
+    class MultitaskStrategy(models.TextChoices):
+        REJECT = "reject"
+        INTERRUPT = "interrupt"
+        ROLLBACK = "rollback"
+        ENQUEUE = "enqueue"
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    thread = models.ForeignKey("threads.Thread", on_delete=models.CASCADE, related_name="runs")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs")
+    assistant_id = models.CharField(max_length=128, blank=True, default="")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    multitask_strategy = models.CharField(max_length=16, choices=MultitaskStrategy.choices, default=MultitaskStrategy.REJECT)
+    kwargs = models.JSONField(default=dict, blank=True, help_text="The run request with secrets removed.")
+    metadata = models.JSONField(default=dict, blank=True)
+    model_name = models.CharField(max_length=128, blank=True, default="")
+    input_tokens = models.BigIntegerField(default=0)
+    output_tokens = models.BigIntegerField(default=0)
+    cache_read_tokens = models.BigIntegerField(default=0)
+    token_usage = models.JSONField(default=dict, blank=True, help_text="Per-model usage.")
+    stop_reason = models.CharField(max_length=64, blank=True, default="")
+    error = models.TextField(blank=True, default="")
+    lease_owner = models.CharField(max_length=128, blank=True, default="", help_text="The process executing the run.")
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    cancel_requested_at = models.DateTimeField(null=True, blank=True)
+    cancel_action = models.CharField(max_length=16, blank=True, default="", help_text="interrupt or rollback")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [
+            models.Index(fields=["thread", "-created_at"], name="run_thread_created_idx"),
+            models.Index(fields=["owner", "-created_at"], name="run_owner_created_idx"),
+            models.Index(fields=["status"], name="run_status_idx"),
+        ]
+        constraints = [
+            # The arbiter of admission: two racing requests cannot both hold a thread,
+            # whatever process they run in. A finished run leaves the index.
+            models.UniqueConstraint(
+                fields=["thread"],
+                condition=models.Q(status__in=["pending", "running"]),
+                name="uq_runs_thread_active",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id} ({self.status})"
+
+    @property
+    def is_active(self) -> bool:
+        return self.status in self.ACTIVE_STATUSES
+
+
+class RunEvent(models.Model):
+    """A durable event of a run; ``seq`` orders all events of a thread across its runs."""
+
+    thread = models.ForeignKey("threads.Thread", on_delete=models.CASCADE, related_name="events")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="events")
+    seq = models.BigIntegerField()
+    event_type = models.CharField(max_length=32)
+    category = models.CharField(max_length=16)
+    content = models.JSONField(default=dict, blank=True)
+    metadata = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["thread", "seq"]
+        indexes = [models.Index(fields=["run", "seq"], name="run_event_run_seq_idx")]
+        constraints = [models.UniqueConstraint(fields=["thread", "seq"], name="uq_run_events_thread_seq")]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}#{self.seq} {self.event_type}"

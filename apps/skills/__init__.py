@@ -1,0 +1,1 @@
+"""Skill enable state and the install/list API."""

@@ -1,0 +1,1 @@
+"""Threads, their state and history API, uploads, artifacts and feedback."""

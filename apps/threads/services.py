@@ -1,0 +1,42 @@
+"""Writes for threads."""
+
+from __future__ import annotations
+
+import re
+
+from django.db import IntegrityError, transaction
+
+from apps.threads.models import THREAD_ID_PATTERN, Thread, new_thread_id
+from deerflow_site.errors import Conflict, InvalidRequest
+
+_THREAD_ID = re.compile(THREAD_ID_PATTERN)
+# Ownership is the server's to decide; clients cannot smuggle it in through metadata.
+_RESERVED_METADATA_KEYS = frozenset({"owner_id", "user_id"})
+
+
+def validate_thread_id(thread_id: object) -> str:
+    if not isinstance(thread_id, str) or not _THREAD_ID.fullmatch(thread_id):
+        raise InvalidRequest("thread_id must be 1 to 64 characters of letters, digits, '_' and '-'")
+    return thread_id
+
+
+def thread_create(*, owner, thread_id: str | None = None, assistant_id: str = "", metadata: dict | None = None) -> Thread:
+    """Create a thread, or return the caller's existing one with that id (idempotent)."""
+    thread_id = new_thread_id() if thread_id is None else validate_thread_id(thread_id)
+    if metadata is not None and not isinstance(metadata, dict):
+        raise InvalidRequest("metadata must be an object")
+    clean_metadata = {k: v for k, v in (metadata or {}).items() if k not in _RESERVED_METADATA_KEYS}
+    existing = Thread.objects.filter(pk=thread_id).first()
+    if existing is not None:
+        if existing.owner_id != owner.pk:
+            raise Conflict(f"Thread id {thread_id} is not available")
+        return existing
+    try:
+        with transaction.atomic():
+            return Thread.objects.create(id=thread_id, owner=owner, assistant_id=assistant_id or "", metadata=clean_metadata)
+    except IntegrityError:
+        # A concurrent create with the same id won the race.
+        existing = Thread.objects.filter(pk=thread_id, owner=owner).first()
+        if existing is None:
+            raise Conflict(f"Thread id {thread_id} is not available") from None
+        return existing

@@ -1,0 +1,32 @@
+"""ASGI entry point: HTTP through Django, websockets through Channels.
+
+A broken config.yaml ends startup with one line naming the file, field and reason.
+"""
+
+import os
+import sys
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deerflow_site.settings")
+
+from django.core.asgi import get_asgi_application  # noqa: E402
+
+from harness.config import ConfigError  # noqa: E402
+
+try:
+    django_asgi_app = get_asgi_application()
+except ConfigError as exc:
+    print(f"error: {exc}", file=sys.stderr)
+    raise SystemExit(2) from None
+
+from channels.auth import AuthMiddlewareStack  # noqa: E402
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
+from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
+
+from deerflow_site.routing import websocket_urlpatterns  # noqa: E402
+
+application = ProtocolTypeRouter(
+    {
+        "http": django_asgi_app,
+        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+    }
+)

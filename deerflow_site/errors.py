@@ -1,0 +1,88 @@
+"""The domain error hierarchy and the one DRF handler that maps it to HTTP.
+
+Services raise these (never HTTP errors); views do not catch them. Every error response
+is ``{"detail": ...}`` with the status below.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import exception_handler
+
+logger = logging.getLogger(__name__)
+
+
+class DomainError(Exception):
+    status_code = status.HTTP_400_BAD_REQUEST
+
+    def __init__(self, detail: str):
+        self.detail = detail
+        super().__init__(detail)
+
+
+class InvalidRequest(DomainError):
+    status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
+
+
+class NotFound(DomainError):
+    """Also raised for another user's object: never reveal that it exists."""
+
+    status_code = status.HTTP_404_NOT_FOUND
+
+
+class Forbidden(DomainError):
+    status_code = status.HTTP_403_FORBIDDEN
+
+
+class Conflict(DomainError):
+    status_code = status.HTTP_409_CONFLICT
+
+
+class ThreadBusy(Conflict):
+    pass
+
+
+class PayloadTooLarge(DomainError):
+    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
+
+
+class ServiceUnavailable(DomainError):
+    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+
+
+def api_exception_handler(exc, context):
+    if isinstance(exc, DomainError):
+        return Response({"detail": exc.detail}, status=exc.status_code)
+    if isinstance(exc, DjangoValidationError):
+        messages = exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
+        text = "; ".join(f"{k}: {' '.join(v)}" if k != "detail" else " ".join(v) for k, v in messages.items())
+        return Response({"detail": text}, status=status.HTTP_422_UNPROCESSABLE_ENTITY)
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound(str(exc) or "Not found.")
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied(str(exc) or None)
+    response = exception_handler(exc, context)
+    if response is None:
+        # Unexpected: log it once with the traceback, answer with a plain 500 detail.
+        logger.exception("Unhandled error in %s", context.get("view").__class__.__name__)
+        return Response({"detail": "Internal server error."}, status=status.HTTP_500_INTERNAL_SERVER_ERROR)
+    if isinstance(exc, exceptions.ValidationError) and not (isinstance(response.data, dict) and set(response.data) == {"detail"}):
+        response.data = {"detail": _flatten(response.data)}
+        response.status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
+    return response
+
+
+def _flatten(data, prefix: str = "") -> str:
+    if isinstance(data, dict):
+        return "; ".join(_flatten(v, f"{prefix}.{k}" if prefix else str(k)) for k, v in data.items())
+    if isinstance(data, list):
+        if all(not isinstance(v, (dict, list)) for v in data):
+            return f"{prefix}: {' '.join(str(v) for v in data)}" if prefix else " ".join(str(v) for v in data)
+        return "; ".join(_flatten(v, f"{prefix}[{i}]") for i, v in enumerate(data))
+    return f"{prefix}: {data}" if prefix else str(data)

@@ -1,0 +1,30 @@
+"""The Django database and the LangGraph checkpointer location.
+
+SQLite files under DEER_FLOW_HOME unless DATABASE_URL names PostgreSQL; the checkpointer
+follows the database (same PostgreSQL, or its own SQLite file beside the Django one).
+"""
+
+from deerflow_site.settings.environment import DEER_FLOW_HOME, env
+
+DEER_FLOW_HOME.mkdir(parents=True, exist_ok=True)
+
+_sqlite_url = f"sqlite:///{DEER_FLOW_HOME / 'deerflow.sqlite3'}"
+DATABASES = {"default": env.db_url("DATABASE_URL", default=_sqlite_url)}
+
+_engine = DATABASES["default"]["ENGINE"]
+if _engine == "django.db.backends.sqlite3":
+    # WAL lets the API read while a run writes events; the busy timeout turns brief
+    # write contention into a wait instead of "database is locked".
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
+    )
+    CHECKPOINTER_URL = env.str("CHECKPOINTER_URL", default=f"sqlite:///{DEER_FLOW_HOME / 'checkpoints.sqlite3'}")
+elif _engine in {"django.db.backends.postgresql", "django.db.backends.postgresql_psycopg2"}:
+    DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql"
+    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DB_CONN_MAX_AGE", default=0))
+    DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+    CHECKPOINTER_URL = env.str("CHECKPOINTER_URL", default=env.str("DATABASE_URL"))
+else:
+    from django.core.exceptions import ImproperlyConfigured
+
+    raise ImproperlyConfigured(f"DATABASE_URL must name SQLite or PostgreSQL, not {_engine}")

@@ -1,0 +1,23 @@
+"""Channel layer, Celery and the run executor: embedded unless REDIS_URL / a broker is set."""
+
+from deerflow_site.settings.environment import env
+
+REDIS_URL = env.str("REDIS_URL", default="")
+
+if REDIS_URL:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}}
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+# Without a broker, Celery uses an in-memory transport inside this process: beat still
+# schedules and tasks still run, with nothing to install.
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "memory://")
+CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default="")  or None
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_TIMEZONE = env.str("TIME_ZONE", default="UTC")
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+
+# "embedded" runs agent runs as asyncio tasks in the ASGI process; "celery" sends them to workers.
+RUN_EXECUTOR = env.str("RUN_EXECUTOR", default="celery" if env.str("CELERY_BROKER_URL", default="") else "embedded")

@@ -1,0 +1,20 @@
+"""Test settings: the embedded stack with fast hashing, in a throwaway DEER_FLOW_HOME.
+
+DATABASE_URL / REDIS_URL still switch backends, which is how `make test` runs the
+PostgreSQL and Redis tiers.
+"""
+
+import os
+import tempfile
+from pathlib import Path
+
+_ROOT = Path(__file__).resolve().parents[2]
+os.environ.setdefault("DJANGO_DEBUG", "true")
+os.environ.setdefault("DEER_FLOW_HOME", tempfile.mkdtemp(prefix="deerflow-test-home-"))
+os.environ.setdefault("DEER_FLOW_CONFIG_PATH", str(_ROOT / "tests" / "fixtures" / "config.yaml"))
+os.environ.setdefault("DEER_FLOW_EXTENSIONS_CONFIG_PATH", str(_ROOT / "tests" / "fixtures" / "extensions_config.json"))
+
+from deerflow_site.settings import *  # noqa: E402,F401,F403
+
+PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+CELERY_TASK_ALWAYS_EAGER = os.environ.get("CELERY_TASK_ALWAYS_EAGER", "true").lower() == "true"

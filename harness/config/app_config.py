@@ -1,0 +1,208 @@
+"""Pydantic models for ``config.yaml``.
+
+Sections forbid unknown keys so a typo is an error that names the field instead of a
+setting silently ignored. Later features add their fields here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
+
+from harness.config import class_path
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PricingConfig(_Section):
+    """Price per million tokens, used by usage and cost reporting."""
+
+    currency: str = "USD"
+    input_per_million: float = Field(0.0, ge=0)
+    output_per_million: float = Field(0.0, ge=0)
+    cache_read_per_million: float | None = Field(None, ge=0)
+
+
+# Keys the harness reads itself; everything else on a model entry goes to the class.
+MODEL_META_FIELDS = frozenset(
+    {"name", "display_name", "description", "use", "supports_thinking", "supports_vision",
+     "when_thinking_enabled", "context_window", "pricing", "unavailable_reason"}
+)
+
+
+class ModelConfig(BaseModel):
+    """One chat model. Extra keys (``model``, ``base_url``, ``api_key``, ``temperature`` …)
+    are passed to the ``use:`` class as keyword arguments."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:/-]{0,127}$")
+    display_name: str | None = None
+    description: str | None = None
+    use: str
+    supports_thinking: bool = False
+    supports_vision: bool = False
+    when_thinking_enabled: dict[str, Any] = Field(default_factory=dict)
+    max_tokens: PositiveInt | None = None
+    context_window: PositiveInt | None = None
+    pricing: PricingConfig | None = None
+    # Set by the loader when a ``$VAR`` this entry needs is missing: the server still
+    # starts, and using the model raises this reason.
+    unavailable_reason: str | None = None
+
+    @field_validator("use")
+    @classmethod
+    def _use_is_a_chat_model(cls, value: str) -> str:
+        obj = class_path.resolve(value)
+        from langchain_core.language_models import BaseChatModel
+
+        if not (isinstance(obj, type) and issubclass(obj, BaseChatModel)):
+            raise ValueError(f"'{value}' is not a LangChain chat model class")
+        return value
+
+    @property
+    def label(self) -> str:
+        return self.display_name or self.name
+
+    def constructor_kwargs(self) -> dict[str, Any]:
+        kwargs = dict(self.model_extra or {})
+        if self.max_tokens is not None:
+            kwargs["max_tokens"] = self.max_tokens
+        return kwargs
+
+
+class ToolGroupConfig(_Section):
+    name: str
+
+
+class ToolConfig(BaseModel):
+    """A tool from a class or variable path; extra keys configure the tool."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    group: str = "default"
+    use: str
+
+    @field_validator("use")
+    @classmethod
+    def _format(cls, value: str) -> str:
+        return class_path.check_format(value)
+
+
+class SandboxConfig(BaseModel):
+    """``use: null`` picks the isolated provider when it works here, else the local one."""
+
+    model_config = ConfigDict(extra="allow")
+
+    use: str | None = None
+    bash_command_timeout: PositiveInt = 600
+    allow_network: bool = False
+    max_output_chars: PositiveInt = 20000
+
+    @field_validator("use")
+    @classmethod
+    def _format(cls, value: str | None) -> str | None:
+        if value is None or value in {"local", "bwrap"}:
+            return value
+        return class_path.check_format(value)
+
+
+class SkillsConfig(_Section):
+    path: str | None = None  # host directory; default: skills/ in the repo root
+    container_path: str = "/mnt/skills"
+
+
+class MemoryConfig(_Section):
+    enabled: bool = True
+    debounce_seconds: float = Field(30, ge=0)
+    model_name: str | None = None
+    max_facts: PositiveInt = 100
+    fact_confidence_threshold: float = Field(0.7, ge=0, le=1)
+    injection_enabled: bool = True
+    max_injection_tokens: PositiveInt = 2000
+
+
+class SummarizationTrigger(_Section):
+    type: Literal["tokens", "messages", "fraction"]
+    value: float = Field(gt=0)
+
+
+class SummarizationKeep(_Section):
+    type: Literal["messages", "tokens"] = "messages"
+    value: PositiveInt = 20
+
+
+class SummarizationConfig(_Section):
+    enabled: bool = False
+    model_name: str | None = None
+    trigger: list[SummarizationTrigger] = Field(default_factory=lambda: [SummarizationTrigger(type="fraction", value=0.8)])
+    keep: SummarizationKeep = Field(default_factory=SummarizationKeep)
+
+
+class TitleConfig(_Section):
+    enabled: bool = True
+    max_words: PositiveInt = 8
+    max_chars: PositiveInt = 80
+    model_name: str | None = None  # null: fast local title, no model call
+
+
+class SubagentsConfig(_Section):
+    enabled: bool = True
+    max_concurrent: PositiveInt = 3
+    timeout_seconds: PositiveInt = 900
+
+
+class ChannelsConfig(BaseModel):
+    """IM channel settings; each provider reads its own keys."""
+
+    model_config = ConfigDict(extra="allow")
+
+    enabled: bool = False
+
+
+class SchedulerConfig(_Section):
+    enabled: bool = True
+    default_timezone: str = "UTC"
+    min_interval_minutes: PositiveInt = 1
+
+
+class AppConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    config_version: int = 0
+    models: list[ModelConfig] = Field(default_factory=list)
+    tool_groups: list[ToolGroupConfig] = Field(default_factory=list)
+    tools: list[ToolConfig] = Field(default_factory=list)
+    sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
+    skills: SkillsConfig = Field(default_factory=SkillsConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    summarization: SummarizationConfig = Field(default_factory=SummarizationConfig)
+    title: TitleConfig = Field(default_factory=TitleConfig)
+    subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
+    channels: ChannelsConfig = Field(default_factory=ChannelsConfig)
+    scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
+
+    @model_validator(mode="after")
+    def _cross_references(self) -> AppConfig:
+        names = [m.name for m in self.models]
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise ValueError(f"model names must be unique; repeated: {', '.join(dupes)}")
+        groups = {g.name for g in self.tool_groups}
+        for tool in self.tools:
+            if groups and tool.group not in groups:
+                raise ValueError(f"tool '{tool.name}' uses group '{tool.group}', which tool_groups does not define")
+        for section in ("memory", "summarization", "title"):
+            ref = getattr(self, section).model_name
+            if ref is not None and ref not in names:
+                raise ValueError(f"{section}.model_name '{ref}' is not one of the configured models ({', '.join(names) or 'none'})")
+        return self
+
+    def get_model(self, name: str | None = None) -> ModelConfig | None:
+        if name is None:
+            return self.models[0] if self.models else None
+        return next((m for m in self.models if m.name == name), None)
