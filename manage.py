@@ -9,11 +9,13 @@ def main() -> None:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deerflow_site.settings")
     from django.core.management import execute_from_command_line
 
+    from django.core.exceptions import ImproperlyConfigured
+
     from harness.config import ConfigError
 
     try:
         execute_from_command_line(sys.argv)
-    except ConfigError as exc:
+    except (ConfigError, ImproperlyConfigured) as exc:
         sys.exit(f"error: {exc}")
 
 

@@ -8,7 +8,7 @@ import os
 import tempfile
 from pathlib import Path
 
-_ROOT = Path(__file__).resolve().parents[2]
+_ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("DJANGO_DEBUG", "true")
 os.environ.setdefault("DEER_FLOW_HOME", tempfile.mkdtemp(prefix="deerflow-test-home-"))
 os.environ.setdefault("DEER_FLOW_CONFIG_PATH", str(_ROOT / "tests" / "fixtures" / "config.yaml"))

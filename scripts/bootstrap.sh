@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Make the checkout ready to run: system packages, the virtualenv and its packages.
+# Idempotent and quiet when nothing changed. Usage: scripts/bootstrap.sh [runtime|test]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+profile="${1:-runtime}"
+VENV="${VENV:-.venv}"
+
+# Debian packages the product or its tests use. Installed only when missing and only
+# where we can (root or passwordless sudo with apt-get); otherwise say what is missing.
+declare -A wanted=([bwrap]=bubblewrap)
+if [ "$profile" = test ]; then
+  wanted+=([redis-server]=redis-server [chromium]=chromium)
+  command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || wanted+=([initdb]=postgresql)
+fi
+missing=()
+for cmd in "${!wanted[@]}"; do
+  command -v "$cmd" >/dev/null 2>&1 || missing+=("${wanted[$cmd]}")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  sudo=""
+  [ "$(id -u)" -eq 0 ] || { command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null && sudo="sudo -n"; }
+  if command -v apt-get >/dev/null 2>&1 && { [ "$(id -u)" -eq 0 ] || [ -n "$sudo" ]; }; then
+    echo "Installing system packages: ${missing[*]}"
+    $sudo apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  else
+    echo "note: could not install ${missing[*]} (needs apt-get as root); features that use them are skipped." >&2
+  fi
+fi
+
+# The virtualenv, rebuilt only when requirements.txt changes.
+PYTHON="${PYTHON:-$(command -v python3.11 || command -v python3)}"
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "Creating virtualenv in $VENV"
+  "$PYTHON" -m venv "$VENV"
+fi
+stamp="$VENV/.requirements.sha256"
+want=$(sha256sum requirements.txt | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "Installing Python packages (requirements.txt)"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements.txt
+  echo "$want" > "$stamp"
+fi

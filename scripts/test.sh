@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# `make test`: the whole suite. Tier 1 runs everything on the embedded stack (SQLite,
+# in-memory layers) with a throwaway Redis for the Redis-marked tests; tier 2 runs the
+# database-sensitive tests again on a throwaway PostgreSQL. Extra arguments go to pytest
+# in tier 1 (and skip tier 2), e.g. `make test ARGS="tests/harness -k config"`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/bootstrap.sh test
+
+work=$(mktemp -d /tmp/deerflow-test.XXXXXX)
+chmod 755 "$work"
+PGDATA_DIR=""
+cleanup() {
+  [ ! -f "$work/redis.pid" ] || kill "$(cat "$work/redis.pid")" 2>/dev/null || true
+  if [ -n "${PGDATA_DIR:-}" ] && [ -f "$PGDATA_DIR/postmaster.pid" ]; then as_pg "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -m immediate stop >/dev/null 2>&1 || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+free_port() { .venv/bin/python -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+
+# PostgreSQL refuses to run as root: run its tools as the postgres user then.
+as_pg() { if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+
+start_redis() {
+  command -v redis-server >/dev/null 2>&1 || return 1
+  local port; port=$(free_port)
+  redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$work" --daemonize no >"$work/redis.log" 2>&1 &
+  echo $! > "$work/redis.pid"
+  for _ in $(seq 50); do
+    (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && { REDIS_TEST_URL="redis://127.0.0.1:$port/0"; return 0; }
+    sleep 0.1
+  done
+  return 1
+}
+
+start_postgres() {
+  PG_BIN=$(dirname "$(readlink -f "$(command -v initdb 2>/dev/null || ls /usr/lib/postgresql/*/bin/initdb | sort -V | tail -1)")")
+  PGDATA_DIR="$work/pgdata"
+  mkdir -p "$PGDATA_DIR"
+  [ "$(id -u)" -ne 0 ] || chown postgres "$PGDATA_DIR"
+  local port; port=$(free_port)
+  as_pg "$PG_BIN/initdb" -D "$PGDATA_DIR" -U deerflow --auth=trust -E UTF8 >"$work/initdb.log" 2>&1
+  as_pg "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -w -l "$PGDATA_DIR/server.log" \
+    -o "-h 127.0.0.1 -p $port -k $PGDATA_DIR -c fsync=off -c synchronous_commit=off -c full_page_writes=off -c max_connections=200" start >/dev/null
+  as_pg "$PG_BIN/createdb" -h 127.0.0.1 -p "$port" -U deerflow deerflow
+  PG_URL="postgresql://deerflow@127.0.0.1:$port/deerflow"
+}
+
+REDIS_TEST_URL=""
+start_redis || true
+export DEERFLOW_TEST_REDIS_URL="$REDIS_TEST_URL"
+[ -n "$DEERFLOW_TEST_REDIS_URL" ] || echo "note: no redis-server; Redis tests will be skipped." >&2
+
+echo "== tier 1: embedded stack (SQLite) =="
+.venv/bin/python -m pytest -q "$@"
+
+if [ $# -gt 0 ]; then exit 0; fi
+
+echo "== tier 2: PostgreSQL =="
+start_postgres
+DATABASE_URL="$PG_URL" .venv/bin/python -m pytest -q -m "db_tier or postgres" -p no:cacheprovider

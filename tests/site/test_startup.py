@@ -1,0 +1,82 @@
+"""Startup behaviour seen from a shell: one-line errors, env switches for the stack."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(args, env_overrides, cwd=ROOT):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "REDIS_URL", "CELERY_", "DEER_FLOW_CONFIG"))}
+    env.update(env_overrides)
+    return subprocess.run([sys.executable, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.parametrize(
+    ("config", "expected"),
+    [
+        ("models:\n  - name: m\n    use: nowhere_pkg:Model\n", "models[0].use: module 'nowhere_pkg' is not installed (install it with: pip install nowhere-pkg)"),
+        ("models: [\n", "invalid YAML: line 2"),
+        ("sandbox:\n  bash_command_timeout: soon\n", "sandbox.bash_command_timeout: Input should be a valid integer"),
+    ],
+)
+def test_invalid_config_stops_startup_with_one_message(tmp_path, config, expected):
+    path = tmp_path / "config.yaml"
+    path.write_text(config)
+    env = {"DJANGO_DEBUG": "true", "DEER_FLOW_CONFIG_PATH": str(path), "DEER_FLOW_HOME": str(tmp_path / "home")}
+    for args in (["manage.py", "check"], ["-c", "import deerflow_site.asgi"]):
+        result = _run(args, env)
+        assert result.returncode != 0
+        assert "Traceback" not in result.stderr
+        assert f"error: {path}: {expected}" in result.stderr, result.stderr
+
+
+def test_production_mode_requires_a_secret_key(tmp_path):
+    result = _run(["manage.py", "check"], {"DEER_FLOW_HOME": str(tmp_path)})
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    assert "DJANGO_SECRET_KEY is required when DJANGO_DEBUG is off" in result.stderr
+
+
+_PRINT = (
+    "import django, json; django.setup(); from django.conf import settings as s; "
+    "print(json.dumps({'db': s.DATABASES['default']['ENGINE'], 'name': str(s.DATABASES['default']['NAME']), "
+    "'layer': s.CHANNEL_LAYERS['default']['BACKEND'], 'ckpt': s.CHECKPOINTER_URL, 'secure': s.SESSION_COOKIE_SECURE, "
+    "'hosts': s.ALLOWED_HOSTS, 'executor': s.RUN_EXECUTOR}))"
+)
+
+
+def _settings(tmp_path, **env):
+    base = {"DJANGO_SETTINGS_MODULE": "deerflow_site.settings", "DEER_FLOW_HOME": str(tmp_path)}
+    result = _run(["-c", _PRINT], {**base, **env})
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def test_embedded_defaults(tmp_path):
+    s = _settings(tmp_path, DJANGO_DEBUG="true")
+    assert s["db"] == "django.db.backends.sqlite3" and s["name"] == str(tmp_path / "deerflow.sqlite3")
+    assert s["layer"] == "channels.layers.InMemoryChannelLayer"
+    assert s["ckpt"] == f"sqlite:///{tmp_path / 'checkpoints.sqlite3'}"
+    assert s["executor"] == "embedded"
+
+
+def test_environment_switches_to_the_distributed_stack(tmp_path):
+    s = _settings(
+        tmp_path,
+        DJANGO_SECRET_KEY="x" * 50,
+        ALLOWED_HOSTS="deerflow.example.com",
+        DATABASE_URL="postgres://u:p@db.internal:5432/deerflow",
+        REDIS_URL="redis://cache.internal:6379/0",
+        CELERY_BROKER_URL="redis://cache.internal:6379/1",
+    )
+    assert s["db"] == "django.db.backends.postgresql"
+    assert s["layer"] == "channels_redis.core.RedisChannelLayer"
+    assert s["ckpt"] == "postgres://u:p@db.internal:5432/deerflow"
+    assert s["secure"] is True and s["hosts"] == ["deerflow.example.com"]
+    assert s["executor"] == "celery"
