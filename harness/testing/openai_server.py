@@ -1,0 +1,213 @@
+"""A loopback OpenAI-compatible HTTP server for tests and benchmarks.
+
+It listens on a real socket on 127.0.0.1 (port chosen by the OS) and serves
+``POST /v1/chat/completions`` (plain JSON or SSE streaming with text deltas, tool-call
+argument deltas, ``reasoning_content`` deltas and a usage chunk), and ``GET /v1/models``.
+Replies come from a script of :class:`~harness.testing.script.Reply` objects, so the same
+script can drive :class:`~harness.testing.ScriptedChatModel` or the real ``ChatOpenAI``
+client pointed at this server. A ``Reply(status=429)`` answers with that HTTP error,
+``Reply(delay=2.0)`` waits before answering (for timeout tests).
+
+Usage::
+
+    with LoopbackOpenAIServer(["Hello!"]) as server:
+        model = ChatOpenAI(base_url=server.base_url, api_key="x", model="m")
+        model.invoke("hi")
+        server.requests[0]["messages"]     # what the client sent
+
+When the script runs out the server answers 500 with a message saying so, which the
+test sees as a provider error rather than a hang.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from harness.testing.script import Reply, Script, ScriptItem, rough_tokens, split_text
+
+
+class LoopbackOpenAIServer:
+    def __init__(self, script: Sequence[ScriptItem] = (), *, loop: bool = False, model_ids: Sequence[str] = ("test-model",)) -> None:
+        self._script = Script(script, loop=loop)
+        self.model_ids = list(model_ids)
+        self.requests: list[dict[str, Any]] = []
+        self._stopping = threading.Event()
+        self._httpd: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------
+
+    def start(self) -> LoopbackOpenAIServer:
+        handler = _make_handler(self)
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="loopback-openai", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._httpd is not None:
+            self._httpd.shutdown()
+            self._httpd.server_close()
+            self._httpd = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> LoopbackOpenAIServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # -- script -------------------------------------------------------------------------
+
+    @property
+    def port(self) -> int:
+        assert self._httpd is not None, "server not started"
+        return self._httpd.server_address[1]
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def add(self, *items: ScriptItem) -> None:
+        self._script.extend(items)
+
+    @property
+    def remaining(self) -> int:
+        return self._script.remaining
+
+    def _next(self, body: dict[str, Any]) -> Reply | None:
+        self.requests.append(body)
+        return self._script.next(body.get("messages") or [])
+
+    def _wait(self, seconds: float) -> None:
+        if seconds > 0:
+            self._stopping.wait(seconds)
+
+
+def _completion_id() -> str:
+    return f"chatcmpl-{uuid.uuid4().hex[:16]}"
+
+
+def _usage(reply: Reply, body: dict[str, Any]) -> dict[str, Any]:
+    given = reply.usage or {}
+    prompt = given.get("input_tokens")
+    if prompt is None:
+        prompt = sum(rough_tokens(json.dumps(m.get("content"))) for m in body.get("messages") or [])
+    completion = given.get("output_tokens")
+    if completion is None:
+        completion = rough_tokens(reply.text) + sum(rough_tokens(t.args_json()) for t in reply.tool_calls)
+    usage: dict[str, Any] = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
+    if given.get("cache_read"):
+        usage["prompt_tokens_details"] = {"cached_tokens": given["cache_read"]}
+    return usage
+
+
+def _make_handler(server: LoopbackOpenAIServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+            return
+
+        def _json(self, status: int, payload: dict[str, Any]) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            if self.path.rstrip("/").endswith("/models"):
+                self._json(200, {"object": "list", "data": [{"id": m, "object": "model", "owned_by": "loopback"} for m in server.model_ids]})
+            else:
+                self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            if not self.path.rstrip("/").endswith("/chat/completions"):
+                self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
+                return
+            try:
+                body = json.loads(raw or b"{}")
+            except json.JSONDecodeError:
+                self._json(400, {"error": {"message": "request body is not JSON", "type": "invalid_request_error"}})
+                return
+            reply = server._next(body)
+            if reply is None:
+                self._json(500, {"error": {"message": "loopback server: the script has no reply left", "type": "server_error"}})
+                return
+            server._wait(reply.delay)
+            try:
+                if reply.status != 200:
+                    kind = "rate_limit_error" if reply.status == 429 else "server_error"
+                    self._json(reply.status, {"error": {"message": reply.error_message, "type": kind, "code": str(reply.status)}})
+                elif body.get("stream"):
+                    self._stream(reply, body)
+                else:
+                    self._complete(reply, body)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client gave up (timeout test); nothing to tell it
+
+        def _complete(self, reply: Reply, body: dict[str, Any]) -> None:
+            message: dict[str, Any] = {"role": "assistant", "content": reply.text or (None if reply.tool_calls else "")}
+            if reply.reasoning:
+                message["reasoning_content"] = reply.reasoning
+            if reply.tool_calls:
+                message["tool_calls"] = [
+                    {"id": t.call_id(), "type": "function", "function": {"name": t.name, "arguments": t.args_json()}}
+                    for t in reply.tool_calls
+                ]
+            self._json(200, {
+                "id": _completion_id(), "object": "chat.completion", "created": int(time.time()),
+                "model": body.get("model", "loopback"),
+                "choices": [{"index": 0, "message": message, "finish_reason": reply.effective_finish_reason}],
+                "usage": _usage(reply, body),
+            })
+
+        def _stream(self, reply: Reply, body: dict[str, Any]) -> None:
+            cid, created, model = _completion_id(), int(time.time()), body.get("model", "loopback")
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Connection", "close")
+            self.end_headers()
+
+            def emit(delta: dict[str, Any] | None, finish: str | None = None, usage: dict[str, Any] | None = None) -> None:
+                chunk: dict[str, Any] = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
+                                         "choices": [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]}
+                if usage is not None:
+                    chunk["usage"] = usage
+                self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
+                self.wfile.flush()
+
+            emit({"role": "assistant", "content": ""})
+            if reply.reasoning:
+                for piece in split_text(reply.reasoning, reply.chunk_size):
+                    emit({"reasoning_content": piece})
+            for piece in split_text(reply.text, reply.chunk_size):
+                emit({"content": piece})
+            for index, spec in enumerate(reply.tool_calls):
+                args = spec.args_json()
+                emit({"tool_calls": [{"index": index, "id": spec.call_id(), "type": "function", "function": {"name": spec.name, "arguments": ""}}]})
+                for piece in split_text(args, max(reply.chunk_size, 8)):
+                    emit({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
+            emit({}, finish=reply.effective_finish_reason)
+            if (body.get("stream_options") or {}).get("include_usage"):
+                emit(None, usage=_usage(reply, body))
+            self.wfile.write(b"data: [DONE]\n\n")
+            self.wfile.flush()
+            self.close_connection = True
+
+    return Handler
