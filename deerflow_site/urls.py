@@ -9,5 +9,10 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/", include("apps.console.api_urls")),
+    path("api/", include("apps.accounts.api_urls")),
+    path("api/", include("apps.agents.api_urls")),
+    path("api/", include("apps.threads.api_urls")),
+    path("api/", include("apps.runs.api_urls")),
+    path("accounts/", include("apps.accounts.urls")),
     path("", include("apps.console.urls")),
 ]

@@ -10,4 +10,5 @@ from deerflow_site.settings.database import *  # noqa: F401,F403
 from deerflow_site.settings.security import *  # noqa: F401,F403
 from deerflow_site.settings.services import *  # noqa: F401,F403
 from deerflow_site.settings.api import *  # noqa: F401,F403
+from deerflow_site.settings.auth import *  # noqa: F401,F403
 from deerflow_site.settings.logging import *  # noqa: F401,F403

@@ -1,0 +1,1 @@
+"""Authentication: allauth, personal access tokens, CORS."""
