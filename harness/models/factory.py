@@ -1,0 +1,102 @@
+"""Build chat models from ``config.yaml`` entries."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+from harness.config import AppConfig, ModelConfig, get_app_config
+from harness.config import class_path
+
+logger = logging.getLogger(__name__)
+
+
+class ModelError(ValueError):
+    """A model cannot be built; the message says what to change."""
+
+
+class UnknownModelError(ModelError):
+    pass
+
+
+class ModelUnavailableError(ModelError):
+    pass
+
+
+def _deep_merge(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def get_model_config(name: str | None = None, *, config: AppConfig | None = None) -> ModelConfig:
+    """The entry called *name* (the first one when None), or a :class:`ModelError` that
+    lists what is configured."""
+    cfg = config or get_app_config()
+    if not cfg.models:
+        raise UnknownModelError("no chat models are configured: add one under `models:` in config.yaml (see config.example.yaml)")
+    entry = cfg.get_model(name)
+    if entry is None:
+        names = ", ".join(m.name for m in cfg.models)
+        raise UnknownModelError(f"unknown model '{name}'; configured models: {names}")
+    return entry
+
+
+def create_chat_model(name: str | None = None, thinking_enabled: bool = False, *, config: AppConfig | None = None, **overrides: Any) -> BaseChatModel:
+    """Instantiate the ``use:`` class of model *name* with its constructor keys.
+
+    With ``thinking_enabled`` on a model that ``supports_thinking``, its
+    ``when_thinking_enabled`` keys are deep-merged over the constructor keys (so a nested
+    ``extra_body`` gains a flag instead of being replaced). Asking for thinking on a model
+    without it logs a warning and builds the model without, rather than failing a run.
+    """
+    entry = get_model_config(name, config=config)
+    if entry.unavailable_reason:
+        raise ModelUnavailableError(f"model '{entry.name}' is not usable: {entry.unavailable_reason}")
+    try:
+        cls = class_path.resolve(entry.use)
+    except class_path.ClassPathError as exc:
+        raise ModelError(f"model '{entry.name}': {exc}") from None
+    kwargs = entry.constructor_kwargs()
+    if thinking_enabled:
+        if entry.supports_thinking:
+            kwargs = _deep_merge(kwargs, entry.when_thinking_enabled)
+        else:
+            logger.warning("thinking requested but model '%s' does not support it; running without", entry.name)
+    kwargs.update(overrides)
+    try:
+        model = cls(**kwargs)
+    except Exception as exc:
+        raise ModelError(f"model '{entry.name}' ({entry.use}) could not be created: {type(exc).__name__}: {exc}") from exc
+    # Middlewares (usage, vision, summarization) read the config name back from here.
+    model.metadata = {**(model.metadata or {}), "deerflow_model_name": entry.name}
+    return model
+
+
+def model_info(entry: ModelConfig) -> dict[str, Any]:
+    """The public description of one model (no keys, URLs or secrets)."""
+    return {
+        "name": entry.name,
+        "display_name": entry.label,
+        "description": entry.description,
+        "supports_thinking": entry.supports_thinking,
+        "supports_vision": entry.supports_vision,
+        "context_window": entry.context_window,
+        "max_tokens": entry.max_tokens,
+        "pricing": entry.pricing.model_dump() if entry.pricing else None,
+        "available": entry.unavailable_reason is None,
+        "unavailable_reason": entry.unavailable_reason,
+    }
+
+
+def list_models(*, config: AppConfig | None = None) -> list[dict[str, Any]]:
+    """All configured models in config order; the first is the default."""
+    cfg = config or get_app_config()
+    return [model_info(m) for m in cfg.models]
