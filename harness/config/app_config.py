@@ -102,6 +102,19 @@ class SandboxConfig(BaseModel):
     bash_command_timeout: PositiveInt = 600
     allow_network: bool = False
     max_output_chars: PositiveInt = 20000
+    read_file_max_chars: PositiveInt = 50000
+    cache_size: PositiveInt = 256  # per-thread sandboxes kept in memory per process
+    # Isolated provider only: extra host directories mounted read-only at the same path
+    # (e.g. /opt/toolchain). The system runtime under /usr is always mounted.
+    isolated_ro_paths: list[str] = Field(default_factory=list)
+
+    @field_validator("isolated_ro_paths")
+    @classmethod
+    def _absolute(cls, value: list[str]) -> list[str]:
+        for item in value:
+            if not item.startswith("/") or "\x00" in item:
+                raise ValueError(f"isolated_ro_paths entries must be absolute paths, got {item!r}")
+        return value
 
     @field_validator("use")
     @classmethod

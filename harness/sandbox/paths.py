@@ -1,0 +1,163 @@
+"""Virtual paths: what the model sees, what the host holds, and the rules between them.
+
+The model works with ``/mnt/user-data/{workspace,uploads,outputs}`` and ``/mnt/skills``. Each
+thread's virtual paths map to its own directories under ``DEER_FLOW_HOME``. Every path a
+tool receives goes through :meth:`VirtualFS.resolve`, which normalises it lexically, maps
+it to the host, resolves symlinks and checks that the result is still inside the thread's
+directories (or the skills directory). Anything else is refused before it touches the disk.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from harness.sandbox.errors import SandboxPathError
+
+USER_DATA = "/mnt/user-data"
+WORKSPACE = f"{USER_DATA}/workspace"
+UPLOADS = f"{USER_DATA}/uploads"
+OUTPUTS = f"{USER_DATA}/outputs"
+DEFAULT_SKILLS = "/mnt/skills"
+USER_DATA_SUBDIRS = ("workspace", "uploads", "outputs")
+
+MAX_PATH_BYTES = 4096
+MAX_NAME_BYTES = 255
+_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+
+
+def check_id(kind: str, value: str | int) -> str:
+    text = str(value)
+    if not _ID.match(text):
+        raise ValueError(f"invalid {kind} {value!r}: use 1-64 letters, digits, '_' or '-'")
+    return text
+
+
+@dataclass(frozen=True)
+class Root:
+    virtual: str
+    host: Path  # realpath of the directory the virtual root maps to
+    boundary: Path  # realpath the resolved target must stay inside (symlinks included)
+    writable: bool
+
+
+@dataclass(frozen=True)
+class ResolvedPath:
+    virtual: str  # normalised virtual path, as shown to the model
+    host: Path  # lexical host path (symlinks not followed)
+    real: Path  # host path with symlinks resolved
+    root: Root
+
+
+class VirtualFS:
+    """The path mapping of one thread."""
+
+    def __init__(self, user_data_dir: Path, skills_dir: Path | None, skills_virtual: str = DEFAULT_SKILLS):
+        user_data = Path(os.path.realpath(user_data_dir))
+        # The boundary of each subdirectory is the whole user-data directory, so a link from
+        # workspace into outputs works while one leaving the thread does not.
+        roots = [Root(f"{USER_DATA}/{name}", user_data / name, user_data, True) for name in USER_DATA_SUBDIRS]
+        roots.append(Root(USER_DATA, user_data, user_data, False))
+        self.skills_virtual = posixpath.normpath(skills_virtual)
+        if skills_dir is not None:
+            real_skills = Path(os.path.realpath(skills_dir))
+            roots.append(Root(self.skills_virtual, real_skills, real_skills, False))
+        # Longest first, so /mnt/user-data/workspace wins over /mnt/user-data.
+        self.roots = sorted(roots, key=lambda r: len(r.virtual), reverse=True)
+        self.user_data_dir = user_data
+        self.skills_dir = Path(os.path.realpath(skills_dir)) if skills_dir is not None else None
+
+    def host_dir(self, name: str) -> Path:
+        return self.user_data_dir / name
+
+    # -- model path -> host path -------------------------------------------------------
+
+    def normalize(self, path: str) -> str:
+        if not isinstance(path, str) or not path.strip():
+            raise SandboxPathError("Error: the path is empty. Give an absolute path such as /mnt/user-data/workspace/notes.md.")
+        if "\x00" in path:
+            raise SandboxPathError("Error: the path contains a NUL byte. Remove it and try again.")
+        path = path.strip()
+        if len(path.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+            raise SandboxPathError(f"Error: the path is longer than {MAX_PATH_BYTES} bytes. Use a shorter path.")
+        for part in path.split("/"):
+            if len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+                raise SandboxPathError(f"Error: a file or directory name in the path is longer than {MAX_NAME_BYTES} bytes. Use a shorter name.")
+        if path == "~" or path.startswith("~/"):
+            raise SandboxPathError(f"Error: '~' is not available here. Use {WORKSPACE} instead.")
+        if not path.startswith("/"):
+            path = f"{WORKSPACE}/{path}"
+        return posixpath.normpath(path).replace("//", "/")
+
+    def _root_for(self, virtual: str) -> Root | None:
+        for root in self.roots:
+            if virtual == root.virtual or virtual.startswith(root.virtual + "/"):
+                return root
+        return None
+
+    def allowed_roots_text(self) -> str:
+        names = [WORKSPACE, UPLOADS, OUTPUTS]
+        if self.skills_dir is not None:
+            names.append(f"{self.skills_virtual} (read-only)")
+        return ", ".join(names)
+
+    def resolve(self, path: str, *, write: bool = False) -> ResolvedPath:
+        virtual = self.normalize(path)
+        root = self._root_for(virtual)
+        if root is None:
+            raise SandboxPathError(
+                f"Error: {path!r} is outside the sandbox. Only paths under {self.allowed_roots_text()} are available; "
+                f"relative paths are taken from {WORKSPACE}."
+            )
+        rel = virtual[len(root.virtual):].lstrip("/")
+        host = root.host / rel if rel else root.host
+        real = Path(os.path.realpath(host))
+        if real != root.boundary and root.boundary not in real.parents:
+            raise SandboxPathError(
+                f"Error: {virtual} is a symbolic link (or passes through one) that points outside the sandbox. "
+                "Access to it is refused; use a path inside the sandbox directories."
+            )
+        if write:
+            writable = next((r for r in self.roots if r.writable and (real == r.host or r.host in real.parents)), None)
+            if writable is None:
+                if self.skills_dir is not None and root.virtual == self.skills_virtual:
+                    raise SandboxPathError(f"Error: {self.skills_virtual} is read-only. Write to {WORKSPACE} or {OUTPUTS} instead.")
+                raise SandboxPathError(f"Error: cannot write to {virtual}. Write under {WORKSPACE}, {UPLOADS} or {OUTPUTS}.")
+            if real == writable.host:
+                raise SandboxPathError(f"Error: {virtual} is a directory. Give a file path inside it.")
+        return ResolvedPath(virtual, host, real, root)
+
+    # -- host path -> model path -------------------------------------------------------
+
+    def to_virtual(self, host_path: str | Path) -> str | None:
+        """The virtual path for a host path inside this thread's roots, else None."""
+        real = Path(os.path.realpath(host_path))
+        for root in self.roots:
+            if real == root.host:
+                return root.virtual
+            if root.host in real.parents:
+                return f"{root.virtual}/{real.relative_to(root.host).as_posix()}"
+        return None
+
+    # -- command strings (local provider only) -----------------------------------------
+
+    def _command_pattern(self) -> re.Pattern[str]:
+        virtuals = sorted({r.virtual for r in self.roots}, key=len, reverse=True)
+        alternation = "|".join(re.escape(v) for v in virtuals)
+        # A virtual root that is a whole path token or a prefix followed by '/': not a
+        # fragment of some longer word such as /mnt/user-database.
+        return re.compile(rf"(?<![\w.~-])({alternation})(?=/|[\s'\"`;|&)<>:,=]|$)")
+
+    def translate_command(self, command: str) -> str:
+        """Rewrite virtual paths in a shell command to this thread's host paths."""
+        by_virtual = {r.virtual: str(r.host) for r in self.roots}
+        return self._command_pattern().sub(lambda m: by_virtual[m.group(1)], command)
+
+    def untranslate_output(self, text: str) -> str:
+        """Show host paths in command output as the virtual paths the model knows."""
+        for root in sorted(self.roots, key=lambda r: len(str(r.host)), reverse=True):
+            text = text.replace(str(root.host), root.virtual)
+        return text

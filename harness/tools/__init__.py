@@ -1,0 +1,1 @@
+"""Tools for the lead agent: sandbox tools, built-ins, and (in ``registry``) assembly."""

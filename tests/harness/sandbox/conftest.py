@@ -1,0 +1,66 @@
+"""Fixtures: a private DEER_FLOW_HOME and skills directory, and each provider in turn.
+
+Tests that take ``provider`` run once on the local provider and once on the bubblewrap
+provider; the bubblewrap run skips with the probe's reason where bwrap cannot run.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from harness.config.app_config import SandboxConfig
+from harness.sandbox import reset_sandbox_provider, set_sandbox_provider
+from harness.sandbox.bwrap import BwrapSandboxProvider, probe_bwrap
+from harness.sandbox.local import LocalSandboxProvider
+
+PROVIDERS = {"local": LocalSandboxProvider, "bwrap": BwrapSandboxProvider}
+
+
+def bwrap_skip_reason() -> str | None:
+    ok, reason = probe_bwrap()
+    return None if ok else f"bubblewrap cannot run here: {reason}"
+
+
+requires_bwrap = pytest.mark.skipif(bwrap_skip_reason() is not None, reason=bwrap_skip_reason() or "")
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    data = tmp_path / "home"
+    data.mkdir()
+    monkeypatch.setenv("DEER_FLOW_HOME", str(data))
+    return data
+
+
+@pytest.fixture
+def skills_dir(tmp_path):
+    skills = tmp_path / "skills"
+    (skills / "public" / "demo").mkdir(parents=True)
+    (skills / "public" / "demo" / "SKILL.md").write_text("---\nname: demo\n---\nDemo skill.\n")
+    return skills
+
+
+def make_provider(kind: str, skills_dir, **config) -> LocalSandboxProvider:
+    if kind == "bwrap":
+        reason = bwrap_skip_reason()
+        if reason:
+            pytest.skip(reason)
+    return PROVIDERS[kind](SandboxConfig(**config), skills_dir=skills_dir)
+
+
+@pytest.fixture(params=["local", "bwrap"])
+def provider_kind(request):
+    return request.param
+
+
+@pytest.fixture
+def provider(provider_kind, home, skills_dir):
+    p = make_provider(provider_kind, skills_dir, bash_command_timeout=20)
+    set_sandbox_provider(p)
+    yield p
+    reset_sandbox_provider()
+
+
+@pytest.fixture
+def sandbox(provider):
+    return provider.get(provider.acquire("alice", "thread-1"))
