@@ -1,0 +1,150 @@
+"""Assemble the lead agent: model, tools, system prompt and the middleware chain."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
+
+from harness.agents.lead_agent.options import LeadAgentOptions
+from harness.agents.lead_agent.prompt import build_system_prompt
+from harness.agents.middlewares.clarification import ClarificationMiddleware
+from harness.agents.middlewares.dangling_tool_calls import DanglingToolCallMiddleware
+from harness.agents.middlewares.dynamic_context import DynamicContextMiddleware
+from harness.agents.middlewares.input_sanitization import InputSanitizationMiddleware
+from harness.agents.middlewares.length_finish import LengthFinishReasonMiddleware
+from harness.agents.middlewares.llm_error import LLMErrorHandlingMiddleware
+from harness.agents.middlewares.loop_detection import LoopDetectionMiddleware
+from harness.agents.middlewares.read_before_write import ReadBeforeWriteMiddleware
+from harness.agents.middlewares.remote_content import RemoteContentSanitizationMiddleware
+from harness.agents.middlewares.sandbox import SandboxMiddleware
+from harness.agents.middlewares.summarization import DeerFlowSummarizationMiddleware
+from harness.agents.middlewares.system_coalescing import SystemMessageCoalescingMiddleware
+from harness.agents.middlewares.terminal_response import TerminalResponseMiddleware
+from harness.agents.middlewares.thread_data import ThreadDataMiddleware
+from harness.agents.middlewares.title import TitleMiddleware
+from harness.agents.middlewares.todo_list import PlanTodoMiddleware
+from harness.agents.middlewares.token_budget import TokenBudgetMiddleware
+from harness.agents.middlewares.token_usage import TokenUsageMiddleware
+from harness.agents.middlewares.tool_errors import ToolErrorHandlingMiddleware
+from harness.agents.middlewares.tool_output_budget import ToolOutputBudgetMiddleware
+from harness.agents.middlewares.uploads import UploadsMiddleware
+from harness.agents.middlewares.view_image import ViewImageMiddleware
+from harness.agents.thread_state import ThreadState
+from harness.config import AppConfig, ModelConfig, class_path, get_app_config
+from harness.models import create_chat_model, get_model_config
+
+logger = logging.getLogger(__name__)
+
+
+class ExtensionMiddlewareError(ValueError):
+    pass
+
+
+def load_extension_middlewares(paths: Sequence[str]) -> list[AgentMiddleware]:
+    """Zero-argument middleware classes from ``extensions_config.json`` ``middlewares``.
+    Operator-trusted code: anything that does not load stops the agent build."""
+    loaded = []
+    for path in paths:
+        try:
+            cls = class_path.resolve(path)
+        except class_path.ClassPathError as exc:
+            raise ExtensionMiddlewareError(f"extension middleware {path!r}: {exc}") from None
+        if not (isinstance(cls, type) and issubclass(cls, AgentMiddleware)):
+            raise ExtensionMiddlewareError(f"extension middleware {path!r} is not an AgentMiddleware subclass")
+        try:
+            loaded.append(cls())
+        except Exception as exc:
+            raise ExtensionMiddlewareError(f"extension middleware {path!r} could not be created: {exc}") from exc
+        logger.info("loaded extension middleware %s", path)
+    return loaded
+
+
+def _summarization(app: AppConfig, entry: ModelConfig, model: BaseChatModel) -> AgentMiddleware | None:
+    cfg = app.summarization
+    if not cfg.enabled:
+        return None
+    summarizer = create_chat_model(cfg.model_name, config=app) if cfg.model_name else model
+    window = entry.context_window
+    triggers = []
+    for t in cfg.trigger:
+        if t.type == "fraction":
+            triggers.append(("tokens", int(t.value * window)) if window else ("fraction", float(t.value)))
+        else:
+            triggers.append((t.type, int(t.value)))
+    return DeerFlowSummarizationMiddleware(summarizer, trigger=triggers, keep=(cfg.keep.type, cfg.keep.value))
+
+
+def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: ModelConfig, model: BaseChatModel,
+                      extra: Sequence[AgentMiddleware] = ()) -> list[AgentMiddleware]:
+    """The chain, outermost first (``wrap_*`` hooks nest in this order; ``after_model``
+    hooks run in reverse). docs/agent.md explains each position."""
+    title_model = create_chat_model(app.title.model_name, config=app) if app.title.enabled and app.title.model_name else None
+    chain: list[AgentMiddleware | None] = [
+        InputSanitizationMiddleware(),
+        ToolOutputBudgetMiddleware(options.max_tool_output_chars),
+        RemoteContentSanitizationMiddleware(),
+        ThreadDataMiddleware(),
+        UploadsMiddleware(),
+        SandboxMiddleware(),
+        DanglingToolCallMiddleware(),
+        LLMErrorHandlingMiddleware(max_retries=options.llm_max_retries, initial_delay=options.llm_retry_initial_delay,
+                                   jitter=options.llm_retry_initial_delay > 0),
+        ReadBeforeWriteMiddleware(),
+        ToolErrorHandlingMiddleware(),
+        DynamicContextMiddleware(),
+        _summarization(app, entry, model),
+        PlanTodoMiddleware() if options.is_plan_mode else None,
+        TokenUsageMiddleware(entry.name),
+        TitleMiddleware(enabled=app.title.enabled, max_words=app.title.max_words, max_chars=app.title.max_chars, model=title_model),
+        ViewImageMiddleware(entry.supports_vision),
+        SystemMessageCoalescingMiddleware(),
+        LoopDetectionMiddleware(options.loop_warn_after, options.loop_stop_after),
+        TokenBudgetMiddleware(options.token_budget),
+        *extra,
+        TerminalResponseMiddleware(),
+        LengthFinishReasonMiddleware(),
+        ClarificationMiddleware(),
+    ]
+    return [m for m in chain if m is not None]
+
+
+def make_lead_agent(config: RunnableConfig | None = None, *, model: BaseChatModel | None = None,
+                    tools: Sequence[BaseTool] | None = None, extra_tools: Sequence[BaseTool] = (),
+                    checkpointer: Any = None, app_config: AppConfig | None = None,
+                    extra_middlewares: Sequence[AgentMiddleware] = ()) -> Any:
+    """Build the lead agent graph for one run configuration.
+
+    ``config["configurable"]`` carries the options (see :class:`LeadAgentOptions`);
+    ``user_id``, ``thread_id`` and ``run_id`` are read per run by the middlewares, so one
+    graph can serve many threads. ``model``/``tools`` replace the configured ones (tests,
+    the embedded client with a custom model).
+    """
+    from harness.config import get_extensions_config
+    from harness.tools.registry import get_available_tools
+
+    options = LeadAgentOptions.from_config(config)
+    app = app_config or get_app_config()
+    entry = get_model_config(options.model_name, config=app) if app.models else ModelConfig.model_construct(
+        name=getattr(model, "model_name", "custom"), use="", supports_vision=False, supports_thinking=False, context_window=None)
+    if model is None:
+        model = create_chat_model(entry.name, thinking_enabled=options.thinking_enabled, config=app)
+    if tools is None:
+        tools = get_available_tools(config=app, groups=options.tool_groups, include_view_image=entry.supports_vision,
+                                    non_interactive=options.non_interactive, extra_tools=extra_tools)
+    else:
+        tools = [*tools, *extra_tools]
+        if options.non_interactive:
+            tools = [t for t in tools if t.name != "ask_clarification"]
+    extensions = load_extension_middlewares(get_extensions_config().middlewares)
+    middleware = build_middlewares(options, app=app, entry=entry, model=model, extra=[*extra_middlewares, *extensions])
+    prompt = build_system_prompt(agent_name=options.agent_name, tool_names=[t.name for t in tools],
+                                 subagent_enabled=options.subagent_enabled, max_concurrent_subagents=options.max_concurrent_subagents)
+    return create_agent(model, tools=list(tools), system_prompt=prompt, middleware=middleware,
+                        state_schema=ThreadState, checkpointer=checkpointer, name="lead_agent")

@@ -1,0 +1,40 @@
+"""Runtime options of a lead-agent build, read from ``config["configurable"]``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, fields
+from typing import Any
+
+
+@dataclass(frozen=True)
+class LeadAgentOptions:
+    model_name: str | None = None
+    thinking_enabled: bool = False
+    is_plan_mode: bool = False
+    subagent_enabled: bool = False
+    max_concurrent_subagents: int = 3
+    agent_name: str | None = None
+    non_interactive: bool = False
+    tool_groups: tuple[str, ...] | None = None
+    # Guards with defaults in code; a run may tighten or relax them.
+    token_budget: int | None = None
+    loop_warn_after: int = 3
+    loop_stop_after: int = 5
+    max_tool_output_chars: int = 24000
+    llm_max_retries: int = 2
+    llm_retry_initial_delay: float = 1.0
+
+    @classmethod
+    def from_config(cls, config: Mapping[str, Any] | None, **overrides: Any) -> LeadAgentOptions:
+        configurable = dict((config or {}).get("configurable") or {})
+        context = (config or {}).get("context")
+        if isinstance(context, Mapping):
+            configurable = {**configurable, **context}
+        configurable.update({k: v for k, v in overrides.items() if v is not None})
+        known = {f.name for f in fields(cls)}
+        values = {k: v for k, v in configurable.items() if k in known and v is not None}
+        if values.get("tool_groups") is not None:
+            values["tool_groups"] = tuple(values["tool_groups"])
+        values["max_concurrent_subagents"] = max(1, min(4, int(values.get("max_concurrent_subagents", 3))))
+        return cls(**values)

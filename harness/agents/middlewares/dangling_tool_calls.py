@@ -1,0 +1,108 @@
+"""Keep tool-call/result pairs well-formed for strict providers.
+
+- A tool call left without a result (the run was cancelled or crashed mid-tool, or the
+  user answered a question with a new message) gets a placeholder result in the request,
+  right after its call, on the next turn. Providers reject unanswered calls.
+- Tool calls with names a provider would refuse are renamed in the request, and
+  non-object arguments become ``{}``.
+- Calls the provider returned with unparsable JSON arguments (``invalid_tool_calls``)
+  become ordinary calls answered by an error result, so the model learns what went wrong
+  and can retry, instead of the turn ending silently.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from harness.agents.markers import TOOL_META_KEY
+
+_VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+PLACEHOLDER = "[No result: this tool call was interrupted before it finished. Check its effect before relying on it.]"
+
+
+def _safe_name(name: Any) -> str:
+    text = str(name or "")
+    if _VALID_NAME.match(text):
+        return text
+    return (re.sub(r"[^A-Za-z0-9_-]", "_", text)[:64]) or "invalid_tool_name"
+
+
+def repair_request_messages(messages: list[BaseMessage]) -> list[BaseMessage]:
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    called: set[str] = set()
+    out: list[BaseMessage] = []
+    pending: list[ToolMessage] = []
+
+    def flush() -> None:
+        out.extend(pending)
+        pending.clear()
+
+    for m in messages:
+        if isinstance(m, AIMessage) and m.tool_calls:
+            flush()
+            calls = []
+            changed = False
+            for tc in m.tool_calls:
+                name, args = _safe_name(tc.get("name")), tc.get("args")
+                if not isinstance(args, dict):
+                    args, changed = {}, True
+                changed = changed or name != tc.get("name")
+                calls.append({**tc, "name": name, "args": args})
+                called.add(tc.get("id"))
+                if tc.get("id") not in answered:
+                    pending.append(ToolMessage(content=PLACEHOLDER, tool_call_id=tc.get("id"), name=name, status="error"))
+            out.append(m.model_copy(update={"tool_calls": calls}) if changed else m)
+            continue
+        if isinstance(m, ToolMessage):
+            if m.tool_call_id not in called:
+                continue  # an orphan result (its call was summarized away) would be rejected
+            out.append(m)
+            continue
+        flush()
+        out.append(m)
+    flush()
+    return out
+
+
+def _invalid_call_repair(ai: AIMessage) -> dict[str, Any] | None:
+    invalid = [c for c in ai.invalid_tool_calls or []]
+    if not invalid:
+        return None
+    calls = list(ai.tool_calls)
+    results = []
+    for bad in invalid:
+        call_id = bad.get("id") or f"call_invalid_{uuid.uuid4().hex[:10]}"
+        name = _safe_name(bad.get("name"))
+        calls.append({"name": name, "args": {}, "id": call_id, "type": "tool_call"})
+        raw = str(bad.get("args") or "")[:300]
+        results.append(ToolMessage(
+            content=f"Error: the arguments of this `{name}` call were not valid JSON ({bad.get('error') or 'parse error'}). "
+                    f"Received: {raw!r}. Call the tool again with a JSON object of arguments.",
+            tool_call_id=call_id, name=name, status="error",
+            additional_kwargs={TOOL_META_KEY: {"status": "error", "error_type": "invalid_arguments", "recoverable_by_model": True,
+                                               "recommended_next_action": "retry_with_valid_json"}},
+        ))
+    fixed = ai.model_copy(update={"tool_calls": calls, "invalid_tool_calls": []})
+    return {"messages": [fixed, *results]}
+
+
+class DanglingToolCallMiddleware(AgentMiddleware):
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        return handler(request.override(messages=repair_request_messages(request.messages)))
+
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        return await handler(request.override(messages=repair_request_messages(request.messages)))
+
+    def after_model(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
+        messages = state.get("messages") or []
+        if messages and isinstance(messages[-1], AIMessage):
+            return _invalid_call_repair(messages[-1])
+        return None
+
+    async def aafter_model(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
+        return self.after_model(state, runtime)

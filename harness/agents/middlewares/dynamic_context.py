@@ -1,0 +1,60 @@
+"""Per-turn facts (today's date, later memory) go into the first user message.
+
+The system prompt stays byte-identical across turns so providers can reuse its cached
+prefix; facts that change go into a ``<deerflow-context>`` block at the top of the first
+real user message of the request. Only the request is changed, never the stored
+conversation. Providers are callables ``(request) -> str | None`` so memory can plug in.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import HumanMessage
+
+from harness.agents.markers import context_block, is_real_user_message, run_value
+
+ContextProvider = Callable[[Any], "str | None"]
+
+
+def date_provider(request: Any) -> str:
+    tz_name = run_value(request.runtime, "timezone", "UTC")
+    try:
+        tz = ZoneInfo(str(tz_name))
+    except (ZoneInfoNotFoundError, ValueError):
+        tz = ZoneInfo("UTC")
+    today = dt.datetime.now(tz)
+    return f"Today's date: {today:%Y-%m-%d} ({today:%A}), timezone {tz.key}."
+
+
+class DynamicContextMiddleware(AgentMiddleware):
+    def __init__(self, providers: list[ContextProvider] | None = None) -> None:
+        super().__init__()
+        self.providers = providers if providers is not None else [date_provider]
+
+    def _inject(self, request: Any) -> Any:
+        parts = [p(request) for p in self.providers]
+        body = "\n".join(p for p in parts if p)
+        if not body:
+            return request
+        block = context_block("turn", body)
+        messages = list(request.messages)
+        for i, m in enumerate(messages):
+            if is_real_user_message(m):
+                if isinstance(m.content, str):
+                    content: Any = f"{block}\n\n{m.content}"
+                else:
+                    content = [{"type": "text", "text": block}, *m.content]
+                messages[i] = m.model_copy(update={"content": content})
+                return request.override(messages=messages)
+        return request.override(messages=[HumanMessage(content=block), *messages])
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        return handler(self._inject(request))
+
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        return await handler(self._inject(request))

@@ -1,0 +1,49 @@
+"""A per-run token cap.
+
+Before each model call the tokens this run has used (AI messages stamped with its run id
+by the token-usage middleware) are summed; at or above the budget the run ends with an
+assistant message saying so and ``stop_reason = token_budget_exhausted``. The budget is
+``token_budget`` from the run context/configurable, else the constructor default; none
+means unlimited.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, hook_config
+from langchain_core.messages import AIMessage
+
+from harness.agents.markers import run_value
+from harness.agents.middlewares._base import current_run_messages
+from harness.agents.middlewares.token_usage import RUN_ID_KEY
+
+
+def run_tokens(messages: list[Any], run_id: str | None) -> int:
+    if run_id:
+        scope = [m for m in messages if isinstance(m, AIMessage) and m.response_metadata.get(RUN_ID_KEY) == run_id]
+    else:
+        scope = [m for m in current_run_messages(messages) if isinstance(m, AIMessage)]
+    return sum(int((m.usage_metadata or {}).get("total_tokens") or 0) for m in scope)
+
+
+class TokenBudgetMiddleware(AgentMiddleware):
+    def __init__(self, default_budget: int | None = None) -> None:
+        super().__init__()
+        self.default_budget = default_budget
+
+    @hook_config(can_jump_to=["end"])
+    def before_model(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
+        budget = run_value(runtime, "token_budget", self.default_budget)
+        if not budget:
+            return None
+        used = run_tokens(state.get("messages") or [], str(run_value(runtime, "run_id", "") or "") or None)
+        if used < int(budget):
+            return None
+        note = AIMessage(content=f"I stopped here because this run used its token budget ({used} of {int(budget)} tokens). "
+                                 "Ask me to continue if you want me to go on.")
+        return {"messages": [note], "stop_reason": "token_budget_exhausted", "jump_to": "end"}
+
+    @hook_config(can_jump_to=["end"])
+    async def abefore_model(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
+        return self.before_model(state, runtime)
