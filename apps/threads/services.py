@@ -40,3 +40,40 @@ def thread_create(*, owner, thread_id: str | None = None, assistant_id: str = ""
         if existing is None:
             raise Conflict(f"Thread id {thread_id} is not available") from None
         return existing
+
+
+def thread_update(*, thread: Thread, metadata: dict | None) -> Thread:
+    """Merge metadata (a null value removes a key); ownership keys stay the server's."""
+    if metadata is None:
+        return thread
+    if not isinstance(metadata, dict):
+        raise InvalidRequest("metadata must be an object")
+    merged = dict(thread.metadata)
+    for key, value in metadata.items():
+        if key in _RESERVED_METADATA_KEYS:
+            continue
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    thread.metadata = merged
+    thread.save(update_fields=["metadata", "updated_at"])
+    return thread
+
+
+def thread_delete(*, thread: Thread) -> None:
+    """Delete the thread with its runs, events, checkpoints and files. Refused while a run is active."""
+    import shutil
+
+    from apps.runs.models import Run
+    from apps.threads.state import thread_state_delete
+    from harness.config import thread_user_data_dir
+
+    with transaction.atomic():
+        # Lock the thread row so a run cannot be admitted between the check and the delete.
+        locked = Thread.objects.select_for_update().get(pk=thread.pk)
+        if Run.objects.filter(thread=locked, status__in=Run.ACTIVE_STATUSES).exists():
+            raise Conflict(f"Thread {thread.pk} has an active run; cancel it before deleting the thread")
+        thread_state_delete(thread_id=thread.pk)
+        locked.delete()
+    shutil.rmtree(thread_user_data_dir(thread.owner_id, thread.pk).parent, ignore_errors=True)

@@ -9,6 +9,8 @@ INSTALLED_APPS = [
     "django.contrib.contenttypes",
     "django.contrib.sessions",
     "django.contrib.messages",
+    # allauth's socialaccount keeps provider apps per site, so the sites framework is on (SITE_ID).
+    "django.contrib.sites",
     "whitenoise.runserver_nostatic",
     "django.contrib.staticfiles",
     "rest_framework",
@@ -16,6 +18,12 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "channels",
     "django_celery_beat",
+    "corsheaders",
+    "allauth",
+    "allauth.account",
+    "allauth.socialaccount",
+    # Generic OpenID Connect: any OIDC server is configured from the environment (settings/auth.py).
+    "allauth.socialaccount.providers.openid_connect",
     "apps.accounts",
     "apps.threads",
     "apps.runs",
@@ -29,10 +37,16 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    # Before CommonMiddleware so that preflight answers carry the CORS headers.
+    "corsheaders.middleware.CorsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
+    # Bearer tokens on plain Django views: refused unless the view opts in (apps/accounts/middleware.py).
+    # Its process_view must run before CSRF's; it needs no earlier position for anything else.
+    "apps.accounts.middleware.BearerTokenMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
 ]
@@ -50,6 +64,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "apps.accounts.context_processors.accounts",
             ],
         },
     },
@@ -70,6 +85,13 @@ WHITENOISE_AUTOREFRESH = DEBUG
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-LOGIN_URL = "admin:login"
+LOGIN_URL = "account_login"
 LOGIN_REDIRECT_URL = "/"
 AUTH_USER_MODEL = "accounts.User"
+SITE_ID = 1
+AUTHENTICATION_BACKENDS = [
+    # Django's backend keeps `createsuperuser` users and admin tooling working; allauth's adds
+    # login by email, rate limits and social accounts.
+    "django.contrib.auth.backends.ModelBackend",
+    "allauth.account.auth_backends.AuthenticationBackend",
+]

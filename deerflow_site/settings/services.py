@@ -26,4 +26,9 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 
 # "embedded" runs agent runs as asyncio tasks in the ASGI process; "celery" sends them to workers.
-RUN_EXECUTOR = env.str("RUN_EXECUTOR", default="celery" if env.str("CELERY_BROKER_URL", default="") else "embedded")
+# Runs execute as asyncio tasks on the process's runs loop; a Celery executor joins this seam later.
+RUN_EXECUTOR = env.str("RUN_EXECUTOR", default="embedded")
+
+# The graph a run executes: a callable taking the run's RunnableConfig (LangGraph Platform's
+# factory convention). Operators may point it at their own graph.
+DEERFLOW_AGENT_FACTORY = env.str("DEERFLOW_AGENT_FACTORY", default="harness.agents:make_lead_agent")

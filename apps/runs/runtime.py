@@ -1,0 +1,150 @@
+"""The process's runs loop: where graphs execute and the checkpointer lives.
+
+Runs execute on one dedicated asyncio loop in a background thread, not on the ASGI loop of
+the request that started them: a run outlives its request, sync views (and the sync test
+client) can start and cancel runs, and the checkpointer's connection stays on one loop.
+Requests talk to it through ``call`` / ``acall`` and read events through the stream bridge,
+which is safe across loops.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import threading
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from django.conf import settings
+
+from harness.runtime.checkpointer import open_checkpointer
+from harness.runtime.stream_bridge import MemoryStreamBridge
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+PROCESS_ID = f"{socket.gethostname()}:{os.getpid()}"
+
+
+@dataclass
+class ActiveRun:
+    task: asyncio.Task
+    cancel_action: str | None = None
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+class RunsRuntime:
+    def __init__(self, checkpointer_url: str):
+        self.checkpointer_url = checkpointer_url
+        self.bridge = MemoryStreamBridge()
+        self.active: dict[str, ActiveRun] = {}
+        # Request-scoped secrets live only here, for the life of the run: never in a row.
+        self.secrets: dict[str, dict[str, str]] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._checkpointer: Any = None
+        self._stack: contextlib.AsyncExitStack | None = None
+        self._lock = threading.Lock()
+
+    # -- the loop ----------------------------------------------------------------------
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        if self._loop is None:
+            with self._lock:
+                if self._loop is None:
+                    ready = threading.Event()
+                    loop = asyncio.new_event_loop()
+
+                    def _run() -> None:
+                        asyncio.set_event_loop(loop)
+                        loop.call_soon(ready.set)
+                        loop.run_forever()
+
+                    self._thread = threading.Thread(target=_run, name="deerflow-runs", daemon=True)
+                    self._thread.start()
+                    ready.wait()
+                    self._loop = loop
+        return self._loop
+
+    def submit_coro(self, coro: Awaitable[T]) -> Future[T]:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)  # type: ignore[arg-type]
+
+    def call(self, fn: Callable[..., Awaitable[T]], *args: Any, timeout: float | None = 60, **kwargs: Any) -> T:
+        """Run ``fn`` on the runs loop and wait for it (from sync code)."""
+        return self.submit_coro(fn(*args, **kwargs)).result(timeout)
+
+    async def acall(self, fn: Callable[..., Awaitable[T]], *args: Any, **kwargs: Any) -> T:
+        """Run ``fn`` on the runs loop from another loop."""
+        return await asyncio.wrap_future(self.submit_coro(fn(*args, **kwargs)))
+
+    async def checkpointer(self) -> Any:
+        """The process-wide saver; opened on first use, on the runs loop."""
+        if self._checkpointer is None:
+            self._stack = contextlib.AsyncExitStack()
+            self._checkpointer = await self._stack.enter_async_context(open_checkpointer(self.checkpointer_url))
+        return self._checkpointer
+
+    # -- runs --------------------------------------------------------------------------
+
+    def start(self, run_id: str, runner: Callable[[str], Awaitable[None]]) -> None:
+        def _create() -> None:
+            task = self.loop.create_task(runner(run_id), name=f"run-{run_id}")
+            entry = ActiveRun(task=task)
+            self.active[run_id] = entry
+
+            def _done(_t: asyncio.Task) -> None:
+                entry.done.set()
+                self.active.pop(run_id, None)
+                self.secrets.pop(run_id, None)
+
+            task.add_done_callback(_done)
+
+        self.loop.call_soon_threadsafe(_create)
+
+    def cancel(self, run_id: str, action: str) -> bool:
+        """Cancel a run executing in this process; False when it is not here."""
+
+        async def _cancel() -> bool:
+            entry = self.active.get(run_id)
+            if entry is None:
+                return False
+            entry.cancel_action = entry.cancel_action or action
+            entry.task.cancel()
+            return True
+
+        return self.call(_cancel, timeout=10)
+
+    async def wait_done(self, run_id: str, timeout: float | None = None) -> bool:
+        """On the runs loop: wait until the run's task has finished its bookkeeping."""
+        entry = self.active.get(run_id)
+        if entry is None:
+            return True
+        try:
+            await asyncio.wait_for(entry.done.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    def cancel_action(self, run_id: str) -> str | None:
+        entry = self.active.get(run_id)
+        return entry.cancel_action if entry else None
+
+
+_runtime: RunsRuntime | None = None
+_runtime_lock = threading.Lock()
+
+
+def get_runtime() -> RunsRuntime:
+    global _runtime
+    if _runtime is None:
+        with _runtime_lock:
+            if _runtime is None:
+                _runtime = RunsRuntime(settings.CHECKPOINTER_URL)
+    return _runtime

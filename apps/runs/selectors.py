@@ -1,0 +1,75 @@
+"""Reads for runs and their events, always scoped to the caller."""
+
+from __future__ import annotations
+
+from django.db.models import Count, Sum
+
+from apps.runs.models import Run, RunEvent
+from deerflow_site.errors import InvalidRequest, NotFound
+
+
+def run_get_for_user(*, user, thread_id: str, run_id: str) -> Run:
+    import uuid
+
+    try:
+        uuid.UUID(str(run_id))
+    except ValueError:
+        raise NotFound(f"Run {run_id} not found") from None
+    run = Run.objects.filter(pk=run_id, thread_id=thread_id, owner_id=user.pk).first()
+    if run is None:
+        raise NotFound(f"Run {run_id} not found")
+    return run
+
+
+def run_list(*, thread, limit: int = 10, offset: int = 0, status: str | None = None):
+    if not (1 <= limit <= 1000) or offset < 0:
+        raise InvalidRequest("limit must be 1 to 1000 and offset non-negative")
+    qs = Run.objects.filter(thread=thread)
+    if status:
+        if status not in Run.Status.values:
+            raise InvalidRequest(f"status must be one of {', '.join(Run.Status.values)}")
+        qs = qs.filter(status=status)
+    return qs.order_by("-created_at")[offset : offset + limit]
+
+
+def messages_page(*, thread, limit: int = 50, before_seq: int | None = None) -> dict:
+    """The thread's visible messages, newest page first; each page is in chronological order."""
+    if not 1 <= limit <= 200:
+        raise InvalidRequest("limit must be from 1 to 200")
+    qs = RunEvent.objects.filter(thread=thread, category="message")
+    if before_seq is not None:
+        qs = qs.filter(seq__lt=before_seq)
+    rows = list(qs.order_by("-seq")[: limit + 1])
+    has_more = len(rows) > limit
+    rows = rows[:limit][::-1]
+    from apps.runs.journal import event_record
+
+    return {
+        "data": [{**event_record(r), "feedback": None} for r in rows],
+        "has_more": has_more,
+        "next_before_seq": rows[0].seq if has_more and rows else None,
+    }
+
+
+def thread_token_usage(*, thread) -> dict:
+    runs = Run.objects.filter(thread=thread)
+    totals = runs.aggregate(inp=Sum("input_tokens"), out=Sum("output_tokens"), cache=Sum("cache_read_tokens"), n=Count("id"))
+    by_model: dict[str, dict[str, int]] = {}
+    for usage in runs.values_list("token_usage", flat=True):
+        for model, entry in ((usage or {}).get("by_model") or {}).items():
+            agg = by_model.setdefault(model, {"tokens": 0, "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "runs": 0})
+            agg["tokens"] += entry.get("total_tokens", 0)
+            agg["input_tokens"] += entry.get("input_tokens", 0)
+            agg["output_tokens"] += entry.get("output_tokens", 0)
+            agg["cache_read_tokens"] += entry.get("cache_read_tokens", 0)
+            agg["runs"] += 1
+    inp, out = totals["inp"] or 0, totals["out"] or 0
+    return {
+        "thread_id": thread.pk,
+        "total_tokens": inp + out,
+        "total_input_tokens": inp,
+        "total_output_tokens": out,
+        "total_cache_read_tokens": totals["cache"] or 0,
+        "total_runs": totals["n"],
+        "by_model": by_model,
+    }

@@ -1,0 +1,185 @@
+"""Run admission, cancellation and recovery: the one path every caller uses.
+
+``start_run`` is called by the HTTP API, the websocket consumer and (later) the scheduler
+and IM channels. The database decides who holds a thread: ``uq_runs_thread_active`` lets one
+pending/running run exist per thread, so two racing requests cannot both start, whatever
+process they run in.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import timedelta
+import logging
+import time
+from dataclasses import dataclass
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from apps.runs import graphs
+from apps.runs.models import Run
+from apps.runs.runtime import PROCESS_ID, get_runtime
+from apps.runs.schemas import RunCreate
+from apps.threads.models import Thread
+from apps.threads.selectors import thread_get_for_user
+from apps.threads.services import thread_create
+from deerflow_site.errors import Conflict, InvalidRequest, NotFound, ThreadBusy
+from harness.config.loader import get_app_config
+
+logger = logging.getLogger(__name__)
+
+LEASE_SECONDS = 30
+# How long interrupt/rollback waits for the run it replaces to let go of the thread.
+REPLACE_WAIT_SECONDS = 30
+
+
+@dataclass(frozen=True)
+class AdmittedRun:
+    run: Run
+    thread: Thread
+
+
+def _redact(request: RunCreate) -> tuple[dict, dict[str, str]]:
+    """(kwargs to store, secrets to hand the worker in memory)."""
+    data = request.model_dump(exclude_none=True)
+    context = data.get("context") or {}
+    secrets = context.pop("secrets", None)
+    if secrets is not None and (not isinstance(secrets, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in secrets.items())):
+        raise InvalidRequest("context.secrets must be an object of string values")
+    return copy.deepcopy(data), dict(secrets or {})
+
+
+def _check_model(request: RunCreate) -> str:
+    context = request.context or {}
+    configurable = (request.config or {}).get("configurable") or {}
+    name = context.get("model_name") or configurable.get("model_name")
+    if name is None:
+        return ""
+    names = [m.name for m in get_app_config().models]
+    if name not in names:
+        raise InvalidRequest(f"context.model_name: unknown model '{name}'; configured: {', '.join(names) or 'none'}")
+    return name
+
+
+def _check_checkpoint(thread: Thread, checkpoint_id: str) -> None:
+    runtime = get_runtime()
+
+    async def _exists() -> bool:
+        saver = await runtime.checkpointer()
+        return await saver.aget_tuple(graphs.thread_config(thread.pk, checkpoint_id)) is not None
+
+    if not runtime.call(_exists):
+        raise NotFound(f"Checkpoint {checkpoint_id} not found in thread {thread.pk}")
+
+
+def _insert(thread: Thread, user, request: RunCreate, kwargs: dict, model_name: str) -> Run:
+    now = timezone.now()
+    with transaction.atomic():
+        run = Run.objects.create(
+            thread=thread, owner=user, assistant_id=request.assistant_id or graphs.LEAD_AGENT,
+            status=Run.Status.PENDING, multitask_strategy=request.multitask_strategy,
+            kwargs=kwargs, metadata=request.metadata or {}, model_name=model_name,
+            lease_owner=PROCESS_ID, lease_expires_at=now + timedelta(seconds=LEASE_SECONDS),
+        )
+        Thread.objects.filter(pk=thread.pk).update(status=Thread.Status.BUSY, updated_at=now)
+    return run
+
+
+def start_run(*, user, thread_id: str | None, request: RunCreate, stateless: bool = False) -> AdmittedRun:
+    """Admit a run and hand it to the executor; returns once it is pending."""
+    if not graphs.known_assistant(request.assistant_id):
+        raise NotFound(f"Assistant {request.assistant_id} not found")
+    if stateless:
+        configurable = (request.config or {}).get("configurable") or {}
+        thread_id = configurable.get("thread_id") or thread_id
+        thread = thread_create(owner=user, thread_id=thread_id, assistant_id=request.assistant_id or graphs.LEAD_AGENT)
+    else:
+        try:
+            thread = thread_get_for_user(user=user, thread_id=thread_id)
+        except NotFound:
+            if request.if_not_exists != "create":
+                raise
+            thread = thread_create(owner=user, thread_id=thread_id, assistant_id=request.assistant_id or graphs.LEAD_AGENT)
+    model_name = _check_model(request)
+    if request.command is not None and thread.status != Thread.Status.INTERRUPTED:
+        raise InvalidRequest(f"command.resume: thread {thread.pk} is not waiting for input (status: {thread.status})")
+    if request.checkpoint_selector:
+        _check_checkpoint(thread, request.checkpoint_selector)
+    kwargs, secrets = _redact(request)
+
+    deadline = time.monotonic() + REPLACE_WAIT_SECONDS
+    while True:
+        try:
+            run = _insert(thread, user, request, kwargs, model_name)
+            break
+        except IntegrityError:
+            active = Run.objects.filter(thread=thread, status__in=Run.ACTIVE_STATUSES).first()
+            if active is None:
+                continue  # it finished between our insert and this read: try again
+            if request.multitask_strategy == "reject":
+                raise ThreadBusy(f"Thread {thread.pk} already has an active run") from None
+            if time.monotonic() > deadline:
+                raise ThreadBusy(f"Thread {thread.pk} is still busy: run {active.pk} did not stop in time") from None
+            run_cancel(run=active, action=request.multitask_strategy, wait=True)
+
+    runtime = get_runtime()
+    if secrets:
+        runtime.secrets[str(run.pk)] = secrets
+    # Subscribers may attach before the worker starts: the metadata event is already there.
+    runtime.bridge.publish(str(run.pk), "metadata", {"run_id": str(run.pk), "thread_id": thread.pk})
+    from apps.runs.executors import get_executor
+
+    transaction.on_commit(lambda: get_executor().submit(str(run.pk)))
+    thread.refresh_from_db()
+    return AdmittedRun(run=run, thread=thread)
+
+
+def run_cancel(*, run: Run, action: str = "interrupt", wait: bool = False, timeout: float = REPLACE_WAIT_SECONDS) -> Run:
+    if action not in ("interrupt", "rollback"):
+        raise InvalidRequest("action must be 'interrupt' or 'rollback'")
+    run.refresh_from_db()
+    if not run.is_active:
+        raise Conflict(f"Run {run.pk} is not cancellable (status: {run.status})")
+    Run.objects.filter(pk=run.pk).update(cancel_requested_at=timezone.now(), cancel_action=action)
+    runtime = get_runtime()
+    if not runtime.cancel(str(run.pk), action):
+        # Not executing in this process. A pending run that never reached a worker, or an
+        # orphan: settle it here so the thread is freed.
+        finished = Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE_STATUSES).update(
+            status=Run.Status.INTERRUPTED, stop_reason="cancelled", finished_at=timezone.now(), lease_expires_at=None,
+        )
+        if finished:
+            Thread.objects.filter(pk=run.thread_id).update(status=Thread.Status.IDLE, updated_at=timezone.now())
+            if not runtime.bridge.is_ended(str(run.pk)):
+                runtime.bridge.end(str(run.pk))
+    elif wait:
+        runtime.call(runtime.wait_done, str(run.pk), timeout, timeout=timeout + 5)
+    run.refresh_from_db()
+    return run
+
+
+def runs_recover_orphans() -> int:
+    """Mark runs whose executing process is gone (lease expired) as errors; free their threads."""
+    now = timezone.now()
+    orphans = list(Run.objects.filter(status__in=Run.ACTIVE_STATUSES, lease_expires_at__lt=now).values_list("pk", "thread_id"))
+    orphans += list(Run.objects.filter(status__in=Run.ACTIVE_STATUSES, lease_expires_at__isnull=True).values_list("pk", "thread_id"))
+    count = 0
+    for run_id, thread_id in orphans:
+        with transaction.atomic():
+            updated = Run.objects.filter(pk=run_id, status__in=Run.ACTIVE_STATUSES).update(
+                status=Run.Status.ERROR, stop_reason="orphan_recovered", finished_at=now,
+                error="The process executing this run stopped before it finished.", lease_expires_at=None,
+            )
+            if updated:
+                Thread.objects.filter(pk=thread_id, status=Thread.Status.BUSY).update(status=Thread.Status.ERROR, updated_at=now)
+                count += updated
+    if count:
+        logger.warning("Recovered %d orphaned run(s): marked as error", count)
+    return count
+
+
+def run_delete(*, run: Run) -> None:
+    if run.is_active:
+        raise Conflict(f"Run {run.pk} is still active; cancel it first")
+    run.delete()

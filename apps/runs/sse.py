@@ -1,0 +1,86 @@
+"""Server-sent events exactly as LangGraph Platform frames them.
+
+``event: <name>`` / ``data: <json>`` / ``id: <id>`` / blank line; ``: heartbeat`` comments
+keep idle connections open; ``end`` carries ``data: null``. A client that goes away makes
+the run cancel when its ``on_disconnect`` says so.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import AsyncIterator
+from typing import Any
+
+from asgiref.sync import sync_to_async
+from django.http import StreamingHttpResponse
+from rest_framework.renderers import BaseRenderer
+
+from apps.runs.runtime import get_runtime
+from harness.runtime.stream_bridge import END, GAP, HEARTBEAT, StreamItem
+
+logger = logging.getLogger(__name__)
+
+HEARTBEAT_SECONDS = 15.0
+
+
+class EventStreamRenderer(BaseRenderer):
+    """Lets DRF accept ``Accept: text/event-stream``; errors on stream routes are JSON bodies."""
+
+    media_type = "text/event-stream"
+    format = "sse"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return json.dumps(data, default=str).encode()
+
+
+def _json(data: Any) -> str:
+    return json.dumps(data, default=str, ensure_ascii=False, separators=(",", ":"))
+
+
+def frame(item: StreamItem) -> bytes:
+    if item.event == HEARTBEAT:
+        return b": heartbeat\n\n"
+    lines = [f"event: {item.event}", f"data: {_json(item.data)}"]
+    if item.id is not None and item.event != GAP:
+        lines.append(f"id: {item.id}")
+    return ("\n".join(lines) + "\n\n").encode()
+
+
+async def run_events(run_id: str, *, last_event_id: str | None, cancel_on_disconnect: bool) -> AsyncIterator[bytes]:
+    bridge = get_runtime().bridge
+    finished = False
+    try:
+        async for item in bridge.subscribe(run_id, last_event_id=last_event_id, heartbeat=HEARTBEAT_SECONDS):
+            yield frame(item)
+            if item.event in (END, GAP):
+                finished = True
+                return
+    finally:
+        if not finished and cancel_on_disconnect:
+            await sync_to_async(_cancel_after_disconnect, thread_sensitive=False)(run_id)
+
+
+def _cancel_after_disconnect(run_id: str) -> None:
+    from apps.runs.models import Run
+    from apps.runs.services import run_cancel
+    from deerflow_site.errors import Conflict
+
+    run = Run.objects.filter(pk=run_id).first()
+    if run is None or not run.is_active:
+        return
+    try:
+        run_cancel(run=run, action="interrupt")
+        logger.info("Run %s cancelled: its stream client disconnected (on_disconnect=cancel)", run_id)
+    except Conflict:
+        pass
+
+
+def sse_response(stream: AsyncIterator[bytes], *, content_location: str | None = None) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(stream, content_type="text/event-stream; charset=utf-8")
+    response["Cache-Control"] = "no-cache"
+    response["X-Accel-Buffering"] = "no"
+    if content_location:
+        response["Content-Location"] = content_location
+    return response

@@ -1,0 +1,210 @@
+"""LangGraph-compatible run routes (thread runs and stateless runs).
+
+Admission and cancellation are short synchronous calls. Anything that waits for a run
+(streams, ``/wait``, ``/join``) answers with an async streaming body, so a waiting client
+holds no worker thread.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+
+from asgiref.sync import sync_to_async
+from django.http import StreamingHttpResponse
+from drf_spectacular.utils import OpenApiTypes, extend_schema
+from rest_framework import status
+from rest_framework.renderers import JSONRenderer
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.runs import selectors, services
+from apps.runs.runtime import get_runtime
+from apps.runs.schemas import parse_run_request
+from apps.runs.serializers import run_json
+from apps.runs.sse import EventStreamRenderer, _cancel_after_disconnect, run_events, sse_response
+from apps.threads.selectors import thread_get_for_user
+from apps.threads.state import thread_values
+from deerflow_site.errors import InvalidRequest
+from harness.runtime.stream_bridge import END, GAP
+
+RENDERERS = [JSONRenderer, EventStreamRenderer]
+
+
+def _flag(value: str | None, name: str, default: bool = False) -> bool:
+    if value is None or value == "":
+        return default
+    lowered = value.lower()
+    if lowered in ("1", "true", "yes"):
+        return True
+    if lowered in ("0", "false", "no"):
+        return False
+    raise InvalidRequest(f"{name} must be true or false")
+
+
+def _content_location(thread_id: str, run_id: str) -> str:
+    return f"/api/threads/{thread_id}/runs/{run_id}"
+
+
+async def _final_values(run_id: str, thread, *, cancel_on_disconnect: bool) -> AsyncIterator[bytes]:
+    """One JSON document once the run has ended: the thread's final values."""
+    finished = False
+    try:
+        async for item in get_runtime().bridge.subscribe(run_id, heartbeat=None):
+            if item.event in (END, GAP):
+                break
+        finished = True
+    finally:
+        if not finished and cancel_on_disconnect:
+            await sync_to_async(_cancel_after_disconnect, thread_sensitive=False)(run_id)
+    values = await sync_to_async(thread_values, thread_sensitive=False)(thread=thread)
+    run = await sync_to_async(_run_error, thread_sensitive=False)(run_id)
+    if run is not None:
+        values = {**values, "__error__": run} if isinstance(values, dict) else values
+    yield json.dumps(values, default=str).encode()
+
+
+def _run_error(run_id: str) -> dict | None:
+    from apps.runs.models import Run
+
+    run = Run.objects.filter(pk=run_id).only("status", "error").first()
+    if run is not None and run.status == Run.Status.ERROR:
+        return {"error": "RunError", "message": run.error}
+    return None
+
+
+def _json_response(stream: AsyncIterator[bytes], *, content_location: str | None = None) -> StreamingHttpResponse:
+    response = StreamingHttpResponse(stream, content_type="application/json")
+    if content_location:
+        response["Content-Location"] = content_location
+    return response
+
+
+class _RunCreateMixin:
+    stateless = False
+
+    def admit(self, request, thread_id: str | None):
+        run_request = parse_run_request(request.data if request.data is not None else {})
+        admitted = services.start_run(user=request.user, thread_id=thread_id, request=run_request, stateless=self.stateless)
+        return run_request, admitted
+
+
+class ThreadRunsView(_RunCreateMixin, APIView):
+    token_scopes = {"GET": "runs:read", "POST": "runs:create"}
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, thread_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        params = request.query_params
+        try:
+            limit, offset = int(params.get("limit", 10)), int(params.get("offset", 0))
+        except ValueError:
+            raise InvalidRequest("limit and offset must be integers") from None
+        runs = selectors.run_list(thread=thread, limit=limit, offset=offset, status=params.get("status"))
+        return Response([run_json(r) for r in runs])
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    def post(self, request, thread_id=None):
+        _, admitted = self.admit(request, thread_id)
+        response = Response(run_json(admitted.run))
+        response["Content-Location"] = _content_location(admitted.thread.pk, str(admitted.run.pk))
+        return response
+
+
+class ThreadRunsStreamView(_RunCreateMixin, APIView):
+    token_scopes = {"POST": "runs:create"}
+    renderer_classes = RENDERERS
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={(200, "text/event-stream"): OpenApiTypes.STR})
+    def post(self, request, thread_id=None):
+        run_request, admitted = self.admit(request, thread_id)
+        run_id = str(admitted.run.pk)
+        stream = run_events(run_id, last_event_id=None, cancel_on_disconnect=run_request.on_disconnect == "cancel")
+        return sse_response(stream, content_location=_content_location(admitted.thread.pk, run_id))
+
+
+class ThreadRunsWaitView(_RunCreateMixin, APIView):
+    token_scopes = {"POST": "runs:create"}
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    def post(self, request, thread_id=None):
+        run_request, admitted = self.admit(request, thread_id)
+        run_id = str(admitted.run.pk)
+        body = _final_values(run_id, admitted.thread, cancel_on_disconnect=run_request.on_disconnect == "cancel")
+        return _json_response(body, content_location=_content_location(admitted.thread.pk, run_id))
+
+
+class StatelessRunsView(ThreadRunsView):
+    stateless = True
+    token_scopes = {"POST": "runs:create"}
+    http_method_names = ["post", "options"]
+
+
+class StatelessRunsStreamView(ThreadRunsStreamView):
+    stateless = True
+
+
+class StatelessRunsWaitView(ThreadRunsWaitView):
+    stateless = True
+
+
+class RunDetailView(APIView):
+    token_scopes = {"GET": "runs:read", "DELETE": "runs:cancel"}
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, thread_id, run_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        return Response(run_json(selectors.run_get_for_user(user=request.user, thread_id=thread.pk, run_id=run_id)))
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, thread_id, run_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        services.run_delete(run=selectors.run_get_for_user(user=request.user, thread_id=thread.pk, run_id=run_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class RunCancelView(APIView):
+    token_scopes = {"POST": "runs:cancel"}
+
+    @extend_schema(request=None, responses={202: None, 204: None})
+    def post(self, request, thread_id, run_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        run = selectors.run_get_for_user(user=request.user, thread_id=thread.pk, run_id=run_id)
+        wait = _flag(request.query_params.get("wait"), "wait")
+        services.run_cancel(run=run, action=request.query_params.get("action") or "interrupt", wait=wait)
+        return Response(status=status.HTTP_204_NO_CONTENT if wait else status.HTTP_202_ACCEPTED)
+
+
+class RunJoinView(APIView):
+    token_scopes = {"GET": "runs:read"}
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, thread_id, run_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        run = selectors.run_get_for_user(user=request.user, thread_id=thread.pk, run_id=run_id)
+        cancel = _flag(request.query_params.get("cancel_on_disconnect"), "cancel_on_disconnect")
+        return _json_response(_final_values(str(run.pk), thread, cancel_on_disconnect=cancel))
+
+
+class RunJoinStreamView(APIView):
+    token_scopes = {"GET": "runs:read", "POST": "runs:read"}
+    renderer_classes = RENDERERS
+
+    def _stream(self, request, thread_id, run_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        run = selectors.run_get_for_user(user=request.user, thread_id=thread.pk, run_id=run_id)
+        action = request.query_params.get("action")
+        if action:
+            services.run_cancel(run=run, action=action, wait=_flag(request.query_params.get("wait"), "wait"))
+        default_cancel = (run.kwargs or {}).get("on_disconnect", "cancel") == "cancel"
+        cancel = _flag(request.query_params.get("cancel_on_disconnect"), "cancel_on_disconnect", default_cancel)
+        last_event_id = request.headers.get("Last-Event-ID") or None
+        return sse_response(run_events(str(run.pk), last_event_id=last_event_id, cancel_on_disconnect=cancel))
+
+    @extend_schema(responses={(200, "text/event-stream"): OpenApiTypes.STR})
+    def get(self, request, thread_id, run_id):
+        return self._stream(request, thread_id, run_id)
+
+    @extend_schema(request=None, responses={(200, "text/event-stream"): OpenApiTypes.STR})
+    def post(self, request, thread_id, run_id):
+        return self._stream(request, thread_id, run_id)

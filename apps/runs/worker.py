@@ -1,0 +1,315 @@
+"""``execute_run(run_id)``: stream one run's graph, publish wire events, journal, finish.
+
+Runs on the runs loop (see ``runtime.py``). ORM work goes through ``database_sync_to_async``
+so the loop never blocks on the database. The order at the end matters: events are
+journaled and ``end`` is published before the run row leaves the active statuses, so the
+next run on the thread cannot interleave its ``seq`` allocation with ours.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from channels.db import database_sync_to_async
+from django.db import transaction
+from django.utils import timezone
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langgraph.types import Command
+
+from apps.runs import graphs
+from apps.runs.journal import JournalEvent, journal_append
+from apps.runs.models import Run
+from apps.runs.runtime import PROCESS_ID, get_runtime
+from apps.threads.models import Thread
+from harness.config import ConfigError
+from harness.runtime.serialize import to_jsonable
+
+logger = logging.getLogger(__name__)
+
+LEASE_SECONDS = 30
+LEASE_RENEW_SECONDS = 10
+# Wire event name of each LangGraph stream mode.
+WIRE_MODE = {"messages-tuple": "messages"}
+GRAPH_MODE = {"messages-tuple": "messages"}
+_METADATA_KEEP_PREFIXES = ("langgraph_", "ls_", "run_id", "thread_id", "assistant_id", "tags", "checkpoint_ns")
+
+
+@dataclass
+class RunProgress:
+    """What the worker accumulates while streaming."""
+
+    seen_message_ids: set[str] = field(default_factory=set)
+    last_values: Any = None
+    usage: dict[str, dict[str, int]] = field(default_factory=dict)
+    llm_calls: int = 0
+    message_count: int = 0
+    stop_reason: str = ""
+
+    def add_usage(self, model: str, usage: dict) -> None:
+        entry = self.usage.setdefault(model, {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "total_tokens": 0, "calls": 0})
+        inp = int(usage.get("input_tokens") or 0)
+        out = int(usage.get("output_tokens") or 0)
+        cache = int((usage.get("input_token_details") or {}).get("cache_read") or 0)
+        entry["input_tokens"] += inp
+        entry["output_tokens"] += out
+        entry["cache_read_tokens"] += cache
+        entry["total_tokens"] += int(usage.get("total_tokens") or inp + out)
+        entry["calls"] += 1
+
+
+# -- database steps (each runs in a thread) ----------------------------------------------
+
+
+@database_sync_to_async
+def _claim(run_id: str) -> dict | None:
+    """pending -> running; None when the run was cancelled before it started."""
+    now = timezone.now()
+    updated = Run.objects.filter(pk=run_id, status=Run.Status.PENDING).update(
+        status=Run.Status.RUNNING, started_at=now, lease_owner=PROCESS_ID,
+        lease_expires_at=now + timedelta(seconds=LEASE_SECONDS),
+    )
+    if not updated:
+        return None
+    run = Run.objects.select_related("thread").get(pk=run_id)
+    Thread.objects.filter(pk=run.thread_id).update(status=Thread.Status.BUSY, updated_at=now)
+    return {"thread_id": run.thread_id, "owner_id": run.owner_id, "kwargs": run.kwargs, "assistant_id": run.assistant_id,
+            "model_name": run.model_name, "metadata": run.metadata}
+
+
+@database_sync_to_async
+def _renew_lease(run_id: str) -> None:
+    Run.objects.filter(pk=run_id, lease_owner=PROCESS_ID).update(lease_expires_at=timezone.now() + timedelta(seconds=LEASE_SECONDS))
+
+
+@database_sync_to_async
+def _journal(thread_id: str, run_id: str, events: list[JournalEvent]) -> None:
+    journal_append(thread_id=thread_id, run_id=run_id, events=events)
+
+
+@database_sync_to_async
+def _finish(run_id: str, *, status: str, thread_status: str, error: str, progress: RunProgress, title: str | None) -> None:
+    now = timezone.now()
+    totals = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0}
+    for entry in progress.usage.values():
+        for key in totals:
+            totals[key] += entry[key]
+    with transaction.atomic():
+        run = Run.objects.select_for_update().get(pk=run_id)
+        run.status = status
+        run.error = error
+        run.stop_reason = progress.stop_reason
+        run.finished_at = now
+        run.lease_expires_at = None
+        run.input_tokens = totals["input_tokens"]
+        run.output_tokens = totals["output_tokens"]
+        run.cache_read_tokens = totals["cache_read_tokens"]
+        run.token_usage = {"by_model": progress.usage, "llm_call_count": progress.llm_calls, "message_count": progress.message_count}
+        run.save()
+        updates: dict[str, Any] = {"status": thread_status, "updated_at": now}
+        if title:
+            updates["title"] = title[:255]
+        Thread.objects.filter(pk=run.thread_id).update(**updates)
+
+
+# -- translating graph output ---------------------------------------------------------
+
+
+def _message_id(msg: Any) -> str | None:
+    return getattr(msg, "id", None) if isinstance(msg, BaseMessage) else (msg.get("id") if isinstance(msg, dict) else None)
+
+
+def _message_events(messages: list, progress: RunProgress, default_model: str) -> list[JournalEvent]:
+    """Journal events for messages not seen before; counts usage once per AI message."""
+    events = []
+    for msg in messages:
+        mid = _message_id(msg)
+        if mid is None or mid in progress.seen_message_ids or not isinstance(msg, BaseMessage):
+            continue
+        progress.seen_message_ids.add(mid)
+        progress.message_count += 1
+        data = to_jsonable(msg)
+        if isinstance(msg, HumanMessage):
+            events.append(JournalEvent("llm.human.input", "message", data, {"caller": "lead_agent"}))
+        elif isinstance(msg, AIMessage):
+            usage = dict(msg.usage_metadata or {})
+            model = (msg.response_metadata or {}).get("model_name") or default_model or "unknown"
+            progress.llm_calls += 1
+            if usage:
+                progress.add_usage(model, usage)
+            finish = (msg.response_metadata or {}).get("finish_reason")
+            if finish == "length":
+                progress.stop_reason = "model_length_capped"
+            events.append(JournalEvent("llm.ai.response", "message", data,
+                                       {"caller": "lead_agent", "usage": usage or None, "latency_ms": None, "llm_call_index": progress.llm_calls, "model_name": model}))
+        elif isinstance(msg, ToolMessage):
+            events.append(JournalEvent("llm.tool.result", "message", data, {}))
+    return events
+
+
+def _callback_metadata(meta: Any) -> dict:
+    if not isinstance(meta, dict):
+        return {}
+    return to_jsonable({k: v for k, v in meta.items() if k.startswith(_METADATA_KEEP_PREFIXES)})
+
+
+def _graph_input(kwargs: dict) -> Any:
+    command = kwargs.get("command")
+    if command is not None:
+        return Command(resume=command.get("resume"))
+    payload = kwargs.get("input")
+    return dict(payload) if payload is not None else None
+
+
+def _run_config(run_id: str, meta: dict, kwargs: dict) -> tuple[dict, dict]:
+    """(RunnableConfig, runtime context) for the graph."""
+    request_config = kwargs.get("config") or {}
+    context = dict(kwargs.get("context") or {})
+    secrets = get_runtime().secrets.get(run_id)
+    configurable = {
+        **(request_config.get("configurable") or {}),
+        **context,
+        "thread_id": meta["thread_id"],
+        "run_id": run_id,
+        "user_id": str(meta["owner_id"]),
+        "assistant_id": meta["assistant_id"] or graphs.LEAD_AGENT,
+        "checkpoint_ns": "",
+    }
+    if meta.get("model_name"):
+        configurable.setdefault("model_name", meta["model_name"])
+    checkpoint_id = kwargs.get("checkpoint_id") or (kwargs.get("checkpoint") or {}).get("checkpoint_id")
+    if checkpoint_id:
+        configurable["checkpoint_id"] = checkpoint_id
+    config = {
+        "configurable": configurable,
+        "recursion_limit": request_config.get("recursion_limit") or 100,
+        "metadata": {**(kwargs.get("metadata") or {}), "run_id": run_id, "thread_id": meta["thread_id"]},
+        "tags": list(request_config.get("tags") or []),
+    }
+    runtime_context = {**configurable}
+    if secrets:
+        runtime_context["secrets"] = secrets
+    return config, runtime_context
+
+
+def _stream_modes(kwargs: dict) -> tuple[list[str], list[str]]:
+    """(requested wire modes, graph modes to ask LangGraph for). Values are always streamed:
+    the worker journals messages and keeps the final state from them."""
+    requested = kwargs.get("stream_mode") or ["values"]
+    graph_modes = list(dict.fromkeys([GRAPH_MODE.get(m, m) for m in requested] + ["values"]))
+    return requested, graph_modes
+
+
+# -- the run ------------------------------------------------------------------------------
+
+
+async def execute_run(run_id: str) -> None:
+    runtime = get_runtime()
+    bridge = runtime.bridge
+    meta = await _claim(run_id)
+    if meta is None:
+        if not bridge.is_ended(run_id):
+            bridge.end(run_id)
+        return
+    thread_id = meta["thread_id"]
+    kwargs = meta["kwargs"]
+    progress = RunProgress()
+    requested, graph_modes = _stream_modes(kwargs)
+    wire_requested = {WIRE_MODE.get(m, m) for m in requested}
+    subgraphs = bool(kwargs.get("stream_subgraphs"))
+    config, context = _run_config(run_id, meta, kwargs)
+    status, thread_status, error, title = Run.Status.SUCCESS, Thread.Status.IDLE, "", None
+    pre_run_config: dict | None = None
+    graph = None
+    lease = asyncio.create_task(_keep_lease(run_id))
+    try:
+        await _journal(thread_id, run_id, [JournalEvent("run.start", "trace", {"chain": meta["assistant_id"] or graphs.LEAD_AGENT}, {"caller": "lead_agent"})])
+        checkpointer = await runtime.checkpointer()
+        graph = await graphs.build_graph(config, checkpointer)
+        before = await graph.aget_state(config)
+        pre_run_config = before.config if before and before.values else None
+        for msg in (before.values or {}).get("messages", []) if before else []:
+            mid = _message_id(msg)
+            if mid:
+                progress.seen_message_ids.add(mid)
+        stream_kwargs: dict[str, Any] = {"stream_mode": graph_modes, "subgraphs": subgraphs, "context": context}
+        if kwargs.get("interrupt_before"):
+            stream_kwargs["interrupt_before"] = kwargs["interrupt_before"]
+        if kwargs.get("interrupt_after"):
+            stream_kwargs["interrupt_after"] = kwargs["interrupt_after"]
+        if kwargs.get("durability"):
+            stream_kwargs["durability"] = kwargs["durability"]
+        async for chunk in graph.astream(_graph_input(kwargs), config, **stream_kwargs):
+            if subgraphs:
+                namespace, mode, data = chunk
+            else:
+                namespace, (mode, data) = (), chunk
+            wire = WIRE_MODE.get(mode, mode) if mode != "messages" else "messages"
+            if mode == "values" and not namespace:
+                progress.last_values = data
+                if isinstance(data, dict):
+                    events = _message_events(list(data.get("messages") or []), progress, meta.get("model_name") or "")
+                    if events:
+                        await _journal(thread_id, run_id, events)
+            if wire not in wire_requested:
+                continue
+            name = "|".join([wire, *namespace]) if namespace else wire
+            if mode == "messages":
+                message, cb_meta = data
+                payload: Any = [to_jsonable(message), _callback_metadata(cb_meta)]
+            else:
+                payload = to_jsonable(data)
+            bridge.publish(run_id, name, payload)
+        state = await graph.aget_state(config)
+        title = (state.values or {}).get("title") if state else None
+        if state and state.next:
+            status, thread_status = Run.Status.INTERRUPTED, Thread.Status.INTERRUPTED
+            progress.stop_reason = progress.stop_reason or "human_input_required"
+        await _journal(thread_id, run_id, [JournalEvent("run.end", "outputs", to_jsonable(state.values if state else None), {"status": "success"})])
+    except asyncio.CancelledError:
+        action = runtime.cancel_action(run_id) or "interrupt"
+        status, thread_status = Run.Status.INTERRUPTED, Thread.Status.IDLE
+        progress.stop_reason = "rolled_back" if action == "rollback" else "cancelled"
+        if action == "rollback" and graph is not None:
+            await _rollback(graph, thread_id, pre_run_config)
+        await _journal(thread_id, run_id, [JournalEvent("run.error", "error", f"run {action}ed by request" if action == "interrupt" else "run rolled back by request", {"error_type": "cancelled"})])
+    except Exception as exc:  # the run failed; the server keeps going and the client is told why
+        logger.warning("Run %s failed: %s: %s", run_id, type(exc).__name__, exc, exc_info=not isinstance(exc, ConfigError))
+        status, thread_status = Run.Status.ERROR, Thread.Status.ERROR
+        error = f"{type(exc).__name__}: {exc}"
+        progress.stop_reason = "error"
+        bridge.publish(run_id, "error", {"error": type(exc).__name__, "message": str(exc), "name": type(exc).__name__})
+        try:
+            await _journal(thread_id, run_id, [JournalEvent("run.error", "error", str(exc), {"error_type": type(exc).__name__})])
+        except Exception:
+            logger.exception("Could not journal the error of run %s", run_id)
+    finally:
+        lease.cancel()
+    try:
+        await _finish(run_id, status=status, thread_status=thread_status, error=error, progress=progress, title=title)
+    finally:
+        bridge.end(run_id)
+
+
+async def _rollback(graph: Any, thread_id: str, pre_run_config: dict | None) -> None:
+    """Make the state from before the run the thread's head again."""
+    try:
+        if pre_run_config is None:
+            # The thread had no state before this run: remove what the run wrote.
+            await graph.checkpointer.adelete_thread(thread_id)
+        else:
+            await graph.aupdate_state(pre_run_config, None, as_node="__copy__")
+    except Exception:
+        logger.exception("Rollback of thread %s failed", thread_id)
+
+
+async def _keep_lease(run_id: str) -> None:
+    while True:
+        await asyncio.sleep(LEASE_RENEW_SECONDS)
+        try:
+            await _renew_lease(run_id)
+        except Exception:  # a transient DB error must not kill the run; the next renewal retries
+            logger.warning("Could not renew the lease of run %s", run_id, exc_info=True)

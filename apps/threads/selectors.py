@@ -1,0 +1,47 @@
+"""Reads for threads, always scoped to the caller."""
+
+from __future__ import annotations
+
+from django.db.models import QuerySet
+
+from apps.threads.models import Thread
+from deerflow_site.errors import InvalidRequest, NotFound
+
+SORTABLE = {"thread_id": "id", "created_at": "created_at", "updated_at": "updated_at", "status": "status"}
+
+
+def thread_get_for_user(*, user, thread_id: str) -> Thread:
+    """The caller's thread, or NotFound — also for another user's id, which is never revealed."""
+    thread = Thread.objects.filter(pk=thread_id, owner_id=user.pk).first() if isinstance(thread_id, str) else None
+    if thread is None:
+        raise NotFound(f"Thread {thread_id} not found")
+    return thread
+
+
+def thread_search(*, user, metadata: dict | None = None, status: str | None = None, ids: list[str] | None = None,
+                  limit: int = 10, offset: int = 0, sort_by: str | None = None, sort_order: str | None = None) -> QuerySet[Thread]:
+    qs = Thread.objects.filter(owner_id=user.pk)
+    if metadata:
+        if not isinstance(metadata, dict):
+            raise InvalidRequest("metadata must be an object")
+        for key, value in metadata.items():
+            # "__" would turn a key into a nested lookup path.
+            if not key or "__" in key:
+                raise InvalidRequest(f"metadata filter key {key!r} is not allowed")
+            qs = qs.filter(**{f"metadata__{key}": value})
+    if status is not None:
+        if status not in Thread.Status.values:
+            raise InvalidRequest(f"status must be one of {', '.join(Thread.Status.values)}")
+        qs = qs.filter(status=status)
+    if ids is not None:
+        qs = qs.filter(pk__in=list(ids))
+    if not (isinstance(limit, int) and 1 <= limit <= 1000):
+        raise InvalidRequest("limit must be an integer from 1 to 1000")
+    if not (isinstance(offset, int) and offset >= 0):
+        raise InvalidRequest("offset must be a non-negative integer")
+    field = SORTABLE.get(sort_by or "updated_at")
+    if field is None:
+        raise InvalidRequest(f"sort_by must be one of {', '.join(SORTABLE)}")
+    if sort_order not in (None, "asc", "desc"):
+        raise InvalidRequest("sort_order must be 'asc' or 'desc'")
+    return qs.order_by(field if sort_order == "asc" else f"-{field}")[offset : offset + limit]

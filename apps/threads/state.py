@@ -1,0 +1,160 @@
+"""Thread state through the LangGraph checkpointer: get, update, history, delete.
+
+The work runs on the runs loop, where the checkpointer lives; the graph is built with the
+thread owner's config so channels and reducers are the agent's own. When the graph cannot
+be built (no model configured, a broken extension), reads fall back to the raw checkpoint,
+which carries the full channel values.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from apps.runs import graphs
+from apps.runs.runtime import get_runtime
+from apps.threads.models import Thread
+from deerflow_site.errors import InvalidRequest, NotFound
+from harness.runtime.serialize import to_jsonable
+
+logger = logging.getLogger(__name__)
+
+
+def _checkpoint_obj(config: dict | None) -> dict | None:
+    if not config:
+        return None
+    conf = config.get("configurable") or {}
+    return {"thread_id": conf.get("thread_id"), "checkpoint_ns": conf.get("checkpoint_ns", ""),
+            "checkpoint_id": conf.get("checkpoint_id"), "checkpoint_map": conf.get("checkpoint_map")}
+
+
+def snapshot_to_json(snapshot: Any) -> dict:
+    checkpoint = _checkpoint_obj(snapshot.config)
+    parent = _checkpoint_obj(snapshot.parent_config)
+    tasks = [
+        {"id": t.id, "name": t.name, "path": to_jsonable(getattr(t, "path", ())), "error": str(t.error) if t.error else None,
+         "interrupts": to_jsonable(t.interrupts), "checkpoint": None, "state": None, "result": to_jsonable(getattr(t, "result", None))}
+        for t in snapshot.tasks
+    ]
+    return {
+        "values": to_jsonable(snapshot.values) if snapshot.values is not None else {},
+        "next": list(snapshot.next),
+        "tasks": tasks,
+        "metadata": to_jsonable(snapshot.metadata or {}),
+        "created_at": snapshot.created_at,
+        "checkpoint": checkpoint,
+        "parent_checkpoint": parent,
+        "checkpoint_id": checkpoint["checkpoint_id"] if checkpoint else None,
+        "parent_checkpoint_id": parent["checkpoint_id"] if parent else None,
+        "interrupts": to_jsonable(getattr(snapshot, "interrupts", ())),
+    }
+
+
+def _tuple_to_json(tup: Any) -> dict:
+    checkpoint = tup.checkpoint
+    return {
+        "values": to_jsonable(checkpoint.get("channel_values") or {}),
+        "next": [],
+        "tasks": [],
+        "metadata": to_jsonable(tup.metadata or {}),
+        "created_at": checkpoint.get("ts"),
+        "checkpoint": _checkpoint_obj(tup.config),
+        "parent_checkpoint": _checkpoint_obj(tup.parent_config),
+        "checkpoint_id": (tup.config.get("configurable") or {}).get("checkpoint_id"),
+        "parent_checkpoint_id": ((tup.parent_config or {}).get("configurable") or {}).get("checkpoint_id"),
+        "interrupts": [],
+    }
+
+
+def _config_for(thread: Thread, checkpoint_id: str | None = None) -> dict:
+    return graphs.thread_config(thread.pk, checkpoint_id, user_id=str(thread.owner_id), assistant_id=thread.assistant_id or graphs.LEAD_AGENT)
+
+
+async def _graph_or_none(config: dict) -> Any:
+    runtime = get_runtime()
+    try:
+        return await graphs.build_graph(config, await runtime.checkpointer())
+    except Exception as exc:  # reads must keep working when the agent cannot be built
+        logger.info("Reading thread state without the agent graph: %s", exc)
+        return None
+
+
+async def _aget_state(thread: Thread, checkpoint_id: str | None) -> dict | None:
+    runtime = get_runtime()
+    config = _config_for(thread, checkpoint_id)
+    saver = await runtime.checkpointer()
+    if await saver.aget_tuple(config) is None:
+        return None
+    graph = await _graph_or_none(config)
+    if graph is None:
+        return _tuple_to_json(await saver.aget_tuple(config))
+    return snapshot_to_json(await graph.aget_state(config))
+
+
+def thread_state_get(*, thread: Thread, checkpoint_id: str | None = None) -> dict:
+    state = get_runtime().call(_aget_state, thread, checkpoint_id)
+    if state is None:
+        if checkpoint_id:
+            raise NotFound(f"Checkpoint {checkpoint_id} not found in thread {thread.pk}")
+        raise NotFound(f"Thread {thread.pk} has no state yet")
+    return state
+
+
+def thread_values(*, thread: Thread) -> dict:
+    """The current values, or {} when the thread has no checkpoint yet."""
+    state = get_runtime().call(_aget_state, thread, None)
+    return state["values"] if state else {}
+
+
+async def _aupdate_state(thread: Thread, values: Any, checkpoint_id: str | None, as_node: str | None) -> dict:
+    config = _config_for(thread, checkpoint_id)
+    graph = await graphs.build_graph(config, await get_runtime().checkpointer())
+    if checkpoint_id and await graph.checkpointer.aget_tuple(config) is None:
+        raise NotFound(f"Checkpoint {checkpoint_id} not found in thread {thread.pk}")
+    new_config = await graph.aupdate_state(config, values, as_node=as_node)
+    return {"checkpoint": _checkpoint_obj(new_config), "checkpoint_id": (new_config.get("configurable") or {}).get("checkpoint_id")}
+
+
+def thread_state_update(*, thread: Thread, values: Any, checkpoint_id: str | None = None, as_node: str | None = None) -> dict:
+    from apps.runs.models import Run
+    from deerflow_site.errors import ThreadBusy
+
+    if Run.objects.filter(thread=thread, status__in=Run.ACTIVE_STATUSES).exists():
+        raise ThreadBusy(f"Thread {thread.pk} has an active run; wait for it or cancel it")
+    if values is not None and not isinstance(values, (dict, list)):
+        raise InvalidRequest("values must be an object (or a list of updates)")
+    try:
+        return get_runtime().call(_aupdate_state, thread, values, checkpoint_id, as_node)
+    except (InvalidRequest, NotFound):
+        raise
+    except Exception as exc:  # LangGraph rejects unknown nodes or channels with plain errors
+        raise InvalidRequest(f"could not update the state: {exc}") from None
+
+
+async def _ahistory(thread: Thread, limit: int, before: str | None) -> list[dict]:
+    config = _config_for(thread)
+    saver = await get_runtime().checkpointer()
+    before_cfg = graphs.thread_config(thread.pk, before) if before else None
+    graph = await _graph_or_none(config)
+    if graph is None:
+        return [_tuple_to_json(t) async for t in saver.alist(config, before=before_cfg, limit=limit)]
+    return [snapshot_to_json(s) async for s in graph.aget_state_history(config, before=before_cfg, limit=limit)]
+
+
+def thread_history(*, thread: Thread, limit: int = 10, before: Any = None) -> list[dict]:
+    if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
+        raise InvalidRequest("limit must be an integer from 1 to 1000")
+    if isinstance(before, dict):
+        before = (before.get("configurable") or before).get("checkpoint_id")
+    if before is not None and not isinstance(before, str):
+        raise InvalidRequest("before must be a checkpoint id")
+    return get_runtime().call(_ahistory, thread, limit, before)
+
+
+async def _adelete(thread_id: str) -> None:
+    saver = await get_runtime().checkpointer()
+    await saver.adelete_thread(thread_id)
+
+
+def thread_state_delete(*, thread_id: str) -> None:
+    get_runtime().call(_adelete, thread_id)

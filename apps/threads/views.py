@@ -1,0 +1,154 @@
+"""LangGraph-compatible thread routes: create, search, get, patch, delete, state, history,
+plus the message page and token usage. Views parse, call a service, serialize."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiTypes, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.runs.selectors import messages_page, thread_token_usage
+from apps.threads import serializers, services, state
+from apps.threads.selectors import thread_get_for_user, thread_search
+from deerflow_site.errors import InvalidRequest
+
+
+def _int(value, name: str, default: int | None = None) -> int | None:
+    if value is None or value == "":
+        return default
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        raise InvalidRequest(f"{name} must be an integer") from None
+
+
+def _body(request) -> dict:
+    data = request.data
+    if data is None or data == {}:
+        return {}
+    if not isinstance(data, dict):
+        raise InvalidRequest("the request body must be a JSON object")
+    return data
+
+
+class ThreadCollectionView(APIView):
+    token_scopes = {"POST": "threads:write"}
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    def post(self, request):
+        body = _body(request)
+        metadata = body.get("metadata") or {}
+        if not isinstance(metadata, dict):
+            raise InvalidRequest("metadata must be an object")
+        if body.get("graph_id") and "graph_id" not in metadata:
+            metadata = {**metadata, "graph_id": body["graph_id"]}
+        thread = services.thread_create(owner=request.user, thread_id=body.get("thread_id"),
+                                        assistant_id=body.get("assistant_id") or metadata.get("graph_id") or "", metadata=metadata)
+        return Response(serializers.thread_json(thread), status=status.HTTP_200_OK)
+
+
+class ThreadSearchView(APIView):
+    token_scopes = {"POST": "threads:read"}
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    def post(self, request):
+        body = _body(request)
+        threads = thread_search(
+            user=request.user, metadata=body.get("metadata"), status=body.get("status"), ids=body.get("ids"),
+            limit=_int(body.get("limit"), "limit", 10), offset=_int(body.get("offset"), "offset", 0),
+            sort_by=body.get("sort_by"), sort_order=body.get("sort_order"),
+        )
+        return Response([serializers.thread_json(t, values={"title": t.title} if t.title else {}) for t in threads])
+
+
+class ThreadDetailView(APIView):
+    token_scopes = {"GET": "threads:read", "PATCH": "threads:write", "DELETE": "threads:write"}
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, thread_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        return Response(serializers.thread_json(thread, values=state.thread_values(thread=thread)))
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    def patch(self, request, thread_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        thread = services.thread_update(thread=thread, metadata=_body(request).get("metadata"))
+        return Response(serializers.thread_json(thread))
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, thread_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        services.thread_delete(thread=thread)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ThreadStateView(APIView):
+    token_scopes = {"GET": "threads:read", "POST": "threads:write"}
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, thread_id, checkpoint_id=None):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        return Response(state.thread_state_get(thread=thread, checkpoint_id=checkpoint_id))
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    def post(self, request, thread_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        body = _body(request)
+        unknown = set(body) - {"values", "checkpoint_id", "checkpoint", "as_node"}
+        if unknown:
+            raise InvalidRequest(f"{sorted(unknown)[0]}: unknown field")
+        checkpoint_id = body.get("checkpoint_id") or (body.get("checkpoint") or {}).get("checkpoint_id")
+        result = state.thread_state_update(thread=thread, values=body.get("values"), checkpoint_id=checkpoint_id, as_node=body.get("as_node"))
+        return Response(result)
+
+
+class ThreadStateCheckpointView(APIView):
+    """``POST /threads/{id}/state/checkpoint``: the SDK's get_state(checkpoint=...)."""
+
+    token_scopes = {"POST": "threads:read"}
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    def post(self, request, thread_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        checkpoint = _body(request).get("checkpoint") or {}
+        if not isinstance(checkpoint, dict) or not checkpoint.get("checkpoint_id"):
+            raise InvalidRequest("checkpoint.checkpoint_id is required")
+        return Response(state.thread_state_get(thread=thread, checkpoint_id=checkpoint["checkpoint_id"]))
+
+
+class ThreadHistoryView(APIView):
+    token_scopes = {"POST": "threads:read", "GET": "threads:read"}
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    def post(self, request, thread_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        body = _body(request)
+        return Response(state.thread_history(thread=thread, limit=_int(body.get("limit"), "limit", 10), before=body.get("before")))
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, thread_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        return Response(state.thread_history(thread=thread, limit=_int(request.query_params.get("limit"), "limit", 10),
+                                             before=request.query_params.get("before")))
+
+
+class ThreadMessagesPageView(APIView):
+    token_scopes = {"GET": "threads:read"}
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, thread_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        if "after_seq" in request.query_params:
+            raise InvalidRequest("after_seq is not supported here; page backwards with before_seq")
+        return Response(messages_page(thread=thread, limit=_int(request.query_params.get("limit"), "limit", 50),
+                                      before_seq=_int(request.query_params.get("before_seq"), "before_seq")))
+
+
+class ThreadTokenUsageView(APIView):
+    token_scopes = {"GET": "threads:read"}
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, thread_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        return Response(thread_token_usage(thread=thread))

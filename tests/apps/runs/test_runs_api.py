@@ -1,0 +1,270 @@
+"""The run routes in-process: admission, streaming, wait, join, cancel, busy threads."""
+
+import json
+import time
+
+import pytest
+
+from apps.runs.models import Run, RunEvent
+from harness.testing import call, tool_reply
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
+
+
+def parse_sse(body: bytes) -> list[dict]:
+    events = []
+    for block in body.decode().split("\n\n"):
+        if not block.strip() or block.startswith(":"):
+            continue
+        item = {}
+        for line in block.split("\n"):
+            key, _, value = line.partition(": ")
+            item[key] = value
+        item["data"] = json.loads(item["data"])
+        events.append(item)
+    return events
+
+
+def body_of(response) -> bytes:
+    """The whole body of a (possibly async) streaming response, from sync test code."""
+    from asgiref.sync import async_to_sync
+
+    if not getattr(response, "is_async", False):
+        return b"".join(response.streaming_content)
+
+    async def collect():
+        return b"".join([chunk async for chunk in response.streaming_content])
+
+    return async_to_sync(collect)()
+
+
+def stream(client, path, body):
+    response = client.post(path, body, format="json", HTTP_ACCEPT="text/event-stream")
+    assert response.status_code == 200, getattr(response, "content", b"")
+    return response, parse_sse(body_of(response))
+
+
+def wait_for_status(run_id, statuses, timeout=10):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run = Run.objects.get(pk=run_id)
+        if run.status in statuses:
+            return run
+        time.sleep(0.02)
+    raise AssertionError(f"run {run_id} stayed {Run.objects.get(pk=run_id).status}")
+
+
+def new_thread(client, thread_id=None):
+    body = {"thread_id": thread_id} if thread_id else {}
+    response = client.post("/api/threads", body, format="json")
+    assert response.status_code == 200, response.content
+    return response.json()["thread_id"]
+
+
+def test_stream_emits_metadata_values_messages_and_end(user_client, scripted_agent):
+    scripted_agent("Hello there, human!")
+    tid = new_thread(user_client)
+    response, events = stream(user_client, f"/api/threads/{tid}/runs/stream",
+                              {"assistant_id": "lead_agent", "input": {"messages": [{"role": "user", "content": "hi"}]},
+                               "stream_mode": ["values", "messages-tuple"]})
+    names = [e["event"] for e in events]
+    assert names[0] == "metadata" and names[-1] == "end"
+    run_id = events[0]["data"]["run_id"]
+    assert response["Content-Location"] == f"/api/threads/{tid}/runs/{run_id}"
+    assert "values" in names and "messages" in names
+    deltas = "".join(e["data"][0]["content"] for e in events if e["event"] == "messages" and e["data"][0]["type"] == "AIMessageChunk")
+    assert deltas == "Hello there, human!"
+    final = [e for e in events if e["event"] == "values"][-1]["data"]
+    assert [m["type"] for m in final["messages"]] == ["human", "ai"]
+    ids = [e["id"] for e in events if "id" in e]
+    assert len(ids) == len(set(ids)) == len(events)
+
+    run = Run.objects.get(pk=run_id)
+    assert run.status == "success" and run.thread.status == "idle"
+    assert run.input_tokens > 0 and run.output_tokens > 0
+    types = list(RunEvent.objects.filter(run=run).order_by("seq").values_list("event_type", flat=True))
+    assert types == ["run.start", "llm.human.input", "llm.ai.response", "run.end"]
+
+
+def test_wait_returns_final_values_and_join_after_create(user_client, scripted_agent):
+    scripted_agent("first answer", "second answer")
+    tid = new_thread(user_client)
+    response = user_client.post(f"/api/threads/{tid}/runs/wait", {"assistant_id": "lead_agent", "input": {"messages": [{"role": "user", "content": "q1"}]}}, format="json")
+    values = json.loads(body_of(response))
+    assert values["messages"][-1]["content"] == "first answer"
+
+    created = user_client.post(f"/api/threads/{tid}/runs", {"assistant_id": "lead_agent", "input": {"messages": [{"role": "user", "content": "q2"}]}}, format="json")
+    assert created.status_code == 200
+    run_id = created.json()["run_id"]
+    joined = user_client.get(f"/api/threads/{tid}/runs/{run_id}/join")
+    values = json.loads(body_of(joined))
+    assert [m["content"] for m in values["messages"]] == ["q1", "first answer", "q2", "second answer"]
+    listed = user_client.get(f"/api/threads/{tid}/runs").json()
+    assert [r["run_id"] for r in listed][0] == run_id and len(listed) == 2
+
+    state = user_client.get(f"/api/threads/{tid}/state").json()
+    assert state["values"]["messages"][-1]["content"] == "second answer" and state["next"] == []
+    history = user_client.post(f"/api/threads/{tid}/history", {"limit": 3}, format="json").json()
+    assert len(history) == 3 and history[0]["checkpoint_id"] == state["checkpoint_id"]
+
+    page = user_client.get(f"/api/threads/{tid}/messages/page?limit=3").json()
+    assert page["has_more"] is True and [r["content"]["content"] for r in page["data"]] == ["first answer", "q2", "second answer"]
+    older = user_client.get(f"/api/threads/{tid}/messages/page?limit=3&before_seq={page['next_before_seq']}").json()
+    assert older["has_more"] is False and [r["content"]["content"] for r in older["data"]] == ["q1"]
+
+    usage = user_client.get(f"/api/threads/{tid}/token-usage").json()
+    assert usage["total_runs"] == 2 and usage["total_tokens"] > 0 and "scripted-model" in usage["by_model"]
+
+
+def test_busy_thread_rejects_and_interrupt_replaces(user_client, scripted_agent):
+    scripted_agent(tool_reply(call("slow", seconds=30)), "replaced answer")
+    tid = new_thread(user_client)
+    first = user_client.post(f"/api/threads/{tid}/runs", {"assistant_id": "lead_agent", "input": {"messages": [{"role": "user", "content": "slow"}]}}, format="json").json()
+    wait_for_status(first["run_id"], {"running"})
+    busy = user_client.post(f"/api/threads/{tid}/runs", {"input": {"messages": [{"role": "user", "content": "again"}]}}, format="json")
+    assert busy.status_code == 409 and busy.json() == {"detail": f"Thread {tid} already has an active run"}
+
+    second = user_client.post(f"/api/threads/{tid}/runs", {"input": {"messages": [{"role": "user", "content": "now"}]}, "multitask_strategy": "interrupt"}, format="json")
+    assert second.status_code == 200
+    assert Run.objects.get(pk=first["run_id"]).status == "interrupted"
+    done = wait_for_status(second.json()["run_id"], {"success", "error"})
+    assert done.status == "success", done.error
+
+
+def test_cancel_with_rollback_restores_the_previous_state(user_client, scripted_agent):
+    scripted_agent("kept answer", tool_reply(call("slow", seconds=30)))
+    tid = new_thread(user_client)
+    user_client.post(f"/api/threads/{tid}/runs/wait", {"input": {"messages": [{"role": "user", "content": "keep me"}]}}, format="json")
+    wait_for_status(Run.objects.get(thread_id=tid).pk, {"success"})
+    before = user_client.get(f"/api/threads/{tid}/state").json()["values"]["messages"]
+
+    run = user_client.post(f"/api/threads/{tid}/runs", {"input": {"messages": [{"role": "user", "content": "drop me"}]}}, format="json").json()
+    wait_for_status(run["run_id"], {"running"})
+    time.sleep(0.3)  # let the run write its first checkpoints
+    response = user_client.post(f"/api/threads/{tid}/runs/{run['run_id']}/cancel?action=rollback&wait=1")
+    assert response.status_code == 204
+    assert Run.objects.get(pk=run["run_id"]).status == "interrupted"
+    after = user_client.get(f"/api/threads/{tid}/state").json()["values"]["messages"]
+    assert [m["content"] for m in after] == [m["content"] for m in before] == ["keep me", "kept answer"]
+    again = user_client.post(f"/api/threads/{tid}/runs/{run['run_id']}/cancel")
+    assert again.status_code == 409 and "is not cancellable (status: interrupted)" in again.json()["detail"]
+
+
+def test_cancel_with_interrupt_keeps_what_was_done(user_client, scripted_agent):
+    scripted_agent(tool_reply(call("slow", seconds=30)))
+    tid = new_thread(user_client)
+    run = user_client.post(f"/api/threads/{tid}/runs", {"input": {"messages": [{"role": "user", "content": "work"}]}}, format="json").json()
+    wait_for_status(run["run_id"], {"running"})
+    time.sleep(0.3)
+    assert user_client.post(f"/api/threads/{tid}/runs/{run['run_id']}/cancel?wait=true").status_code == 204
+    messages = user_client.get(f"/api/threads/{tid}/state").json()["values"]["messages"]
+    assert messages[0]["content"] == "work" and messages[1]["tool_calls"][0]["name"] == "slow"
+    assert Run.objects.get(pk=run["run_id"]).stop_reason == "cancelled"
+
+
+def test_interrupt_and_resume_with_command(user_client, scripted_agent):
+    scripted_agent(tool_reply(call("ask_user", question="Which city?")), "Paris it is.")
+    tid = new_thread(user_client)
+    _, events = stream(user_client, f"/api/threads/{tid}/runs/stream", {"input": {"messages": [{"role": "user", "content": "plan a trip"}]}, "stream_mode": "updates"})
+    interrupts = [e for e in events if e["event"] == "updates" and "__interrupt__" in e["data"]]
+    assert interrupts and interrupts[0]["data"]["__interrupt__"][0]["value"] == {"question": "Which city?"}
+    thread = user_client.get(f"/api/threads/{tid}").json()
+    assert thread["status"] == "interrupted"
+
+    _, events = stream(user_client, f"/api/threads/{tid}/runs/stream", {"command": {"resume": "Paris"}, "stream_mode": "values"})
+    final = [e for e in events if e["event"] == "values"][-1]["data"]["messages"]
+    assert final[-2]["content"] == "user said: Paris" and final[-1]["content"] == "Paris it is."
+    assert user_client.get(f"/api/threads/{tid}").json()["status"] == "idle"
+
+
+def test_custom_events_and_subgraph_default(user_client, scripted_agent):
+    scripted_agent(tool_reply(call("progress", note="halfway")), "done")
+    tid = new_thread(user_client)
+    _, events = stream(user_client, f"/api/threads/{tid}/runs/stream", {"input": {"messages": [{"role": "user", "content": "go"}]}, "stream_mode": ["custom"]})
+    assert [e["data"] for e in events if e["event"] == "custom"] == [{"type": "progress", "note": "halfway"}]
+
+
+def test_model_error_ends_with_an_error_event_and_frees_the_thread(user_client, scripted_agent):
+    from harness.testing import Reply
+
+    scripted_agent(Reply(status=500, error_message="provider exploded"), "recovered")
+    tid = new_thread(user_client)
+    _, events = stream(user_client, f"/api/threads/{tid}/runs/stream", {"input": {"messages": [{"role": "user", "content": "x"}]}})
+    error = [e for e in events if e["event"] == "error"]
+    assert error and "provider exploded" in error[0]["data"]["message"] and error[0]["data"]["error"]
+    assert events[-1]["event"] == "end"
+    run = Run.objects.get(thread_id=tid)
+    assert run.status == "error" and "provider exploded" in run.error
+    assert user_client.get(f"/api/threads/{tid}").json()["status"] == "error"
+    _, events = stream(user_client, f"/api/threads/{tid}/runs/stream", {"input": {"messages": [{"role": "user", "content": "y"}]}})
+    assert [e["event"] for e in events][-1] == "end" and not [e for e in events if e["event"] == "error"]
+
+
+@pytest.mark.parametrize(
+    ("body", "status", "detail"),
+    [
+        ({"stream_mode": "events"}, 422, "stream_mode: Value error, unsupported stream mode 'events'"),
+        ({"webhook": "http://example.com"}, 422, "webhook"),
+        ({"after_seconds": 5}, 422, "after_seconds"),
+        ({"bogus": 1}, 422, "bogus: unknown or unsupported run option"),
+        ({"assistant_id": "nope"}, 404, "Assistant nope not found"),
+        ({"context": {"model_name": "ghost"}}, 422, "context.model_name: unknown model 'ghost'; configured: test-model"),
+        ({"command": {"resume": "x"}}, 422, "is not waiting for input"),
+        ({"checkpoint_id": "1f000000-0000-6000-8000-000000000000"}, 404, "Checkpoint 1f000000-0000-6000-8000-000000000000 not found"),
+        ({"input": {"messages": "hi"}}, 422, "input.messages must be a list"),
+        ({"config": {"recursion_limit": 5000}}, 422, "recursion_limit"),
+        ({"stream_resumable": True}, 422, "stream_resumable"),
+    ],
+)
+def test_bad_run_requests_are_refused_with_a_detail(user_client, scripted_agent, body, status, detail):
+    tid = new_thread(user_client)
+    response = user_client.post(f"/api/threads/{tid}/runs", body, format="json")
+    assert response.status_code == status, response.content
+    assert detail.replace("Value error, ", "") in response.json()["detail"]
+    assert not Run.objects.exists()
+
+
+def test_sdk_defaults_are_accepted(user_client, scripted_agent):
+    scripted_agent("ok")
+    tid = new_thread(user_client)
+    body = {"assistant_id": "lead_agent", "input": {"messages": [{"role": "user", "content": "x"}]}, "stream_mode": "values",
+            "stream_subgraphs": False, "stream_resumable": False, "on_disconnect": "continue", "if_not_exists": "create",
+            "durability": "async", "multitask_strategy": "reject"}
+    response, events = stream(user_client, f"/api/threads/{tid}/runs/stream", body)
+    assert events[-1]["event"] == "end"
+
+
+def test_run_on_missing_thread_is_404_unless_if_not_exists_create(user_client, scripted_agent):
+    scripted_agent("made")
+    response = user_client.post("/api/threads/nope-thread/runs", {"input": {"messages": [{"role": "user", "content": "x"}]}}, format="json")
+    assert response.status_code == 404 and response.json()["detail"] == "Thread nope-thread not found"
+    response = user_client.post("/api/threads/new-thread/runs", {"input": {"messages": [{"role": "user", "content": "x"}]}, "if_not_exists": "create"}, format="json")
+    assert response.status_code == 200
+
+
+def test_stateless_stream_creates_a_thread(user_client, scripted_agent):
+    scripted_agent("stateless hello")
+    _, events = stream(user_client, "/api/runs/stream", {"assistant_id": "lead_agent", "input": {"messages": [{"role": "user", "content": "x"}]}})
+    thread_id = events[0]["data"]["thread_id"]
+    assert user_client.get(f"/api/threads/{thread_id}").json()["values"]["messages"][-1]["content"] == "stateless hello"
+
+
+def test_other_users_threads_and_runs_are_404(user_client, other_user, scripted_agent):
+    from rest_framework.test import APIClient
+
+    scripted_agent("mine")
+    tid = new_thread(user_client, "private-thread")
+    run = user_client.post(f"/api/threads/{tid}/runs", {"input": {"messages": [{"role": "user", "content": "x"}]}}, format="json").json()
+    wait_for_status(run["run_id"], {"success"})
+    bob = APIClient()
+    bob.force_authenticate(other_user)
+    for method, path in [("get", f"/api/threads/{tid}"), ("get", f"/api/threads/{tid}/state"), ("get", f"/api/threads/{tid}/runs"),
+                         ("get", f"/api/threads/{tid}/runs/{run['run_id']}"), ("post", f"/api/threads/{tid}/runs"),
+                         ("post", f"/api/threads/{tid}/runs/{run['run_id']}/cancel"), ("delete", f"/api/threads/{tid}"),
+                         ("get", f"/api/threads/{tid}/messages/page"), ("post", f"/api/threads/{tid}/history")]:
+        response = getattr(bob, method)(path, {}, format="json")
+        assert response.status_code == 404, (method, path, response.status_code)
+        assert response.json()["detail"] == f"Thread {tid} not found"
+    assert bob.post("/api/threads/search", {}, format="json").json() == []
+    creating = bob.post("/api/threads", {"thread_id": tid}, format="json")
+    assert creating.status_code == 409

@@ -1,0 +1,59 @@
+"""Graph factories for API tests: a real LangChain agent (create_agent) around a scripted or
+loopback model, with a few tools that exercise what the run machinery must handle."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from langchain.agents import create_agent
+from langchain_core.tools import tool
+from langgraph.config import get_stream_writer
+from langgraph.types import interrupt
+
+from harness.testing import ScriptedChatModel
+
+# Tests replace this; graphs built for state reads share it without consuming the script.
+MODEL = ScriptedChatModel(script=["hello"], loop=True)
+
+
+def set_script(*items, loop: bool = False) -> ScriptedChatModel:
+    global MODEL
+    MODEL = ScriptedChatModel(script=list(items), loop=loop)
+    return MODEL
+
+
+@tool
+async def slow(seconds: float) -> str:
+    """Wait for the given number of seconds."""
+    await asyncio.sleep(seconds)
+    return f"waited {seconds}s"
+
+
+@tool
+def ask_user(question: str) -> str:
+    """Ask the user a question and wait for the answer."""
+    answer = interrupt({"question": question})
+    return f"user said: {answer}"
+
+
+@tool
+def progress(note: str) -> str:
+    """Report progress to the client."""
+    get_stream_writer()({"type": "progress", "note": note})
+    return "reported"
+
+
+TOOLS = [slow, ask_user, progress]
+
+
+def make_scripted_agent(config):
+    return create_agent(model=MODEL, tools=TOOLS, system_prompt="You are a test agent.")
+
+
+def make_loopback_agent(config):
+    """For a server in another process: the model is ChatOpenAI at DEERFLOW_TEST_MODEL_URL."""
+    from langchain_openai import ChatOpenAI
+
+    model = ChatOpenAI(model="test-model", base_url=os.environ["DEERFLOW_TEST_MODEL_URL"], api_key="test-key", max_retries=0, timeout=20, stream_usage=True)
+    return create_agent(model=model, tools=TOOLS, system_prompt="You are a test agent.")
