@@ -79,4 +79,4 @@ def test_environment_switches_to_the_distributed_stack(tmp_path):
     assert s["layer"] == "channels_redis.core.RedisChannelLayer"
     assert s["ckpt"] == "postgres://u:p@db.internal:5432/deerflow"
     assert s["secure"] is True and s["hosts"] == ["deerflow.example.com"]
-    assert s["executor"] == "celery"
+    assert s["executor"] == "embedded"
