@@ -15,9 +15,17 @@ from langchain_core.messages import SystemMessage
 from harness.agents.markers import message_text
 
 
+def _plain_blocks(content: Any) -> bool:
+    return isinstance(content, list) and all(isinstance(b, dict) and set(b) <= {"type", "text"} and b.get("type") == "text" for b in content)
+
+
 def coalesce(request: Any) -> Any:
     stray = [m for m in request.messages if isinstance(m, SystemMessage)]
     if not stray:
+        # layers that append system text produce content blocks; plain text is what
+        # every backend accepts (blocks with provider extras such as cache hints stay)
+        if request.system_message is not None and _plain_blocks(request.system_message.content):
+            return request.override(system_message=SystemMessage(content="\n\n".join(b["text"] for b in request.system_message.content)))
         return request
     parts = [message_text(request.system_message)] if request.system_message is not None else []
     parts += [message_text(m) for m in stray]
