@@ -25,6 +25,10 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from deerflow_site.routing import websocket_urlpatterns  # noqa: E402
+from apps.runs.recovery import recover_on_startup  # noqa: E402
+
+# Runs a crashed process left active would hold their threads forever: settle them now.
+recover_on_startup()
 
 application = ProtocolTypeRouter(
     {

@@ -1,3 +1,5 @@
 """Websocket routes, gathered from the apps that serve them (under /ws/)."""
 
-websocket_urlpatterns: list = []
+from apps.runs.routing import websocket_urlpatterns as runs_ws
+
+websocket_urlpatterns: list = [*runs_ws]

@@ -18,3 +18,9 @@ from deerflow_site.settings import *  # noqa: E402,F401,F403
 
 PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 CELERY_TASK_ALWAYS_EAGER = os.environ.get("CELERY_TASK_ALWAYS_EAGER", "true").lower() == "true"
+
+# A file, not SQLite's shared-cache memory database: runs write from their own threads, and
+# shared-cache mode answers concurrent writers with "table is locked" instead of waiting.
+# A file with WAL and a busy timeout behaves like production.
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    DATABASES["default"]["TEST"] = {"NAME": os.path.join(os.environ["DEER_FLOW_HOME"], "test-db.sqlite3")}  # noqa: F405

@@ -71,6 +71,9 @@ class RunsRuntime:
                     self._thread.start()
                     ready.wait()
                     self._loop = loop
+                    from apps.runs.recovery import sweep_forever
+
+                    loop.call_soon_threadsafe(lambda: loop.create_task(sweep_forever(), name="run-recovery"))
         return self._loop
 
     def submit_coro(self, coro: Awaitable[T]) -> Future[T]:

@@ -14,7 +14,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
-from channels.db import database_sync_to_async
+from channels.db import DatabaseSyncToAsync
 from django.db import transaction
 from django.utils import timezone
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -62,6 +62,13 @@ class RunProgress:
 
 
 # -- database steps (each runs in a thread) ----------------------------------------------
+
+
+def database_sync_to_async(fn):
+    """ORM calls from the runs loop. Not thread-sensitive: the runs loop is not inside any
+    request's sync context, and one shared thread would serialize every run's writes."""
+    return DatabaseSyncToAsync(fn, thread_sensitive=False)
+
 
 
 @database_sync_to_async
@@ -207,6 +214,16 @@ def _stream_modes(kwargs: dict) -> tuple[list[str], list[str]]:
 
 
 async def execute_run(run_id: str) -> None:
+    try:
+        await _execute(run_id)
+    except Exception:  # bookkeeping itself failed (database down): recovery settles the row
+        logger.exception("Run %s could not be executed", run_id)
+        bridge = get_runtime().bridge
+        if not bridge.is_ended(run_id):
+            bridge.end(run_id)
+
+
+async def _execute(run_id: str) -> None:
     runtime = get_runtime()
     bridge = runtime.bridge
     meta = await _claim(run_id)

@@ -1,0 +1,119 @@
+"""Websocket at ``/ws/threads/{thread_id}/``: follow the thread's runs, start one, cancel.
+
+Messages are JSON objects with a ``type``:
+
+- client ``{"type": "subscribe", "run_id"?: str, "after"?: event id}`` — follow the given run,
+  or the thread's active one; events already sent (up to ``after``) are not repeated.
+- client ``{"type": "run", "payload": <run request>}`` — start a run (same validation as
+  ``POST /runs``) and follow it; answered with ``{"type": "run_created", "run": …}``.
+- client ``{"type": "cancel", "run_id"?: str, "action"?: "interrupt"|"rollback"}``.
+- server ``{"type": "event", "run_id", "id", "event", "data"}`` for each stream event (``end``
+  included), ``{"type": "idle"}`` when there is no active run to follow, and
+  ``{"type": "error", "status", "detail"}`` when a request is refused.
+
+The session authenticates the socket; a thread that is not the user's closes it with 4404.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from channels.db import database_sync_to_async
+from channels.generic.websocket import AsyncJsonWebsocketConsumer
+
+from apps.runs.models import Run
+from apps.runs.runtime import get_runtime
+from apps.runs.schemas import parse_run_request
+from apps.runs.serializers import run_json
+from apps.runs.services import run_cancel, start_run
+from apps.threads.selectors import thread_get_for_user
+from deerflow_site.errors import DomainError, NotFound
+from harness.runtime.stream_bridge import HEARTBEAT
+
+logger = logging.getLogger(__name__)
+
+CLOSE_UNAUTHENTICATED = 4401
+CLOSE_NOT_FOUND = 4404
+
+
+class ThreadConsumer(AsyncJsonWebsocketConsumer):
+    async def connect(self) -> None:
+        self.user = self.scope.get("user")
+        self.thread_id = self.scope["url_route"]["kwargs"]["thread_id"]
+        self.follow_task: asyncio.Task | None = None
+        if self.user is None or not self.user.is_authenticated:
+            await self.close(code=CLOSE_UNAUTHENTICATED)
+            return
+        try:
+            self.thread = await database_sync_to_async(thread_get_for_user)(user=self.user, thread_id=self.thread_id)
+        except NotFound:
+            await self.close(code=CLOSE_NOT_FOUND)
+            return
+        await self.accept()
+
+    async def disconnect(self, code: int) -> None:
+        if self.follow_task is not None:
+            self.follow_task.cancel()
+
+    async def receive_json(self, content, **kwargs) -> None:
+        kind = content.get("type") if isinstance(content, dict) else None
+        try:
+            if kind == "subscribe":
+                await self._subscribe(content.get("run_id"), content.get("after"))
+            elif kind == "run":
+                run = await database_sync_to_async(self._start)(content.get("payload") or {})
+                await self.send_json({"type": "run_created", "run": run})
+                await self._subscribe(run["run_id"], None)
+            elif kind == "cancel":
+                await database_sync_to_async(self._cancel)(content.get("run_id"), content.get("action") or "interrupt")
+            else:
+                await self.send_json({"type": "error", "status": 400, "detail": "type must be subscribe, run or cancel"})
+        except DomainError as exc:
+            await self.send_json({"type": "error", "status": exc.status_code, "detail": exc.detail})
+
+    # -- actions ------------------------------------------------------------------------
+
+    def _start(self, payload: dict) -> dict:
+        admitted = start_run(user=self.user, thread_id=self.thread_id, request=parse_run_request(payload))
+        return run_json(admitted.run)
+
+    def _active_or_given(self, run_id: str | None) -> Run | None:
+        qs = Run.objects.filter(thread_id=self.thread_id, owner_id=self.user.pk)
+        if run_id:
+            run = qs.filter(pk=run_id).first() if _is_uuid(run_id) else None
+            if run is None:
+                raise NotFound(f"Run {run_id} not found")
+            return run
+        return qs.filter(status__in=Run.ACTIVE_STATUSES).first()
+
+    def _cancel(self, run_id: str | None, action: str) -> None:
+        run = self._active_or_given(run_id)
+        if run is None:
+            raise NotFound(f"Thread {self.thread_id} has no active run")
+        run_cancel(run=run, action=action)
+
+    async def _subscribe(self, run_id: str | None, after: str | None) -> None:
+        run = await database_sync_to_async(self._active_or_given)(run_id)
+        if run is None:
+            await self.send_json({"type": "idle"})
+            return
+        if self.follow_task is not None:
+            self.follow_task.cancel()
+        self.follow_task = asyncio.create_task(self._follow(str(run.pk), after))
+
+    async def _follow(self, run_id: str, after: str | None) -> None:
+        async for item in get_runtime().bridge.subscribe(run_id, last_event_id=after, heartbeat=15.0):
+            if item.event == HEARTBEAT:
+                continue
+            await self.send_json({"type": "event", "run_id": run_id, "id": item.id, "event": item.event, "data": item.data})
+
+
+def _is_uuid(value: str) -> bool:
+    import uuid
+
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True

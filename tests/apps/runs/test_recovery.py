@@ -1,0 +1,53 @@
+"""Runs left active by a crashed process are settled at startup and the thread is usable again."""
+
+import os
+import subprocess
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.utils import timezone
+
+from apps.runs.models import Run
+from apps.runs.services import runs_recover_orphans
+from apps.threads.services import thread_create
+
+ROOT = Path(__file__).resolve().parents[3]
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
+
+
+def test_expired_lease_marks_the_run_error_and_frees_the_thread(user, user_client, scripted_agent):
+    scripted_agent("fresh start")
+    thread = thread_create(owner=user, thread_id="crashed")
+    orphan = Run.objects.create(thread=thread, owner=user, status=Run.Status.RUNNING,
+                                lease_owner="gone:1", lease_expires_at=timezone.now() - timedelta(seconds=5))
+    alive = Run.objects.create(thread=thread_create(owner=user), owner=user, status=Run.Status.RUNNING,
+                               lease_owner="other:2", lease_expires_at=timezone.now() + timedelta(seconds=30))
+    assert runs_recover_orphans() == 1
+    orphan.refresh_from_db()
+    assert orphan.status == "error" and orphan.stop_reason == "orphan_recovered" and orphan.finished_at
+    assert Run.objects.get(pk=alive.pk).status == "running"  # a live lease is somebody's run
+
+    response = user_client.post("/api/threads/crashed/runs", {"input": {"messages": [{"role": "user", "content": "again"}]}}, format="json")
+    assert response.status_code == 200
+
+
+def test_the_server_recovers_orphans_when_it_starts(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_SETTINGS", "DATABASE_URL"))}
+    env.update({"DJANGO_DEBUG": "true", "DEER_FLOW_HOME": str(tmp_path), "DJANGO_SETTINGS_MODULE": "deerflow_site.settings"})
+
+    def py(code):
+        result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+        assert result.returncode == 0, result.stderr
+        return result.stdout.strip()
+
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True, timeout=120)
+    run_id = py(
+        "import django; django.setup()\n"
+        "from apps.accounts.models import User; from apps.threads.services import thread_create; from apps.runs.models import Run\n"
+        "u = User.objects.create_user('crash'); t = thread_create(owner=u, thread_id='t1')\n"
+        "print(Run.objects.create(thread=t, owner=u, status='running').pk)"
+    )
+    py("import deerflow_site.asgi")  # what Daphne does when it starts
+    assert py(f"import django; django.setup()\nfrom apps.runs.models import Run; r = Run.objects.get(pk='{run_id}'); print(r.status, r.stop_reason)") == "error orphan_recovered"
