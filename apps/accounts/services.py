@@ -1,22 +1,49 @@
-"""Writes for accounts: token creation and revocation."""
+"""Writes for accounts: sign-up admission (the first admin), token creation, use and revocation."""
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
+from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
-from apps.accounts.models import PersonalAccessToken
+from apps.accounts.models import PersonalAccessToken, User
 from deerflow_site.errors import InvalidRequest
 
 TOKEN_PREFIX = "dfp_"
+# Any constant works; it only has to be the same in every process taking this lock.
+_ADMIN_BOOTSTRAP_LOCK_ID = 0x6466_6164  # "dfad"
 
 
 def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def user_signup_save(*, user: User, save: Callable[[], object] | None = None) -> User:
+    """Save a newly signed-up account; on a server without a superuser it becomes the superuser.
+
+    Two sign-ups racing on an empty server must not both become admin, so the check and the
+    insert share one transaction under a lock: a PostgreSQL advisory lock, or on SQLite the
+    write lock that the IMMEDIATE transaction mode takes at BEGIN.
+    """
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_ADMIN_BOOTSTRAP_LOCK_ID])
+        if not User.objects.filter(is_superuser=True).exists():
+            user.is_staff = True
+            user.is_superuser = True
+        if save is None:
+            user.save()
+        else:
+            save()
+    return user
 
 
 @dataclass(frozen=True)
@@ -30,11 +57,16 @@ def token_create(*, owner, name: str, scopes: list[str], expires_in_days: int | 
     if not name or len(name) > 100:
         raise InvalidRequest("name: give the token a name of 1 to 100 characters")
     valid = set(PersonalAccessToken.Scope.values)
+    if not isinstance(scopes, (list, tuple)) or not all(isinstance(s, str) for s in scopes):
+        raise InvalidRequest("scopes: a list of scope names")
     unknown = sorted(set(scopes) - valid)
-    if unknown or not scopes:
-        raise InvalidRequest(f"scopes: unknown {', '.join(unknown)}; choose from {', '.join(sorted(valid))}" if unknown else "scopes: choose at least one scope")
+    if unknown:
+        raise InvalidRequest(f"scopes: unknown {', '.join(unknown)}; choose from {', '.join(sorted(valid))}")
+    if not scopes:
+        raise InvalidRequest("scopes: choose at least one scope")
     if expires_in_days is not None and not (1 <= expires_in_days <= 3650):
         raise InvalidRequest("expires_in_days: must be between 1 and 3650")
+    # 32 random bytes -> 43 url-safe characters after the prefix.
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     record = PersonalAccessToken.objects.create(
         owner=owner,
@@ -51,3 +83,16 @@ def token_revoke(*, token: PersonalAccessToken) -> None:
     if token.revoked_at is None:
         token.revoked_at = timezone.now()
         token.save(update_fields=["revoked_at"])
+
+
+def token_touch(*, token: PersonalAccessToken) -> None:
+    """Record a use. Written at most once per DEERFLOW_TOKEN_TOUCH_SECONDS per token, so a script
+    polling a run does not turn every read into a write."""
+    now = timezone.now()
+    interval = timedelta(seconds=getattr(settings, "DEERFLOW_TOKEN_TOUCH_SECONDS", 60))
+    if token.last_used_at is not None and now - token.last_used_at < interval:
+        return
+    # A conditional UPDATE: concurrent requests with the same token write once, not once each.
+    stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - interval)
+    if PersonalAccessToken.objects.filter(stale, pk=token.pk).update(last_used_at=now):
+        token.last_used_at = now

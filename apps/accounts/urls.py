@@ -1,3 +1,10 @@
-from django.urls import path  # noqa: F401
+"""Browser account pages under /accounts/: allauth's (sign-in, sign-up, password, OIDC) and tokens."""
 
-urlpatterns: list = []
+from django.urls import include, path
+
+from apps.accounts import views
+
+urlpatterns = [
+    path("tokens/", views.tokens_page, name="account_tokens"),
+    path("", include("allauth.urls")),
+]

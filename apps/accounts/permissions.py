@@ -1,0 +1,71 @@
+"""Scopes: which routes a personal access token may call.
+
+A DRF view opts in to token callers with a class attribute mapping HTTP methods to the scope
+they need, e.g. ``token_scopes = {"GET": "threads:read", "POST": "threads:write"}``; ``None`` as
+the scope means "any valid token". Views without it (or without the method) refuse tokens.
+Session callers are never affected by ``token_scopes``.
+"""
+
+from __future__ import annotations
+
+from rest_framework import exceptions
+from rest_framework.permissions import BasePermission
+
+from apps.accounts.models import PersonalAccessToken
+
+TOKEN_NOT_ALLOWED = "personal access tokens cannot be used on this route"
+ANY_SCOPE = None
+_MISSING = object()
+
+
+class TokenRefused(Exception):
+    """A valid token that this route does not accept; the message names why (answered as 403)."""
+
+
+def view_token_scopes(view) -> dict | None:
+    """The ``token_scopes`` declared by a DRF view class/instance, a class-based Django view or a
+    function view (set as an attribute by ``accepts_tokens``)."""
+    for candidate in (view, getattr(view, "cls", None), getattr(view, "view_class", None)):
+        scopes = getattr(candidate, "token_scopes", None)
+        if scopes is not None:
+            return scopes
+    return None
+
+
+def check_token_scope(*, token: PersonalAccessToken, token_scopes: dict | None, method: str) -> None:
+    """Raise TokenRefused unless this token may call ``method`` on a view declaring ``token_scopes``."""
+    if not token_scopes:
+        raise TokenRefused(TOKEN_NOT_ALLOWED)
+    method = method.upper()
+    required = token_scopes.get(method, _MISSING)
+    if required is _MISSING and method == "HEAD":
+        # HEAD is a GET without a body: it needs what GET needs.
+        required = token_scopes.get("GET", _MISSING)
+    if required is _MISSING:
+        raise TokenRefused(TOKEN_NOT_ALLOWED)
+    if required is not ANY_SCOPE and required not in (token.scopes or []):
+        raise TokenRefused(f"this token lacks the '{required}' scope")
+
+
+def accepts_tokens(token_scopes: dict):
+    """Decorator for a plain (non-DRF) Django view, e.g. an async SSE view, with the same meaning
+    as the DRF class attribute. apps.accounts.middleware then authenticates the bearer for it."""
+
+    def decorate(view_func):
+        view_func.token_scopes = dict(token_scopes)
+        return view_func
+
+    return decorate
+
+
+class TokenScopePermission(BasePermission):
+    """In DRF's default permission classes beside IsAuthenticated: confines token callers."""
+
+    def has_permission(self, request, view) -> bool:
+        if not isinstance(request.auth, PersonalAccessToken):
+            return True
+        try:
+            check_token_scope(token=request.auth, token_scopes=view_token_scopes(view), method=request.method)
+        except TokenRefused as refused:
+            raise exceptions.PermissionDenied(str(refused)) from None
+        return True
