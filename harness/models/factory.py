@@ -71,6 +71,10 @@ def create_chat_model(name: str | None = None, thinking_enabled: bool = False, *
         else:
             logger.warning("thinking requested but model '%s' does not support it; running without", entry.name)
     kwargs.update(overrides)
+    # Streamed replies carry no token counts unless asked for; usage accounting needs
+    # them. A server that rejects stream_options can set `stream_usage: false`.
+    if "stream_usage" in getattr(cls, "model_fields", {}) and "stream_usage" not in kwargs:
+        kwargs["stream_usage"] = True
     try:
         model = cls(**kwargs)
     except Exception as exc:

@@ -97,3 +97,8 @@ async def test_reasoning_field_survives_full_and_streamed_responses():
         async for chunk in model.astream("q"):
             total = chunk if total is None else total + chunk
         assert total.content == "43" and total.additional_kwargs["reasoning_content"] == "more thoughts here"
+
+
+def test_streamed_usage_is_requested_unless_disabled(cfg):
+    assert create_chat_model("fast", config=cfg).stream_usage is True
+    assert create_chat_model("fast", config=cfg, stream_usage=False).stream_usage is False

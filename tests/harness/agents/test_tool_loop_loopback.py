@@ -1,0 +1,77 @@
+"""The whole agent against a real OpenAI-compatible HTTP server on loopback, with the real
+sandbox tools: write a file, read it back, present it; multi-turn through DeerFlowClient."""
+
+from pathlib import Path
+
+from harness.agents.markers import ERROR_FALLBACK_KEY
+from harness.client import DeerFlowClient
+from harness.config import thread_user_data_dir
+from harness.config.loader import load_config
+from harness.testing import LoopbackOpenAIServer, Reply, call, tool_reply, write_test_config
+
+OUT = "/mnt/user-data/outputs/hello.md"
+
+
+def _script():
+    return [
+        tool_reply(call("write_file", description="write the greeting", path=OUT, content="# Hello\nfrom the agent\n")),
+        tool_reply(call("read_file", description="check it", path=OUT)),
+        tool_reply(call("present_files", filepaths=[OUT])),
+        Reply(text="I wrote and presented hello.md.", usage={"input_tokens": 900, "output_tokens": 9, "cache_read": 700}),
+        tool_reply(call("ls", description="list outputs", path="/mnt/user-data/outputs")),
+        "The outputs folder holds hello.md.",
+    ]
+
+
+def test_multi_turn_tool_loop_against_loopback_server(tmp_path):
+    with LoopbackOpenAIServer(_script()) as server:
+        app = load_config(write_test_config(tmp_path, server.base_url))
+        client = DeerFlowClient(app_config=app, user_id="loop-user", llm_retry_initial_delay=0)
+        events = list(client.stream("Write a greeting file and show it to me", thread_id="loop-thread"))
+        deltas = [e.data for e in events if e.type == "messages-tuple" and e.data.get("type") == "ai" and "content" in e.data]
+        final = "".join(d["content"] for d in deltas if d["id"] == deltas[-1]["id"])
+        assert final == "I wrote and presented hello.md."
+        tool_results = {e.data["name"]: e.data for e in events if e.type == "messages-tuple" and e.data.get("type") == "tool"}
+        assert set(tool_results) == {"write_file", "read_file", "present_files"}
+        assert "from the agent" in tool_results["read_file"]["content"]
+        assert all(r["status"] != "error" for r in tool_results.values())
+        state = client.get_state("loop-thread")
+        assert state["artifacts"] == [OUT]
+        host = thread_user_data_dir("loop-user", "loop-thread") / "outputs" / "hello.md"
+        assert host.read_text() == "# Hello\nfrom the agent\n"
+        assert events[-1].data["usage"]["cache_read"] == 700
+
+        # second turn in the same thread
+        assert client.chat("What is in the outputs folder?", thread_id="loop-thread") == "The outputs folder holds hello.md."
+        # the real client sent tools, streamed, and saw the tool results of the first turn
+        bodies = server.requests
+        assert all(b["stream"] for b in bodies)
+        names = {t["function"]["name"] for t in bodies[0]["tools"]}
+        assert {"bash", "ls", "read_file", "write_file", "str_replace", "present_files", "ask_clarification"} <= names
+        assert bodies[0]["messages"][0]["content"] == bodies[-1]["messages"][0]["content"]  # stable system prompt
+        assert any(m.get("role") == "tool" and "from the agent" in str(m.get("content")) for m in bodies[-1]["messages"])
+
+
+def test_provider_errors_over_http_retry_then_fallback(tmp_path):
+    script = [Reply(status=429, error_message="slow down"), "after the retry",
+              Reply(status=500), Reply(status=502), Reply(status=503)]
+    with LoopbackOpenAIServer(script) as server:
+        app = load_config(write_test_config(tmp_path, server.base_url))
+        client = DeerFlowClient(app_config=app, tools=[], llm_retry_initial_delay=0)
+        assert client.chat("hi", thread_id="err-thread") == "after the retry"
+        events = list(client.stream("again", thread_id="err-thread"))
+        last = client.get_state("err-thread")["messages"][-1]
+        assert last.additional_kwargs[ERROR_FALLBACK_KEY] is True
+        assert events[-1].data["stop_reason"] == "error_fallback"
+        assert len(server.requests) == 5
+
+
+def test_provider_timeout_becomes_a_marked_fallback(tmp_path):
+    with LoopbackOpenAIServer([Reply(text="too late", delay=3.0)]) as server:
+        path = write_test_config(tmp_path, server.base_url)
+        path.write_text(path.read_text().replace("timeout: 10", "timeout: 0.3"))
+        client = DeerFlowClient(app_config=load_config(path), tools=[], llm_max_retries=0)
+        client.chat("hi", thread_id="slow-thread")
+        last = client.get_state("slow-thread")["messages"][-1]
+        assert last.additional_kwargs[ERROR_FALLBACK_KEY] is True
+        assert last.additional_kwargs["error"]["type"] == "timeout"

@@ -1,0 +1,89 @@
+"""DeerFlowClient: event stream shape, multi-turn threads, clarification, model listing."""
+
+import pytest
+from langchain_core.tools import tool
+
+from harness.client import DeerFlowClient
+from harness.config import parse_config
+from harness.testing import Reply, ScriptedChatModel, call, tool_reply
+from harness.tools.builtins import get_builtin_tools
+
+CONFIG = """
+models:
+  - {name: main, display_name: Main, use: 'langchain_openai:ChatOpenAI', model: m, base_url: 'http://127.0.0.1:9/v1', api_key: k, supports_vision: true}
+  - {name: other, use: 'langchain_openai:ChatOpenAI', model: o, api_key: $DEERFLOW_TEST_NOT_SET_KEY}
+"""
+
+
+@tool
+def lookup(key: str) -> str:
+    """Look up a key."""
+    return f"value:{key}"
+
+
+@pytest.fixture
+def app(monkeypatch):
+    monkeypatch.delenv("DEERFLOW_TEST_NOT_SET_KEY", raising=False)
+    return parse_config(CONFIG)
+
+
+def test_stream_event_sequence(app):
+    model = ScriptedChatModel(script=[
+        tool_reply(call("lookup", key="a"), text="Checking.", usage={"input_tokens": 100, "output_tokens": 10, "cache_read": 60}),
+        Reply(text="The value of a is value:a, as requested.", usage={"input_tokens": 130, "output_tokens": 12}, chunk_size=4),
+    ])
+    client = DeerFlowClient(model=model, tools=[lookup], app_config=app, llm_retry_initial_delay=0)
+    events = list(client.stream("what is a?", thread_id="t-stream"))
+    kinds = [e.type for e in events]
+    assert kinds[0] == "values" and kinds[-1] == "end" and kinds.count("end") == 1
+    tuples = [e.data for e in events if e.type == "messages-tuple"]
+    deltas = [t for t in tuples if t["type"] == "ai" and "content" in t]
+    final_id = deltas[-1]["id"]
+    final_text = "".join(t["content"] for t in deltas if t["id"] == final_id)
+    assert final_text == "The value of a is value:a, as requested."
+    assert sum(1 for t in deltas if t["id"] == final_id) > 3  # really streamed as deltas
+    calls = [t for t in tuples if "tool_calls" in t]
+    results = [t for t in tuples if t["type"] == "tool"]
+    assert len(calls) == 1 and calls[0]["tool_calls"][0]["name"] == "lookup"
+    assert len(results) == 1 and results[0]["content"] == "value:a"
+    last_values = [e.data for e in events if e.type == "values"][-1]
+    assert last_values["messages"][-1]["content"] == final_text and last_values["title"] == "what is a?"
+    end = events[-1].data
+    assert end["usage"] == {"input_tokens": 230, "output_tokens": 22, "total_tokens": 252, "cache_read": 60}
+    assert end["thread_id"] == "t-stream" and end["interrupts"] == []
+
+
+def test_chat_multi_turn_keeps_the_thread(app):
+    model = ScriptedChatModel(script=["Nice to meet you, Ada.", lambda msgs: "Your name is Ada." if any("Ada" in str(m.content) for m in msgs) else "No idea."])
+    client = DeerFlowClient(model=model, tools=[], app_config=app)
+    assert client.chat("I am Ada", thread_id="t-multi") == "Nice to meet you, Ada."
+    assert client.chat("What is my name?", thread_id="t-multi") == "Your name is Ada."
+    assert len(client.get_state("t-multi")["messages"]) == 4
+
+
+def test_clarification_through_the_client(app):
+    model = ScriptedChatModel(script=[tool_reply(call("ask_clarification", question="Which city?")), "Booking Paris."])
+    client = DeerFlowClient(model=model, tools=get_builtin_tools(), app_config=app)
+    assert client.chat("book a trip", thread_id="t-clar") == "Which city?"
+    assert client.chat(resume="Paris", thread_id="t-clar") == "Booking Paris."
+
+
+async def test_async_stream_matches(app):
+    model = ScriptedChatModel(script=["hello there"])
+    client = DeerFlowClient(model=model, tools=[], app_config=app)
+    assert await client.achat("hi", thread_id="t-async") == "hello there"
+
+
+def test_list_models_and_reset(app):
+    client = DeerFlowClient(app_config=app)
+    models = client.list_models()["models"]
+    assert [m["name"] for m in models] == ["main", "other"]
+    assert models[1]["available"] is False
+    assert client.get_model("main")["display_name"] == "Main"
+    model = ScriptedChatModel(script=["a", "b"])
+    client = DeerFlowClient(model=model, tools=[], app_config=app)
+    client.chat("x", thread_id="t-r")
+    first = client._agent({"llm_retry_initial_delay": 1.0})
+    assert client._agent({"llm_retry_initial_delay": 1.0}) is first
+    client.reset_agent()
+    assert client._agent({"llm_retry_initial_delay": 1.0}) is not first
