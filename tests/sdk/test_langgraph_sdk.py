@@ -1,0 +1,196 @@
+"""The official langgraph-sdk client against a live Daphne server running the lead agent,
+whose model is a loopback OpenAI-compatible server: compatibility as users see it."""
+
+import threading
+import time
+
+import httpx
+import pytest
+from langgraph_sdk.schema import Command
+
+from harness.testing import Reply, call, tool_reply
+
+pytestmark = [pytest.mark.slow, pytest.mark.db_tier]
+
+USER = {"messages": [{"role": "user", "content": "hello"}]}
+
+
+def wait_status(sdk, thread_id, run_id, statuses, timeout=20):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run = sdk.runs.get(thread_id, run_id)
+        if run["status"] in statuses:
+            return run
+        time.sleep(0.05)
+    raise AssertionError(f"run stayed {run['status']}")
+
+
+def test_stream_values_messages_and_custom(sdk, script):
+    script("Hello from the loopback model, streamed in pieces.")
+    thread = sdk.threads.create(metadata={"purpose": "sdk-test"})
+    parts = list(sdk.runs.stream(thread["thread_id"], "lead_agent", input=USER, stream_mode=["values", "messages-tuple", "custom"]))
+    events = [p.event for p in parts]
+    assert events[0] == "metadata" and events[-1] == "end"
+    assert {"values", "messages"} <= set(events)
+    ai_chunks = [p.data[0] for p in parts if p.event == "messages" and p.data[0]["type"] == "AIMessageChunk"]
+    assert len(ai_chunks) > 1  # really streamed
+    assert "".join(c["content"] for c in ai_chunks if isinstance(c["content"], str)) == "Hello from the loopback model, streamed in pieces."
+    values = [p.data for p in parts if p.event == "values"][-1]
+    assert values["messages"][0]["content"] == "hello"
+    assert values["messages"][-1]["content"] == "Hello from the loopback model, streamed in pieces."
+
+    fetched = sdk.threads.get(thread["thread_id"])
+    assert fetched["status"] == "idle" and fetched["metadata"]["purpose"] == "sdk-test"
+    assert sdk.threads.search(metadata={"purpose": "sdk-test"})[0]["thread_id"] == thread["thread_id"]
+
+
+def test_wait_create_join_state_and_history(sdk, script):
+    script("first", "second")
+    thread = sdk.threads.create()
+    tid = thread["thread_id"]
+    result = sdk.runs.wait(tid, "lead_agent", input=USER)
+    assert result["messages"][-1]["content"] == "first"
+
+    run = sdk.runs.create(tid, "lead_agent", input={"messages": [{"role": "user", "content": "more"}]})
+    joined = sdk.runs.join(tid, run["run_id"])
+    assert joined["messages"][-1]["content"] == "second"
+    assert sdk.runs.get(tid, run["run_id"])["status"] == "success"
+    assert [r["run_id"] for r in sdk.runs.list(tid)][0] == run["run_id"]
+
+    state = sdk.threads.get_state(tid)
+    assert [m["content"] for m in state["values"]["messages"] if m["type"] in ("human", "ai")] == ["hello", "first", "more", "second"]
+    assert len(sdk.threads.get_history(tid, limit=2)) == 2
+    history = sdk.threads.get_history(tid, limit=100)
+    assert history[0]["checkpoint"]["checkpoint_id"] == state["checkpoint"]["checkpoint_id"]
+    assert len(history) < 100  # the whole history, newest first
+    older = sdk.threads.get_state(tid, checkpoint_id=history[-1]["checkpoint"]["checkpoint_id"])
+    assert len(older["values"].get("messages", [])) < len(state["values"]["messages"])
+
+    sdk.threads.update(tid, metadata={"pinned": True})
+    assert sdk.threads.get(tid)["metadata"]["pinned"] is True
+    sdk.threads.delete(tid)
+    with pytest.raises(httpx.HTTPStatusError) as err:
+        sdk.threads.get(tid)
+    assert err.value.response.status_code == 404
+
+
+def test_cancel_interrupt_and_rollback(sdk, script):
+    script("kept", Reply(text="never seen", delay=20))
+    tid = sdk.threads.create()["thread_id"]
+    sdk.runs.wait(tid, "lead_agent", input=USER)
+    before = sdk.threads.get_state(tid)["values"]["messages"]
+
+    run = sdk.runs.create(tid, "lead_agent", input={"messages": [{"role": "user", "content": "slow one"}]})
+    wait_status(sdk, tid, run["run_id"], {"running"})
+    time.sleep(0.5)
+    sdk.runs.cancel(tid, run["run_id"], wait=True, action="rollback")
+    assert sdk.runs.get(tid, run["run_id"])["status"] == "interrupted"
+    after = sdk.threads.get_state(tid)["values"]["messages"]
+    assert [m["content"] for m in after] == [m["content"] for m in before]
+
+    script(Reply(text="never seen", delay=20))
+    run = sdk.runs.create(tid, "lead_agent", input={"messages": [{"role": "user", "content": "interrupt me"}]})
+    wait_status(sdk, tid, run["run_id"], {"running"})
+    time.sleep(0.5)
+    sdk.runs.cancel(tid, run["run_id"], wait=True)
+    messages = sdk.threads.get_state(tid)["values"]["messages"]
+    assert messages[-1]["content"] == "interrupt me"  # what the run did before the cancel stays
+
+
+def test_busy_thread_reject_and_interrupt_strategy(sdk, script):
+    script(Reply(text="slow", delay=20), "replacement")
+    tid = sdk.threads.create()["thread_id"]
+    first = sdk.runs.create(tid, "lead_agent", input=USER)
+    wait_status(sdk, tid, first["run_id"], {"running"})
+    with pytest.raises(httpx.HTTPStatusError) as err:
+        sdk.runs.create(tid, "lead_agent", input=USER)
+    assert err.value.response.status_code == 409
+    assert err.value.response.json()["detail"] == f"Thread {tid} already has an active run"
+
+    second = sdk.runs.create(tid, "lead_agent", input={"messages": [{"role": "user", "content": "instead"}]}, multitask_strategy="interrupt")
+    assert sdk.runs.get(tid, first["run_id"])["status"] == "interrupted"
+    assert sdk.runs.join(tid, second["run_id"])["messages"][-1]["content"] == "replacement"
+
+
+def test_join_stream_resumes_after_last_event_id_without_loss(sdk, script):
+    script(Reply(text="one two three four five six seven eight nine ten", chunk_size=4))
+    tid = sdk.threads.create()["thread_id"]
+    parts = list(sdk.runs.stream(tid, "lead_agent", input=USER, stream_mode=["messages-tuple"]))
+    run_id = parts[0].data["run_id"]
+    full = [(p.event, p.data) for p in parts]
+    assert len(full) > 6
+
+    # Reconnect as a client that saw only the first three events would.
+    with httpx.Client(base_url=sdk.http.client.base_url, headers=dict(sdk.http.client.headers)) as raw:
+        first_three = []
+        with raw.stream("GET", f"/threads/{tid}/runs/{run_id}/stream") as response:
+            for line in response.iter_lines():
+                if line.startswith("id: "):
+                    first_three.append(line[4:])
+                    if len(first_three) == 3:
+                        break
+    resumed = list(sdk.runs.join_stream(tid, run_id, last_event_id=first_three[-1]))
+    assert [(p.event, p.data) for p in resumed] == full[3:]
+
+
+def test_clarification_interrupt_resumed_with_command(sdk, script):
+    script(tool_reply(call("ask_clarification", question="Which city should the trip start from?", options=["Paris", "Berlin"])),
+           "Great, starting from Berlin.")
+    tid = sdk.threads.create()["thread_id"]
+    parts = list(sdk.runs.stream(tid, "lead_agent", input={"messages": [{"role": "user", "content": "plan a trip"}]}, stream_mode=["updates"]))
+    interrupts = [p.data["__interrupt__"] for p in parts if p.event == "updates" and "__interrupt__" in p.data]
+    assert interrupts and interrupts[0][0]["value"]["type"] == "clarification"
+    assert "Which city" in interrupts[0][0]["value"]["text"]
+    assert sdk.threads.get(tid)["status"] == "interrupted"
+    state = sdk.threads.get_state(tid)
+    assert state["next"] and state["tasks"][0]["interrupts"]
+
+    result = sdk.runs.wait(tid, "lead_agent", command=Command(resume="Berlin"))
+    assert result["messages"][-1]["content"] == "Great, starting from Berlin."
+    tool_results = [m for m in result["messages"] if m["type"] == "tool"]
+    assert "Berlin" in tool_results[-1]["content"]
+    assert sdk.threads.get(tid)["status"] == "idle"
+
+
+def test_disconnect_cancels_by_default_and_continue_finishes(sdk, script, live):
+    script(Reply(text="slow", delay=3))
+    headers = dict(sdk.http.client.headers)
+    tid = sdk.threads.create()["thread_id"]
+
+    def stream_and_drop(body):
+        with httpx.Client(base_url=f"{live.url}/api", headers=headers, timeout=10) as raw:
+            with raw.stream("POST", f"/threads/{tid}/runs/stream", json=body) as response:
+                assert response.status_code == 200
+                for line in response.iter_lines():
+                    if line.startswith("data: ") and "run_id" in line:
+                        return line.split('"run_id":"')[1].split('"')[0]
+
+    run_id = stream_and_drop({"assistant_id": "lead_agent", "input": USER})
+    assert wait_status(sdk, tid, run_id, {"interrupted", "success", "error"})["status"] == "interrupted"
+
+    script(Reply(text="finished anyway", delay=1))
+    run_id = stream_and_drop({"assistant_id": "lead_agent", "input": USER, "on_disconnect": "continue"})
+    assert sdk.runs.join(tid, run_id)["messages"][-1]["content"] == "finished anyway"
+    assert sdk.runs.get(tid, run_id)["status"] == "success"
+
+
+def test_stateless_runs_and_assistants(sdk, script):
+    script("stateless answer")
+    parts = list(sdk.runs.stream(None, "lead_agent", input=USER))
+    assert parts[-1].event == "end" and parts[0].data["thread_id"]
+    assert [a["assistant_id"] for a in sdk.assistants.search()] == ["lead_agent"]
+    assert sdk.assistants.get("lead_agent")["graph_id"] == "lead_agent"
+
+
+def test_bad_tokens_and_other_users_are_refused(live, sdk, script):
+    from langgraph_sdk import get_sync_client
+
+    tid = sdk.threads.create()["thread_id"]
+    other = get_sync_client(url=f"{live.url}/api", headers={"Authorization": f"Bearer {live.create_user_token('someone-else')}"})
+    with pytest.raises(httpx.HTTPStatusError) as err:
+        other.threads.get(tid)
+    assert err.value.response.status_code == 404
+    anonymous = get_sync_client(url=f"{live.url}/api", headers={"Authorization": "Bearer dfp_not-a-real-token"})
+    with pytest.raises(httpx.HTTPStatusError) as err:
+        anonymous.threads.create()
+    assert err.value.response.status_code == 401
