@@ -21,7 +21,6 @@ from langgraph.types import Command
 from harness.sandbox import SandboxError
 from harness.sandbox.paths import OUTPUTS
 from harness.tools._context import get_sandbox, masked
-from harness.tools.sandbox_tools import guarded
 
 MAX_PRESENTED_FILES = 50
 MAX_IMAGE_BYTES = 8 * 1024 * 1024
@@ -155,4 +154,4 @@ def get_builtin_tools(*, include_clarification: bool = True, include_view_image:
     return tools
 
 
-__all__ = ["get_builtin_tools", "guarded"]
+__all__ = ["get_builtin_tools"]

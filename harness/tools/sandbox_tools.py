@@ -8,7 +8,6 @@ exception that would end the run.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Callable
 
 from langchain.tools import ToolRuntime, tool
@@ -16,11 +15,9 @@ from langchain_core.tools import BaseTool
 
 from harness.config.app_config import SandboxConfig
 from harness.sandbox import SandboxError, get_sandbox_provider
-from harness.sandbox.paths import OUTPUTS, WORKSPACE
+from harness.sandbox.paths import WORKSPACE
 from harness.sandbox.process import CommandResult
 from harness.tools._context import get_sandbox, masked, request_secrets
-
-logger = logging.getLogger(__name__)
 
 MAX_GLOB_RESULTS = 200
 DEFAULT_GREP_RESULTS = 100
@@ -104,12 +101,12 @@ def bash_tool(description: str, command: str, runtime: ToolRuntime) -> str:
 
 
 @tool("ls", parse_docstring=True)
-def ls_tool(description: str, path: str, runtime: ToolRuntime) -> str:
-    """List a directory as a tree, two levels deep. Directories end with '/'.
+def ls_tool(description: str, runtime: ToolRuntime, path: str = WORKSPACE) -> str:
+    """List a directory as a tree, two levels deep. Directories end with '/', files show their size.
 
     Args:
         description: One short sentence saying why you list this directory.
-        path: Absolute directory path, e.g. /mnt/user-data/workspace or /mnt/skills.
+        path: Absolute directory path, e.g. /mnt/user-data/uploads or /mnt/skills. Defaults to /mnt/user-data/workspace.
     """
 
     def run() -> str:
@@ -303,4 +300,4 @@ def get_sandbox_tools() -> list[BaseTool]:
     return [bash_tool, ls_tool, glob_tool, grep_tool, read_file_tool, write_file_tool, str_replace_tool]
 
 
-__all__ = ["OUTPUTS", "get_sandbox_tools", "format_command_result", "guarded"]
+__all__ = ["get_sandbox_tools", "format_command_result", "guarded"]
