@@ -1,0 +1,247 @@
+"""Ownership on every API route: user B never reaches user A's objects.
+
+Every (method, route) under /api/ in the URL conf must be listed here: in OWNED_ROUTES, which
+walks it with two users, or in NO_USER_OBJECTS, for routes that hold nothing per user.
+test_every_api_route_is_listed fails when a route is in neither, so new routes must join.
+
+Adding a route is one line. The path is written exactly as ``manage.py auth_routes`` prints it;
+``setup`` creates user A's object and returns the path's values (and a marker: text of A's that
+must not appear in B's answer on list-like routes). Per entry the test:
+  1. calls the route as B (session, and a token with every scope where the route takes tokens):
+     404 when the path names A's object, else a success that does not contain A's marker;
+  2. then calls it as A and expects ``owner_status`` (and A's marker on list-like routes), so a
+     route that answers 404 to everyone cannot pass.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import time
+
+import pytest
+from asgiref.sync import async_to_sync
+from rest_framework.test import APIClient
+
+from apps.accounts.routes import path_for, route_table
+from apps.accounts.services import token_create
+from apps.runs.models import Run
+from apps.threads.services import thread_create
+from tests.apps.accounts.conftest import ALL_SCOPES
+
+# Runs execute on the runtime's own loop and connections, so rows must be committed.
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+@dataclass(frozen=True)
+class Owned:
+    kwargs: dict = field(default_factory=dict)  # values for the route's <converters>
+    marker: str | None = None  # appears in A's answer, must not appear in B's
+
+
+@dataclass(frozen=True)
+class OwnedRoute:
+    method: str
+    path: str
+    setup: Callable[..., Owned]
+    body: dict | Callable[[Owned], dict] | None = None
+    owner_status: int = 200
+    # What B gets: 404 where the path or body names A's object (the default), else a success.
+    other_status: int | None = None
+    # List-like routes: A's answer shows the marker, B's does not. Default: GET without a path object.
+    lists: bool | None = None
+    # A known defect, named: the entry runs as a strict xfail, so the fix turns it red until
+    # this is cleared.
+    known_bug: str = ""
+
+    @property
+    def names_an_object(self) -> bool:
+        return "<" in self.path or callable(self.body)
+
+    @property
+    def is_list(self) -> bool:
+        return self.lists if self.lists is not None else (self.method == "GET" and "<" not in self.path)
+
+
+# --- setups: each creates user A's object ------------------------------------------------------
+
+
+def owned_token(user) -> Owned:
+    issued = token_create(owner=user, name=f"token-of-{user.username}-{uuid.uuid4().hex[:6]}", scopes=["runs:read"])
+    return Owned(kwargs={"token_id": issued.record.pk}, marker=issued.record.name)
+
+
+def owned_identity(user) -> Owned:
+    return Owned(marker=user.email)
+
+
+def owned_thread(user) -> Owned:
+    thread = thread_create(owner=user, thread_id=f"t-{user.username}-{uuid.uuid4().hex[:8]}")
+    return Owned(kwargs={"thread_id": thread.pk}, marker=thread.pk)
+
+
+def owned_run(user) -> Owned:
+    """A thread with a finished run (so it has state, history and a checkpoint), made the way a
+    user makes one: through the API, as the owner, with the scripted test agent."""
+    thread = owned_thread(user)
+    client = APIClient()
+    client.force_login(user)
+    response = client.post(path_for("/api/threads/<str:thread_id>/runs/wait", **thread.kwargs), {"assistant_id": "lead_agent", "input": {"messages": [{"role": "user", "content": "hi"}]}}, format="json")
+    assert response.status_code == 200
+    _drain(response)
+    run = Run.objects.filter(thread_id=thread.kwargs["thread_id"]).latest("created_at")
+    _wait_until_idle()
+    checkpoint_id = client.get(path_for("/api/threads/<str:thread_id>/state", **thread.kwargs)).json()["checkpoint_id"]
+    return Owned(kwargs={**thread.kwargs, "run_id": str(run.pk), "checkpoint_id": checkpoint_id}, marker=thread.marker)
+
+
+def _run_on(owned: Owned) -> dict:
+    return {"assistant_id": "lead_agent", "input": {"messages": [{"role": "user", "content": "hi"}]}}
+
+
+def _stateless_run_on(owned: Owned) -> dict:
+    return {**_run_on(owned), "config": {"configurable": {"thread_id": owned.kwargs["thread_id"]}}}
+
+
+_FOREIGN_STATELESS = "a stateless run naming another user's thread answers 409 'not available', not 404 (API_CONTRACT 1.3)"
+
+# --- the table -------------------------------------------------------------------------------
+
+OWNED_ROUTES = [
+    OwnedRoute("GET", "/api/me", owned_identity),
+    OwnedRoute("GET", "/api/tokens/", owned_token),
+    OwnedRoute("POST", "/api/tokens/", owned_token, body={"name": "fresh", "scopes": ["runs:read"]}, owner_status=201, lists=False),
+    OwnedRoute("DELETE", "/api/tokens/<int:token_id>/", owned_token, owner_status=204),
+    # Threads. Thread ids are global: B cannot take A's id, and the create answers 409 (see report).
+    OwnedRoute("POST", "/api/threads", owned_thread, body=lambda o: {"thread_id": o.kwargs["thread_id"]}, other_status=409, lists=False),
+    OwnedRoute("POST", "/api/threads/search", owned_thread, body={}, lists=True),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>", owned_thread),
+    OwnedRoute("PATCH", "/api/threads/<str:thread_id>", owned_thread, body={"metadata": {"k": "v"}}),
+    OwnedRoute("DELETE", "/api/threads/<str:thread_id>", owned_thread, owner_status=204),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/state", owned_run),
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/state", owned_run, body={"values": {"title": "renamed"}}),
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/state/checkpoint", owned_run, body=lambda o: {"checkpoint": {"checkpoint_id": o.kwargs["checkpoint_id"]}}),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/state/<str:checkpoint_id>", owned_run),
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/state/<str:checkpoint_id>", owned_run, body={"values": {"title": "renamed"}},
+               known_bug="ThreadStateView.post() takes no checkpoint_id: 500 for everyone on this route"),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/history", owned_run),
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/history", owned_run, body={"limit": 5}),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/messages/page", owned_run),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/token-usage", owned_run),
+    # Runs on a thread, and stateless runs aimed at A's thread.
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/runs", owned_run),
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/runs", owned_run, body=_run_on),
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/runs/stream", owned_run, body=_run_on),
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/runs/wait", owned_run, body=_run_on),
+    OwnedRoute("POST", "/api/runs", owned_run, body=_stateless_run_on, lists=False, known_bug=_FOREIGN_STATELESS),
+    OwnedRoute("POST", "/api/runs/stream", owned_run, body=_stateless_run_on, lists=False, known_bug=_FOREIGN_STATELESS),
+    OwnedRoute("POST", "/api/runs/wait", owned_run, body=_stateless_run_on, lists=False, known_bug=_FOREIGN_STATELESS),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/runs/<str:run_id>", owned_run),
+    OwnedRoute("DELETE", "/api/threads/<str:thread_id>/runs/<str:run_id>", owned_run, owner_status=204),
+    # The owner's run has finished, so the owner's cancel is a 409 (found, not cancellable).
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/runs/<str:run_id>/cancel", owned_run, owner_status=409),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/runs/<str:run_id>/join", owned_run),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/runs/<str:run_id>/stream", owned_run),
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/runs/<str:run_id>/stream", owned_run),
+]
+
+# Routes with nothing per user: the same answer for everyone.
+NO_USER_OBJECTS = {
+    ("GET", "/api/health"),
+    ("GET", "/api/schema/"),
+    ("GET", "/api/docs/"),
+    ("GET", "/api/models"),
+    # Only the built-in lead agent so far; custom agents are per user and move these to OWNED_ROUTES.
+    ("POST", "/api/assistants/search"),
+    ("GET", "/api/assistants/<str:assistant_id>"),
+    ("GET", "/api/assistants/<str:assistant_id>/graph"),
+    ("GET", "/api/assistants/<str:assistant_id>/schemas"),
+}
+
+
+def _api_routes() -> set[tuple[str, str]]:
+    return {(method, route.path) for route in route_table() if route.path.startswith("/api/") for method in route.methods}
+
+
+def test_every_api_route_is_listed():
+    listed = {(r.method, r.path) for r in OWNED_ROUTES} | NO_USER_OBJECTS
+    unlisted = sorted(_api_routes() - listed)
+    assert not unlisted, (
+        "API routes missing from the ownership walk; add each to OWNED_ROUTES (or NO_USER_OBJECTS if it "
+        f"holds nothing per user) in tests/apps/accounts/test_route_ownership.py: {unlisted}"
+    )
+    stale = sorted(listed - _api_routes())
+    assert not stale, f"listed routes that the URL conf no longer has: {stale}"
+
+
+def _drain(response) -> bytes:
+    """The whole body, also of a streaming (possibly async) response, so a run started by the
+    call has finished before the next step."""
+    if not getattr(response, "streaming", False):
+        return response.content
+    if getattr(response, "is_async", False):
+
+        async def collect():
+            return b"".join([chunk async for chunk in response.streaming_content])
+
+        return async_to_sync(collect)()
+    return b"".join(response.streaming_content)
+
+
+def _wait_until_idle(timeout: float = 15) -> None:
+    deadline = time.monotonic() + timeout
+    while Run.objects.filter(status__in=Run.ACTIVE_STATUSES).exists():
+        assert time.monotonic() < deadline, "a run started by the walk did not finish"
+        time.sleep(0.02)
+
+
+def _call(client: APIClient, entry: OwnedRoute, owned: Owned):
+    body = entry.body(owned) if callable(entry.body) else entry.body
+    response = getattr(client, entry.method.lower())(path_for(entry.path, **owned.kwargs), body, format="json")
+    content = _drain(response)
+    _wait_until_idle()
+    return response.status_code, content.decode(errors="replace")
+
+
+def _clients_for(user, entry: OwnedRoute):
+    session = APIClient()
+    session.force_login(user)
+    yield "session", session
+    rule = next(r for r in route_table() if r.path == entry.path)
+    if f"{entry.method} " in rule.rule.partition("token:")[2]:
+        token = APIClient()
+        token.credentials(HTTP_AUTHORIZATION=f"Bearer {token_create(owner=user, name='walk', scopes=ALL_SCOPES).token}")
+        yield "token", token
+
+
+@pytest.fixture
+def _scripted_agent(settings):
+    settings.DEERFLOW_AGENT_FACTORY = "tests.support.agents:make_scripted_agent"
+
+
+def _params():
+    for entry in OWNED_ROUTES:
+        marks = [pytest.mark.xfail(strict=True, reason=entry.known_bug)] if entry.known_bug else []
+        yield pytest.param(entry, id=f"{entry.method} {entry.path}", marks=marks)
+
+
+@pytest.mark.parametrize("entry", list(_params()))
+def test_another_users_objects_are_invisible(entry, user, other_user, _scripted_agent):
+    owned = entry.setup(user)
+    expected = entry.other_status or (404 if entry.names_an_object and not entry.is_list else None)
+    for how, client in _clients_for(other_user, entry):
+        status, content = _call(client, entry, owned)
+        if expected is not None:
+            assert status == expected, (how, status, content[:300])
+        else:
+            assert 200 <= status < 300, (how, status, content[:300])
+        if entry.is_list and owned.marker:
+            assert owned.marker not in content, how
+    owner = APIClient()
+    owner.force_login(user)
+    status, content = _call(owner, entry, owned)
+    assert status == entry.owner_status, content[:300]
+    if entry.is_list and owned.marker:
+        assert owned.marker in content
