@@ -3,8 +3,9 @@
 The model works with ``/mnt/user-data/{workspace,uploads,outputs}`` and ``/mnt/skills``. Each
 thread's virtual paths map to its own directories under ``DEER_FLOW_HOME``. Every path a
 tool receives goes through :meth:`VirtualFS.resolve`, which normalises it lexically, maps
-it to the host, resolves symlinks and checks that the result is still inside the thread's
-directories (or the skills directory). Anything else is refused before it touches the disk.
+follows symlinks the way a sandboxed command would see them (in virtual space) and checks
+that the result is still inside the thread's directories (or the skills directory).
+Anything else is refused before it touches the disk.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def check_id(kind: str, value: str | int) -> str:
 class Root:
     virtual: str
     host: Path  # realpath of the directory the virtual root maps to
-    boundary: Path  # realpath the resolved target must stay inside (symlinks included)
+    boundary: Path  # where confined opens start walking (the root's own directory)
     writable: bool
 
 
@@ -48,8 +49,8 @@ class Root:
 class ResolvedPath:
     virtual: str  # normalised virtual path, as shown to the model
     host: Path  # lexical host path (symlinks not followed)
-    real: Path  # host path with symlinks resolved
-    root: Root
+    real: Path  # host path with every symlink resolved (inside ``root``)
+    root: Root  # the root the path lands in after following links
 
 
 class VirtualFS:
@@ -57,9 +58,7 @@ class VirtualFS:
 
     def __init__(self, user_data_dir: Path, skills_dir: Path | None, skills_virtual: str = DEFAULT_SKILLS):
         user_data = Path(os.path.realpath(user_data_dir))
-        # The boundary of each subdirectory is the whole user-data directory, so a link from
-        # workspace into outputs works while one leaving the thread does not.
-        roots = [Root(f"{USER_DATA}/{name}", user_data / name, user_data, True) for name in USER_DATA_SUBDIRS]
+        roots = [Root(f"{USER_DATA}/{name}", user_data / name, user_data / name, True) for name in USER_DATA_SUBDIRS]
         roots.append(Root(USER_DATA, user_data, user_data, False))
         self.skills_virtual = posixpath.normpath(skills_virtual)
         if skills_dir is not None:
@@ -104,29 +103,88 @@ class VirtualFS:
             names.append(f"{self.skills_virtual} (read-only)")
         return ", ".join(names)
 
-    def resolve(self, path: str, *, write: bool = False) -> ResolvedPath:
-        virtual = self.normalize(path)
+    def _host_of(self, virtual: str) -> Path | None:
         root = self._root_for(virtual)
         if root is None:
-            raise SandboxPathError(
-                f"Error: {path!r} is outside the sandbox. Only paths under {self.allowed_roots_text()} are available; "
-                f"relative paths are taken from {WORKSPACE}."
-            )
+            return None
         rel = virtual[len(root.virtual):].lstrip("/")
-        host = root.host / rel if rel else root.host
-        real = Path(os.path.realpath(host))
-        if real != root.boundary and root.boundary not in real.parents:
+        return root.host / rel if rel else root.host
+
+    def _link_target_virtual(self, target: str, link_dir: str) -> str | None:
+        """Where a symlink points, as a virtual path, or None if it leaves the roots.
+
+        A link made inside the bubblewrap sandbox holds a virtual target; one made by a
+        local command holds the host path (commands there are rewritten); a relative one is
+        taken from the link's directory.
+        """
+        if not target.startswith("/"):
+            return posixpath.join(link_dir, target)
+        for root in self.roots:
+            host = str(root.host)
+            if target == host or target.startswith(host + "/"):
+                return root.virtual + target[len(host):]
+        if self._root_for(posixpath.normpath(target)) is not None:
+            return target
+        return None
+
+    def _follow_links(self, virtual: str, original: str) -> str:
+        """Resolve symlinks component by component in virtual space.
+
+        Links are followed the way the sandboxed command would see them, so a link made
+        inside bubblewrap to ``/mnt/user-data/outputs/x`` works for the file tools too, and
+        a link whose target is outside every root is refused rather than resolved on the host.
+        """
+        pending = [p for p in virtual.split("/") if p]
+        resolved = "/"
+        hops = 0
+        while pending:
+            part = pending.pop(0)
+            if part == ".":
+                continue
+            if part == "..":
+                resolved = posixpath.dirname(resolved)
+                continue
+            candidate = posixpath.join(resolved, part)
+            host = self._host_of(candidate)
+            if host is not None and os.path.islink(host):
+                hops += 1
+                if hops > 40:
+                    raise SandboxPathError(f"Error: {original} has too many levels of symbolic links.")
+                target = self._link_target_virtual(os.readlink(host), resolved)
+                if target is None:
+                    raise SandboxPathError(
+                        f"Error: {original} is a symbolic link (or passes through one) that points outside the sandbox. "
+                        "Access to it is refused; use a path inside the sandbox directories."
+                    )
+                pending = [p for p in target.split("/") if p] + pending
+                resolved = "/"
+                continue
+            resolved = candidate
+        return resolved
+
+    def resolve(self, path: str, *, write: bool = False) -> ResolvedPath:
+        virtual = self.normalize(path)
+        outside = SandboxPathError(
+            f"Error: {path!r} is outside the sandbox. Only paths under {self.allowed_roots_text()} are available; "
+            f"relative paths are taken from {WORKSPACE}."
+        )
+        if self._root_for(virtual) is None:
+            raise outside
+        final = self._follow_links(virtual, virtual)
+        root = self._root_for(final)
+        if root is None:
             raise SandboxPathError(
                 f"Error: {virtual} is a symbolic link (or passes through one) that points outside the sandbox. "
                 "Access to it is refused; use a path inside the sandbox directories."
             )
+        real = self._host_of(final)
+        host = self._host_of(virtual)
         if write:
-            writable = next((r for r in self.roots if r.writable and (real == r.host or r.host in real.parents)), None)
-            if writable is None:
+            if not root.writable:
                 if self.skills_dir is not None and root.virtual == self.skills_virtual:
                     raise SandboxPathError(f"Error: {self.skills_virtual} is read-only. Write to {WORKSPACE} or {OUTPUTS} instead.")
                 raise SandboxPathError(f"Error: cannot write to {virtual}. Write under {WORKSPACE}, {UPLOADS} or {OUTPUTS}.")
-            if real == writable.host:
+            if final == root.virtual:
                 raise SandboxPathError(f"Error: {virtual} is a directory. Give a file path inside it.")
         return ResolvedPath(virtual, host, real, root)
 

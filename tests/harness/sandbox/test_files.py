@@ -212,3 +212,32 @@ def test_parallel_str_replace_loses_no_update(sandbox):
         t.join(10)
     assert errors == []
     assert sandbox.read_file(path) == "".join(f"[{n}:done]\n" for n in names)
+
+
+def test_links_made_by_commands_work_for_file_tools(sandbox):
+    """An absolute link made by a command (virtual inside bwrap, host path on local) is followed."""
+    result = sandbox.execute_command(
+        "mkdir -p /mnt/user-data/outputs/run1 && echo result > /mnt/user-data/outputs/run1/out.txt && "
+        "ln -s /mnt/user-data/outputs/run1 latest && ln -s /mnt/skills/public/demo skill"
+    )
+    assert result.exit_code == 0, result.output.render()
+    assert sandbox.read_file("/mnt/user-data/workspace/latest/out.txt") == "result\n"
+    sandbox.write_file("/mnt/user-data/workspace/latest/more.txt", "more")
+    assert (sandbox.fs.host_dir("outputs") / "run1" / "more.txt").read_text() == "more"
+    assert "Demo skill" in sandbox.read_file("/mnt/user-data/workspace/skill/SKILL.md")
+    with pytest.raises(SandboxPathError, match="read-only"):
+        sandbox.write_file("/mnt/user-data/workspace/skill/SKILL.md", "pwned")
+
+
+def test_relative_link_climbing_out_and_link_loops_are_refused(sandbox):
+    workspace = sandbox.fs.host_dir("workspace")
+    os.symlink("../../../../../../../../etc/passwd", workspace / "climb")
+    os.symlink("../../../", workspace / "updir")
+    os.symlink("loop-b", workspace / "loop-a")
+    os.symlink("loop-a", workspace / "loop-b")
+    with pytest.raises(SandboxPathError, match="outside the sandbox"):
+        sandbox.read_file("/mnt/user-data/workspace/climb")
+    with pytest.raises(SandboxPathError, match="outside the sandbox"):
+        sandbox.list_dir("/mnt/user-data/workspace/updir")
+    with pytest.raises(SandboxPathError, match="too many levels"):
+        sandbox.read_file("/mnt/user-data/workspace/loop-a")
