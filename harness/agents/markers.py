@@ -56,6 +56,7 @@ def error_fallback(text: str, *, error_type: str, detail: str = "", **extra: Any
     """An assistant message that ends the turn and tells the run worker it was an error."""
     return AIMessage(
         content=text,
+        id=f"deerflow-fallback-{uuid.uuid4().hex}",  # an id up front keeps stream dedup exact
         additional_kwargs={ERROR_FALLBACK_KEY: True, "error": {"type": error_type, "detail": detail[:2000], **extra}},
     )
 

@@ -38,7 +38,7 @@ from harness.agents.middlewares.uploads import UploadsMiddleware
 from harness.agents.middlewares.view_image import ViewImageMiddleware
 from harness.agents.thread_state import ThreadState
 from harness.config import AppConfig, ModelConfig, class_path, get_app_config
-from harness.models import create_chat_model, get_model_config
+from harness.models import ModelError, create_chat_model, get_model_config
 
 logger = logging.getLogger(__name__)
 
@@ -66,11 +66,23 @@ def load_extension_middlewares(paths: Sequence[str]) -> list[AgentMiddleware]:
     return loaded
 
 
+def _optional_model(name: str | None, app: AppConfig, purpose: str) -> BaseChatModel | None:
+    """A helper model (title, summaries). If it cannot be built (say its key is missing)
+    the run still works: the caller falls back, and the log says why."""
+    if not name:
+        return None
+    try:
+        return create_chat_model(name, config=app)
+    except ModelError as exc:
+        logger.warning("%s.model_name: %s; falling back", purpose, exc)
+        return None
+
+
 def _summarization(app: AppConfig, entry: ModelConfig, model: BaseChatModel) -> AgentMiddleware | None:
     cfg = app.summarization
     if not cfg.enabled:
         return None
-    summarizer = create_chat_model(cfg.model_name, config=app) if cfg.model_name else model
+    summarizer = _optional_model(cfg.model_name, app, "summarization") or model
     window = entry.context_window
     triggers = []
     for t in cfg.trigger:
@@ -85,7 +97,7 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
                       extra: Sequence[AgentMiddleware] = ()) -> list[AgentMiddleware]:
     """The chain, outermost first (``wrap_*`` hooks nest in this order; ``after_model``
     hooks run in reverse). docs/agent.md explains each position."""
-    title_model = create_chat_model(app.title.model_name, config=app) if app.title.enabled and app.title.model_name else None
+    title_model = _optional_model(app.title.model_name, app, "title") if app.title.enabled else None
     chain: list[AgentMiddleware | None] = [
         InputSanitizationMiddleware(),
         ToolOutputBudgetMiddleware(options.max_tool_output_chars),

@@ -6,7 +6,8 @@ read of that path carries the file's current hash: the model must not overwrite 
 has not seen, nor edit from a stale copy (another tool or the user may have changed it).
 Marks live on the messages, so when summarization drops the read, the gate closes again.
 Writes do not refresh marks, so consecutive edits of one file need a read in between.
-Creating a new file needs no read.
+Creating a new file needs no read. The check and the write run under a per-(thread, path)
+lock so two parallel calls in one reply cannot both pass on the same stale read.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import posixpath
+import threading
+import weakref
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +73,25 @@ def _refusal(request: Any, path: str, reason: str) -> ToolMessage:
 
 
 class ReadBeforeWriteMiddleware(AgentMiddleware):
+    def __init__(self) -> None:
+        super().__init__()
+        self._async_locks: weakref.WeakValueDictionary[tuple[str, str], asyncio.Lock] = weakref.WeakValueDictionary()
+        self._sync_locks: weakref.WeakValueDictionary[tuple[str, str], Any] = weakref.WeakValueDictionary()
+        self._guard = threading.Lock()
+
+    @staticmethod
+    def _key(request: Any, path: str) -> tuple[str, str]:
+        data = (request.state or {}).get("thread_data") or {}
+        return str(data.get("workspace_path", "")), posixpath.normpath(path)
+
+    def _lock(self, table: Any, key: tuple[str, str], factory: Any) -> Any:
+        with self._guard:
+            lock = table.get(key)
+            if lock is None:
+                lock = factory()
+                table[key] = lock
+            return lock
+
     def _check(self, request: Any) -> tuple[str, Path | None] | ToolMessage | None:
         name = request.tool_call["name"]
         if name not in READ_TOOLS | WRITE_TOOLS:
@@ -101,17 +123,19 @@ class ReadBeforeWriteMiddleware(AgentMiddleware):
         if checked is None:
             return handler(request)
         path, target = checked
-        before = file_hash(target)
-        if refusal := self._gate(request, path, before):
-            return refusal
-        return self._stamp(request, handler(request), path, before)
+        with self._lock(self._sync_locks, self._key(request, path), threading.Lock):
+            before = file_hash(target)
+            if refusal := self._gate(request, path, before):
+                return refusal
+            return self._stamp(request, handler(request), path, before)
 
     async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
         checked = self._check(request)
         if checked is None:
             return await handler(request)
         path, target = checked
-        before = await asyncio.to_thread(file_hash, target)
-        if refusal := self._gate(request, path, before):
-            return refusal
-        return self._stamp(request, await handler(request), path, before)
+        async with self._lock(self._async_locks, self._key(request, path), asyncio.Lock):
+            before = await asyncio.to_thread(file_hash, target)
+            if refusal := self._gate(request, path, before):
+                return refusal
+            return self._stamp(request, await handler(request), path, before)

@@ -1,7 +1,10 @@
-"""Acquire the thread's sandbox at the start of a run and release it at the end.
+"""Acquire the thread's sandbox at the start of a run; optionally release it at the end.
 
 The id goes into ``state["sandbox"]`` where the tools look for it; tools can still acquire
 on their own when this middleware is absent (the contract with the sandbox side).
+Release after each run is opt-in (``release_after_run=True``): the built-in providers keep
+a bounded LRU of handles and the files stay on disk, so releasing every run would only
+force a rebuild on the next one. Providers holding real resources (containers) want it on.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ def _provider() -> Any | None:
 
 
 class SandboxMiddleware(AgentMiddleware):
-    def __init__(self, release_after_run: bool = True) -> None:
+    def __init__(self, release_after_run: bool = False) -> None:
         super().__init__()
         self.release_after_run = release_after_run
 

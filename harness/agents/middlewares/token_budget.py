@@ -9,6 +9,7 @@ means unlimited.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware, hook_config
@@ -40,7 +41,7 @@ class TokenBudgetMiddleware(AgentMiddleware):
         used = run_tokens(state.get("messages") or [], str(run_value(runtime, "run_id", "") or "") or None)
         if used < int(budget):
             return None
-        note = AIMessage(content=f"I stopped here because this run used its token budget ({used} of {int(budget)} tokens). "
+        note = AIMessage(id=f"deerflow-budget-{uuid.uuid4().hex}", content=f"I stopped here because this run used its token budget ({used} of {int(budget)} tokens). "
                                  "Ask me to continue if you want me to go on.")
         return {"messages": [note], "stop_reason": "token_budget_exhausted", "jump_to": "end"}
 

@@ -87,3 +87,12 @@ def test_list_models_and_reset(app):
     assert client._agent({"llm_retry_initial_delay": 1.0}) is first
     client.reset_agent()
     assert client._agent({"llm_retry_initial_delay": 1.0}) is not first
+
+
+def test_error_fallback_text_is_delivered_once(app):
+    model = ScriptedChatModel(script=[Reply(status=400, error_message="bad")])
+    client = DeerFlowClient(model=model, tools=[], app_config=app)
+    events = list(client.stream("hi", thread_id="t-fallback"))
+    texts = [e.data for e in events if e.type == "messages-tuple" and "content" in e.data]
+    assert len(texts) == 1 and "could not finish this reply" in texts[0]["content"]
+    assert events[-1].data["stop_reason"] == "error_fallback"

@@ -32,3 +32,18 @@ async def test_read_before_write_gate(agent_factory):
     workspace = h.state()["thread_data"]["workspace_path"]
     with open(f"{workspace}/notes.txt") as fh:
         assert fh.read() == "v3\n"
+
+
+async def test_parallel_edits_from_one_read_cannot_both_pass(agent_factory):
+    script = [
+        tool_reply(w("a\n")),
+        tool_reply(call("read_file", description="read", path=P)),
+        tool_reply(call("str_replace", description="e1", path=P, old_str="a", new_str="b"),
+                   call("str_replace", description="e2", path=P, old_str="a", new_str="c")),
+        "done",
+    ]
+    h = agent_factory(script, tools=get_sandbox_tools())
+    result = await h.send("two edits at once")
+    edits = [m for m in result["messages"] if m.type == "tool" and m.name == "str_replace"]
+    assert sorted(m.status for m in edits) == ["error", "success"]
+    assert any("changed since you last read it" in m.content for m in edits)
