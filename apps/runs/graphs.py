@@ -8,11 +8,15 @@ which the process's checkpointer is attached.
 from __future__ import annotations
 
 import inspect
+import json
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from django.conf import settings
 
 from harness.config import class_path
+from harness.config.extensions import get_extensions_config
 from harness.config.loader import get_app_config
 
 LEAD_AGENT = "lead_agent"
@@ -26,12 +30,52 @@ def _factory():
     return class_path.resolve(settings.DEERFLOW_AGENT_FACTORY)
 
 
+# Keys that differ per run but do not change the graph: the agent reads them at run time.
+_PER_RUN_KEYS = frozenset({"thread_id", "run_id", "user_id", "checkpoint_id", "checkpoint_ns", "checkpoint_map", "secrets"})
+_GRAPH_CACHE_SIZE = 32
+_graphs: OrderedDict[tuple, Any] = OrderedDict()
+_graphs_lock = threading.Lock()
+
+
+def _cache_key(config: dict) -> tuple | None:
+    options = {k: v for k, v in (config.get("configurable") or {}).items() if k not in _PER_RUN_KEYS}
+    try:
+        frozen = json.dumps(options, sort_keys=True, default=str)
+    except TypeError:
+        return None
+    # A config edit yields new config objects, so an edited file builds a fresh graph.
+    return (settings.DEERFLOW_AGENT_FACTORY, id(get_app_config()), id(get_extensions_config()), frozen)
+
+
 async def build_graph(config: dict, checkpointer: Any) -> Any:
-    factory = _factory()
-    graph = factory(config)
+    """The compiled graph for these run options, with the checkpointer attached.
+
+    Building the lead agent costs tens of milliseconds, so graphs are cached per set of
+    options: one compiled graph serves many threads and concurrent runs (per-run facts come
+    from the run's config and state, never from the graph object).
+    """
+    key = _cache_key(config)
+    if key is not None:
+        with _graphs_lock:
+            cached = _graphs.get(key)
+            if cached is not None and cached[1] is checkpointer:
+                _graphs.move_to_end(key)
+                return cached[0]
+    graph = _factory()(config)
     if inspect.isawaitable(graph):
         graph = await graph
-    return graph.copy(update={"checkpointer": checkpointer})
+    graph = graph.copy(update={"checkpointer": checkpointer})
+    if key is not None:
+        with _graphs_lock:
+            _graphs[key] = (graph, checkpointer)
+            while len(_graphs) > _GRAPH_CACHE_SIZE:
+                _graphs.popitem(last=False)
+    return graph
+
+
+def clear_graph_cache() -> None:
+    with _graphs_lock:
+        _graphs.clear()
 
 
 def thread_config(thread_id: str, checkpoint_id: str | None = None, **configurable: Any) -> dict:

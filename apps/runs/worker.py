@@ -98,13 +98,16 @@ def _journal(thread_id: str, run_id: str, events: list[JournalEvent]) -> None:
 
 
 @database_sync_to_async
-def _finish(run_id: str, *, status: str, thread_status: str, error: str, progress: RunProgress, title: str | None) -> None:
+def _finish(run_id: str, *, status: str, thread_status: str, error: str, progress: RunProgress, title: str | None,
+            thread_id: str, events: list[JournalEvent]) -> None:
+    """The last journal entries and the final row state, in one transaction."""
     now = timezone.now()
     totals = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0}
     for entry in progress.usage.values():
         for key in totals:
             totals[key] += entry[key]
     with transaction.atomic():
+        journal_append(thread_id=thread_id, run_id=run_id, events=events)
         run = Run.objects.select_for_update().get(pk=run_id)
         run.status = status
         run.error = error
@@ -120,6 +123,36 @@ def _finish(run_id: str, *, status: str, thread_status: str, error: str, progres
         if title:
             updates["title"] = title[:255]
         Thread.objects.filter(pk=run.thread_id).update(**updates)
+
+
+class JournalBuffer:
+    """Batches journal writes: one database round trip per second of a run (or per 50
+    events) instead of one per graph step; the rest is written with the final row."""
+
+    FLUSH_SECONDS = 1.0
+    FLUSH_EVENTS = 50
+
+    def __init__(self, thread_id: str, run_id: str):
+        self.thread_id = thread_id
+        self.run_id = run_id
+        self.pending: list[JournalEvent] = []
+        self._last_flush = asyncio.get_running_loop().time()
+
+    async def add(self, events: list[JournalEvent]) -> None:
+        self.pending.extend(events)
+        now = asyncio.get_running_loop().time()
+        if len(self.pending) >= self.FLUSH_EVENTS or now - self._last_flush >= self.FLUSH_SECONDS:
+            await self.flush()
+
+    async def flush(self) -> None:
+        if self.pending:
+            events, self.pending = self.pending, []
+            await _journal(self.thread_id, self.run_id, events)
+        self._last_flush = asyncio.get_running_loop().time()
+
+    def take(self) -> list[JournalEvent]:
+        events, self.pending = self.pending, []
+        return events
 
 
 # -- translating graph output ---------------------------------------------------------
@@ -242,35 +275,35 @@ async def _execute(run_id: str) -> None:
     pre_run_config: dict | None = None
     graph = None
     lease = asyncio.create_task(_keep_lease(run_id))
+    journal = JournalBuffer(thread_id, run_id)
+    journal.pending.append(JournalEvent("run.start", "trace", {"chain": meta["assistant_id"] or graphs.LEAD_AGENT}, {"caller": "lead_agent"}))
     try:
-        await _journal(thread_id, run_id, [JournalEvent("run.start", "trace", {"chain": meta["assistant_id"] or graphs.LEAD_AGENT}, {"caller": "lead_agent"})])
         checkpointer = await runtime.checkpointer()
         graph = await graphs.build_graph(config, checkpointer)
-        before = await graph.aget_state(config)
-        pre_run_config = before.config if before and before.values else None
-        for msg in (before.values or {}).get("messages", []) if before else []:
-            mid = _message_id(msg)
-            if mid:
-                progress.seen_message_ids.add(mid)
+        # The pre-run head: the rollback point, and which messages are not this run's.
+        before = await checkpointer.aget_tuple(config)
+        if before is not None:
+            pre_run_config = before.config
+            for msg in (before.checkpoint.get("channel_values") or {}).get("messages", []):
+                mid = _message_id(msg)
+                if mid:
+                    progress.seen_message_ids.add(mid)
         stream_kwargs: dict[str, Any] = {"stream_mode": graph_modes, "subgraphs": subgraphs, "context": context}
-        if kwargs.get("interrupt_before"):
-            stream_kwargs["interrupt_before"] = kwargs["interrupt_before"]
-        if kwargs.get("interrupt_after"):
-            stream_kwargs["interrupt_after"] = kwargs["interrupt_after"]
-        if kwargs.get("durability"):
-            stream_kwargs["durability"] = kwargs["durability"]
+        for option in ("interrupt_before", "interrupt_after", "durability"):
+            if kwargs.get(option):
+                stream_kwargs[option] = kwargs[option]
         async for chunk in graph.astream(_graph_input(kwargs), config, **stream_kwargs):
             if subgraphs:
                 namespace, mode, data = chunk
             else:
                 namespace, (mode, data) = (), chunk
-            wire = WIRE_MODE.get(mode, mode) if mode != "messages" else "messages"
+            wire = WIRE_MODE.get(mode, mode)
             if mode == "values" and not namespace:
                 progress.last_values = data
                 if isinstance(data, dict):
                     events = _message_events(list(data.get("messages") or []), progress, meta.get("model_name") or "")
                     if events:
-                        await _journal(thread_id, run_id, events)
+                        await journal.add(events)
             if wire not in wire_requested:
                 continue
             name = "|".join([wire, *namespace]) if namespace else wire
@@ -285,28 +318,27 @@ async def _execute(run_id: str) -> None:
         if state and state.next:
             status, thread_status = Run.Status.INTERRUPTED, Thread.Status.INTERRUPTED
             progress.stop_reason = progress.stop_reason or "human_input_required"
-        await _journal(thread_id, run_id, [JournalEvent("run.end", "outputs", to_jsonable(state.values if state else None), {"status": "success"})])
+        journal.pending.append(JournalEvent("run.end", "outputs", to_jsonable(state.values if state else None), {"status": "success"}))
     except asyncio.CancelledError:
         action = runtime.cancel_action(run_id) or "interrupt"
         status, thread_status = Run.Status.INTERRUPTED, Thread.Status.IDLE
         progress.stop_reason = "rolled_back" if action == "rollback" else "cancelled"
         if action == "rollback" and graph is not None:
             await _rollback(graph, thread_id, pre_run_config)
-        await _journal(thread_id, run_id, [JournalEvent("run.error", "error", f"run {action}ed by request" if action == "interrupt" else "run rolled back by request", {"error_type": "cancelled"})])
+        reason = "run rolled back by request" if action == "rollback" else "run cancelled by request"
+        journal.pending.append(JournalEvent("run.error", "error", reason, {"error_type": "cancelled"}))
     except Exception as exc:  # the run failed; the server keeps going and the client is told why
         logger.warning("Run %s failed: %s: %s", run_id, type(exc).__name__, exc, exc_info=not isinstance(exc, ConfigError))
         status, thread_status = Run.Status.ERROR, Thread.Status.ERROR
         error = f"{type(exc).__name__}: {exc}"
         progress.stop_reason = "error"
         bridge.publish(run_id, "error", {"error": type(exc).__name__, "message": str(exc), "name": type(exc).__name__})
-        try:
-            await _journal(thread_id, run_id, [JournalEvent("run.error", "error", str(exc), {"error_type": type(exc).__name__})])
-        except Exception:
-            logger.exception("Could not journal the error of run %s", run_id)
+        journal.pending.append(JournalEvent("run.error", "error", str(exc), {"error_type": type(exc).__name__}))
     finally:
         lease.cancel()
     try:
-        await _finish(run_id, status=status, thread_status=thread_status, error=error, progress=progress, title=title)
+        await _finish(run_id, status=status, thread_status=thread_status, error=error, progress=progress, title=title,
+                      thread_id=thread_id, events=journal.take())
     finally:
         bridge.end(run_id)
 
