@@ -183,7 +183,8 @@ class BwrapSandbox(Sandbox):
         args += ["--chdir", f"{USER_DATA}/workspace", "--", "/bin/bash", "-c", command]
         return args
 
-    def execute_command(self, command: str, env: Mapping[str, str] | None = None, timeout: float | None = None) -> CommandResult:
+    def execute_command(self, command: str, env: Mapping[str, str] | None = None, timeout: float | None = None,
+                        cancel: threading.Event | None = None) -> CommandResult:
         base = {k: v for k, v in os.environ.items() if k not in _DROP_VARS}
         sandbox_env = build_sandbox_env(
             env,
@@ -197,6 +198,7 @@ class BwrapSandbox(Sandbox):
             env=sandbox_env,
             timeout=timeout or self.default_timeout,
             max_chars=self.max_chars,
+            cancel=cancel,
         )
 
 

@@ -7,7 +7,9 @@ in a warning at startup.
 
 from __future__ import annotations
 
+import dataclasses
 import shutil
+import threading
 from collections.abc import Mapping
 
 from harness.sandbox.env_policy import build_sandbox_env
@@ -26,7 +28,8 @@ class LocalSandbox(Sandbox):
         self.default_timeout = timeout
         self.max_chars = max_chars
 
-    def execute_command(self, command: str, env: Mapping[str, str] | None = None, timeout: float | None = None) -> CommandResult:
+    def execute_command(self, command: str, env: Mapping[str, str] | None = None, timeout: float | None = None,
+                        cancel: threading.Event | None = None) -> CommandResult:
         workspace = self.fs.host_dir("workspace")
         workspace.mkdir(parents=True, exist_ok=True)
         result = run_command(
@@ -35,6 +38,7 @@ class LocalSandbox(Sandbox):
             env=build_sandbox_env(env),
             timeout=timeout or self.default_timeout,
             max_chars=self.max_chars,
+            cancel=cancel,
         )
         # The model knows virtual paths only; host paths in output (pwd, tracebacks)
         # would confuse it and leak the server's layout.
@@ -43,7 +47,7 @@ class LocalSandbox(Sandbox):
             self.fs.untranslate_output(result.output.tail),
             result.output.omitted_chars,
         )
-        return CommandResult(result.exit_code, output, result.timed_out, result.timeout, result.duration)
+        return dataclasses.replace(result, output=output)
 
 
 class LocalSandboxProvider(HostSandboxProvider):

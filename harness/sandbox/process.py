@@ -28,11 +28,12 @@ _DRAIN_GRACE_SECONDS = 0.1
 
 @dataclass(frozen=True)
 class CommandResult:
-    exit_code: int | None  # None when the command was killed on timeout
+    exit_code: int | None  # None when the command was killed (timeout or cancel)
     output: BoundedText
     timed_out: bool
     timeout: float
     duration: float
+    cancelled: bool = False
 
 
 def _drain(fd: int, capture: OutputCapture) -> None:
@@ -57,7 +58,9 @@ def _kill_group(pgid: int) -> None:
         pass
 
 
-def run_command(argv: Sequence[str], *, cwd: str, env: dict[str, str], timeout: float, max_chars: int) -> CommandResult:
+def run_command(argv: Sequence[str], *, cwd: str, env: dict[str, str], timeout: float, max_chars: int,
+                cancel: threading.Event | None = None) -> CommandResult:
+    """Run ``argv``; ``cancel`` (set from another thread) kills it like a timeout does."""
     started = time.monotonic()
     read_fd, write_fd = os.pipe()
     try:
@@ -80,24 +83,59 @@ def run_command(argv: Sequence[str], *, cwd: str, env: dict[str, str], timeout: 
     capture = OutputCapture(max_chars)
     reader = threading.Thread(target=_drain, args=(read_fd, capture), name=f"sandbox-drain-{proc.pid}", daemon=True)
     reader.start()
-    timed_out = False
+
+    # The watchdog kills the group on timeout or cancel. It only ever signals while the
+    # command's leader is an unreaped zombie at worst (see waitid below), so the group id
+    # cannot have been recycled for some unrelated process.
+    finished = threading.Event()
+    lock = threading.Lock()
+    reason: list[str] = []
+
+    def fire(why: str) -> None:
+        with lock:
+            if not finished.is_set() and not reason:
+                reason.append(why)
+                _kill_group(proc.pid)
+
+    def watchdog() -> None:
+        deadline = started + timeout
+        while not finished.is_set():
+            if cancel is not None and cancel.is_set():
+                fire("cancelled")
+                return
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                fire("timeout")
+                return
+            finished.wait(remaining if cancel is None else min(remaining, 0.05))
+
+    guard = threading.Thread(target=watchdog, name=f"sandbox-watchdog-{proc.pid}", daemon=True)
+    guard.start()
     try:
-        proc.wait(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(proc.pid)
-        proc.wait()
+        # Wait for the exit without reaping, so the pid (and group id) stays ours until
+        # the watchdog can no longer fire. A plain wait(timeout) would poll with sleeps
+        # and add milliseconds to every short command.
+        os.waitid(os.P_PID, proc.pid, os.WEXITED | os.WNOWAIT)
+    except ChildProcessError:
+        pass
     except BaseException:
-        # Interrupted (e.g. the run was cancelled): never leave the group running.
-        _kill_group(proc.pid)
+        # Interrupted (e.g. KeyboardInterrupt): never leave the group running.
+        fire("cancelled")
         proc.wait()
         raise
+    finally:
+        with lock:
+            finished.set()
+    proc.wait()
+    guard.join()
     reader.join(_DRAIN_GRACE_SECONDS)
     output = capture.close()
+    killed = bool(reason)
     return CommandResult(
-        exit_code=None if timed_out else proc.returncode,
+        exit_code=None if killed else proc.returncode,
         output=output,
-        timed_out=timed_out,
+        timed_out=reason == ["timeout"],
         timeout=timeout,
         duration=time.monotonic() - started,
+        cancelled=reason == ["cancelled"],
     )

@@ -13,6 +13,7 @@ import errno
 import os
 import re
 import stat
+import threading
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -86,8 +87,13 @@ class Sandbox(ABC):
     # -- commands ----------------------------------------------------------------------
 
     @abstractmethod
-    def execute_command(self, command: str, env: Mapping[str, str] | None = None, timeout: float | None = None) -> CommandResult:
-        """Run ``command`` with bash in the workspace; ``env`` adds request-scoped variables."""
+    def execute_command(self, command: str, env: Mapping[str, str] | None = None, timeout: float | None = None,
+                        cancel: threading.Event | None = None) -> CommandResult:
+        """Run ``command`` with bash in the workspace; ``env`` adds request-scoped variables.
+
+        Setting ``cancel`` from another thread kills the command's process group (used when
+        the run is cancelled while the command is still going).
+        """
 
     #: Told to the model on a timeout: whether a backgrounded process survives the call.
     background_processes_survive = True

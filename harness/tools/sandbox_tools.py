@@ -8,6 +8,8 @@ exception that would end the run.
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Callable
 
 from langchain.tools import ToolRuntime, tool
@@ -52,6 +54,8 @@ def _human_size(size: int) -> str:
 
 def format_command_result(result: CommandResult, secrets: dict[str, str], *, background_survives: bool) -> str:
     body = result.output.render(secrets).rstrip("\n")
+    if result.cancelled:
+        return "Error: the command was cancelled and stopped." + (f"\nOutput before it was stopped:\n{body}" if body else "")
     if result.timed_out:
         if background_survives:
             advice = (
@@ -86,7 +90,10 @@ def bash_tool(description: str, command: str, runtime: ToolRuntime) -> str:
         description: One short sentence saying what this command is for.
         command: The bash command line to run, e.g. `python3 analyze.py --input /mnt/user-data/uploads/data.csv`.
     """
+    return _run_bash(command, runtime, None)
 
+
+def _run_bash(command: str, runtime: ToolRuntime, cancel: threading.Event | None) -> str:
     def run() -> str:
         sandbox = get_sandbox(runtime)
         secrets = request_secrets(runtime)
@@ -94,10 +101,26 @@ def bash_tool(description: str, command: str, runtime: ToolRuntime) -> str:
             return "Error: the command is empty."
         if "\x00" in command:
             return "Error: the command contains a NUL byte."
-        result = sandbox.execute_command(command, env=secrets or None, timeout=_sandbox_config().bash_command_timeout)
+        result = sandbox.execute_command(command, env=secrets or None, timeout=_sandbox_config().bash_command_timeout,
+                                         cancel=cancel)
         return format_command_result(result, secrets, background_survives=sandbox.background_processes_survive)
 
     return guarded(runtime, run)
+
+
+async def _abash(description: str, command: str, runtime: ToolRuntime) -> str:
+    # The async path exists for cancellation: when the run is cancelled the awaiting task
+    # goes away at once, and setting the event makes the watchdog kill the command's
+    # process group instead of leaving it running until its timeout.
+    cancel = threading.Event()
+    try:
+        return await asyncio.to_thread(_run_bash, command, runtime, cancel)
+    except asyncio.CancelledError:
+        cancel.set()
+        raise
+
+
+bash_tool.coroutine = _abash
 
 
 @tool("ls", parse_docstring=True)

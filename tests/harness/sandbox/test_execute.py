@@ -154,3 +154,22 @@ def test_environment_is_scrubbed_and_secrets_injected(sandbox, monkeypatch):
 def test_invalid_injected_env_name_is_rejected(sandbox):
     with pytest.raises(ValueError):
         sandbox.execute_command("true", env={"BAD NAME": "x"})
+
+
+def test_cancel_kills_the_command_at_once(sandbox):
+    marker = f"{uuid.uuid4().int % 10**6}.{uuid.uuid4().int % 10**5}"
+    cancel = threading.Event()
+    outcome = {}
+    worker = threading.Thread(target=lambda: outcome.update(r=sandbox.execute_command(f"sleep {marker} & sleep {marker}9", cancel=cancel)))
+    start = time.monotonic()
+    worker.start()
+    deadline = time.monotonic() + 10
+    while not _processes_with(f"sleep {marker}") and time.monotonic() < deadline:
+        time.sleep(0.01)
+    cancel.set()
+    worker.join(5)
+    assert not worker.is_alive()
+    result = outcome["r"]
+    assert result.cancelled and not result.timed_out and result.exit_code is None
+    assert time.monotonic() - start < 5
+    assert _wait_gone(marker) == []

@@ -265,3 +265,24 @@ def test_ask_clarification_body():
 def test_missing_thread_id_is_a_result_not_a_crash(provider):
     text, _ = call("bash", {"command": "echo hi"}, context={"user_id": "alice"})
     assert text.startswith("Error:") and "thread" in text
+
+
+async def test_cancelling_the_run_stops_a_running_command(provider):
+    import asyncio
+    import uuid
+
+    from tests.harness.sandbox.test_execute import _processes_with, _wait_gone
+
+    marker = f"{uuid.uuid4().int % 10**6}.{uuid.uuid4().int % 10**5}"
+    message = AIMessage("", tool_calls=[{"name": "bash", "args": {"description": "wait", "command": f"sleep {marker}"}, "id": "c"}])
+    task = asyncio.create_task(GRAPH.ainvoke({"messages": [message]}, context={"user_id": "alice", "thread_id": "t-cancel"}))
+    for _ in range(500):
+        if await asyncio.to_thread(_processes_with, f"sleep {marker}"):
+            break
+        await asyncio.sleep(0.01)
+    else:
+        pytest.fail("the command never started")
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await asyncio.to_thread(_wait_gone, marker) == []
