@@ -43,6 +43,9 @@ from harness.models import ModelError, create_chat_model, get_model_config
 logger = logging.getLogger(__name__)
 
 
+DEFAULT_CONTEXT_WINDOW = 32000
+
+
 class ExtensionMiddlewareError(ValueError):
     pass
 
@@ -84,10 +87,16 @@ def _summarization(app: AppConfig, entry: ModelConfig, model: BaseChatModel) -> 
         return None
     summarizer = _optional_model(cfg.model_name, app, "summarization") or model
     window = entry.context_window
+    if not window:
+        profile = getattr(model, "profile", None) or {}
+        window = profile.get("max_input_tokens") if isinstance(profile, dict) else None
+    if not window and any(t.type == "fraction" for t in cfg.trigger):
+        window = DEFAULT_CONTEXT_WINDOW
+        logger.warning("model '%s' has no context_window; summarization fractions assume %d tokens", entry.name, window)
     triggers = []
     for t in cfg.trigger:
         if t.type == "fraction":
-            triggers.append(("tokens", int(t.value * window)) if window else ("fraction", float(t.value)))
+            triggers.append(("tokens", int(t.value * window)))
         else:
             triggers.append((t.type, int(t.value)))
     return DeerFlowSummarizationMiddleware(summarizer, trigger=triggers, keep=(cfg.keep.type, cfg.keep.value))

@@ -96,3 +96,33 @@ def test_error_fallback_text_is_delivered_once(app):
     texts = [e.data for e in events if e.type == "messages-tuple" and "content" in e.data]
     assert len(texts) == 1 and "could not finish this reply" in texts[0]["content"]
     assert events[-1].data["stop_reason"] == "error_fallback"
+
+
+def test_threads_persist_in_a_sqlite_checkpointer(app, tmp_path):
+    import sqlite3
+
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    db = tmp_path / "checkpoints.sqlite3"
+    first = DeerFlowClient(model=ScriptedChatModel(script=["noted"]), tools=[], app_config=app,
+                           checkpointer=SqliteSaver(sqlite3.connect(db, check_same_thread=False)))
+    first.chat("remember the number 7", thread_id="t-sqlite")
+    # a new client (a new process, say) on the same file continues the thread
+    model = ScriptedChatModel(script=[lambda msgs: "7" if any("number 7" in str(m.content) for m in msgs) else "?"])
+    second = DeerFlowClient(model=model, tools=[], app_config=app,
+                            checkpointer=SqliteSaver(sqlite3.connect(db, check_same_thread=False)))
+    assert second.chat("which number?", thread_id="t-sqlite") == "7"
+
+
+def test_title_model_tokens_do_not_leak_into_the_stream(tmp_path):
+    from harness.testing import LoopbackOpenAIServer
+
+    with LoopbackOpenAIServer(["Secret Title Words"]) as server:
+        app = parse_config(CONFIG.replace("$DEERFLOW_TEST_NOT_SET_KEY", "k").replace("model: o,", f"model: o, base_url: '{server.base_url}', max_retries: 0,")
+                           + "title: {model_name: other}\n")
+        client = DeerFlowClient(model=ScriptedChatModel(script=["the answer"]), tools=[], app_config=app)
+        events = list(client.stream("question", thread_id="t-title"))
+        assert len(server.requests) == 1  # the title model was called
+        streamed = [e.data for e in events if e.type == "messages-tuple"]
+        assert all("Secret" not in str(d.get("content", "")) for d in streamed)
+        assert [e.data for e in events if e.type == "values"][-1]["title"] == "Secret Title Words"
