@@ -308,17 +308,17 @@ class Sandbox(ABC):
             if looks_binary(data):
                 raise SandboxError(f"Error: {resolved.virtual} is a binary file; grep searches text files only.")
             return self._grep_lines(regex, [(resolved.virtual, data)], max_results)
-        else:
-            filter_regex = compile_glob(glob) if glob else None
-            files = []
-            for rel, host, is_dir in self._walk(resolved):
-                if is_dir or host.is_symlink():
+        filter_regex = compile_glob(glob) if glob else None
+        files = []
+        for rel, host, is_dir in self._walk(resolved):
+            if is_dir or host.is_symlink():
+                continue
+            if filter_regex is not None:
+                # "*.py" filters by file name at any depth; "src/*.py" by relative path.
+                target = rel if "/" in glob else rel.rsplit("/", 1)[-1]
+                if not filter_regex.match(target):
                     continue
-                if filter_regex is not None:
-                    target = rel if "/" in glob else rel.rsplit("/", 1)[-1]
-                    if not filter_regex.match(target):
-                        continue
-                files.append((f"{resolved.virtual.rstrip('/')}/{rel}", host))
+            files.append((f"{resolved.virtual.rstrip('/')}/{rel}", host))
 
         def contents() -> Iterator[tuple[str, bytes]]:
             for virtual, host in files:

@@ -83,8 +83,9 @@ def bash_tool(description: str, command: str, runtime: ToolRuntime) -> str:
     (scratch work), /mnt/user-data/uploads (files the user uploaded) and /mnt/user-data/outputs
     (deliverables for the user); skills are read-only under /mnt/skills. Standard input is empty, so
     interactive programs get end-of-file: pass flags such as `-y` instead. Commands are stopped after a
-    time limit; start long-running servers in the background (`CMD > log 2>&1 &`) instead of waiting on
-    them. Long output keeps its beginning and end only; redirect it to a file and search that if needed.
+    time limit, so never wait on a server or watcher in the foreground: start it in the background
+    (`CMD > log 2>&1 &`) or bound it (`timeout 60 CMD`). Long output keeps its beginning and end only;
+    redirect it to a file and search that if needed.
 
     Args:
         description: One short sentence saying what this command is for.
