@@ -111,9 +111,10 @@ class HostSandboxProvider(SandboxProvider):
                 self._cache.move_to_end(sandbox_id)
                 return sandbox
         ids = self._parse_id(sandbox_id)
-        if ids is None:
+        # Evicted from the LRU (or acquired by another process): rebuild it, but only for a
+        # thread that was acquired before, so an id made up in state creates nothing.
+        if ids is None or not thread_user_data_dir(*ids).is_dir():
             return None
-        # Evicted from the LRU (or acquired by another process): rebuild it.
         return self._remember(self._build(*ids))
 
     def release(self, sandbox_id: str) -> None:

@@ -54,6 +54,8 @@ def test_get_unknown_and_release(home):
     assert provider.get("nonsense") is None
     assert provider.get("bwrap:alice:t1") is None  # another provider's id
     assert provider.get("local:../x:t1") is None
+    assert provider.get("local:mallory:never-acquired") is None
+    assert not thread_user_data_dir("mallory", "never-acquired").exists()
     sandbox_id = provider.acquire("alice", "t1")
     provider.get(sandbox_id).write_file("keep.txt", "kept")
     provider.release(sandbox_id)
