@@ -57,3 +57,10 @@ def make_loopback_agent(config):
 
     model = ChatOpenAI(model="test-model", base_url=os.environ["DEERFLOW_TEST_MODEL_URL"], api_key="test-key", max_retries=0, timeout=20, stream_usage=True)
     return create_agent(model=model, tools=TOOLS, system_prompt="You are a test agent.")
+
+
+def make_scripted_lead_agent(config):
+    """The real lead agent (all middlewares, sandbox tools) around the scripted model."""
+    from harness.agents import make_lead_agent
+
+    return make_lead_agent(config, model=MODEL)
