@@ -8,6 +8,9 @@
 - Calls the provider returned with unparsable JSON arguments (``invalid_tool_calls``)
   become ordinary calls answered by an error result, so the model learns what went wrong
   and can retry, instead of the turn ending silently.
+- Calls in a reply cut off by the output token limit are not run: LangChain's stream
+  aggregation repairs truncated JSON into valid-looking arguments (a ``write_file`` whose
+  content stops mid-sentence), so they are answered with an error asking for smaller calls.
 """
 
 from __future__ import annotations
@@ -69,10 +72,29 @@ def repair_request_messages(messages: list[BaseMessage]) -> list[BaseMessage]:
     return out
 
 
+LENGTH_REASONS = frozenset({"length", "max_tokens", "MAX_TOKENS"})
+
+
+def _error_meta(action: str) -> dict[str, Any]:
+    return {TOOL_META_KEY: {"status": "error", "error_type": "invalid_arguments", "recoverable_by_model": True, "recommended_next_action": action}}
+
+
+def _truncated_calls(ai: AIMessage) -> dict[str, Any] | None:
+    meta = ai.response_metadata or {}
+    if not ai.tool_calls or (meta.get("finish_reason") not in LENGTH_REASONS and meta.get("stop_reason") not in LENGTH_REASONS):
+        return None
+    results = [ToolMessage(
+        content=f"Error: your reply hit the output token limit while writing this `{tc['name']}` call, so its arguments are "
+                "incomplete and it was NOT run. Make smaller calls (for a long file, write it in parts with append).",
+        tool_call_id=tc["id"], name=tc["name"], status="error", additional_kwargs=_error_meta("split_into_smaller_calls"),
+    ) for tc in ai.tool_calls]
+    return {"messages": results}
+
+
 def _invalid_call_repair(ai: AIMessage) -> dict[str, Any] | None:
     invalid = [c for c in ai.invalid_tool_calls or []]
     if not invalid:
-        return None
+        return _truncated_calls(ai)
     calls = list(ai.tool_calls)
     results = []
     for bad in invalid:
@@ -83,11 +105,13 @@ def _invalid_call_repair(ai: AIMessage) -> dict[str, Any] | None:
         results.append(ToolMessage(
             content=f"Error: the arguments of this `{name}` call were not valid JSON ({bad.get('error') or 'parse error'}). "
                     f"Received: {raw!r}. Call the tool again with a JSON object of arguments.",
-            tool_call_id=call_id, name=name, status="error",
-            additional_kwargs={TOOL_META_KEY: {"status": "error", "error_type": "invalid_arguments", "recoverable_by_model": True,
-                                               "recommended_next_action": "retry_with_valid_json"}},
+            tool_call_id=call_id, name=name, status="error", additional_kwargs=_error_meta("retry_with_valid_json"),
         ))
     fixed = ai.model_copy(update={"tool_calls": calls, "invalid_tool_calls": []})
+    truncated = _truncated_calls(fixed)
+    if truncated:
+        answered = {m.tool_call_id for m in results}
+        results += [m for m in truncated["messages"] if m.tool_call_id not in answered]
     return {"messages": [fixed, *results]}
 
 

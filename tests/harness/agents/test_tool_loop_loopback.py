@@ -75,3 +75,16 @@ def test_provider_timeout_becomes_a_marked_fallback(tmp_path):
         last = client.get_state("slow-thread")["messages"][-1]
         assert last.additional_kwargs[ERROR_FALLBACK_KEY] is True
         assert last.additional_kwargs["error"]["type"] == "timeout"
+
+
+def test_tool_call_cut_off_by_the_length_limit_is_not_run(tmp_path):
+    cut = Reply(tool_calls=[call("write_file", '{"description": "d", "path": "/mnt/user-data/outputs/long.md", "content": "# Chapter 1\\nIt was a dark')],
+                finish_reason="length")
+    with LoopbackOpenAIServer([cut, "I will write it in parts."]) as server:
+        app = load_config(write_test_config(tmp_path, server.base_url))
+        client = DeerFlowClient(app_config=app, user_id="len-user", llm_retry_initial_delay=0)
+        assert client.chat("write a long story", thread_id="len-thread") == "I will write it in parts."
+        result = [m for m in client.get_state("len-thread")["messages"] if m.type == "tool"][0]
+        assert result.status == "error" and "output token limit" in result.content
+        assert not (thread_user_data_dir("len-user", "len-thread") / "outputs" / "long.md").exists()
+        assert "output token limit" in str(server.requests[1]["messages"][-1]["content"])
