@@ -9,7 +9,25 @@ from django.utils import timezone
 from apps.accounts.models import PersonalAccessToken, User
 
 admin.site.login = secure_admin_login(admin.site.login)
-admin.site.register(User, UserAdmin)
+
+
+class PersonalAccessTokenInline(admin.TabularInline):
+    """A user's tokens on their admin page: what exists and when it was used, never the digest."""
+
+    model = PersonalAccessToken
+    fields = ["name", "prefix", "scopes", "created_at", "last_used_at", "expires_at", "revoked_at"]
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+    show_change_link = True
+
+    def has_add_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(User)
+class DeerFlowUserAdmin(UserAdmin):
+    inlines = [PersonalAccessTokenInline]
 
 
 @admin.register(PersonalAccessToken)

@@ -65,5 +65,15 @@ class PersonalAccessTokenScheme(OpenApiAuthenticationExtension):
     target_class = "apps.accounts.authentication.PersonalAccessTokenAuthentication"
     name = "personalAccessToken"
 
+    def get_security_requirement(self, auto_schema):
+        # Only where the view's token_scopes admit this method, with the scope it needs, so the
+        # schema tells script authors the truth (session-only routes list only the cookie).
+        from apps.accounts.permissions import required_scope, view_token_scopes
+
+        admitted, required = required_scope(view_token_scopes(auto_schema.view), auto_schema.method)
+        if not admitted:
+            return None
+        return {self.name: [] if required is None else [required]}
+
     def get_security_definition(self, auto_schema):
         return {"type": "http", "scheme": "bearer", "bearerFormat": "dfp_…", "description": "A DeerFlow personal access token."}

@@ -32,16 +32,23 @@ def view_token_scopes(view) -> dict | None:
     return None
 
 
-def check_token_scope(*, token: PersonalAccessToken, token_scopes: dict | None, method: str) -> None:
-    """Raise TokenRefused unless this token may call ``method`` on a view declaring ``token_scopes``."""
-    if not token_scopes:
-        raise TokenRefused(TOKEN_NOT_ALLOWED)
+def required_scope(token_scopes: dict | None, method: str) -> tuple[bool, str | None]:
+    """(admitted, scope): whether tokens may call ``method`` at all, and the scope it needs
+    (None = any valid token)."""
     method = method.upper()
-    required = token_scopes.get(method, _MISSING)
+    required = (token_scopes or {}).get(method, _MISSING)
     if required is _MISSING and method == "HEAD":
         # HEAD is a GET without a body: it needs what GET needs.
-        required = token_scopes.get("GET", _MISSING)
+        required = (token_scopes or {}).get("GET", _MISSING)
     if required is _MISSING:
+        return False, None
+    return True, required
+
+
+def check_token_scope(*, token: PersonalAccessToken, token_scopes: dict | None, method: str) -> None:
+    """Raise TokenRefused unless this token may call ``method`` on a view declaring ``token_scopes``."""
+    admitted, required = required_scope(token_scopes, method)
+    if not admitted:
         raise TokenRefused(TOKEN_NOT_ALLOWED)
     if required is not ANY_SCOPE and required not in (token.scopes or []):
         raise TokenRefused(f"this token lacks the '{required}' scope")

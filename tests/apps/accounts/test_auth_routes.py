@@ -62,3 +62,12 @@ def test_every_api_view_decides_bearer_calls_by_the_token_alone():
         assert authentication and issubclass(authentication[0], PersonalAccessTokenAuthentication), route.path
         assert any(issubclass(p, TokenScopePermission) for p in cls.permission_classes), route.path
     assert checked >= 3  # me, tokens, token detail at least
+
+
+@pytest.mark.django_db
+def test_the_openapi_schema_names_the_scope_each_operation_needs(client):
+    paths = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()["paths"]
+    assert paths["/api/me"]["get"]["security"] == [{"personalAccessToken": []}, {"cookieAuth": []}]
+    # Token management is for the browser only: no bearer scheme offered there.
+    assert paths["/api/tokens/"]["post"]["security"] == [{"cookieAuth": []}]
+    assert paths["/api/tokens/{token_id}/"]["delete"]["security"] == [{"cookieAuth": []}]

@@ -172,3 +172,15 @@ def _csrf(client) -> str:
     # A browser gets the cookie from any page with a form; the sign-in page is one.
     client.get("/accounts/tokens/")
     return client.cookies["csrftoken"].value
+
+
+def test_admin_shows_a_users_tokens_without_digest_and_can_revoke(admin_client, user, issue_token):
+    issued = issue_token(user, name="ci-bot")
+    page = admin_client.get(f"/admin/accounts/user/{user.pk}/change/").content.decode()
+    assert "ci-bot" in page and issued.record.prefix in page
+    assert issued.record.digest not in page and issued.token not in page
+    response = admin_client.post("/admin/accounts/personalaccesstoken/", {"action": "revoke", "_selected_action": [issued.record.pk]})
+    assert response.status_code == 302
+    issued.record.refresh_from_db()
+    assert issued.record.revoked_at is not None
+    assert APIClient(HTTP_AUTHORIZATION=f"Bearer {issued.token}").get("/api/me").status_code == 401
