@@ -59,14 +59,9 @@ class _Translator:
     tool_call_msgs: set[str] = field(default_factory=set)
     tool_results: set[str] = field(default_factory=set)
     usage: dict[str, dict[str, Any]] = field(default_factory=dict)
-    texts: dict[str, str] = field(default_factory=dict)
-    order: list[str] = field(default_factory=list)
     last_state: dict[str, Any] = field(default_factory=dict)
 
     def _text(self, msg_id: str, delta: str) -> StreamEvent:
-        if msg_id not in self.texts:
-            self.order.append(msg_id)
-        self.texts[msg_id] = self.texts.get(msg_id, "") + delta
         self.text_ids.add(msg_id)
         return StreamEvent("messages-tuple", {"type": "ai", "id": msg_id, "content": delta})
 
@@ -136,11 +131,26 @@ class _Translator:
             "interrupts": [getattr(i, "value", i) for i in interrupts],
         })
 
-    def final_text(self) -> str:
-        for msg_id in reversed(self.order):
-            if self.texts[msg_id].strip():
-                return self.texts[msg_id]
-        return ""
+
+class _FinalText:
+    """Rebuilds AI texts from deltas; the result is the last non-empty one, or the
+    question of a pending clarification."""
+
+    def __init__(self) -> None:
+        self.texts: dict[str, str] = {}
+        self.end: dict[str, Any] = {}
+
+    def add(self, event: StreamEvent) -> None:
+        if event.type == "messages-tuple" and event.data.get("type") == "ai" and "content" in event.data:
+            self.texts[event.data["id"]] = self.texts.get(event.data["id"], "") + event.data["content"]
+        elif event.type == "end":
+            self.end = event.data
+
+    def result(self) -> str:
+        for interrupt in self.end.get("interrupts") or []:
+            if isinstance(interrupt, dict) and interrupt.get("text"):
+                return str(interrupt["text"])
+        return next((t for t in reversed(list(self.texts.values())) if t.strip()), "")
 
 
 class DeerFlowClient:
@@ -187,14 +197,15 @@ class DeerFlowClient:
         app = self.app_config
         key = (id(app), tuple(sorted((k, repr(v)) for k, v in options.items())))
         with self._lock:
-            agent = self._agents.get(key)
-            if agent is None:
-                # a config edit yields a new AppConfig object: old builds are stale
+            cached = self._agents.get(key)
+            if cached is None:
+                # a config edit yields a new AppConfig object: old builds are stale. The
+                # entry keeps its AppConfig alive so its id cannot be reused meanwhile.
                 self._agents = {k: v for k, v in self._agents.items() if k[0] == id(app)}
                 agent = make_lead_agent({"configurable": options}, model=self._model, tools=self._tools,
                                         checkpointer=self.checkpointer, app_config=app)
-                self._agents[key] = agent
-            return agent
+                cached = self._agents[key] = (app, agent)
+            return cached[1]
 
     def _prepare(self, message: str | BaseMessage | None, thread_id: str | None, resume: Any, overrides: dict[str, Any]):
         options = {**self._defaults, **overrides}
@@ -205,6 +216,8 @@ class DeerFlowClient:
                   "recursion_limit": int(options.get("recursion_limit", 100))}
         if resume is not None:
             graph_input: Any = Command(resume=resume)
+        elif message is None:
+            raise ValueError("pass a message, or resume= to answer a pending clarification")
         else:
             msg = message if isinstance(message, BaseMessage) else HumanMessage(content=str(message))
             if isinstance(msg, HumanMessage) and INTERNAL_KEY in msg.additional_kwargs:
@@ -230,38 +243,16 @@ class DeerFlowClient:
 
     def chat(self, message: str | BaseMessage | None = None, thread_id: str | None = None, *, resume: Any = None, **overrides: Any) -> str:
         """Run one turn and return the final AI text (or the pending clarification text)."""
-        texts: dict[str, str] = {}
-        order: list[str] = []
-        end: dict[str, Any] = {}
+        collector = _FinalText()
         for event in self.stream(message, thread_id, resume=resume, **overrides):
-            if event.type == "messages-tuple" and event.data.get("type") == "ai" and "content" in event.data:
-                if event.data["id"] not in texts:
-                    order.append(event.data["id"])
-                texts[event.data["id"]] = texts.get(event.data["id"], "") + event.data["content"]
-            elif event.type == "end":
-                end = event.data
-        for interrupt in end.get("interrupts") or []:
-            if isinstance(interrupt, dict) and interrupt.get("text"):
-                return str(interrupt["text"])
-        return next((texts[i] for i in reversed(order) if texts[i].strip()), "")
+            collector.add(event)
+        return collector.result()
 
     async def achat(self, message: str | BaseMessage | None = None, thread_id: str | None = None, *, resume: Any = None, **overrides: Any) -> str:
-        tr_text = ""
-        end: dict[str, Any] = {}
-        texts: dict[str, str] = {}
-        order: list[str] = []
+        collector = _FinalText()
         async for event in self.astream(message, thread_id, resume=resume, **overrides):
-            if event.type == "messages-tuple" and event.data.get("type") == "ai" and "content" in event.data:
-                if event.data["id"] not in texts:
-                    order.append(event.data["id"])
-                texts[event.data["id"]] = texts.get(event.data["id"], "") + event.data["content"]
-            elif event.type == "end":
-                end = event.data
-        for interrupt in end.get("interrupts") or []:
-            if isinstance(interrupt, dict) and interrupt.get("text"):
-                return str(interrupt["text"])
-        tr_text = next((texts[i] for i in reversed(order) if texts[i].strip()), "")
-        return tr_text
+            collector.add(event)
+        return collector.result()
 
     def get_state(self, thread_id: str) -> dict[str, Any]:
         """The thread's current state values (messages as LangChain objects)."""

@@ -2,9 +2,10 @@
 
 The id goes into ``state["sandbox"]`` where the tools look for it; tools can still acquire
 on their own when this middleware is absent (the contract with the sandbox side).
-Release after each run is opt-in (``release_after_run=True``): the built-in providers keep
-a bounded LRU of handles and the files stay on disk, so releasing every run would only
-force a rebuild on the next one. Providers holding real resources (containers) want it on.
+Release after each run is opt-in (:class:`ReleasingSandboxMiddleware`): the built-in
+providers keep a bounded LRU of handles and the files stay on disk, so releasing every run
+would only force a rebuild on the next one (and an ``after_agent`` hook is one more graph
+step per run). Providers holding real resources (containers) want it on.
 """
 
 from __future__ import annotations
@@ -30,10 +31,6 @@ def _provider() -> Any | None:
 
 
 class SandboxMiddleware(AgentMiddleware):
-    def __init__(self, release_after_run: bool = False) -> None:
-        super().__init__()
-        self.release_after_run = release_after_run
-
     def before_agent(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
         user_id, thread_id = thread_ids(runtime)
         provider = _provider() if thread_id else None
@@ -51,16 +48,20 @@ class SandboxMiddleware(AgentMiddleware):
         sandbox_id = await provider.aacquire(user_id, str(thread_id))
         return None if (state.get("sandbox") or {}).get("sandbox_id") == sandbox_id else {"sandbox": {"sandbox_id": sandbox_id}}
 
+
+class ReleasingSandboxMiddleware(SandboxMiddleware):
+    """Also hands the sandbox back to the provider when the run ends."""
+
     def after_agent(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
         sandbox_id = (state.get("sandbox") or {}).get("sandbox_id")
-        provider = _provider() if (sandbox_id and self.release_after_run) else None
+        provider = _provider() if (sandbox_id) else None
         if provider is not None:
             provider.release(sandbox_id)
         return None
 
     async def aafter_agent(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
         sandbox_id = (state.get("sandbox") or {}).get("sandbox_id")
-        provider = _provider() if (sandbox_id and self.release_after_run) else None
+        provider = _provider() if (sandbox_id) else None
         if provider is not None:
             await asyncio.to_thread(provider.release, sandbox_id)
         return None

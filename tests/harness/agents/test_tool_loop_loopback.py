@@ -1,7 +1,6 @@
 """The whole agent against a real OpenAI-compatible HTTP server on loopback, with the real
 sandbox tools: write a file, read it back, present it; multi-turn through DeerFlowClient."""
 
-from pathlib import Path
 
 from harness.agents.markers import ERROR_FALLBACK_KEY
 from harness.client import DeerFlowClient
