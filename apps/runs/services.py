@@ -93,6 +93,8 @@ def start_run(*, user, thread_id: str | None, request: RunCreate, stateless: boo
     if stateless:
         configurable = (request.config or {}).get("configurable") or {}
         thread_id = configurable.get("thread_id") or thread_id
+        if thread_id is not None and Thread.objects.filter(pk=thread_id).exclude(owner_id=user.pk).exists():
+            raise NotFound(f"Thread {thread_id} not found")  # another user's: never reveal it
         thread = thread_create(owner=user, thread_id=thread_id, assistant_id=request.assistant_id or graphs.LEAD_AGENT)
     else:
         try:

@@ -87,9 +87,9 @@ class ThreadStateView(APIView):
     token_scopes = {"GET": "threads:read", "POST": "threads:write"}
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
-    def get(self, request, thread_id, checkpoint_id=None):
+    def get(self, request, thread_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
-        return Response(state.thread_state_get(thread=thread, checkpoint_id=checkpoint_id))
+        return Response(state.thread_state_get(thread=thread))
 
     @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
     def post(self, request, thread_id):
@@ -101,6 +101,17 @@ class ThreadStateView(APIView):
         checkpoint_id = body.get("checkpoint_id") or (body.get("checkpoint") or {}).get("checkpoint_id")
         result = state.thread_state_update(thread=thread, values=body.get("values"), checkpoint_id=checkpoint_id, as_node=body.get("as_node"))
         return Response(result)
+
+
+class ThreadStateAtCheckpointView(APIView):
+    """``GET /threads/{id}/state/{checkpoint_id}``: the SDK's get_state(checkpoint_id=...)."""
+
+    token_scopes = {"GET": "threads:read"}
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, thread_id, checkpoint_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        return Response(state.thread_state_get(thread=thread, checkpoint_id=checkpoint_id))
 
 
 class ThreadStateCheckpointView(APIView):

@@ -105,7 +105,6 @@ def _stateless_run_on(owned: Owned) -> dict:
     return {**_run_on(owned), "config": {"configurable": {"thread_id": owned.kwargs["thread_id"]}}}
 
 
-_FOREIGN_STATELESS = "a stateless run naming another user's thread answers 409 'not available', not 404 (API_CONTRACT 1.3)"
 
 # --- the table -------------------------------------------------------------------------------
 
@@ -124,8 +123,6 @@ OWNED_ROUTES = [
     OwnedRoute("POST", "/api/threads/<str:thread_id>/state", owned_run, body={"values": {"title": "renamed"}}),
     OwnedRoute("POST", "/api/threads/<str:thread_id>/state/checkpoint", owned_run, body=lambda o: {"checkpoint": {"checkpoint_id": o.kwargs["checkpoint_id"]}}),
     OwnedRoute("GET", "/api/threads/<str:thread_id>/state/<str:checkpoint_id>", owned_run),
-    OwnedRoute("POST", "/api/threads/<str:thread_id>/state/<str:checkpoint_id>", owned_run, body={"values": {"title": "renamed"}},
-               known_bug="ThreadStateView.post() takes no checkpoint_id: 500 for everyone on this route"),
     OwnedRoute("GET", "/api/threads/<str:thread_id>/history", owned_run),
     OwnedRoute("POST", "/api/threads/<str:thread_id>/history", owned_run, body={"limit": 5}),
     OwnedRoute("GET", "/api/threads/<str:thread_id>/messages/page", owned_run),
@@ -135,9 +132,9 @@ OWNED_ROUTES = [
     OwnedRoute("POST", "/api/threads/<str:thread_id>/runs", owned_run, body=_run_on),
     OwnedRoute("POST", "/api/threads/<str:thread_id>/runs/stream", owned_run, body=_run_on),
     OwnedRoute("POST", "/api/threads/<str:thread_id>/runs/wait", owned_run, body=_run_on),
-    OwnedRoute("POST", "/api/runs", owned_run, body=_stateless_run_on, lists=False, known_bug=_FOREIGN_STATELESS),
-    OwnedRoute("POST", "/api/runs/stream", owned_run, body=_stateless_run_on, lists=False, known_bug=_FOREIGN_STATELESS),
-    OwnedRoute("POST", "/api/runs/wait", owned_run, body=_stateless_run_on, lists=False, known_bug=_FOREIGN_STATELESS),
+    OwnedRoute("POST", "/api/runs", owned_run, body=_stateless_run_on, lists=False),
+    OwnedRoute("POST", "/api/runs/stream", owned_run, body=_stateless_run_on, lists=False),
+    OwnedRoute("POST", "/api/runs/wait", owned_run, body=_stateless_run_on, lists=False),
     OwnedRoute("GET", "/api/threads/<str:thread_id>/runs/<str:run_id>", owned_run),
     OwnedRoute("DELETE", "/api/threads/<str:thread_id>/runs/<str:run_id>", owned_run, owner_status=204),
     # The owner's run has finished, so the owner's cancel is a 409 (found, not cancellable).
