@@ -21,6 +21,7 @@ DEERFLOW_ALLOW_SIGNUP = env.bool("DEERFLOW_ALLOW_SIGNUP", default=False)
 
 # --- allauth: accounts ------------------------------------------------------------------------
 ACCOUNT_ADAPTER = "apps.accounts.adapter.AccountAdapter"
+ACCOUNT_FORMS = {"login": "apps.accounts.forms.LoginForm"}
 ACCOUNT_LOGIN_METHODS = {"username", "email"}
 # E-mail is required so that password reset can reach the user.
 ACCOUNT_SIGNUP_FIELDS = ["username*", "email*", "password1*", "password2*"]
