@@ -20,9 +20,12 @@ import uuid
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware
+from langchain.agents.middleware.types import ExtendedModelResponse, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langgraph.types import Command
 
 from harness.agents.markers import TOOL_META_KEY
+from harness.agents.middlewares._base import ai_response
 
 _VALID_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 PLACEHOLDER = "[No result: this tool call was interrupted before it finished. Check its effect before relying on it.]"
@@ -79,25 +82,23 @@ def _error_meta(action: str) -> dict[str, Any]:
     return {TOOL_META_KEY: {"status": "error", "error_type": "invalid_arguments", "recoverable_by_model": True, "recommended_next_action": action}}
 
 
-def _truncated_calls(ai: AIMessage) -> dict[str, Any] | None:
+def _truncated_calls(ai: AIMessage, skip: set[str]) -> list[ToolMessage]:
     meta = ai.response_metadata or {}
     if not ai.tool_calls or (meta.get("finish_reason") not in LENGTH_REASONS and meta.get("stop_reason") not in LENGTH_REASONS):
-        return None
-    results = [ToolMessage(
+        return []
+    return [ToolMessage(
         content=f"Error: your reply hit the output token limit while writing this `{tc['name']}` call, so its arguments are "
                 "incomplete and it was NOT run. Make smaller calls (for a long file, write it in parts with append).",
         tool_call_id=tc["id"], name=tc["name"], status="error", additional_kwargs=_error_meta("split_into_smaller_calls"),
-    ) for tc in ai.tool_calls]
-    return {"messages": results}
+    ) for tc in ai.tool_calls if tc["id"] not in skip]
 
 
-def _invalid_call_repair(ai: AIMessage) -> dict[str, Any] | None:
-    invalid = [c for c in ai.invalid_tool_calls or []]
-    if not invalid:
-        return _truncated_calls(ai)
+def repair_reply(ai: AIMessage) -> tuple[AIMessage, list[ToolMessage]] | None:
+    """The reply with unparsable calls turned into ordinary ones, and the error results
+    that answer them (and any call cut off by the length limit); None when all is well."""
     calls = list(ai.tool_calls)
-    results = []
-    for bad in invalid:
+    results: list[ToolMessage] = []
+    for bad in ai.invalid_tool_calls or []:
         call_id = bad.get("id") or f"call_invalid_{uuid.uuid4().hex[:10]}"
         name = _safe_name(bad.get("name"))
         calls.append({"name": name, "args": {}, "id": call_id, "type": "tool_call"})
@@ -107,26 +108,26 @@ def _invalid_call_repair(ai: AIMessage) -> dict[str, Any] | None:
                     f"Received: {raw!r}. Call the tool again with a JSON object of arguments.",
             tool_call_id=call_id, name=name, status="error", additional_kwargs=_error_meta("retry_with_valid_json"),
         ))
-    fixed = ai.model_copy(update={"tool_calls": calls, "invalid_tool_calls": []})
-    truncated = _truncated_calls(fixed)
-    if truncated:
-        answered = {m.tool_call_id for m in results}
-        results += [m for m in truncated["messages"] if m.tool_call_id not in answered]
-    return {"messages": [fixed, *results]}
+    fixed = ai.model_copy(update={"tool_calls": calls, "invalid_tool_calls": []}) if results else ai
+    results += _truncated_calls(fixed, {m.tool_call_id for m in results})
+    return (fixed, results) if results else None
 
 
 class DanglingToolCallMiddleware(AgentMiddleware):
+    @staticmethod
+    def _repair_response(result: Any) -> Any:
+        ai = ai_response(result)
+        repaired = repair_reply(ai) if ai is not None else None
+        if repaired is None:
+            return result
+        fixed, tool_results = repaired
+        response = ModelResponse(result=[fixed if m is ai else m for m in result.result], structured_response=result.structured_response)
+        # the results are applied after the reply, so every call is answered and the agent
+        # goes straight back to the model with the errors
+        return ExtendedModelResponse(model_response=response, command=Command(update={"messages": tool_results}))
+
     def wrap_model_call(self, request: Any, handler: Any) -> Any:
-        return handler(request.override(messages=repair_request_messages(request.messages)))
+        return self._repair_response(handler(request.override(messages=repair_request_messages(request.messages))))
 
     async def awrap_model_call(self, request: Any, handler: Any) -> Any:
-        return await handler(request.override(messages=repair_request_messages(request.messages)))
-
-    def after_model(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
-        messages = state.get("messages") or []
-        if messages and isinstance(messages[-1], AIMessage):
-            return _invalid_call_repair(messages[-1])
-        return None
-
-    async def aafter_model(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
-        return self.after_model(state, runtime)
+        return self._repair_response(await handler(request.override(messages=repair_request_messages(request.messages))))

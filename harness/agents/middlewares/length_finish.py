@@ -2,8 +2,13 @@
 
 The text is kept as the model produced it; ``stop_reason = model_length_capped`` lets the
 run record and UI say the answer is incomplete. Replies with tool calls are left alone
-(their truncated arguments are handled as invalid tool calls). ``stop_reason`` is reset at
-the start of every run.
+(the dangling-tool-call layer refuses their truncated arguments).
+
+This layer also clears a ``stop_reason`` left by an earlier run. Every stop reason ends
+the run that set it, so any value present at a model call is stale; outer layers that
+set a reason in the same call (budget, loop, error fallback) apply their update after
+this one and win. Doing it inside the model call instead of in before/after hooks saves
+two graph steps per run.
 """
 
 from __future__ import annotations
@@ -11,7 +16,11 @@ from __future__ import annotations
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware
+from langchain.agents.middleware.types import ExtendedModelResponse
 from langchain_core.messages import AIMessage
+from langgraph.types import Command
+
+from harness.agents.middlewares._base import ai_response
 
 LENGTH_REASONS = frozenset({"length", "max_tokens", "MAX_TOKENS", "model_length"})
 
@@ -24,17 +33,16 @@ def length_capped(message: Any) -> bool:
 
 
 class LengthFinishReasonMiddleware(AgentMiddleware):
-    def before_agent(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
-        return {"stop_reason": None} if state.get("stop_reason") else None
+    @staticmethod
+    def _record(request: Any, result: Any) -> Any:
+        if length_capped(ai_response(result)):
+            return ExtendedModelResponse(model_response=result, command=Command(update={"stop_reason": "model_length_capped"}))
+        if (request.state or {}).get("stop_reason"):
+            return ExtendedModelResponse(model_response=result, command=Command(update={"stop_reason": None}))
+        return result
 
-    async def abefore_agent(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
-        return self.before_agent(state, runtime)
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        return self._record(request, handler(request))
 
-    def after_model(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
-        messages = state.get("messages") or []
-        if messages and length_capped(messages[-1]):
-            return {"stop_reason": "model_length_capped"}
-        return None
-
-    async def aafter_model(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
-        return self.after_model(state, runtime)
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        return self._record(request, await handler(request))

@@ -1,6 +1,8 @@
 """Title the thread after its first complete exchange.
 
-"Complete" means the model gave a final answer (no pending tool calls). With
+"Complete" means the model gave a final answer (no pending tool calls). It runs inside
+the model step (no extra graph step); the title model's call is tagged ``nostream`` so its
+tokens never reach the run's message stream. With
 ``title.model_name`` set, that model writes the title; otherwise — or when that call
 fails — a local title is cut from the user's first message, which costs nothing.
 """
@@ -12,9 +14,12 @@ import re
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware
-from langchain_core.messages import AIMessage, HumanMessage
+from langchain.agents.middleware.types import ExtendedModelResponse
+from langchain_core.messages import HumanMessage
+from langgraph.types import Command
 
 from harness.agents.markers import is_error_fallback, is_real_user_message, message_text
+from harness.agents.middlewares._base import ai_response
 
 logger = logging.getLogger(__name__)
 
@@ -53,40 +58,49 @@ class TitleMiddleware(AgentMiddleware):
         # the title call must not show up as assistant tokens in the run's stream
         self.model = model.with_config(tags=["nostream"]) if model is not None else None
 
-    def _exchange(self, state: dict[str, Any]) -> tuple[str, str] | None:
+    def _exchange(self, request: Any, result: Any) -> tuple[str, str] | None:
+        state = request.state or {}
         if not self.enabled or state.get("title"):
             return None
-        messages = state.get("messages") or []
-        if not messages or not isinstance(messages[-1], AIMessage) or messages[-1].tool_calls or is_error_fallback(messages[-1]):
+        ai = ai_response(result)
+        if ai is None or ai.tool_calls or ai.invalid_tool_calls or is_error_fallback(ai) or not message_text(ai).strip():
             return None
-        user = next((m for m in messages if is_real_user_message(m)), None)
+        # the stored messages, not the request: the request's first user message carries
+        # the per-turn context block
+        user = next((m for m in state.get("messages") or [] if is_real_user_message(m)), None)
         if user is None:
             return None
-        return message_text(user), message_text(messages[-1])
+        return message_text(user), message_text(ai)
 
     def _prompt(self, user: str, assistant: str) -> list[HumanMessage]:
         return [HumanMessage(TITLE_PROMPT.format(max_words=self.max_words, user=user[:1500], assistant=assistant[:1500]))]
 
-    def after_model(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
-        pair = self._exchange(state)
+    def _with_title(self, result: Any, title: str, user: str) -> Any:
+        title = title or local_title(user, self.max_words, self.max_chars)
+        return ExtendedModelResponse(model_response=result, command=Command(update={"title": title}))
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        result = handler(request)
+        pair = self._exchange(request, result)
         if pair is None:
-            return None
+            return result
         title = ""
         if self.model is not None:
             try:
                 title = clean_model_title(message_text(self.model.invoke(self._prompt(*pair))), self.max_chars)
             except Exception:
                 logger.warning("title model failed; using the local title", exc_info=True)
-        return {"title": title or local_title(pair[0], self.max_words, self.max_chars)}
+        return self._with_title(result, title, pair[0])
 
-    async def aafter_model(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
-        pair = self._exchange(state)
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        result = await handler(request)
+        pair = self._exchange(request, result)
         if pair is None:
-            return None
+            return result
         title = ""
         if self.model is not None:
             try:
                 title = clean_model_title(message_text(await self.model.ainvoke(self._prompt(*pair))), self.max_chars)
             except Exception:
                 logger.warning("title model failed; using the local title", exc_info=True)
-        return {"title": title or local_title(pair[0], self.max_words, self.max_chars)}
+        return self._with_title(result, title, pair[0])

@@ -1,10 +1,10 @@
 """A per-run token cap.
 
 Before each model call the tokens this run has used (AI messages stamped with its run id
-by the token-usage middleware) are summed; at or above the budget the run ends with an
-assistant message saying so and ``stop_reason = token_budget_exhausted``. The budget is
-``token_budget`` from the run context/configurable, else the constructor default; none
-means unlimited.
+by the token-usage middleware) are summed; at or above the budget the model is not called:
+the reply is an assistant message saying so (no tool calls, so the run ends) and
+``stop_reason = token_budget_exhausted``. The budget is ``token_budget`` from the run
+context/configurable, else the constructor default; none means unlimited.
 """
 
 from __future__ import annotations
@@ -12,8 +12,10 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from langchain.agents.middleware import AgentMiddleware, hook_config
+from langchain.agents.middleware import AgentMiddleware
+from langchain.agents.middleware.types import ExtendedModelResponse, ModelResponse
 from langchain_core.messages import AIMessage
+from langgraph.types import Command
 
 from harness.agents.markers import run_value
 from harness.agents.middlewares._base import current_run_messages
@@ -33,18 +35,20 @@ class TokenBudgetMiddleware(AgentMiddleware):
         super().__init__()
         self.default_budget = default_budget
 
-    @hook_config(can_jump_to=["end"])
-    def before_model(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
-        budget = run_value(runtime, "token_budget", self.default_budget)
+    def _exhausted(self, request: Any) -> Any:
+        budget = run_value(request.runtime, "token_budget", self.default_budget)
         if not budget:
             return None
-        used = run_tokens(state.get("messages") or [], str(run_value(runtime, "run_id", "") or "") or None)
+        used = run_tokens((request.state or {}).get("messages") or [], str(run_value(request.runtime, "run_id", "") or "") or None)
         if used < int(budget):
             return None
-        note = AIMessage(id=f"deerflow-budget-{uuid.uuid4().hex}", content=f"I stopped here because this run used its token budget ({used} of {int(budget)} tokens). "
+        note = AIMessage(id=f"deerflow-budget-{uuid.uuid4().hex}",
+                         content=f"I stopped here because this run used its token budget ({used} of {int(budget)} tokens). "
                                  "Ask me to continue if you want me to go on.")
-        return {"messages": [note], "stop_reason": "token_budget_exhausted", "jump_to": "end"}
+        return ExtendedModelResponse(model_response=ModelResponse(result=[note]), command=Command(update={"stop_reason": "token_budget_exhausted"}))
 
-    @hook_config(can_jump_to=["end"])
-    async def abefore_model(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
-        return self.before_model(state, runtime)
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        return self._exhausted(request) or handler(request)
+
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        return self._exhausted(request) or await handler(request)

@@ -2,8 +2,8 @@
 
 The tool puts base64 data in ``viewed_images``. Before the next model call this adds a
 hidden user message with the images to the request only (never to the stored
-conversation); after the call ``viewed_images`` is cleared so checkpoints do not carry
-the payload. A model without vision gets a note instead of data it cannot read.
+conversation); the same model step clears ``viewed_images`` so later checkpoints do not
+carry the payload. A model without vision gets a note instead of data it cannot read.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from __future__ import annotations
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware
+from langchain.agents.middleware.types import ExtendedModelResponse
+from langgraph.types import Command
 
 from harness.agents.markers import context_block, hidden_message, neutralize_tags
 
@@ -34,14 +36,14 @@ class ViewImageMiddleware(AgentMiddleware):
             blocks.append({"type": "image_url", "image_url": {"url": f"data:{data.get('mime_type', 'image/png')};base64,{data.get('base64', '')}"}})
         return request.override(messages=[*request.messages, hidden_message("images", "", content=blocks)])
 
+    @staticmethod
+    def _clear(request: Any, result: Any) -> Any:
+        if not (request.state or {}).get("viewed_images"):
+            return result
+        return ExtendedModelResponse(model_response=result, command=Command(update={"viewed_images": {}}))
+
     def wrap_model_call(self, request: Any, handler: Any) -> Any:
-        return handler(self._inject(request))
+        return self._clear(request, handler(self._inject(request)))
 
     async def awrap_model_call(self, request: Any, handler: Any) -> Any:
-        return await handler(self._inject(request))
-
-    def after_model(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
-        return {"viewed_images": {}} if state.get("viewed_images") else None
-
-    async def aafter_model(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
-        return self.after_model(state, runtime)
+        return self._clear(request, await handler(self._inject(request)))
