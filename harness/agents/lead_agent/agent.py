@@ -131,7 +131,7 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
         *extra,
         TerminalResponseMiddleware(),
         LengthFinishReasonMiddleware(),
-        ClarificationMiddleware(),
+        ClarificationMiddleware(interactive=not options.non_interactive),
     ]
     return [m for m in chain if m is not None]
 

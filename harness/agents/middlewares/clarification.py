@@ -22,6 +22,8 @@ from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import ToolMessage
 from langgraph.types import interrupt
 
+from harness.agents.markers import run_value
+
 TOOL_NAME = "ask_clarification"
 MAX_FIELDS = 16
 MAX_OPTIONS = 24
@@ -126,6 +128,18 @@ def answer_text(answer: Any, request: dict[str, Any]) -> str:
 
 
 class ClarificationMiddleware(AgentMiddleware):
+    """``interactive=False`` (scheduled and channel runs nobody watches): the call is not
+    intercepted, so the model gets the ordinary unknown-tool error instead of a run that
+    waits forever."""
+
+    def __init__(self, interactive: bool = True) -> None:
+        super().__init__()
+        self.interactive = interactive
+
+    def _intercepts(self, request: Any) -> bool:
+        return (request.tool_call["name"] == TOOL_NAME and self.interactive
+                and not run_value(request.runtime, "non_interactive", False))
+
     def _handle(self, request: Any) -> ToolMessage:
         call = request.tool_call
         human_input = build_request(call.get("args") or {})
@@ -139,7 +153,7 @@ class ClarificationMiddleware(AgentMiddleware):
         )
 
     def wrap_tool_call(self, request: Any, handler: Any) -> Any:
-        return self._handle(request) if request.tool_call["name"] == TOOL_NAME else handler(request)
+        return self._handle(request) if self._intercepts(request) else handler(request)
 
     async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
-        return self._handle(request) if request.tool_call["name"] == TOOL_NAME else await handler(request)
+        return self._handle(request) if self._intercepts(request) else await handler(request)

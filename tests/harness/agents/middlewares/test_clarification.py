@@ -67,3 +67,13 @@ def test_malformed_form_degrades_to_a_plain_question_never_half_a_form():
         req = build_request({"question": "Q?", "fields": fields, "options": ["yes", "no"]})
         assert req["mode"] == "choice_with_other" and "fields" not in req
     assert build_request({"question": "Q?", "fields": [{"name": 1}]})["mode"] == "free_text"
+
+
+async def test_non_interactive_run_never_waits_for_an_answer(agent_factory):
+    h = agent_factory([tool_reply(call("ask_clarification", question="Which?")), "Proceeding with defaults."],
+                      configurable={"non_interactive": True}, tools=get_builtin_tools())
+    result = await h.send("scheduled job")
+    assert "__interrupt__" not in result
+    tool_msg = [m for m in result["messages"] if m.type == "tool"][0]
+    assert tool_msg.status == "error"  # the tool is not offered; the call is an unknown-tool error
+    assert result["messages"][-1].content == "Proceeding with defaults."
