@@ -126,3 +126,21 @@ def test_title_model_tokens_do_not_leak_into_the_stream(tmp_path):
         streamed = [e.data for e in events if e.type == "messages-tuple"]
         assert all("Secret" not in str(d.get("content", "")) for d in streamed)
         assert [e.data for e in events if e.type == "values"][-1]["title"] == "Secret Title Words"
+
+
+def test_custom_events_from_tools_are_forwarded(app):
+    from langgraph.config import get_stream_writer
+
+    @tool
+    def slow_job(n: int) -> str:
+        """Run a job with progress."""
+        write = get_stream_writer()
+        for i in range(n):
+            write({"type": "progress", "step": i + 1, "of": n})
+        return "job done"
+
+    model = ScriptedChatModel(script=[tool_reply(call("slow_job", n=3)), "finished"])
+    client = DeerFlowClient(model=model, tools=[slow_job], app_config=app)
+    events = list(client.stream("run it", thread_id="t-custom"))
+    custom = [e.data for e in events if e.type == "custom"]
+    assert custom == [{"type": "progress", "step": i, "of": 3} for i in (1, 2, 3)]
