@@ -11,6 +11,8 @@ from what the code does. The rules:
   ``token_scopes`` admit personal access tokens for that method.
 - ``admin``: Django admin (staff session).
 - ``page``: a Django view with no login marker; it decides per request (e.g. the landing page).
+- ``session (websocket)``: Channels routes (``deerflow_site.routing``); asgi.py authenticates
+  sockets by the session cookie only, and consumers close unauthenticated ones.
 """
 
 from __future__ import annotations
@@ -127,6 +129,15 @@ def route_table(urlconf=None) -> list[Route]:
             )
             rule = _django_rule(callback, namespace, methods)
         routes.append(Route(path=path, methods=methods, rule=rule, view=_view_name(callback), name=entry.name or "", namespace=namespace, callback=callback))
+    return routes
+
+
+def websocket_routes() -> list[Route]:
+    from deerflow_site.routing import websocket_urlpatterns
+
+    routes = []
+    for path, entry, _namespace in _walk(websocket_urlpatterns):
+        routes.append(Route(path=path, methods=("WS",), rule="session (websocket)", view=_view_name(entry.callback), callback=entry.callback))
     return routes
 
 

@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 from apps.accounts import selectors, services
 from apps.accounts.models import PersonalAccessToken
 from apps.accounts.permissions import ANY_SCOPE
-from deerflow_site.errors import DomainError
+from deerflow_site.errors import DomainError, InvalidRequest
 
 
 class TokenOutputSerializer(serializers.ModelSerializer):
@@ -99,11 +99,13 @@ def tokens_page(request):
         try:
             if action == "create":
                 days = request.POST.get("expires_in_days", "").strip()
+                if days and not days.isdigit():
+                    raise InvalidRequest("expires_in_days: a whole number of days, or empty for never")
                 issued = services.token_create(
                     owner=request.user,
                     name=request.POST.get("name", ""),
                     scopes=request.POST.getlist("scopes"),
-                    expires_in_days=int(days) if days.isdigit() else (None if not days else -1),
+                    expires_in_days=int(days) if days else None,
                 )
             elif action == "revoke":
                 token_id = request.POST.get("token_id", "")

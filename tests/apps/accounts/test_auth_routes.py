@@ -42,6 +42,8 @@ def test_auth_routes_reads_rules_from_the_views():
     for path, pattern in expected.items():
         assert path in lines, path
         assert re.search(pattern, lines[path]), lines[path]
+    sockets = [line for path, line in lines.items() if path.startswith("/ws/")]
+    assert sockets and all(re.search(r"WS\s+session \(websocket\)$", line) for line in sockets)
     admin_lines = _lines("--admin", "--prefix", "/admin/")
     assert "/admin/" in admin_lines and admin_lines["/admin/"].rstrip().endswith("admin")
     assert all(path.startswith("/admin/") for path in admin_lines)

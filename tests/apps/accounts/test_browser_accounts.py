@@ -177,6 +177,10 @@ def test_token_page_creates_shows_once_and_revokes(client, user):
 
     bad = client.post("/accounts/tokens/", {"action": "create", "name": "x", "expires_in_days": "7"})
     assert bad.status_code == 422 and "choose at least one scope" in bad.content.decode()
+    never = client.post("/accounts/tokens/", {"action": "create", "name": "x", "scopes": ["runs:read"], "expires_in_days": "soon"})
+    assert never.status_code == 422 and "whole number of days" in never.content.decode()
+    # The form keeps what was chosen.
+    assert 'value="runs:read" checked' in never.content.decode()
 
 
 def test_token_page_needs_sign_in(client):

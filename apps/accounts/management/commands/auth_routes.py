@@ -2,7 +2,7 @@
 
 from django.core.management.base import BaseCommand
 
-from apps.accounts.routes import route_table
+from apps.accounts.routes import route_table, websocket_routes
 
 
 class Command(BaseCommand):
@@ -13,7 +13,7 @@ class Command(BaseCommand):
         parser.add_argument("--prefix", default="", help="only routes whose path starts with this, e.g. /api/")
 
     def handle(self, *args, admin: bool = False, prefix: str = "", **options):
-        routes = [r for r in route_table() if r.path.startswith(prefix)]
+        routes = [r for r in [*route_table(), *websocket_routes()] if r.path.startswith(prefix)]
         admin_routes = [r for r in routes if r.namespace == "admin" and r.rule == "admin"]
         rows = [r for r in routes if admin or r not in admin_routes]
         width = max((len(r.path) for r in rows), default=10)
