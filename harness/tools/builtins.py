@@ -14,6 +14,10 @@ import os
 from typing import Any
 
 from langchain.tools import ToolRuntime, tool
+
+# Tools declare ``ToolRuntime[Any, Any]``: a bare ``ToolRuntime`` types its context as None,
+# and pydantic then warns while validating a run's context, printing the context (request
+# secrets included) into the logs.
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.types import Command
@@ -41,13 +45,13 @@ def _image_mime(data: bytes) -> str | None:
     return None
 
 
-def _error_command(runtime: ToolRuntime, tool_name: str, text: str) -> Command:
+def _error_command(runtime: ToolRuntime[Any, Any], tool_name: str, text: str) -> Command:
     message = ToolMessage(content=masked(runtime, text), tool_call_id=runtime.tool_call_id or "", name=tool_name, status="error")
     return Command(update={"messages": [message]})
 
 
 @tool("present_files", parse_docstring=True)
-def present_files_tool(filepaths: list[str], runtime: ToolRuntime) -> Command:
+def present_files_tool(filepaths: list[str], runtime: ToolRuntime[Any, Any]) -> Command:
     """Show finished files to the user so they can open or download them.
 
     Only files under /mnt/user-data/outputs can be presented: write or copy your deliverables
@@ -93,7 +97,7 @@ def present_files_tool(filepaths: list[str], runtime: ToolRuntime) -> Command:
 
 
 @tool("view_image", parse_docstring=True)
-def view_image_tool(image_path: str, runtime: ToolRuntime) -> Command:
+def view_image_tool(image_path: str, runtime: ToolRuntime[Any, Any]) -> Command:
     """Look at an image file (PNG, JPEG, GIF or WebP); it is shown to you with your next reply.
 
     Args:

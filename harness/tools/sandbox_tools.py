@@ -11,8 +11,13 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable
+from typing import Any
 
 from langchain.tools import ToolRuntime, tool
+
+# Tools declare ``ToolRuntime[Any, Any]``: a bare ``ToolRuntime`` types its context as None,
+# and pydantic then warns while validating a run's context, printing the context (request
+# secrets included) into the logs.
 from langchain_core.tools import BaseTool
 
 from harness.config.app_config import SandboxConfig
@@ -32,7 +37,7 @@ def _sandbox_config() -> SandboxConfig:
     return config if isinstance(config, SandboxConfig) else SandboxConfig()
 
 
-def guarded(runtime: ToolRuntime, action: Callable[[], str]) -> str:
+def guarded(runtime: ToolRuntime[Any, Any], action: Callable[[], str]) -> str:
     """Run ``action`` and turn every expected failure into a result for the model."""
     try:
         return masked(runtime, action())
@@ -76,7 +81,7 @@ def format_command_result(result: CommandResult, secrets: dict[str, str], *, bac
 
 
 @tool("bash", parse_docstring=True)
-def bash_tool(description: str, command: str, runtime: ToolRuntime) -> str:
+def bash_tool(description: str, command: str, runtime: ToolRuntime[Any, Any]) -> str:
     """Run a bash command in this thread's sandbox and return its output (stdout and stderr together) and exit code.
 
     The working directory is /mnt/user-data/workspace. Your files are under /mnt/user-data/workspace
@@ -94,7 +99,7 @@ def bash_tool(description: str, command: str, runtime: ToolRuntime) -> str:
     return _run_bash(command, runtime, None)
 
 
-def _run_bash(command: str, runtime: ToolRuntime, cancel: threading.Event | None) -> str:
+def _run_bash(command: str, runtime: ToolRuntime[Any, Any], cancel: threading.Event | None) -> str:
     def run() -> str:
         sandbox = get_sandbox(runtime)
         secrets = request_secrets(runtime)
@@ -109,7 +114,7 @@ def _run_bash(command: str, runtime: ToolRuntime, cancel: threading.Event | None
     return guarded(runtime, run)
 
 
-async def _abash(description: str, command: str, runtime: ToolRuntime) -> str:
+async def _abash(description: str, command: str, runtime: ToolRuntime[Any, Any]) -> str:
     # The async path exists for cancellation: when the run is cancelled the awaiting task
     # goes away at once, and setting the event makes the watchdog kill the command's
     # process group instead of leaving it running until its timeout.
@@ -125,7 +130,7 @@ bash_tool.coroutine = _abash
 
 
 @tool("ls", parse_docstring=True)
-def ls_tool(description: str, runtime: ToolRuntime, path: str = WORKSPACE) -> str:
+def ls_tool(description: str, runtime: ToolRuntime[Any, Any], path: str = WORKSPACE) -> str:
     """List a directory as a tree, two levels deep. Directories end with '/', files show their size.
 
     Args:
@@ -157,7 +162,7 @@ def ls_tool(description: str, runtime: ToolRuntime, path: str = WORKSPACE) -> st
 
 
 @tool("glob", parse_docstring=True)
-def glob_tool(description: str, pattern: str, runtime: ToolRuntime, path: str = WORKSPACE) -> str:
+def glob_tool(description: str, pattern: str, runtime: ToolRuntime[Any, Any], path: str = WORKSPACE) -> str:
     """Find files and directories whose path matches a glob pattern.
 
     `*` matches within one directory level, `**/` any number of levels, `?` one character,
@@ -185,7 +190,7 @@ def glob_tool(description: str, pattern: str, runtime: ToolRuntime, path: str = 
 def grep_tool(
     description: str,
     pattern: str,
-    runtime: ToolRuntime,
+    runtime: ToolRuntime[Any, Any],
     path: str = WORKSPACE,
     glob: str | None = None,
     case_insensitive: bool = False,
@@ -251,7 +256,7 @@ def _slice_lines(text: str, start_line: int | None, end_line: int | None, limit:
 
 
 @tool("read_file", parse_docstring=True)
-def read_file_tool(description: str, path: str, runtime: ToolRuntime, start_line: int | None = None,
+def read_file_tool(description: str, path: str, runtime: ToolRuntime[Any, Any], start_line: int | None = None,
                    end_line: int | None = None) -> str:
     """Read a text file. Give start_line and end_line (1-based, inclusive) to read part of a long file.
 
@@ -273,7 +278,7 @@ def read_file_tool(description: str, path: str, runtime: ToolRuntime, start_line
 
 
 @tool("write_file", parse_docstring=True)
-def write_file_tool(description: str, path: str, content: str, runtime: ToolRuntime, append: bool = False) -> str:
+def write_file_tool(description: str, path: str, content: str, runtime: ToolRuntime[Any, Any], append: bool = False) -> str:
     """Write text to a file, replacing its content, or add to its end with append=true. Missing parent directories are created.
 
     Write working files under /mnt/user-data/workspace and files meant for the user under
@@ -296,7 +301,7 @@ def write_file_tool(description: str, path: str, content: str, runtime: ToolRunt
 
 
 @tool("str_replace", parse_docstring=True)
-def str_replace_tool(description: str, path: str, old_str: str, new_str: str, runtime: ToolRuntime,
+def str_replace_tool(description: str, path: str, old_str: str, new_str: str, runtime: ToolRuntime[Any, Any],
                      replace_all: bool = False) -> str:
     """Replace exact text in a file. old_str must match the file exactly, including whitespace and indentation.
 

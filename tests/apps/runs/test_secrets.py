@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.django_db(transaction=True)]
 SECRET = "s3cr3t-value-4242"
 
 
-def test_secrets_are_injected_masked_and_never_stored(user_client, scripted_agent, settings):
+def test_secrets_are_injected_masked_and_never_stored(user_client, scripted_agent, settings, recwarn):
     settings.DEERFLOW_AGENT_FACTORY = "tests.support.agents:make_scripted_lead_agent"
     scripted_agent(tool_reply(call("bash", description="check the token", command="echo token=$API_TOKEN; echo ${#API_TOKEN}")), "done")
     tid = new_thread(user_client)
@@ -32,6 +32,7 @@ def test_secrets_are_injected_masked_and_never_stored(user_client, scripted_agen
     assert run.status == "success"
     assert run.kwargs["context"] == {"thinking_enabled": False}
     assert SECRET not in json.dumps(list(RunEvent.objects.values_list("content", "metadata")))
+    assert not [w for w in recwarn if SECRET in str(w.message)]  # nor in warnings/logs
     checkpoints = Path(settings.CHECKPOINTER_URL.removeprefix("sqlite:///"))
     if checkpoints.exists():
         for path in checkpoints.parent.glob(checkpoints.name + "*"):
