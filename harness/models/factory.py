@@ -85,13 +85,19 @@ def create_chat_model(name: str | None = None, thinking_enabled: bool = False, *
 
 
 def model_info(entry: ModelConfig) -> dict[str, Any]:
-    """The public description of one model (no keys, URLs or secrets)."""
+    """The public description of one model (no keys, URLs or secrets); the fields of the
+    API's ``GET /api/models`` entries plus vision, limits, pricing and availability."""
+    extra = entry.model_extra or {}
+    provider_id = extra.get("model") or extra.get("model_name") or extra.get("deployment_name")
     return {
         "name": entry.name,
+        "model": provider_id if isinstance(provider_id, str) else None,
         "display_name": entry.label,
         "description": entry.description,
         "supports_thinking": entry.supports_thinking,
         "supports_vision": entry.supports_vision,
+        # a model takes a reasoning effort when its config sets one, directly or for thinking
+        "supports_reasoning_effort": "reasoning_effort" in extra or "reasoning_effort" in entry.when_thinking_enabled,
         "context_window": entry.context_window,
         "max_tokens": entry.max_tokens,
         "pricing": entry.pricing.model_dump() if entry.pricing else None,

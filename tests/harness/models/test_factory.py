@@ -72,6 +72,8 @@ def test_model_with_missing_key_is_listed_but_unusable(cfg):
     assert "DEERFLOW_TEST_SURELY_MISSING_KEY" in listed["keyless"]["unavailable_reason"]
     assert listed["fast"]["supports_vision"] is True and listed["fast"]["pricing"]["input_per_million"] == 1.0
     assert "api_key" not in listed["fast"] and "base_url" not in listed["fast"]
+    assert listed["fast"]["model"] == "m-fast" and listed["fast"]["display_name"] == "Fast"
+    assert listed["fast"]["supports_reasoning_effort"] is False and listed["thinker"]["supports_thinking"] is True
     with pytest.raises(ModelUnavailableError, match="DEERFLOW_TEST_SURELY_MISSING_KEY"):
         create_chat_model("keyless", config=cfg)
 
