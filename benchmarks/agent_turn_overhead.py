@@ -8,6 +8,8 @@ prints the median and p90 wall time per turn, through ``chat`` (sync) and ``acha
 - ``text``: user message -> streamed text answer;
 - ``tool``: user message -> one tool call (an in-process echo tool) -> streamed answer.
 
+It also prints the median time of ``make_lead_agent`` (the server builds the graph per run).
+
 Usage:  .venv/bin/python benchmarks/agent_turn_overhead.py [--turns 50]
 Compare the median before and after a change to the agent or its middlewares.
 """
@@ -80,6 +82,19 @@ def measure(turns: int, shape: str, use_async: bool = False) -> list[float]:
     return times
 
 
+def measure_build(n: int) -> list[float]:
+    """``make_lead_agent`` as the server calls it once per run (configured model and tools)."""
+    from harness.agents import make_lead_agent
+
+    make_lead_agent({"configurable": {}})  # imports and first-use setup
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        make_lead_agent({"configurable": {}})
+        times.append(time.perf_counter() - start)
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--turns", type=int, default=50)
@@ -93,6 +108,8 @@ def main() -> None:
     import logging
 
     logging.disable(logging.WARNING)
+    build = sorted(t * 1000 for t in measure_build(20))
+    print(f"agent build (make_lead_agent): median {statistics.median(build):.1f} ms over {len(build)} builds")
     for use_async in (False, True):
         for shape in ("text", "tool"):
             times = measure(args.turns, shape, use_async)
