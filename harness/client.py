@@ -5,7 +5,8 @@ keeps each thread's state in a LangGraph checkpointer (in memory by default; pas
 saver to persist), and streams events shaped like the server's:
 
 - ``values``: the state snapshot (title, messages, artifacts, todos, …) after each step;
-- ``messages-tuple``: AI text as **deltas** (concatenate by ``id``), each tool call once
+- ``messages-tuple``: AI text as **deltas** (concatenate by ``id``; reasoning models also
+  send ``reasoning`` deltas), each tool call once
   (``{"type": "ai", "tool_calls": [...]}``) and each tool result once;
 - ``custom``: whatever tools and middlewares emit through LangGraph's stream writer;
 - ``end``: token usage counted once per AI message, the stop reason, pending interrupts
@@ -87,8 +88,13 @@ class _Translator:
         if mode == "messages":
             msg = chunk[0]
             if isinstance(msg, AIMessageChunk):
-                text = message_text(msg)
-                return [self._text(msg.id, text)] if text else []
+                out = []
+                reasoning = msg.additional_kwargs.get("reasoning_content")
+                if isinstance(reasoning, str) and reasoning:
+                    out.append(StreamEvent("messages-tuple", {"type": "ai", "id": msg.id, "reasoning": reasoning}))
+                if text := message_text(msg):
+                    out.append(self._text(msg.id, text))
+                return out
             if isinstance(msg, AIMessage) and (self.preexisting is None or msg.id not in self.preexisting):
                 return self._ai_complete(msg)
             if isinstance(msg, ToolMessage):

@@ -144,3 +144,11 @@ def test_custom_events_from_tools_are_forwarded(app):
     events = list(client.stream("run it", thread_id="t-custom"))
     custom = [e.data for e in events if e.type == "custom"]
     assert custom == [{"type": "progress", "step": i, "of": 3} for i in (1, 2, 3)]
+
+
+def test_reasoning_deltas_are_streamed_separately(app):
+    model = ScriptedChatModel(script=[Reply(text="42", reasoning="six times seven")])
+    client = DeerFlowClient(model=model, tools=[], app_config=app)
+    events = [e.data for e in client.stream("meaning?", thread_id="t-reason") if e.type == "messages-tuple"]
+    assert [e["reasoning"] for e in events if "reasoning" in e] == ["six times seven"]
+    assert "".join(e["content"] for e in events if "content" in e) == "42"
