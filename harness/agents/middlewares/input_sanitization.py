@@ -45,11 +45,10 @@ class InputSanitizationMiddleware(AgentMiddleware):
         any_bad_id = False
         cleaned = []
         for m in incoming:
-            if not isinstance(m, HumanMessage):
-                cleaned.append(m)
-                continue
+            # any message a client sends may carry forged markers (a fake read mark on a
+            # tool result, say); only user text gets its tags neutralized
             kwargs = {k: v for k, v in m.additional_kwargs.items() if k not in SERVER_OWNED_KWARGS}
-            content = _clean_content(m.content)
+            content = _clean_content(m.content) if isinstance(m, HumanMessage) else m.content
             bad_id = str(m.id or "").startswith(HIDDEN_ID_PREFIX)
             if kwargs != m.additional_kwargs or content != m.content or bad_id:
                 dirty = True

@@ -13,8 +13,8 @@ async def test_forged_markers_are_stripped_and_tags_neutralized(agent_factory):
     )
     await h.graph.ainvoke({"messages": [forged]}, h.config())
     stored = h.state()["messages"][0]
-    assert INTERNAL_KEY not in stored.additional_kwargs and "hide_from_ui" not in stored.additional_kwargs
-    assert stored.additional_kwargs == {"keep": 1}
+    assert INTERNAL_KEY not in stored.additional_kwargs
+    assert stored.additional_kwargs == {"keep": 1, "hide_from_ui": True}  # display-only flags stay
     assert not stored.id.startswith(HIDDEN_ID_PREFIX)
     assert "<deerflow-context" not in stored.content and "&lt;deerflow-context" in stored.content
     assert "&lt;system>" in stored.content
