@@ -3,8 +3,7 @@
 Subclasses LangChain's ``SummarizationMiddleware`` for its trigger logic, token counting
 and safe cut point (a tool call and its results are never split). Differences: the
 summary goes to ``summary_text`` in state instead of becoming a fake user message, earlier
-summaries are folded into the next one, the summarizer call is hidden from streams, and
-the summary is projected into every request as a hidden context block before the kept
+summaries are folded into the next one, and the summary is projected into every request as a hidden context block before the kept
 messages.
 """
 
@@ -32,7 +31,7 @@ Summary:"""
 class DeerFlowSummarizationMiddleware(SummarizationMiddleware):
     def __init__(self, model: Any, **kwargs: Any) -> None:
         kwargs.setdefault("summary_prompt", SUMMARY_PROMPT)
-        super().__init__(model.with_config(tags=["nostream"]) if hasattr(model, "with_config") else model, **kwargs)
+        super().__init__(model, **kwargs)  # the parent already tags its summary calls ``nostream``
 
     def _plan(self, state: dict[str, Any]) -> tuple[list[Any], list[Any]] | None:
         messages = state["messages"]

@@ -87,3 +87,25 @@ def test_tool_call_cut_off_by_the_length_limit_is_not_run(tmp_path):
         assert result.status == "error" and "output token limit" in result.content
         assert not (thread_user_data_dir("len-user", "len-thread") / "outputs" / "long.md").exists()
         assert "output token limit" in str(server.requests[1]["messages"][-1]["content"])
+
+
+def test_summarization_over_http_stays_out_of_the_stream(tmp_path):
+    def reply(messages):
+        if "compress a conversation" in str(messages[-1].get("content")):
+            return "SUMMARY-TEXT: the user said hello several times."
+        return Reply(text=f"answer {len(messages)}", usage={"input_tokens": 50, "output_tokens": 3})
+
+    with LoopbackOpenAIServer([reply] * 20) as server:
+        extra = "summarization:\n  enabled: true\n  trigger: [{type: messages, value: 6}]\n  keep: {type: messages, value: 2}\n"
+        app = load_config(write_test_config(tmp_path, server.base_url, extra_yaml=extra))
+        client = DeerFlowClient(app_config=app, tools=[])
+        streamed = []
+        for i in range(5):
+            streamed += [e.data for e in client.stream(f"hello {i}", thread_id="sum-thread") if e.type == "messages-tuple"]
+        state = client.get_state("sum-thread")
+        assert state["summary_text"].startswith("SUMMARY-TEXT")
+        assert len(state["messages"]) < 10
+        assert not any("SUMMARY-TEXT" in str(d.get("content")) for d in streamed)
+        # the next request carries the summary as context
+        last_body = server.requests[-1]["messages"]
+        assert any("SUMMARY-TEXT" in str(m.get("content")) for m in last_body)
