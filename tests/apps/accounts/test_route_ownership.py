@@ -32,7 +32,7 @@ from apps.threads.services import thread_create
 from tests.apps.accounts.conftest import ALL_SCOPES
 
 # Runs execute on the runtime's own loop and connections, so rows must be committed.
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
 
 
 @dataclass(frozen=True)
@@ -103,7 +103,6 @@ def _run_on(owned: Owned) -> dict:
 
 def _stateless_run_on(owned: Owned) -> dict:
     return {**_run_on(owned), "config": {"configurable": {"thread_id": owned.kwargs["thread_id"]}}}
-
 
 
 # --- the table -------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from rest_framework.test import APIClient
 from apps.accounts.models import PersonalAccessToken
 from apps.accounts.services import token_digest
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.db_tier]
 
 
 def test_create_shows_the_token_once_and_stores_only_its_digest(session_client, user):
