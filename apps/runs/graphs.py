@@ -40,11 +40,9 @@ _graphs_lock = threading.Lock()
 def _cache_key(config: dict) -> tuple | None:
     options = {k: v for k, v in (config.get("configurable") or {}).items() if k not in _PER_RUN_KEYS}
     try:
-        frozen = json.dumps(options, sort_keys=True, default=str)
+        return (settings.DEERFLOW_AGENT_FACTORY, json.dumps(options, sort_keys=True, default=str))
     except TypeError:
         return None
-    # A config edit yields new config objects, so an edited file builds a fresh graph.
-    return (settings.DEERFLOW_AGENT_FACTORY, id(get_app_config()), id(get_extensions_config()), frozen)
 
 
 async def build_graph(config: dict, checkpointer: Any) -> Any:
@@ -52,13 +50,15 @@ async def build_graph(config: dict, checkpointer: Any) -> Any:
 
     Building the lead agent costs tens of milliseconds, so graphs are cached per set of
     options: one compiled graph serves many threads and concurrent runs (per-run facts come
-    from the run's config and state, never from the graph object).
+    from the run's config and state, never from the graph object). A config edit yields new
+    config objects, and a cached graph built from older ones is not used.
     """
     key = _cache_key(config)
+    sources = (get_app_config(), get_extensions_config(), checkpointer)
     if key is not None:
         with _graphs_lock:
             cached = _graphs.get(key)
-            if cached is not None and cached[1] is checkpointer:
+            if cached is not None and all(a is b for a, b in zip(cached[1], sources, strict=True)):
                 _graphs.move_to_end(key)
                 return cached[0]
     graph = _factory()(config)
@@ -67,7 +67,7 @@ async def build_graph(config: dict, checkpointer: Any) -> Any:
     graph = graph.copy(update={"checkpointer": checkpointer})
     if key is not None:
         with _graphs_lock:
-            _graphs[key] = (graph, checkpointer)
+            _graphs[key] = (graph, sources)
             while len(_graphs) > _GRAPH_CACHE_SIZE:
                 _graphs.popitem(last=False)
     return graph

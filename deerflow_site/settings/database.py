@@ -18,6 +18,8 @@ if _engine == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update(
         {"timeout": 20, "transaction_mode": "IMMEDIATE", "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"}
     )
+    # Keep SQLite connections: opening one (and its PRAGMAs) costs more than most queries.
+    DATABASES["default"]["CONN_MAX_AGE"] = None
     CHECKPOINTER_URL = env.str("CHECKPOINTER_URL", default=f"sqlite:///{DEER_FLOW_HOME / 'checkpoints.sqlite3'}")
 elif _engine in {"django.db.backends.postgresql", "django.db.backends.postgresql_psycopg2"}:
     DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql"

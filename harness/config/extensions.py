@@ -94,9 +94,10 @@ def get_extensions_config(path: str | Path | None = None) -> ExtensionsConfig:
     resolved = resolve_extensions_path(path)
     try:
         raw = resolved.read_bytes()
+        signature = hashlib.sha256(raw).hexdigest()
     except FileNotFoundError:
-        return ExtensionsConfig()
-    signature = hashlib.sha256(raw).hexdigest()
+        raw, signature = b"", "missing"
+    # The same object while the file is unchanged (missing included): callers key caches on it.
     cached = _cache.get(resolved)
     if cached and cached[0] == signature:
         return cached[1]
