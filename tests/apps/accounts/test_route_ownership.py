@@ -11,6 +11,7 @@ must not appear in B's answer on list-like routes). Per entry the test:
      404 when the path names A's object, else a success that does not contain A's marker;
   2. then calls it as A and expects ``owner_status`` (and A's marker on list-like routes), so a
      route that answers 404 to everyone cannot pass.
+A superuser gets the same 404 as B on routes that name A's object: admins use Django admin.
 """
 
 from __future__ import annotations
@@ -241,3 +242,13 @@ def test_another_users_objects_are_invisible(entry, user, other_user, _scripted_
     assert status == entry.owner_status, content[:300]
     if entry.is_list and owned.marker:
         assert owned.marker in content
+
+
+@pytest.mark.parametrize("entry", [p for p in _params() if p.values[0].names_an_object and not p.values[0].is_list])
+def test_admins_get_no_more_through_the_api(entry, user, admin_user, _scripted_agent):
+    """Staff see everyone's objects in Django admin, never through the user API."""
+    owned = entry.setup(user)
+    client = APIClient()
+    client.force_login(admin_user)
+    status, content = _call(client, entry, owned)
+    assert status == (entry.other_status or 404), (status, content[:300])
