@@ -176,13 +176,12 @@ def _message_events(messages: list, progress: RunProgress, default_model: str) -
             events.append(JournalEvent("llm.human.input", "message", data, {"caller": "lead_agent"}))
         elif isinstance(msg, AIMessage):
             usage = dict(msg.usage_metadata or {})
-            model = (msg.response_metadata or {}).get("model_name") or default_model or "unknown"
+            meta = msg.response_metadata or {}
+            # The agent stamps the config.yaml name; the provider's model id is the fallback.
+            model = meta.get("deerflow_model") or default_model or meta.get("model_name") or "unknown"
             progress.llm_calls += 1
             if usage:
                 progress.add_usage(model, usage)
-            finish = (msg.response_metadata or {}).get("finish_reason")
-            if finish == "length":
-                progress.stop_reason = "model_length_capped"
             events.append(JournalEvent("llm.ai.response", "message", data,
                                        {"caller": "lead_agent", "usage": usage or None, "latency_ms": None, "llm_call_index": progress.llm_calls, "model_name": model}))
         elif isinstance(msg, ToolMessage):
@@ -315,6 +314,9 @@ async def _execute(run_id: str) -> None:
             bridge.publish(run_id, name, payload)
         state = await graph.aget_state(config)
         title = (state.values or {}).get("title") if state else None
+        # Why the agent stopped, when it stopped early: loop_capped, token_budget_exhausted,
+        # error_fallback, model_length_capped.
+        progress.stop_reason = ((state.values or {}).get("stop_reason") if state else None) or ""
         if state and state.next:
             status, thread_status = Run.Status.INTERRUPTED, Thread.Status.INTERRUPTED
             progress.stop_reason = progress.stop_reason or "human_input_required"

@@ -268,3 +268,17 @@ def test_other_users_threads_and_runs_are_404(user_client, other_user, scripted_
     assert bob.post("/api/threads/search", {}, format="json").json() == []
     creating = bob.post("/api/threads", {"thread_id": tid}, format="json")
     assert creating.status_code == 409
+
+
+def test_the_agents_stop_reason_and_model_name_reach_the_run(user_client, scripted_agent, settings):
+    from harness.testing import Reply
+
+    settings.DEERFLOW_AGENT_FACTORY = "tests.support.agents:make_scripted_lead_agent"
+    scripted_agent(Reply(text="This answer was cut off because the", finish_reason="length"))
+    tid = new_thread(user_client)
+    response = user_client.post(f"/api/threads/{tid}/runs/wait", {"input": {"messages": [{"role": "user", "content": "long essay"}]},
+                                                                  "context": {"model_name": "test-model"}}, format="json")
+    body_of(response)
+    run = Run.objects.get(thread_id=tid)
+    assert run.status == "success" and run.stop_reason == "model_length_capped"
+    assert list(run.token_usage["by_model"]) == ["test-model"]
