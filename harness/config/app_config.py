@@ -183,6 +183,18 @@ class SchedulerConfig(_Section):
     min_interval_minutes: PositiveInt = 1
 
 
+class UploadsConfig(_Section):
+    """File uploads, artifact edits and run archives (API limits; 413 beyond them)."""
+
+    max_files: int = Field(20, ge=1, le=100)  # files per request (Django refuses more than 100 parts)
+    max_file_size: PositiveInt = 100 * 1024 * 1024  # bytes, per file
+    max_total_size: PositiveInt = 200 * 1024 * 1024  # bytes, per request
+    convert_documents: bool = True  # PDF/Word/Excel/PowerPoint get a Markdown companion
+    artifact_edit_max_bytes: PositiveInt = 2 * 1024 * 1024  # PUT on an artifact
+    archive_max_files: PositiveInt = 200  # files in a run's artifact ZIP
+    archive_max_bytes: PositiveInt = 500 * 1024 * 1024  # uncompressed bytes in that ZIP
+
+
 class AppConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -198,6 +210,7 @@ class AppConfig(BaseModel):
     subagents: SubagentsConfig = Field(default_factory=SubagentsConfig)
     channels: ChannelsConfig = Field(default_factory=ChannelsConfig)
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
+    uploads: UploadsConfig = Field(default_factory=UploadsConfig)
 
     @model_validator(mode="after")
     def _cross_references(self) -> AppConfig:
