@@ -14,5 +14,6 @@ urlpatterns = [
     path("api/", include("apps.threads.api_urls")),
     path("api/", include("apps.runs.api_urls")),
     path("accounts/", include("apps.accounts.urls")),
+    path("", include("apps.threads.page_urls")),
     path("", include("apps.console.urls")),
 ]

@@ -1,0 +1,52 @@
+"""The chat workspace pages (server-rendered shell; static/chat/app.js does the rest).
+
+The page carries only what the first paint needs — the user, the configured models and
+the thread id — as JSON in a ``json_script`` block; messages, threads and files come from
+the API and the websocket, so a reload and a live session render through one code path.
+"""
+
+from __future__ import annotations
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404
+from django.shortcuts import render
+from django.views.decorators.csrf import ensure_csrf_cookie
+
+from apps.agents.selectors import model_list
+from apps.threads.selectors import thread_get_for_user
+from harness.config.paths import resolve_config_path
+from deerflow_site.errors import NotFound
+
+
+def home(request):
+    """Signed in: a new chat. Signed out: the landing page with sign-in links."""
+    if not request.user.is_authenticated:
+        return render(request, "console/landing.html")
+    return _chat(request, thread_id=None)
+
+
+@login_required
+def thread_page(request, thread_id: str):
+    try:
+        thread_get_for_user(user=request.user, thread_id=thread_id)
+    except NotFound as exc:
+        raise Http404(str(exc)) from exc
+    return _chat(request, thread_id=thread_id)
+
+
+@ensure_csrf_cookie
+def _chat(request, *, thread_id: str | None):
+    models = model_list()
+    boot = {
+        "thread_id": thread_id,
+        "user": {"username": request.user.get_username(), "is_staff": request.user.is_staff},
+        "models": models,
+        "ws_path": "/ws/threads/",
+    }
+    return render(request, "chat/chat.html", {
+        "boot": boot,
+        "models": models,
+        "has_model": any(m["available"] for m in models),
+        # where to fix a missing model; the path is shown to staff only (it is server detail)
+        "config_path": str(resolve_config_path()) if request.user.is_staff else "",
+    })

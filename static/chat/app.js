@@ -1,0 +1,1080 @@
+/* DeerFlow chat workspace: threads sidebar, conversation, streaming over the thread
+ * websocket, clarification, plan todos, uploads and the files panel.
+ *
+ * One rule keeps reloads, reconnects and live streams consistent: every message is keyed
+ * by its id. History rows, stream chunks and `values` snapshots all upsert into the same
+ * map, so a replayed event or a snapshot never duplicates text; a message that is already
+ * complete ignores further chunks. The websocket resumes after the last event id seen. */
+(function () {
+  "use strict";
+
+  const boot = JSON.parse(document.getElementById("boot").textContent);
+  const $ = (id) => document.getElementById(id);
+  const md = () => window.DFMarkdown;
+  const STREAM_MODES = ["messages-tuple", "values", "updates", "custom"];
+  const SUMMARY_KEYS = ["description", "command", "query", "url", "path", "file_path", "question", "prompt", "pattern"];
+
+  const S = {
+    threadId: boot.thread_id,
+    ws: null,
+    wsWanted: false,
+    backoff: 0,
+    reconnectTimer: null,
+    outbox: [],
+    runId: null,
+    lastEventId: null,
+    running: false,
+    queue: [],
+    messages: new Map(), // id -> entry {id, type, el, final, text, reasoning, toolCalls}
+    toolCards: new Map(), // tool_call_id -> card element
+    pendingHuman: null,
+    interrupt: null,
+    hasMore: false,
+    nextBeforeSeq: null,
+    artifacts: [],
+    uploads: [],
+    attachments: [], // {file, status, progress, info, el}
+    threads: [],
+    lastInput: null,
+    renderQueued: new Set(),
+    titleFromUser: false,
+  };
+
+  const el = {
+    messages: $("messages"), conversation: $("conversation"), input: $("input"), composer: $("composer"),
+    send: $("send"), stop: $("stop"), note: $("composer-note"), title: $("thread-title"), welcome: $("welcome"),
+    model: $("model"), thinking: $("thinking"), plan: $("plan-mode"), threadList: $("thread-list"),
+    threadEmpty: $("thread-empty"), search: $("thread-search"), connection: $("connection"),
+    todos: $("todos"), todoList: $("todo-list"), todosProgress: $("todos-progress"),
+    filesPanel: $("files-panel"), filesToggle: $("files-toggle"), filesCount: $("files-count"),
+    artifactList: $("artifact-list"), artifactEmpty: $("artifact-empty"), uploadList: $("upload-list"),
+    uploadEmpty: $("upload-empty"), preview: $("preview"), previewBody: $("preview-body"),
+    previewName: $("preview-name"), previewDownload: $("preview-download"), attachments: $("attachments"),
+    fileInput: $("file-input"), dropHint: $("drop-hint"), loadEarlier: $("load-earlier"), sidebar: $("sidebar"),
+    scrim: $("scrim"),
+  };
+
+  // ---------------------------------------------------------------- small helpers
+
+  function h(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k === "class") node.className = v;
+      else if (k === "text") node.textContent = v;
+      else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+      else node.setAttribute(k, v === true ? "" : v);
+    }
+    for (const c of children.flat()) if (c !== null && c !== undefined && c !== false) node.append(c instanceof Node ? c : String(c));
+    return node;
+  }
+
+  const ICONS = {
+    pencil: "M4 20h4L19 9l-4-4L4 16v4zM14 6l4 4",
+    trash: "M4 7h16M9 7V4h6v3M6 7l1 13h10l1-13M10 11v6M14 11v6",
+    file: "M6 3h8l4 4v14H6zM14 3v4h4",
+  };
+
+  function icon(name) {
+    const ns = "http://www.w3.org/2000/svg";
+    const svg = document.createElementNS(ns, "svg");
+    svg.setAttribute("viewBox", "0 0 24 24");
+    svg.setAttribute("class", "icon");
+    svg.setAttribute("aria-hidden", "true");
+    const path = document.createElementNS(ns, "path");
+    path.setAttribute("d", ICONS[name]);
+    svg.append(path);
+    return svg;
+  }
+
+  function csrf() {
+    const meta = document.querySelector('meta[name="csrf-token"]');
+    return meta ? meta.content : "";
+  }
+
+  async function api(method, path, body) {
+    const opts = { method, headers: { "X-CSRFToken": csrf(), Accept: "application/json" }, credentials: "same-origin" };
+    if (body !== undefined) { opts.headers["Content-Type"] = "application/json"; opts.body = JSON.stringify(body); }
+    const res = await fetch("/api" + path, opts);
+    if (res.status === 204) return null;
+    let data = null;
+    try { data = await res.json(); } catch (e) { data = null; }
+    if (!res.ok) {
+      const err = new Error((data && data.detail) || `${method} ${path} failed (${res.status})`);
+      err.status = res.status;
+      throw err;
+    }
+    return data;
+  }
+
+  function textOf(content) {
+    if (content === null || content === undefined) return "";
+    if (typeof content === "string") return content;
+    if (Array.isArray(content)) {
+      return content.map((part) => {
+        if (typeof part === "string") return part;
+        if (part && (part.type === "text" || part.type === undefined) && typeof part.text === "string") return part.text;
+        return "";
+      }).join("");
+    }
+    return typeof content === "object" && typeof content.text === "string" ? content.text : "";
+  }
+
+  function reasoningOf(msg) {
+    const kw = msg.additional_kwargs || {};
+    let out = typeof kw.reasoning_content === "string" ? kw.reasoning_content : "";
+    if (Array.isArray(msg.content)) {
+      for (const part of msg.content) {
+        if (part && (part.type === "thinking" || part.type === "reasoning")) out += part.thinking || part.reasoning || part.text || "";
+      }
+    }
+    return out;
+  }
+
+  function isAi(type) { return type === "ai" || type === "AIMessageChunk" || type === "AIMessage"; }
+
+  function shorten(text, n) {
+    text = String(text).replace(/\s+/g, " ").trim();
+    return text.length > n ? text.slice(0, n - 1) + "…" : text;
+  }
+
+  function formatSize(bytes) {
+    if (!Number.isFinite(bytes)) return "";
+    if (bytes < 1024) return bytes + " B";
+    if (bytes < 1024 * 1024) return (bytes / 1024).toFixed(1) + " KB";
+    return (bytes / 1024 / 1024).toFixed(1) + " MB";
+  }
+
+  function basename(path) { return String(path).split("/").pop(); }
+
+  function artifactUrl(path, download) {
+    const clean = String(path).replace(/^\/+/, "").split("/").map(encodeURIComponent).join("/");
+    return `/api/threads/${encodeURIComponent(S.threadId)}/artifacts/${clean}${download ? "?download=true" : ""}`;
+  }
+
+  function scrollToEnd(force) {
+    const c = el.conversation;
+    const near = c.scrollHeight - c.scrollTop - c.clientHeight < 160;
+    if (force || near) c.scrollTop = c.scrollHeight;
+  }
+
+  function setNote(text, kind) {
+    el.note.textContent = text || "";
+    el.note.className = "composer-note small " + (kind === "error" ? "error-text" : "muted");
+  }
+
+  function updateWelcome() {
+    const empty = el.messages.children.length === 0 && !S.running;
+    el.welcome.hidden = !(empty && !$("no-model"));
+  }
+
+  // ---------------------------------------------------------------- rendering messages
+
+  function entryFor(id, type, container) {
+    let entry = S.messages.get(id);
+    if (entry) return entry;
+    entry = { id, type, final: false, text: "", reasoning: "", toolCalls: [], el: null };
+    if (type === "human") {
+      entry.el = h("article", { class: "msg user", "data-id": id, "aria-label": "You" });
+      entry.body = h("div", { class: "bubble" });
+      entry.files = h("ul", { class: "msg-files" });
+      entry.el.append(entry.body, entry.files);
+    } else {
+      entry.el = h("article", { class: "msg assistant", "data-id": id, "aria-label": "Assistant" });
+      entry.reasoningEl = h("details", { class: "reasoning", hidden: true },
+        h("summary", { text: "Thinking" }), h("div", { class: "reasoning-body" }));
+      entry.body = h("div", { class: "md" });
+      entry.tools = h("div", { class: "tool-cards" });
+      entry.el.append(entry.reasoningEl, entry.body, entry.tools);
+    }
+    (container || el.messages).append(entry.el);
+    S.messages.set(id, entry);
+    updateWelcome();
+    return entry;
+  }
+
+  function renderHuman(msg, container) {
+    if ((msg.additional_kwargs || {}).hide_from_ui) return;
+    const id = msg.id || "human-" + Math.random().toString(36).slice(2);
+    if (!S.messages.has(id) && S.pendingHuman) {
+      // the optimistic bubble becomes the real message once the server echoes it
+      const entry = S.pendingHuman;
+      S.messages.delete(entry.id);
+      entry.id = id;
+      entry.el.dataset.id = id;
+      entry.el.classList.remove("pending");
+      S.messages.set(id, entry);
+      S.pendingHuman = null;
+    }
+    const entry = entryFor(id, "human", container);
+    const text = textOf(msg.content);
+    if (entry.text !== text || !entry.final) {
+      entry.text = text;
+      entry.body.textContent = text; // user text is shown as typed, never as markup
+    }
+    entry.final = true;
+    renderFilesOnMessage(entry, (msg.additional_kwargs || {}).files);
+  }
+
+  function renderFilesOnMessage(entry, files) {
+    entry.files.replaceChildren();
+    if (!Array.isArray(files)) return;
+    for (const f of files) {
+      const name = f.filename || basename(f.path || "");
+      entry.files.append(h("li", { class: "file-chip", title: f.path || name }, icon("file"), name, f.size ? h("span", { class: "muted", text: " " + formatSize(f.size) }) : null));
+    }
+  }
+
+  function renderAi(msg, container) {
+    if ((msg.additional_kwargs || {}).hide_from_ui) return;
+    const entry = entryFor(msg.id, "ai", container);
+    entry.text = textOf(msg.content);
+    entry.reasoning = reasoningOf(msg);
+    entry.final = true;
+    entry.el.classList.remove("streaming");
+    paintAi(entry);
+    for (const call of msg.tool_calls || []) upsertToolCard(entry, { id: call.id, name: call.name, args: call.args, final: true });
+    for (const bad of msg.invalid_tool_calls || []) {
+      if (bad && bad.id) upsertToolCard(entry, { id: bad.id, name: bad.name || "tool", argsText: bad.args || "", final: true, error: bad.error || "invalid arguments" });
+    }
+  }
+
+  function paintAi(entry) {
+    if (entry.reasoning) {
+      entry.reasoningEl.hidden = false;
+      entry.reasoningEl.querySelector(".reasoning-body").textContent = entry.reasoning;
+    }
+    if (entry.painted !== entry.text) {
+      md().render(entry.body, entry.text);
+      entry.painted = entry.text;
+    }
+    entry.body.hidden = !entry.text;
+  }
+
+  function schedulePaint(entry) {
+    if (S.renderQueued.has(entry)) return;
+    S.renderQueued.add(entry);
+    requestAnimationFrame(() => {
+      S.renderQueued.delete(entry);
+      paintAi(entry);
+      scrollToEnd();
+    });
+  }
+
+  function applyChunk(chunk) {
+    if (!chunk || !chunk.id) return;
+    if (chunk.type === "tool" || chunk.type === "ToolMessageChunk") { renderTool(chunk); return; }
+    if (!isAi(chunk.type)) return;
+    const known = S.messages.get(chunk.id);
+    if (known && known.final) return; // complete already (history or snapshot): chunks would duplicate
+    const entry = entryFor(chunk.id, "ai");
+    entry.el.classList.add("streaming");
+    entry.text += textOf(chunk.content);
+    const kw = chunk.additional_kwargs || {};
+    if (typeof kw.reasoning_content === "string") entry.reasoning += kw.reasoning_content;
+    for (const part of chunk.tool_call_chunks || []) {
+      const idx = part.index === undefined || part.index === null ? entry.toolCalls.length : part.index;
+      let call = entry.toolCalls[idx];
+      if (!call) { call = entry.toolCalls[idx] = { id: null, name: "", argsText: "" }; }
+      if (part.id) call.id = part.id;
+      if (part.name) call.name = part.name;
+      if (part.args) call.argsText += part.args;
+      if (call.id) upsertToolCard(entry, { id: call.id, name: call.name, argsText: call.argsText, final: false });
+    }
+    schedulePaint(entry);
+  }
+
+  function argSummary(name, args) {
+    if (!args || typeof args !== "object") return "";
+    if (name === "write_todos" && Array.isArray(args.todos)) return `${args.todos.length} steps`;
+    if (name === "present_files" && Array.isArray(args.filepaths)) return args.filepaths.map(basename).join(", ");
+    for (const key of SUMMARY_KEYS) if (typeof args[key] === "string" && args[key]) return args[key];
+    for (const v of Object.values(args)) if (typeof v === "string" && v) return v;
+    return "";
+  }
+
+  const TOOL_LABELS = { write_todos: "Update plan", ask_clarification: "Question", present_files: "Present files", bash: "Run command" };
+
+  function upsertToolCard(entry, call) {
+    let card = S.toolCards.get(call.id);
+    if (!card) {
+      card = h("details", { class: "tool-card", "data-status": "running", "data-tool": call.name || "" });
+      const summary = h("summary", {},
+        h("span", { class: "tool-icon", "aria-hidden": "true", text: "⚙" }),
+        h("span", { class: "tool-name" }),
+        h("span", { class: "tool-args-summary" }),
+        h("span", { class: "tool-status" }));
+      const body = h("div", { class: "tool-body" },
+        h("div", { class: "tool-section-label", text: "Arguments" }), h("pre", { class: "tool-args" }),
+        h("div", { class: "tool-section-label result-label", text: "Result", hidden: true }), h("pre", { class: "tool-result", hidden: true }),
+        h("div", { class: "tool-extra" }));
+      card.append(summary, body);
+      card.dataset.callId = call.id;
+      S.toolCards.set(call.id, card);
+      entry.tools.append(card);
+    }
+    const name = call.name || card.dataset.tool || "tool";
+    card.dataset.tool = name;
+    let args = call.args;
+    if (args === undefined && call.argsText) { try { args = JSON.parse(call.argsText); } catch (e) { args = undefined; } }
+    card.querySelector(".tool-name").textContent = TOOL_LABELS[name] ? `${TOOL_LABELS[name]} · ${name}` : name;
+    card.querySelector(".tool-args-summary").textContent = shorten(argSummary(name, args), 80);
+    card.querySelector(".tool-args").textContent = args !== undefined ? JSON.stringify(args, null, 2) : (call.argsText || "");
+    if (call.error) setToolStatus(card, "error", call.error);
+    else if (!card.dataset.done && card.dataset.status !== "waiting") setToolStatus(card, "running");
+    if (name === "present_files" && args && Array.isArray(args.filepaths)) {
+      const extra = card.querySelector(".tool-extra");
+      extra.replaceChildren(...args.filepaths.map((p) => h("button", { type: "button", class: "link-button", text: "Open " + basename(p), onclick: () => openPreview(p) })));
+    }
+  }
+
+  function setToolStatus(card, status, detail) {
+    card.dataset.status = status;
+    const labels = { running: "running…", success: "done", error: "failed", cancelled: "stopped", waiting: "waiting for you" };
+    card.querySelector(".tool-status").textContent = labels[status] || status;
+    if (detail && status === "error") card.querySelector(".tool-status").title = detail;
+  }
+
+  function renderTool(msg) {
+    const card = S.toolCards.get(msg.tool_call_id);
+    if (!card) return; // a result for a call we never saw (hidden or older than the loaded page)
+    const text = textOf(msg.content);
+    const res = card.querySelector(".tool-result");
+    res.hidden = false;
+    card.querySelector(".result-label").hidden = false;
+    res.textContent = text;
+    const meta = (msg.additional_kwargs || {}).deerflow_tool_meta || {};
+    const failed = msg.status === "error" || meta.status === "error";
+    card.dataset.done = "1";
+    setToolStatus(card, failed ? "error" : "success");
+  }
+
+  function renderRow(row, container) {
+    const msg = row.content || {};
+    if (msg.type === "human") renderHuman(msg, container);
+    else if (isAi(msg.type)) renderAi(msg, container);
+    else if (msg.type === "tool") renderTool(msg);
+  }
+
+  function applyValues(values) {
+    if (!values) return;
+    if (typeof values.title === "string" && values.title && !S.titleFromUser) setTitle(values.title);
+    if ("todos" in values) renderTodos(values.todos);
+    if (Array.isArray(values.artifacts)) { S.artifacts = values.artifacts; renderFileLists(); }
+    if (Array.isArray(values.messages)) {
+      let seenKnown = false;
+      for (const msg of values.messages) {
+        if (!msg || !msg.id) continue;
+        const known = S.messages.has(msg.id) || (msg.type === "tool" && S.toolCards.has(msg.tool_call_id));
+        // messages older than the loaded history page stay unloaded ("Load earlier" fetches them)
+        if (!known && !seenKnown && S.hasMore) continue;
+        seenKnown = seenKnown || known;
+        if (msg.type === "human") renderHuman(msg);
+        else if (isAi(msg.type)) renderAi(msg);
+        else if (msg.type === "tool") renderTool(msg);
+      }
+    }
+    scrollToEnd();
+  }
+
+  // ---------------------------------------------------------------- todos, title, files
+
+  function renderTodos(todos) {
+    if (!Array.isArray(todos) || todos.length === 0) { el.todos.hidden = true; el.todoList.replaceChildren(); return; }
+    el.todos.hidden = false;
+    const icons = { completed: "✓", in_progress: "◐", pending: "○" };
+    el.todoList.replaceChildren(...todos.map((t) => h("li", { class: "todo " + (t.status || "pending"), "data-status": t.status || "pending" },
+      h("span", { class: "todo-icon", "aria-hidden": "true", text: icons[t.status] || "○" }),
+      h("span", { class: "todo-text", text: t.content || "" }),
+      h("span", { class: "visually-hidden", text: ` (${(t.status || "pending").replace("_", " ")})` }))));
+    const done = todos.filter((t) => t.status === "completed").length;
+    el.todosProgress.textContent = `${done}/${todos.length}`;
+  }
+
+  function setTitle(title) {
+    el.title.textContent = title || "New chat";
+    document.title = (title ? title + " · " : "") + "DeerFlow";
+    const item = el.threadList.querySelector(`[data-thread="${CSS.escape(S.threadId || "")}"] .thread-link`);
+    if (item && title) item.textContent = title;
+  }
+
+  function renderFileLists() {
+    el.artifactList.replaceChildren(...S.artifacts.map((p) => h("li", { class: "file-row" },
+      h("button", { type: "button", class: "link-button file-open", text: basename(p), title: p, onclick: () => openPreview(p) }),
+      h("a", { href: artifactUrl(p, true), class: "small", text: "Download", "aria-label": "Download " + basename(p) }))));
+    el.artifactEmpty.hidden = S.artifacts.length > 0;
+    el.uploadList.replaceChildren(...S.uploads.map((f) => h("li", { class: "file-row" },
+      h("button", { type: "button", class: "link-button file-open", text: f.filename, title: f.virtual_path || f.path, onclick: () => openPreview(f.virtual_path || f.path) }),
+      h("span", { class: "muted small", text: formatSize(f.size) }))));
+    el.uploadEmpty.hidden = S.uploads.length > 0;
+    const count = S.artifacts.length;
+    el.filesCount.hidden = count === 0;
+    el.filesCount.textContent = String(count);
+  }
+
+  const TEXT_EXT = /\.(txt|md|markdown|py|js|ts|json|ya?ml|toml|csv|tsv|html?|css|sh|sql|xml|log|ini|cfg|rs|go|java|c|h|cpp|rb|php|r|tex)$/i;
+  const IMAGE_EXT = /\.(png|jpe?g|gif|webp|bmp|svg)$/i;
+
+  async function openPreview(path) {
+    openFiles(true);
+    el.preview.hidden = false;
+    el.previewName.textContent = basename(path);
+    el.previewDownload.href = artifactUrl(path, true);
+    el.previewBody.replaceChildren(h("p", { class: "muted", text: "Loading…" }));
+    const url = artifactUrl(path, false);
+    try {
+      if (IMAGE_EXT.test(path) && !/\.svg$/i.test(path)) {
+        el.previewBody.replaceChildren(h("img", { src: url, alt: basename(path), class: "preview-image" }));
+      } else if (/\.pdf$/i.test(path)) {
+        el.previewBody.replaceChildren(h("iframe", { src: url, title: basename(path), class: "preview-pdf", sandbox: "allow-scripts" }));
+      } else if (TEXT_EXT.test(path) || !/\.[a-z0-9]+$/i.test(path)) {
+        const res = await fetch(url, { credentials: "same-origin" });
+        if (!res.ok) throw new Error(`could not open ${basename(path)} (${res.status})`);
+        const text = await res.text();
+        if (/\.(md|markdown)$/i.test(path)) {
+          const box = h("div", { class: "md preview-md" });
+          md().render(box, text);
+          el.previewBody.replaceChildren(box);
+        } else {
+          const ext = (path.match(/\.([a-z0-9]+)$/i) || [])[1] || "";
+          const box = h("div", { class: "md" });
+          md().render(box, "```" + ext + "\n" + text.replace(/```/g, "``\u200b`") + "\n```");
+          el.previewBody.replaceChildren(box);
+        }
+      } else {
+        el.previewBody.replaceChildren(h("p", { class: "muted", text: "No preview for this kind of file." }));
+      }
+    } catch (e) {
+      el.previewBody.replaceChildren(h("p", { class: "error-text", text: e.message }));
+    }
+  }
+
+  function openFiles(open) {
+    el.filesPanel.hidden = !open;
+    el.filesToggle.setAttribute("aria-expanded", String(open));
+    document.body.classList.toggle("files-open", open);
+  }
+
+  // ---------------------------------------------------------------- clarification
+
+  function showClarification(value) {
+    if (!value || value.type !== "clarification") return;
+    clearClarification();
+    S.interrupt = value;
+    const req = value.human_input || { question: value.text, mode: "free_text" };
+    const card = h("section", { class: "clarify card", id: "clarify", "aria-label": "The agent asks" });
+    card.append(h("div", { class: "clarify-kicker", text: "The agent needs your input" }));
+    if (req.context) card.append(h("p", { class: "muted", text: req.context }));
+    const q = h("div", { class: "md clarify-question" });
+    md().render(q, req.question || value.text || "");
+    card.append(q);
+    const form = h("form", { class: "clarify-form" });
+    let collect;
+    if (req.mode === "choice_with_other" && Array.isArray(req.options)) {
+      const name = "clarify-choice";
+      const list = h("div", { class: "choices", role: "radiogroup", "aria-label": "Options" });
+      req.options.forEach((opt, i) => list.append(h("label", { class: "choice" },
+        h("input", { type: "radio", name, value: opt, required: true, ...(i === 0 ? {} : {}) }), " ", opt)));
+      const other = h("input", { type: "text", class: "other-text", placeholder: "Your own answer", "aria-label": "Other answer" });
+      list.append(h("label", { class: "choice" }, h("input", { type: "radio", name, value: "__other__" }), " Other: ", other));
+      other.addEventListener("focus", () => { list.querySelector('input[value="__other__"]').checked = true; });
+      form.append(list);
+      collect = () => {
+        const picked = form.querySelector(`input[name="${name}"]:checked`);
+        if (!picked) return null;
+        return picked.value === "__other__" ? other.value.trim() || null : picked.value;
+      };
+    } else if (req.mode === "form" && Array.isArray(req.fields)) {
+      const inputs = [];
+      for (const f of req.fields) {
+        const id = "clarify-" + f.name;
+        let input;
+        if (f.type === "textarea") input = h("textarea", { id, rows: 3 });
+        else if (f.type === "select" || f.type === "multi_select") {
+          input = h("select", { id, multiple: f.type === "multi_select" }, f.type === "select" ? h("option", { value: "", text: "—" }) : null,
+            ...(f.options || []).map((o) => h("option", { value: o, text: o })));
+        } else if (f.type === "checkbox") input = h("input", { id, type: "checkbox" });
+        else input = h("input", { id, type: f.type === "number" ? "number" : f.type === "date" ? "date" : "text" });
+        if (f.required && f.type !== "checkbox") input.required = true;
+        inputs.push([f, input]);
+        form.append(h("p", { class: "field" }, h("label", { for: id, text: f.label + (f.required ? " *" : "") }), input,
+          f.description ? h("span", { class: "small muted", text: f.description }) : null));
+      }
+      collect = () => {
+        const out = {};
+        for (const [f, input] of inputs) {
+          if (f.type === "checkbox") out[f.name] = input.checked;
+          else if (f.type === "multi_select") out[f.name] = [...input.selectedOptions].map((o) => o.value);
+          else if (f.type === "number") out[f.name] = input.value === "" ? null : Number(input.value);
+          else out[f.name] = input.value;
+        }
+        return out;
+      };
+    } else {
+      const area = h("textarea", { rows: 2, class: "clarify-text", "aria-label": "Your answer", placeholder: "Your answer" });
+      form.append(area);
+      collect = () => area.value.trim() || null;
+    }
+    const submit = h("button", { type: "submit", class: "button", text: "Send answer" });
+    form.append(h("div", { class: "actions" }, submit));
+    form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      const answer = collect();
+      if (answer === null || answer === "") { setNote("Choose or type an answer first.", "error"); return; }
+      answerClarification(answer);
+    });
+    card.append(form);
+    el.messages.append(card);
+    const callCard = value.tool_call_id && S.toolCards.get(value.tool_call_id);
+    if (callCard) setToolStatus(callCard, "waiting");
+    setNote("The agent is waiting for your answer — you can also type it below.");
+    updateWelcome();
+    scrollToEnd(true);
+  }
+
+  function clearClarification() {
+    const old = $("clarify");
+    if (old) old.remove();
+    S.interrupt = null;
+  }
+
+  function answerClarification(answer) {
+    const card = $("clarify");
+    if (card) {
+      card.querySelectorAll("input, textarea, select, button").forEach((n) => { n.disabled = true; });
+      card.classList.add("answered");
+      card.id = "";
+      card.append(h("p", { class: "clarify-answer" }, "You answered: ", h("strong", { text: typeof answer === "string" ? answer : JSON.stringify(answer) })));
+    }
+    S.interrupt = null;
+    setNote("");
+    startRun({ command: { resume: answer } });
+  }
+
+  // ---------------------------------------------------------------- runs and the websocket
+
+  function context() {
+    const ctx = { thinking_enabled: el.thinking.checked, is_plan_mode: el.plan.checked };
+    if (el.model && el.model.value) ctx.model_name = el.model.value;
+    return ctx;
+  }
+
+  async function ensureThread() {
+    if (S.threadId) return S.threadId;
+    const thread = await api("POST", "/threads", { metadata: {} });
+    S.threadId = thread.thread_id;
+    history.replaceState(null, "", `/c/${encodeURIComponent(S.threadId)}/`);
+    loadThreads();
+    return S.threadId;
+  }
+
+  function setRunning(running) {
+    S.running = running;
+    el.stop.hidden = !running;
+    el.send.hidden = running;
+    document.body.classList.toggle("is-running", running);
+    if (!running) {
+      for (const card of S.toolCards.values()) if (card.dataset.status === "running") setToolStatus(card, "cancelled");
+      for (const entry of S.messages.values()) entry.el.classList.remove("streaming");
+    }
+    updateWelcome();
+  }
+
+  async function send(text) {
+    text = (text || "").trim();
+    const ready = S.attachments.filter((a) => a.status === "done");
+    if (!text && ready.length === 0) return;
+    if (S.attachments.some((a) => a.status === "uploading")) { setNote("Wait for the uploads to finish.", "error"); return; }
+    if (S.interrupt) {
+      el.input.value = "";
+      autoGrow();
+      answerClarification(text);
+      return;
+    }
+    if (S.running) {
+      // one run at a time per thread: keep the message and send it when this run ends
+      S.queue.push(text);
+      el.input.value = "";
+      autoGrow();
+      setNote(`Queued ${S.queue.length} message${S.queue.length > 1 ? "s" : ""}: sent when the current answer finishes.`);
+      return;
+    }
+    el.input.value = "";
+    autoGrow();
+    const files = ready.map((a) => ({ filename: a.info.filename, size: a.info.size, path: a.info.virtual_path || a.info.path }));
+    const message = { role: "user", content: text || "(see the attached files)" };
+    if (files.length) message.additional_kwargs = { files };
+    S.attachments = [];
+    renderAttachments();
+    // optimistic bubble; adopted by the real message when the server echoes it
+    const tempId = "pending-" + Date.now();
+    const entry = entryFor(tempId, "human");
+    entry.el.classList.add("pending");
+    entry.body.textContent = message.content;
+    renderFilesOnMessage(entry, files);
+    S.pendingHuman = entry;
+    S.lastInput = message;
+    scrollToEnd(true);
+    startRun({ input: { messages: [message] } });
+  }
+
+  async function startRun(part) {
+    setNote("");
+    removeErrors();
+    try {
+      await ensureThread();
+    } catch (e) {
+      showError(e.message);
+      return;
+    }
+    setRunning(true);
+    S.runId = null;
+    S.lastEventId = null;
+    const payload = Object.assign({
+      assistant_id: "lead_agent",
+      stream_mode: STREAM_MODES,
+      on_disconnect: "continue",
+      context: context(),
+      config: { recursion_limit: 1000 },
+    }, part);
+    wsSend({ type: "run", payload });
+  }
+
+  function stopRun() {
+    if (!S.running) return;
+    wsSend({ type: "cancel", run_id: S.runId || undefined });
+    setNote("Stopping…");
+  }
+
+  function wsUrl() {
+    const proto = location.protocol === "https:" ? "wss:" : "ws:";
+    return `${proto}//${location.host}${boot.ws_path}${encodeURIComponent(S.threadId)}/`;
+  }
+
+  function wsSend(msg) {
+    if (S.ws && S.ws.readyState === WebSocket.OPEN && S.ws.threadId === S.threadId) S.ws.send(JSON.stringify(msg));
+    else { S.outbox.push(msg); connect(); }
+  }
+
+  function connect() {
+    if (!S.threadId) return;
+    if (S.ws && S.ws.threadId === S.threadId && (S.ws.readyState === WebSocket.OPEN || S.ws.readyState === WebSocket.CONNECTING)) return;
+    clearTimeout(S.reconnectTimer);
+    S.wsWanted = true;
+    const ws = new WebSocket(wsUrl());
+    ws.threadId = S.threadId;
+    S.ws = ws;
+    ws.onopen = () => {
+      S.backoff = 0;
+      showConnection("");
+      const starting = S.outbox.some((m) => m.type === "run");
+      if (S.runId) ws.send(JSON.stringify({ type: "subscribe", run_id: S.runId, after: S.lastEventId || undefined }));
+      else if (!starting) ws.send(JSON.stringify({ type: "subscribe" }));
+      const pending = S.outbox.splice(0);
+      for (const m of pending) ws.send(JSON.stringify(m));
+    };
+    ws.onmessage = (ev) => {
+      let msg;
+      try { msg = JSON.parse(ev.data); } catch (e) { return; }
+      onServerMessage(msg);
+    };
+    ws.onclose = (ev) => {
+      if (S.ws !== ws) return;
+      S.ws = null;
+      if (ev.code === 4401) { showConnection("You are signed out. Sign in again to continue.", true); setRunning(false); return; }
+      if (ev.code === 4404) { showConnection("This chat no longer exists.", true); setRunning(false); return; }
+      if (!S.wsWanted) return;
+      const delay = Math.min(8000, 500 * Math.pow(2, S.backoff++));
+      showConnection(`Connection lost — reconnecting in ${Math.round(delay / 100) / 10}s…`);
+      S.reconnectTimer = setTimeout(connect, delay);
+    };
+  }
+
+  function showConnection(text, error) {
+    el.connection.hidden = !text;
+    el.connection.textContent = text;
+    el.connection.classList.toggle("error", !!error);
+  }
+
+  function onServerMessage(msg) {
+    if (msg.type === "run_created") {
+      S.runId = msg.run.run_id;
+      S.lastEventId = null;
+      return;
+    }
+    if (msg.type === "idle") {
+      if (!S.outbox.length && S.running && !S.runId) setRunning(false);
+      return;
+    }
+    if (msg.type === "error") {
+      if (S.running && !S.runId) {
+        setRunning(false);
+        if (S.pendingHuman) { S.pendingHuman.el.remove(); S.messages.delete(S.pendingHuman.id); S.pendingHuman = null; }
+      }
+      showError(msg.detail || "The request was refused.", msg.status !== 409);
+      return;
+    }
+    if (msg.type !== "event") return;
+    if (S.runId && msg.run_id !== S.runId) return; // a stale run's tail
+    if (!S.runId) { S.runId = msg.run_id; }
+    if (!S.running && msg.event !== "end") setRunning(true);
+    S.lastEventId = msg.id;
+    handleEvent(msg.event, msg.data);
+  }
+
+  function handleEvent(event, data) {
+    const base = event.split("|")[0];
+    if (base === "messages" && Array.isArray(data)) applyChunk(data[0]);
+    else if (base === "values") applyValues(data);
+    else if (base === "updates" && data && typeof data === "object") {
+      if (Array.isArray(data.__interrupt__)) for (const it of data.__interrupt__) showClarification(it && it.value);
+      for (const v of Object.values(data)) {
+        if (v && typeof v === "object" && !Array.isArray(v)) {
+          if (typeof v.title === "string" && v.title && !S.titleFromUser) setTitle(v.title);
+          if (Array.isArray(v.todos)) renderTodos(v.todos);
+        }
+      }
+    } else if (base === "error") {
+      const detail = (data && (data.message || data.error)) || "The run failed.";
+      showError(detail, true);
+    } else if (base === "gap") {
+      // the server no longer has the events we missed: reload what is stored, then follow
+      reloadThread().then(() => {
+        S.lastEventId = data && data.latest_available_event_id;
+        if (S.runId) wsSend({ type: "subscribe", run_id: S.runId, after: S.lastEventId || undefined });
+      });
+    } else if (base === "end") {
+      finishRun();
+    }
+    scrollToEnd();
+  }
+
+  function finishRun() {
+    S.runId = null;
+    S.lastEventId = null;
+    setRunning(false);
+    if (!S.interrupt) setNote("");
+    loadThreads();
+    refreshUploads();
+    if (S.queue.length && !S.interrupt) {
+      const next = S.queue.shift();
+      setNote(S.queue.length ? `Queued ${S.queue.length} more.` : "");
+      send(next);
+    }
+  }
+
+  function removeErrors() { el.messages.querySelectorAll(".run-error").forEach((n) => n.remove()); }
+
+  function showError(text, retryable) {
+    removeErrors();
+    const box = h("div", { class: "run-error", role: "alert" }, h("span", { text: text }));
+    if (retryable && S.lastInput) {
+      box.append(h("button", { type: "button", class: "button secondary", text: "Retry", onclick: () => {
+        box.remove();
+        const again = S.lastInput;
+        const entry = entryFor("pending-" + Date.now(), "human");
+        entry.el.classList.add("pending");
+        entry.body.textContent = again.content;
+        S.pendingHuman = entry;
+        startRun({ input: { messages: [again] } });
+      } }));
+    }
+    el.messages.append(box);
+    scrollToEnd(true);
+  }
+
+  // ---------------------------------------------------------------- history
+
+  async function loadHistory(beforeSeq) {
+    const q = new URLSearchParams({ limit: "50" });
+    if (beforeSeq) q.set("before_seq", String(beforeSeq));
+    const page = await api("GET", `/threads/${encodeURIComponent(S.threadId)}/messages/page?${q}`);
+    const rows = (page.data || []).slice().sort((a, b) => a.seq - b.seq);
+    if (beforeSeq) {
+      const holder = document.createElement("div");
+      const keepScroll = el.conversation.scrollHeight - el.conversation.scrollTop;
+      rows.forEach((r) => renderRow(r, holder));
+      el.messages.prepend(...holder.children);
+      el.conversation.scrollTop = el.conversation.scrollHeight - keepScroll;
+    } else {
+      rows.forEach((r) => renderRow(r));
+    }
+    S.hasMore = !!page.has_more;
+    S.nextBeforeSeq = page.next_before_seq;
+    el.loadEarlier.hidden = !S.hasMore;
+  }
+
+  async function loadThreadMeta() {
+    const [thread, state] = await Promise.all([
+      api("GET", `/threads/${encodeURIComponent(S.threadId)}`),
+      api("GET", `/threads/${encodeURIComponent(S.threadId)}/state`).catch(() => null),
+    ]);
+    const custom = thread.metadata && thread.metadata.title;
+    S.titleFromUser = !!custom;
+    setTitle(custom || thread.title || (state && state.values && state.values.title) || "");
+    if (state && state.values) {
+      if ("todos" in state.values) renderTodos(state.values.todos);
+      S.artifacts = state.values.artifacts || [];
+      renderFileLists();
+    }
+    if (state && Array.isArray(state.interrupts) && thread.status === "interrupted") {
+      for (const it of state.interrupts) showClarification(it && it.value);
+    }
+  }
+
+  async function reloadThread() {
+    el.messages.replaceChildren();
+    S.messages.clear();
+    S.toolCards.clear();
+    await loadHistory();
+    await loadThreadMeta();
+  }
+
+  // ---------------------------------------------------------------- sidebar
+
+  async function loadThreads() {
+    try {
+      S.threads = await api("POST", "/threads/search", { limit: 100, sort_by: "updated_at", sort_order: "desc" });
+    } catch (e) { return; }
+    renderThreads();
+  }
+
+  function threadTitle(t) { return (t.metadata && t.metadata.title) || t.title || (t.values && t.values.title) || "Untitled chat"; }
+
+  function renderThreads() {
+    if (S.renaming) return; // a refresh must not swallow the title being typed
+    const term = el.search.value.trim().toLowerCase();
+    const shown = S.threads.filter((t) => !term || threadTitle(t).toLowerCase().includes(term));
+    el.threadList.replaceChildren(...shown.map((t) => {
+      const active = t.thread_id === S.threadId;
+      const link = h("a", { class: "thread-link", href: `/c/${encodeURIComponent(t.thread_id)}/`, text: threadTitle(t), "aria-current": active ? "page" : null });
+      const rename = h("button", { type: "button", class: "icon-btn small-btn", "aria-label": "Rename " + threadTitle(t), title: "Rename", onclick: () => startRename(t, li) });
+      const del = h("button", { type: "button", class: "icon-btn small-btn", "aria-label": "Delete " + threadTitle(t), title: "Delete", onclick: () => deleteThread(t) });
+      rename.append(icon("pencil"));
+      del.append(icon("trash"));
+      const li = h("li", { class: "thread-item" + (active ? " active" : "") + (t.status === "busy" ? " busy" : ""), "data-thread": t.thread_id }, link, h("span", { class: "thread-actions" }, rename, del));
+      return li;
+    }));
+    el.threadEmpty.hidden = shown.length > 0;
+    el.threadEmpty.textContent = term ? "No chat matches." : "No chats yet.";
+  }
+
+  function startRename(t, li) {
+    const input = h("input", { type: "text", class: "rename-input", value: threadTitle(t), "aria-label": "New title" });
+    S.renaming = true;
+    li.replaceChildren(input);
+    input.focus();
+    input.select();
+    let done = false;
+    const finish = async (save) => {
+      if (done) return;
+      done = true;
+      S.renaming = false;
+      const title = input.value.trim();
+      if (save && title) {
+        try {
+          await api("PATCH", `/threads/${encodeURIComponent(t.thread_id)}`, { metadata: { title } });
+          if (t.thread_id === S.threadId) { S.titleFromUser = true; setTitle(title); }
+        } catch (e) { setNote(e.message, "error"); }
+      }
+      loadThreads();
+    };
+    input.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter") { ev.preventDefault(); finish(true); }
+      if (ev.key === "Escape") { ev.preventDefault(); ev.stopPropagation(); finish(false); }
+    });
+    input.addEventListener("blur", () => finish(true));
+  }
+
+  async function deleteThread(t) {
+    if (!window.confirm(`Delete “${threadTitle(t)}”? Its messages and files are removed for good.`)) return;
+    try {
+      await api("DELETE", `/threads/${encodeURIComponent(t.thread_id)}`);
+    } catch (e) {
+      setNote(e.status === 409 ? "This chat is still running: stop it before deleting." : e.message, "error");
+      return;
+    }
+    if (t.thread_id === S.threadId) { location.href = "/"; return; }
+    loadThreads();
+  }
+
+  // ---------------------------------------------------------------- uploads
+
+  let limits = null;
+  async function uploadLimits() {
+    if (limits) return limits;
+    try {
+      limits = await api("GET", `/threads/${encodeURIComponent(S.threadId)}/uploads/limits`);
+    } catch (e) {
+      limits = {};
+    }
+    return limits;
+  }
+
+  async function addFiles(fileList) {
+    const files = [...fileList];
+    if (!files.length) return;
+    try { await ensureThread(); } catch (e) { setNote(e.message, "error"); return; }
+    const lim = await uploadLimits();
+    const blocked = (lim.blocked_extensions || lim.forbidden_extensions || []).map((x) => String(x).toLowerCase().replace(/^\./, ""));
+    for (const file of files) {
+      const att = { file, status: "uploading", progress: 0, info: null, error: "" };
+      const ext = (file.name.match(/\.([^.]+)$/) || [])[1];
+      if (lim.max_file_size && file.size > lim.max_file_size) { att.status = "error"; att.error = `too large (max ${formatSize(lim.max_file_size)})`; }
+      else if (ext && blocked.includes(ext.toLowerCase())) { att.status = "error"; att.error = `.${ext} files are not allowed`; }
+      else if (lim.max_files && S.attachments.filter((a) => a.status !== "error").length >= lim.max_files) { att.status = "error"; att.error = `at most ${lim.max_files} files`; }
+      S.attachments.push(att);
+      if (att.status === "uploading") upload(att);
+    }
+    renderAttachments();
+  }
+
+  function upload(att) {
+    const form = new FormData();
+    form.append("files", att.file, att.file.name);
+    const xhr = new XMLHttpRequest();
+    xhr.open("POST", `/api/threads/${encodeURIComponent(S.threadId)}/uploads`);
+    xhr.setRequestHeader("X-CSRFToken", csrf());
+    xhr.upload.onprogress = (ev) => { if (ev.lengthComputable) { att.progress = ev.loaded / ev.total; renderAttachments(); } };
+    xhr.onload = () => {
+      let data = null;
+      try { data = JSON.parse(xhr.responseText); } catch (e) { data = null; }
+      if (xhr.status >= 200 && xhr.status < 300 && data && Array.isArray(data.files) && data.files.length) {
+        att.status = "done";
+        att.info = data.files.find((f) => f.filename === att.file.name) || data.files[0];
+        refreshUploads();
+      } else {
+        att.status = "error";
+        att.error = (data && (data.detail || data.message)) || (xhr.status === 404 ? "uploads are not available on this server" : `upload failed (${xhr.status})`);
+        if (data && Array.isArray(data.skipped_files) && data.skipped_files.length) att.error = "skipped by the server: " + (data.message || "not allowed");
+      }
+      renderAttachments();
+    };
+    xhr.onerror = () => { att.status = "error"; att.error = "network error"; renderAttachments(); };
+    xhr.send(form);
+  }
+
+  function renderAttachments() {
+    el.attachments.replaceChildren(...S.attachments.map((att) => {
+      const remove = h("button", { type: "button", class: "icon-btn small-btn", "aria-label": "Remove " + att.file.name, text: "✕", onclick: () => {
+        S.attachments = S.attachments.filter((a) => a !== att);
+        renderAttachments();
+      } });
+      const status = att.status === "uploading" ? h("progress", { max: "1", value: String(att.progress), "aria-label": "Uploading " + att.file.name })
+        : att.status === "error" ? h("span", { class: "error-text", text: att.error }) : h("span", { class: "muted", text: formatSize(att.file.size) });
+      return h("li", { class: "attachment " + att.status }, h("span", { class: "att-name", text: att.file.name }), status, remove);
+    }));
+  }
+
+  async function refreshUploads() {
+    if (!S.threadId) return;
+    try {
+      const data = await api("GET", `/threads/${encodeURIComponent(S.threadId)}/uploads/list`);
+      S.uploads = data.files || [];
+    } catch (e) { S.uploads = S.uploads || []; }
+    renderFileLists();
+  }
+
+  // ---------------------------------------------------------------- composer and controls
+
+  function autoGrow() {
+    el.input.style.height = "auto";
+    el.input.style.height = Math.min(el.input.scrollHeight, 240) + "px";
+  }
+
+  function setupControls() {
+    const saved = JSON.parse(localStorage.getItem("deerflow.prefs") || "{}");
+    if (el.model && saved.model && [...el.model.options].some((o) => o.value === saved.model && !o.disabled)) el.model.value = saved.model;
+    if (el.model && el.model.selectedOptions[0] && el.model.selectedOptions[0].disabled) {
+      const ok = [...el.model.options].find((o) => !o.disabled);
+      if (ok) el.model.value = ok.value;
+    }
+    el.thinking.checked = !!saved.thinking;
+    el.plan.checked = !!saved.plan;
+    const syncThinking = () => {
+      const m = (boot.models || []).find((x) => x.name === el.model.value);
+      el.thinking.disabled = !!m && !m.supports_thinking;
+      el.thinking.parentElement.title = el.thinking.disabled ? "This model does not support thinking" : "";
+    };
+    const save = () => localStorage.setItem("deerflow.prefs", JSON.stringify({ model: el.model.value, thinking: el.thinking.checked, plan: el.plan.checked }));
+    el.model.addEventListener("change", () => { syncThinking(); save(); });
+    el.thinking.addEventListener("change", save);
+    el.plan.addEventListener("change", save);
+    syncThinking();
+
+    el.composer.addEventListener("submit", (ev) => { ev.preventDefault(); send(el.input.value); });
+    el.input.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); send(el.input.value); }
+    });
+    el.input.addEventListener("input", autoGrow);
+    el.stop.addEventListener("click", stopRun);
+    document.addEventListener("keydown", (ev) => {
+      if (ev.key === "Escape") {
+        if (S.running) { ev.preventDefault(); stopRun(); }
+        else if (!el.filesPanel.hidden) openFiles(false);
+        else closeSidebar();
+      }
+    });
+    document.querySelectorAll(".example").forEach((b) => b.addEventListener("click", () => { el.input.value = b.textContent; autoGrow(); el.input.focus(); }));
+    el.search.addEventListener("input", renderThreads);
+    el.filesToggle.addEventListener("click", () => openFiles(el.filesPanel.hidden));
+    $("files-close").addEventListener("click", () => openFiles(false));
+    $("preview-close").addEventListener("click", () => { el.preview.hidden = true; });
+    $("attach").addEventListener("click", () => el.fileInput.click());
+    el.fileInput.addEventListener("change", () => { addFiles(el.fileInput.files); el.fileInput.value = ""; });
+    el.loadEarlier.addEventListener("click", () => loadHistory(S.nextBeforeSeq));
+    $("todos-head").addEventListener("click", () => {
+      const open = el.todoList.hidden;
+      el.todoList.hidden = !open;
+      $("todos-head").setAttribute("aria-expanded", String(open));
+    });
+    $("open-sidebar").addEventListener("click", openSidebar);
+    $("close-sidebar").addEventListener("click", closeSidebar);
+    el.scrim.addEventListener("click", closeSidebar);
+
+    // drag and drop anywhere over the chat
+    let depth = 0;
+    const chat = document.querySelector(".chat");
+    chat.addEventListener("dragenter", (ev) => { if (hasFiles(ev)) { depth++; el.dropHint.hidden = false; chat.classList.add("dragging"); } });
+    chat.addEventListener("dragover", (ev) => { if (hasFiles(ev)) ev.preventDefault(); });
+    chat.addEventListener("dragleave", () => { depth = Math.max(0, depth - 1); if (!depth) { el.dropHint.hidden = true; chat.classList.remove("dragging"); } });
+    chat.addEventListener("drop", (ev) => {
+      if (!hasFiles(ev)) return;
+      ev.preventDefault();
+      depth = 0;
+      el.dropHint.hidden = true;
+      chat.classList.remove("dragging");
+      addFiles(ev.dataTransfer.files);
+    });
+  }
+
+  function hasFiles(ev) { return ev.dataTransfer && [...(ev.dataTransfer.types || [])].includes("Files"); }
+  function openSidebar() { document.body.classList.add("sidebar-open"); el.scrim.hidden = false; }
+  function closeSidebar() { document.body.classList.remove("sidebar-open"); el.scrim.hidden = true; }
+
+  // ---------------------------------------------------------------- start
+
+  async function start() {
+    setupControls();
+    loadThreads();
+    if (S.threadId) {
+      try {
+        await loadHistory();
+        await loadThreadMeta();
+      } catch (e) {
+        showError("Could not load this chat: " + e.message, false);
+      }
+      updateWelcome();
+      refreshUploads();
+      scrollToEnd(true);
+      connect(); // subscribes: re-attaches to a run still in progress
+    } else {
+      updateWelcome();
+    }
+    if (!el.input.disabled) el.input.focus();
+    document.body.dataset.ready = "1";
+  }
+
+  window.addEventListener("beforeunload", () => { S.wsWanted = false; });
+  start();
+})();

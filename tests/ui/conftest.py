@@ -1,0 +1,178 @@
+"""Browser tests: Debian's chromium (driven by Playwright) against a live Daphne server whose
+agent is the real lead agent talking to a LoopbackOpenAIServer in this process.
+
+One server and one browser for the module's session; each test gets a fresh, signed-in
+browser context. A failing test saves a screenshot (path printed in the report) under
+``$DEERFLOW_UI_FAILURES`` (default ``<tmp>/deerflow-ui-failures``). With
+``DEERFLOW_UI_SCREENSHOTS=docs/screenshots`` the tests also write the documentation shots.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from harness.testing import LoopbackOpenAIServer
+from harness.testing.script import Script
+from tests.support.live import start_live_server
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+PASSWORD = "pw-ui-tester-123"
+
+CONFIG = """\
+config_version: 1
+models:
+  - name: loopback
+    display_name: Loopback model
+    use: langchain_openai:ChatOpenAI
+    model: test-model
+    base_url: {base_url}
+    api_key: test-key
+    max_retries: 0
+    timeout: 60
+    context_window: 32000
+    supports_thinking: true
+sandbox:
+  use: local
+  bash_command_timeout: 30
+uploads:
+  max_file_size: 200000
+"""
+
+
+def pytest_collection_modifyitems(config, items):
+    if not os.path.exists(CHROMIUM):
+        for item in items:
+            if "tests/ui/" in str(item.fspath).replace(os.sep, "/"):
+                item.add_marker(pytest.mark.skip(reason="needs Debian's chromium at /usr/bin/chromium (`make test` installs it)"))
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    setattr(item, "rep_" + report.when, report)
+
+
+@pytest.fixture(scope="session")
+def model_server():
+    with LoopbackOpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def live(tmp_path_factory, model_server):
+    server = start_live_server(tmp_path_factory.mktemp("ui-home"), config_text=CONFIG.format(base_url=model_server.base_url))
+    server.config_path = Path(server.env["DEER_FLOW_CONFIG_PATH"])
+    server.shell(
+        "from apps.accounts.models import User\n"
+        f"u = User.objects.create_user(username='tester', email='tester@example.com', password={PASSWORD!r})\n"
+        "u.is_staff = True; u.save()"
+    )
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def script(model_server):
+    """What the model answers, in order, for this test only."""
+
+    def set_script(*items):
+        model_server._script = Script(list(items))
+        model_server.requests.clear()
+
+    yield set_script
+    model_server._script = Script([])
+
+
+@pytest.fixture(scope="session")
+def browser():
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture(scope="session")
+def signed_in_state(browser, live, tmp_path_factory):
+    """Sign in once through the real form; tests reuse the session cookie."""
+    context = browser.new_context(base_url=live.url)
+    page = context.new_page()
+    page.goto("/accounts/login/")
+    page.get_by_label("Username or email").fill("tester")
+    page.get_by_label("Password").fill(PASSWORD)
+    page.get_by_role("button", name="Sign in").click()
+    page.wait_for_url(f"{live.url}/")
+    path = tmp_path_factory.mktemp("ui-state") / "state.json"
+    context.storage_state(path=str(path))
+    context.close()
+    return str(path)
+
+
+def _failure_dir() -> Path:
+    path = Path(os.environ.get("DEERFLOW_UI_FAILURES") or Path(tempfile.gettempdir()) / "deerflow-ui-failures")
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _open_page(request, browser, live, *, storage_state=None, viewport=None):
+    context = browser.new_context(base_url=live.url, storage_state=storage_state, viewport=viewport or {"width": 1280, "height": 800})
+    context.set_default_timeout(15_000)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.js_errors = errors
+    return context, page
+
+
+def _finish(request, context, page):
+    failed = getattr(request.node, "rep_call", None)
+    if failed is not None and failed.failed:
+        shot = _failure_dir() / f"{request.node.name}.png"
+        try:
+            page.screenshot(path=str(shot), full_page=True)
+            print(f"\nscreenshot of the failure: {shot}")
+        except Exception as exc:  # the page may be gone; the failure itself matters more
+            print(f"\nno screenshot: {exc}")
+    context.close()
+
+
+@pytest.fixture
+def page(request, browser, live, signed_in_state):
+    context, page = _open_page(request, browser, live, storage_state=signed_in_state)
+    yield page
+    _finish(request, context, page)
+
+
+@pytest.fixture
+def phone(request, browser, live, signed_in_state):
+    context, page = _open_page(request, browser, live, storage_state=signed_in_state, viewport={"width": 375, "height": 740})
+    yield page
+    _finish(request, context, page)
+
+
+@pytest.fixture
+def anon_page(request, browser, live):
+    context, page = _open_page(request, browser, live)
+    yield page
+    _finish(request, context, page)
+
+
+@pytest.fixture
+def doc_shot():
+    """Save a documentation screenshot when DEERFLOW_UI_SCREENSHOTS names a directory."""
+    target = os.environ.get("DEERFLOW_UI_SCREENSHOTS")
+
+    def shot(page_or_locator, name: str) -> None:
+        if target:
+            Path(target).mkdir(parents=True, exist_ok=True)
+            page_or_locator.screenshot(path=str(Path(target) / f"{name}.png"))
+
+    return shot

@@ -1,0 +1,240 @@
+"""The chat workspace in a real browser: sign in, stream, tool cards, clarification, plan
+todos, stop, reload mid-run, unsafe content, the no-model notice and the phone layout."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from harness.testing.script import Reply, call, tool_reply
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def send(page, text: str) -> None:
+    box = page.get_by_label("Message", exact=True)
+    box.fill(text)
+    box.press("Enter")
+
+
+def assistant(page):
+    return page.locator("article.msg.assistant")
+
+
+def test_sign_in_from_the_landing_page_and_see_the_welcome(anon_page, live):
+    page = anon_page
+    page.goto("/")
+    page.get_by_role("link", name="Sign in").click()
+    page.get_by_label("Username or email").fill("tester")
+    page.get_by_label("Password").fill("pw-ui-tester-123")
+    page.get_by_role("button", name="Sign in").click()
+    expect(page.get_by_role("heading", name="What can I help with?")).to_be_visible()
+    expect(page.get_by_text("Signed in as")).to_contain_text("tester")
+    expect(page.get_by_label("Model")).to_have_value("loopback")
+    # an example prompt fills the composer
+    page.get_by_role("listitem").filter(has_text="Plan a three-day trip").click()
+    expect(page.get_by_label("Message", exact=True)).to_have_value(re.compile("three-day trip"))
+    assert page.js_errors == []
+
+
+def test_send_a_message_and_see_the_streamed_answer(page, script, doc_shot):
+    script(Reply(text="Here is **bold** text and a table:\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n```python\nprint('hi')\n```\n", chunk_size=4))
+    page.goto("/")
+    send(page, "Say something in *markdown*")
+    # the user's text is shown as typed, not as markup
+    expect(page.locator("article.msg.user .bubble")).to_have_text("Say something in *markdown*")
+    answer = assistant(page).last
+    expect(answer.locator("strong")).to_have_text("bold")
+    expect(answer.locator("table td").first).to_have_text("1")
+    expect(answer.get_by_role("button", name="Copy code")).to_be_visible()
+    expect(answer.locator("pre code")).to_contain_text("print('hi')")
+    # the thread got a URL, a title and a place in the sidebar
+    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]{36}/$"))
+    expect(page.locator("#thread-title")).to_have_text("Say something in *markdown*")
+    expect(page.locator(".thread-item.active")).to_contain_text("Say something in *markdown*")
+    expect(page.get_by_role("button", name="Send")).to_be_visible()
+    # a reload shows the same history once
+    page.reload()
+    expect(assistant(page).locator("strong")).to_have_text("bold")
+    expect(page.locator("article.msg.user")).to_have_count(1)
+    expect(assistant(page)).to_have_count(1)
+    assert page.js_errors == []
+
+
+def test_tool_card_shows_name_status_and_result(page, script, doc_shot):
+    script(
+        tool_reply(call("bash", command="echo hello-from-the-sandbox", description="Print a greeting"), text="Let me run a command."),
+        Reply(text="The command printed the greeting."),
+    )
+    page.goto("/")
+    send(page, "Run a command")
+    card = page.locator(".tool-card").first
+    expect(card).to_have_attribute("data-status", "success")
+    expect(card.locator(".tool-name")).to_contain_text("bash")
+    expect(card.locator(".tool-args-summary")).to_have_text("Print a greeting")
+    expect(assistant(page).last).to_contain_text("The command printed the greeting.")
+    card.locator("summary").click()
+    expect(card.locator(".tool-result")).to_contain_text("hello-from-the-sandbox")
+    expect(card.locator(".tool-args")).to_contain_text('"command": "echo hello-from-the-sandbox"')
+    doc_shot(page, "tool-card-expanded")
+
+
+def test_answer_a_clarification_and_the_run_resumes(page, script, doc_shot):
+    script(
+        tool_reply(call("ask_clarification", question="Which colour should the chart use?", options=["red", "blue"])),
+        Reply(text="Drawing it in blue."),
+    )
+    page.goto("/")
+    send(page, "Draw a chart")
+    card = page.locator("#clarify")
+    expect(card).to_contain_text("Which colour should the chart use?")
+    expect(page.get_by_role("button", name="Stop")).to_be_hidden()
+    doc_shot(page, "clarification-card")
+    card.get_by_label("blue").check()
+    card.get_by_role("button", name="Send answer").click()
+    expect(assistant(page).last).to_contain_text("Drawing it in blue.")
+    expect(page.locator(".clarify.answered")).to_contain_text("You answered: blue")
+
+
+def test_an_interrupted_thread_shows_its_question_after_a_reload(page, script):
+    script(tool_reply(call("ask_clarification", question="Who is the audience?")), Reply(text="Writing for engineers."))
+    page.goto("/")
+    send(page, "Write an intro")
+    expect(page.locator("#clarify")).to_contain_text("Who is the audience?")
+    page.reload()
+    card = page.locator("#clarify")
+    expect(card).to_contain_text("Who is the audience?")
+    # typing in the composer answers the question
+    send(page, "engineers")
+    expect(assistant(page).last).to_contain_text("Writing for engineers.")
+
+
+def test_plan_mode_todos_appear_and_update(page, script):
+    script(
+        tool_reply(call("write_todos", todos=[{"content": "Collect sources", "status": "in_progress"}, {"content": "Write summary", "status": "pending"}])),
+        tool_reply(call("write_todos", todos=[{"content": "Collect sources", "status": "completed"}, {"content": "Write summary", "status": "in_progress"}])),
+        Reply(text="Plan done."),
+    )
+    page.goto("/")
+    page.get_by_label("Plan mode").check()
+    send(page, "Research something")
+    todos = page.get_by_role("region", name="Plan")
+    expect(todos.locator(".todo")).to_have_count(2)
+    expect(todos.locator(".todo").first).to_have_attribute("data-status", "completed")
+    expect(todos.locator(".todo").nth(1)).to_have_attribute("data-status", "in_progress")
+    expect(todos).to_contain_text("1/2")
+    expect(assistant(page).last).to_contain_text("Plan done.")
+    page.get_by_label("Plan mode").uncheck()
+
+
+def test_stop_a_slow_run(page, script, model_server):
+    script(Reply(text="This answer comes too late.", delay=20))
+    page.goto("/")
+    send(page, "Take your time")
+    stop = page.get_by_role("button", name="Stop")
+    expect(stop).to_be_visible()
+    page.wait_for_timeout(500)
+    page.keyboard.press("Escape")  # Esc stops, like the button
+    expect(page.get_by_role("button", name="Send")).to_be_visible(timeout=10_000)
+    expect(page.locator(".thread-item.active")).not_to_have_class(re.compile("busy"), timeout=10_000)
+    assert "comes too late" not in page.locator("#messages").inner_text()
+
+
+def test_reload_mid_run_and_see_the_run_finish(page, script, doc_shot):
+    script(
+        tool_reply(call("bash", command="sleep 3; echo slept", description="Wait three seconds"), text="Working on it: first I **wait**."),
+        Reply(text="Finished after the wait."),
+    )
+    page.goto("/")
+    send(page, "Do something slow")
+    expect(page.locator(".tool-card")).to_have_attribute("data-status", "running")
+    doc_shot(page, "chat-mid-stream")
+    page.reload()
+    expect(assistant(page).last).to_contain_text("Finished after the wait.", timeout=20_000)
+    expect(page.locator(".tool-card")).to_have_attribute("data-status", "success")
+    # nothing doubled by the history + replay
+    text = page.locator("#messages").inner_text()
+    assert text.count("Working on it") == 1
+    assert text.count("Finished after the wait.") == 1
+    expect(page.locator("article.msg.user")).to_have_count(1)
+
+
+def test_html_in_messages_is_text_never_code(page, script):
+    script(Reply(text='Reply with <img src=x onerror="window.__pwned=1"> and <script>window.__pwned=2</script> [link](javascript:alert(1))'))
+    page.goto("/")
+    send(page, '<img src=x onerror="window.__pwned=3">')
+    expect(page.locator("article.msg.user .bubble")).to_have_text('<img src=x onerror="window.__pwned=3">')
+    answer = assistant(page).last
+    expect(answer).to_contain_text("<script>window.__pwned=2</script>")
+    assert page.evaluate("window.__pwned") is None
+    assert answer.locator("img, script").count() == 0
+    assert answer.locator("a[href^='javascript']").count() == 0
+
+
+def test_a_message_while_a_run_is_active_is_queued(page, script):
+    script(Reply(text="First answer.", delay=2), Reply(text="Second answer."))
+    page.goto("/")
+    send(page, "first")
+    expect(page.get_by_role("button", name="Stop")).to_be_visible()
+    send(page, "second")
+    expect(page.locator("#composer-note")).to_contain_text("Queued 1 message")
+    expect(assistant(page).last).to_contain_text("Second answer.", timeout=20_000)
+    expect(page.locator("article.msg.user")).to_have_count(2)
+
+
+def test_rename_search_and_delete_threads(page, script):
+    script(Reply(text="ok"))
+    page.goto("/")
+    send(page, "Thread to rename")
+    expect(assistant(page).last).to_contain_text("ok")
+    item = page.locator(".thread-item.active")
+    item.get_by_role("button", name=re.compile("^Rename")).click()
+    page.get_by_label("New title").fill("Renamed <b>thread</b>")
+    page.get_by_label("New title").press("Enter")
+    expect(page.locator("#thread-title")).to_have_text("Renamed <b>thread</b>")
+    page.reload()
+    expect(page.locator("#thread-title")).to_have_text("Renamed <b>thread</b>")
+    page.get_by_label("Search chats by title").fill("renamed <b>")
+    expect(page.locator(".thread-item")).to_have_count(1)
+    page.get_by_label("Search chats by title").fill("no such chat zzz")
+    expect(page.get_by_text("No chat matches.")).to_be_visible()
+    page.get_by_label("Search chats by title").fill("")
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.locator(".thread-item.active").get_by_role("button", name=re.compile("^Delete")).click()
+    expect(page).to_have_url(re.compile(r"/$"))
+    expect(page.get_by_text("Renamed <b>thread</b>")).to_have_count(0)
+
+
+def test_phone_layout(phone, script, doc_shot):
+    page = phone
+    script(Reply(text="A short answer that fits on a phone."))
+    page.goto("/")
+    expect(page.get_by_role("heading", name="What can I help with?")).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    # the sidebar is a drawer
+    expect(page.get_by_role("link", name="+ New chat")).not_to_be_in_viewport()
+    page.get_by_role("button", name="Show chats").click()
+    expect(page.get_by_role("link", name="+ New chat")).to_be_in_viewport()
+    page.get_by_role("button", name="Hide chats").click()
+    send(page, "Hello from a phone")
+    expect(assistant(page).last).to_contain_text("fits on a phone")
+    expect(page.get_by_role("button", name="Send")).to_be_in_viewport()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    doc_shot(page, "phone-layout")
+
+
+def test_no_model_notice(page, live):
+    original = live.config_path.read_text()
+    live.config_path.write_text("config_version: 1\nmodels: []\nsandbox:\n  use: local\n")
+    try:
+        page.goto("/")
+        notice = page.get_by_role("alert")
+        expect(notice).to_contain_text("No model is configured")
+        expect(notice).to_contain_text(str(live.config_path))
+        expect(notice).to_contain_text("DEER_FLOW_CONFIG_PATH")
+        expect(page.get_by_label("Message", exact=True)).to_be_disabled()
+        expect(page.get_by_role("button", name="Send")).to_be_disabled()
+    finally:
+        live.config_path.write_text(original)
