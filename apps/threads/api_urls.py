@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.threads import views
+from apps.threads import artifact_views, upload_views, views
 
 urlpatterns = [
     path("threads", views.ThreadCollectionView.as_view(), name="thread-collection"),
@@ -12,4 +12,11 @@ urlpatterns = [
     path("threads/<str:thread_id>/history", views.ThreadHistoryView.as_view(), name="thread-history"),
     path("threads/<str:thread_id>/messages/page", views.ThreadMessagesPageView.as_view(), name="thread-messages-page"),
     path("threads/<str:thread_id>/token-usage", views.ThreadTokenUsageView.as_view(), name="thread-token-usage"),
+    path("threads/<str:thread_id>/uploads", upload_views.ThreadUploadsView.as_view(), name="thread-uploads"),
+    path("threads/<str:thread_id>/uploads/limits", upload_views.ThreadUploadLimitsView.as_view(), name="thread-upload-limits"),
+    path("threads/<str:thread_id>/uploads/list", upload_views.ThreadUploadListView.as_view(), name="thread-upload-list"),
+    path("threads/<str:thread_id>/uploads/<str:filename>", upload_views.ThreadUploadDetailView.as_view(), name="thread-upload-detail"),
+    path("threads/<str:thread_id>/artifacts/<path:artifact_path>", artifact_views.ThreadArtifactView.as_view(), name="thread-artifact"),
+    # A run's ZIP sits under the run's URL but is served from here, beside the other artifact routes.
+    path("threads/<str:thread_id>/runs/<str:run_id>/artifacts/archive", artifact_views.RunArtifactArchiveView.as_view(), name="run-artifact-archive"),
 ]

@@ -98,6 +98,31 @@ def owned_run(user) -> Owned:
     return Owned(kwargs={**thread.kwargs, "run_id": str(run.pk), "checkpoint_id": checkpoint_id}, marker=thread.marker)
 
 
+def owned_files(user) -> Owned:
+    """A thread with an uploaded file, an output file and a finished run that presented it."""
+    import hashlib
+
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from apps.runs.journal import JournalEvent, journal_append
+    from apps.threads.uploads import IncomingFile, upload_files
+    from harness.config import thread_user_data_dir
+
+    thread = thread_create(owner=user, thread_id=f"t-{user.username}-{uuid.uuid4().hex[:8]}")
+    name = f"upload-{uuid.uuid4().hex[:8]}.txt"
+    upload_files(thread=thread, files=[IncomingFile(name, SimpleUploadedFile(name, b"owned"))])
+    output = thread_user_data_dir(user.pk, thread.pk) / "outputs" / "owned.md"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text("owned")
+    run = Run.objects.create(thread=thread, owner=user, status=Run.Status.SUCCESS)
+    journal_append(thread_id=thread.pk, run_id=str(run.pk), events=[
+        JournalEvent("llm.ai.response", "message", {"type": "ai", "tool_calls": [{"name": "present_files", "id": "c1", "args": {"filepaths": ["/mnt/user-data/outputs/owned.md"]}}]}, {}),
+        JournalEvent("llm.tool.result", "message", {"type": "tool", "name": "present_files", "tool_call_id": "c1", "content": "Presented to the user: /mnt/user-data/outputs/owned.md"}, {}),
+    ])
+    return Owned(kwargs={"thread_id": thread.pk, "filename": name, "artifact_path": "mnt/user-data/outputs/owned.md", "run_id": str(run.pk),
+                         "sha": hashlib.sha256(b"owned").hexdigest()}, marker=name)
+
+
 def _run_on(owned: Owned) -> dict:
     return {"assistant_id": "lead_agent", "input": {"messages": [{"role": "user", "content": "hi"}]}}
 
@@ -142,6 +167,14 @@ OWNED_ROUTES = [
     OwnedRoute("GET", "/api/threads/<str:thread_id>/runs/<str:run_id>/join", owned_run),
     OwnedRoute("GET", "/api/threads/<str:thread_id>/runs/<str:run_id>/stream", owned_run),
     OwnedRoute("POST", "/api/threads/<str:thread_id>/runs/<str:run_id>/stream", owned_run),
+    # Uploads and artifacts. The walk sends JSON, so the owner's upload is a 415 (found, wrong body).
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/uploads", owned_files, body={}, owner_status=415),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/uploads/limits", owned_files),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/uploads/list", owned_files),
+    OwnedRoute("DELETE", "/api/threads/<str:thread_id>/uploads/<str:filename>", owned_files),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/artifacts/<path:artifact_path>", owned_files),
+    OwnedRoute("PUT", "/api/threads/<str:thread_id>/artifacts/<path:artifact_path>", owned_files, body=lambda o: {"content": "edited", "expected_sha256": o.kwargs["sha"]}),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/runs/<str:run_id>/artifacts/archive", owned_files),
 ]
 
 # Routes with nothing per user: the same answer for everyone.
