@@ -9,6 +9,7 @@ reads must not block the event loop.
 from __future__ import annotations
 
 import asyncio
+import io
 import os
 from collections.abc import AsyncIterator
 from typing import BinaryIO
@@ -65,7 +66,7 @@ class ThreadArtifactView(APIView):
             return Response({"detail": exc.detail}, status=416, headers={"Content-Range": f"bytes */{exc.size}"})
         start, end = byte_range if byte_range else (0, artifact.size - 1)
         length = max(0, end - start + 1)
-        fh = artifact.real.open("rb")
+        fh = io.BytesIO(artifact.data) if artifact.data is not None else artifact.real.open("rb")
         response = StreamingHttpResponse(_file_chunks(fh, start, length), status=206 if byte_range else 200,
                                          content_type=artifact.content_type)
         response["Content-Length"] = str(length)

@@ -47,13 +47,18 @@ class RangeNotSatisfiable(DomainError):
         self.size = size
 
 
+# A file inside a ``.skill`` archive is read whole; skill files are small, this bounds a bomb.
+SKILL_MEMBER_MAX_BYTES = 16 * 1024 * 1024
+
+
 @dataclass(frozen=True)
 class Artifact:
     virtual: str
-    real: Path
+    real: Path  # the file on disk (for a member of a .skill archive: the archive)
     size: int
     content_type: str
     mtime: float
+    data: bytes | None = None  # the content of a .skill archive member
 
     @property
     def name(self) -> str:
@@ -104,6 +109,9 @@ def _resolve(thread, virtual: str):
 
 def artifact_get(*, thread, path: Any) -> Artifact:
     virtual = normalize_artifact_path(path)
+    member = _skill_member(thread, virtual)
+    if member is not None:
+        return member
     resolved = _resolve(thread, virtual)
     real = resolved.real
     if is_staging_name(real.name):  # a link to a staging file is no way round the rule
@@ -116,6 +124,40 @@ def artifact_get(*, thread, path: Any) -> Artifact:
         raise InvalidRequest(f"{virtual} is a directory, not a file")
     content_type = mimetypes.guess_type(real.name)[0] or "application/octet-stream"
     return Artifact(virtual=virtual, real=real, size=stat.st_size, content_type=content_type, mtime=stat.st_mtime)
+
+
+def _skill_member(thread, virtual: str) -> Artifact | None:
+    """``.../x.skill/SKILL.md`` where ``x.skill`` is a file: that member of the ZIP archive, so
+    a skill package can be previewed before it is installed. None for any other path."""
+    parts = virtual.split("/")
+    for i, part in enumerate(parts[:-1]):
+        if not part.lower().endswith(".skill"):
+            continue
+        archive_virtual = "/".join(parts[: i + 1])
+        archive = _resolve(thread, archive_virtual).real
+        if not archive.is_file():
+            return None  # a directory that happens to be named x.skill
+        name = "/".join(parts[i + 1 :])
+        try:
+            with zipfile.ZipFile(archive) as bundle:
+                try:
+                    info = bundle.getinfo(name)
+                except KeyError:
+                    raise NotFound(f"{archive_virtual} has no file {name}") from None
+                if info.is_dir():
+                    raise InvalidRequest(f"{name} is a directory inside {archive_virtual}, not a file")
+                if info.file_size > SKILL_MEMBER_MAX_BYTES:
+                    raise PayloadTooLarge(f"{name} in {archive_virtual} is larger than {SKILL_MEMBER_MAX_BYTES} bytes")
+                with bundle.open(info) as fh:
+                    data = fh.read(SKILL_MEMBER_MAX_BYTES + 1)
+        except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError) as exc:
+            raise InvalidRequest(f"{archive_virtual} is not a readable skill archive ({exc})") from None
+        if len(data) > SKILL_MEMBER_MAX_BYTES:
+            raise PayloadTooLarge(f"{name} in {archive_virtual} is larger than {SKILL_MEMBER_MAX_BYTES} bytes")
+        content_type = mimetypes.guess_type(parts[-1])[0] or "application/octet-stream"
+        return Artifact(virtual=virtual, real=archive, size=len(data), content_type=content_type,
+                        mtime=archive.stat().st_mtime, data=data)
+    return None
 
 
 def is_active_content(content_type: str) -> bool:
@@ -178,6 +220,8 @@ def artifact_replace(*, thread, path: Any, content: Any, expected_sha256: Any) -
     if len(data) > limit:
         raise PayloadTooLarge(f"the new content is {len(data)} bytes; artifact edits are limited to {limit} bytes")
     artifact = artifact_get(thread=thread, path=path)
+    if artifact.data is not None:
+        raise Forbidden(f"{artifact.virtual} is inside a .skill archive; edit the files before packaging instead")
     outputs_root = _fs(thread).host_dir("outputs")
     if outputs_root not in artifact.real.parents:
         raise Forbidden(f"only files under {OUTPUTS} can be edited; {artifact.virtual} is not")

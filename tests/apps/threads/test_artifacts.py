@@ -340,3 +340,31 @@ def test_archive_of_another_users_run_is_404(user, other_user, tid):
     bob.force_authenticate(other_user)
     assert bob.get(archive_url(tid, run)).status_code == 404
     assert bob.get(f"/api/threads/{tid}/runs/not-a-uuid/artifacts/archive").status_code == 404
+
+
+def test_files_inside_a_skill_archive_are_served(user_client, user, tid):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as bundle:
+        bundle.writestr("SKILL.md", "---\nname: demo\n---\nDo the thing.")
+        bundle.writestr("scripts/run.py", "print('hi')")
+        bundle.writestr("page.html", "<script>alert(1)</script>")
+        bundle.writestr("docs/", "")
+    put_file(user, tid, "outputs/demo.skill", buf.getvalue())
+    response = user_client.get(url(tid, "outputs/demo.skill/SKILL.md"))
+    assert response.status_code == 200 and read_body(response) == b"---\nname: demo\n---\nDo the thing."
+    assert response["Content-Type"].startswith("text/markdown")
+    ranged = user_client.get(url(tid, "outputs/demo.skill/scripts/run.py"), HTTP_RANGE="bytes=0-4")
+    assert ranged.status_code == 206 and read_body(ranged) == b"print"
+    assert user_client.get(url(tid, "outputs/demo.skill/page.html"))["Content-Disposition"].startswith("attachment;")
+    assert user_client.get(url(tid, "outputs/demo.skill/missing.md")).status_code == 404
+    assert user_client.get(url(tid, "outputs/demo.skill/docs")).status_code == 404
+    assert user_client.get(url(tid, "outputs/demo.skill/../secret")).status_code == 422
+    put_file(user, tid, "outputs/broken.skill", b"not a zip")
+    broken = user_client.get(url(tid, "outputs/broken.skill/SKILL.md"))
+    assert broken.status_code == 422 and "not a readable skill archive" in broken.json()["detail"]
+    # The archive itself still downloads as a file.
+    assert read_body(user_client.get(url(tid, "outputs/demo.skill"))) == buf.getvalue()
+    # Reading inside is fine; writing inside would replace the whole archive, so it is refused.
+    edit = user_client.put(url(tid, "outputs/demo.skill/SKILL.md"), {"content": "x", "expected_sha256": sha("x")}, format="json")
+    assert edit.status_code == 403 and "inside a .skill archive" in edit.json()["detail"]
+    assert read_body(user_client.get(url(tid, "outputs/demo.skill"))) == buf.getvalue()

@@ -371,3 +371,25 @@ def test_startup_sweep_removes_only_old_staging_files(user, thread_of, tmp_path)
     assert not old_upload.exists() and not old_artifact.exists()
     assert fresh.exists() and users_own.exists() and regular.exists()
     assert uploads.sweep_staging_files(home=tmp_path / "empty") == 0
+
+
+def test_browser_session_with_csrf_uploads_and_the_caps_hold(user, thread_of, uploads_config):
+    """Session auth parses the body during its CSRF check, before the view runs: the caps
+    still apply there (the limit handler is installed first) and answer 413 as JSON."""
+    from django.middleware.csrf import _get_new_csrf_string, _mask_cipher_secret
+    from rest_framework.test import APIClient
+
+    uploads_config(max_file_size=100)
+    tid = thread_of()
+    browser = APIClient(enforce_csrf_checks=True)
+    browser.force_login(user)
+    secret = _get_new_csrf_string()
+    browser.cookies["csrftoken"] = secret
+    headers = {"HTTP_X_CSRFTOKEN": _mask_cipher_secret(secret)}
+    ok = browser.post(f"/api/threads/{tid}/uploads", {"files": [up("a.txt", b"fine")]}, format="multipart", **headers)
+    assert ok.status_code == 200, ok.content
+    big = browser.post(f"/api/threads/{tid}/uploads", {"files": [up("b.bin", b"x" * 101)]}, format="multipart", **headers)
+    assert big.status_code == 413 and "limit per file (100 bytes)" in big.json()["detail"]
+    no_token = browser.post(f"/api/threads/{tid}/uploads", {"files": [up("c.txt", b"x")]}, format="multipart")
+    assert no_token.status_code == 403
+    assert names_in(upload_dir(user, tid)) == ["a.txt"]
