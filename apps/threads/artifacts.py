@@ -27,7 +27,7 @@ from harness.config import get_app_config, thread_user_data_dir
 from harness.sandbox.errors import SandboxPathError
 from harness.sandbox.paths import MAX_NAME_BYTES, MAX_PATH_BYTES, OUTPUTS, USER_DATA, VirtualFS
 
-from apps.threads.uploads import STAGING_SUFFIX, is_staging_name
+from harness.uploads import STAGING_SUFFIX, is_staging_name
 
 # Served as attachments whatever the request says: a browser would run their scripts with
 # this site's origin.

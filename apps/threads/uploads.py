@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import logging
 import os
-import re
 import secrets
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -29,14 +28,13 @@ from urllib.parse import quote
 
 from deerflow_site.errors import InvalidRequest, NotFound, PayloadTooLarge
 from harness.config import deer_flow_home, get_app_config, thread_user_data_dir
+from harness.uploads import STAGING_SUFFIX, is_staging_name
 
 logger = logging.getLogger(__name__)
 
 VIRTUAL_UPLOADS = "/mnt/user-data/uploads"
-# Hidden staging names: the uploads middleware, the listing and the artifact route skip
-# dot-files, so a half-written upload is never shown to anyone.
-STAGING_PREFIXES = (".upload-", ".artifact-")
-STAGING_SUFFIX = ".part"
+# Staging files are dot-files: the uploads middleware, the listing and the artifact route skip
+# them, so a half-written upload is never shown to anyone.
 MAX_NAME_BYTES = 255
 # The listing and limits routes sit where a file name would: files cannot take these names.
 RESERVED_NAMES = frozenset({"list", "limits"})
@@ -63,10 +61,6 @@ def upload_limits() -> dict[str, int]:
 
 def uploads_dir(thread) -> Path:
     return thread_user_data_dir(thread.owner_id, thread.pk) / "uploads"
-
-
-def is_staging_name(name: str) -> bool:
-    return name.startswith(STAGING_PREFIXES) and name.endswith(STAGING_SUFFIX)
 
 
 def validate_upload_name(name: Any) -> str:
@@ -342,11 +336,10 @@ def sweep_staging_files(*, home: Path | None = None, min_age_seconds: float = SW
         return 0
     cutoff = time.time() - min_age_seconds
     removed = 0
-    pattern = re.compile(r"^\.(upload|artifact)-[0-9a-f]+\.part$")
     for sub in _USER_DATA_SUBDIRS:
         for path in root.glob(f"*/threads/*/user-data/{sub}/.*.part"):
             try:
-                if pattern.match(path.name) and path.is_file() and not path.is_symlink() and path.stat().st_mtime < cutoff:
+                if is_staging_name(path.name) and path.is_file() and not path.is_symlink() and path.stat().st_mtime < cutoff:
                     path.unlink()
                     removed += 1
             except OSError as exc:
