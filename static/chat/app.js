@@ -323,8 +323,14 @@
     if (call.error) setToolStatus(card, "error", call.error);
     else if (!card.dataset.done && card.dataset.status !== "waiting") setToolStatus(card, "running");
     if (name === "present_files" && args && Array.isArray(args.filepaths)) {
-      const extra = card.querySelector(".tool-extra");
-      extra.replaceChildren(...args.filepaths.map((p) => h("button", { type: "button", class: "link-button", text: "Open " + basename(p), onclick: () => openPreview(p) })));
+      // presented files stay visible under the (collapsed) card, one click from a preview
+      if (!card.presented) {
+        card.presented = h("div", { class: "presented", "aria-label": "Presented files" });
+        card.after(card.presented);
+      }
+      card.presented.replaceChildren(...args.filepaths.map((p) => h("button", {
+        type: "button", class: "presented-file", title: p, "aria-label": "Open " + basename(p), onclick: () => openPreview(p),
+      }, icon("file"), h("span", { text: basename(p) }))));
     }
   }
 
