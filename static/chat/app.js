@@ -233,6 +233,15 @@
     entry.final = true;
     entry.el.classList.remove("streaming");
     paintAi(entry);
+    const kw = msg.additional_kwargs || {};
+    if (kw.deerflow_error_fallback && !entry.retry) {
+      // the model provider failed for good: say so where it happened and offer a retry
+      entry.el.classList.add("failed");
+      entry.retry = h("div", { class: "run-error", role: "alert" },
+        h("span", { text: (kw.error && kw.error.detail) ? shorten(kw.error.detail, 200) : "The model call failed." }),
+        h("button", { type: "button", class: "button secondary", text: "Retry", onclick: () => retryFrom(entry) }));
+      entry.el.append(entry.retry);
+    }
     for (const call of msg.tool_calls || []) upsertToolCard(entry, { id: call.id, name: call.name, args: call.args, final: true });
     for (const bad of msg.invalid_tool_calls || []) {
       if (bad && bad.id) upsertToolCard(entry, { id: bad.id, name: bad.name || "tool", argsText: bad.args || "", final: true, error: bad.error || "invalid arguments" });
@@ -769,6 +778,16 @@
     }
   }
 
+  function retryFrom(entry) {
+    // resend the question this answer belongs to: the nearest user message above it
+    let node = entry.el.previousElementSibling;
+    while (node && !node.classList.contains("user")) node = node.previousElementSibling;
+    const human = node && S.messages.get(node.dataset.id);
+    if (!human || S.running) return;
+    if (entry.retry) entry.retry.remove();
+    send(human.text);
+  }
+
   function removeErrors() { el.messages.querySelectorAll(".run-error").forEach((n) => n.remove()); }
 
   function showError(text, retryable) {
@@ -1082,5 +1101,11 @@
   }
 
   window.addEventListener("beforeunload", () => { S.wsWanted = false; });
+  // a seam for the browser tests and for debugging from the console: drop the socket as a
+  // flaky network would (the client reconnects and resumes after the last event id)
+  window.DeerFlowChat = {
+    dropConnection() { if (S.ws) S.ws.close(4000, "dropped"); },
+    state() { return { threadId: S.threadId, runId: S.runId, lastEventId: S.lastEventId, running: S.running }; },
+  };
   start();
 })();

@@ -35,7 +35,14 @@ def test_sign_in_from_the_landing_page_and_see_the_welcome(anon_page, live):
     expect(page.get_by_label("Model")).to_have_value("loopback")
     # an example prompt fills the composer
     page.get_by_role("listitem").filter(has_text="Plan a three-day trip").click()
-    expect(page.get_by_label("Message", exact=True)).to_have_value(re.compile("three-day trip"))
+    box = page.get_by_label("Message", exact=True)
+    expect(box).to_have_value(re.compile("three-day trip"))
+    # Shift+Enter is a new line, not a send
+    box.press("End")
+    box.press("Shift+Enter")
+    box.type("second line")
+    expect(box).to_have_value(re.compile("three-day trip.*\nsecond line", re.S))
+    expect(page.locator("article.msg")).to_have_count(0)
     assert page.js_errors == []
 
 
@@ -214,10 +221,15 @@ def test_phone_layout(phone, script, doc_shot):
     expect(page.get_by_role("heading", name="What can I help with?")).to_be_visible()
     assert page.evaluate("document.documentElement.scrollWidth") <= 375
     # the sidebar is a drawer
-    expect(page.get_by_role("link", name="+ New chat")).not_to_be_in_viewport()
+    new_chat = page.locator("#new-chat")
+    expect(new_chat).to_be_hidden()
     page.get_by_role("button", name="Show chats").click()
-    expect(page.get_by_role("link", name="+ New chat")).to_be_in_viewport()
+    expect(new_chat).to_be_in_viewport()
     page.get_by_role("button", name="Hide chats").click()
+    expect(new_chat).to_be_hidden()
+    # the header keeps every control on screen
+    for control in (page.get_by_label("Model"), page.get_by_label("Plan mode"), page.get_by_role("button", name="Files", exact=True)):
+        expect(control).to_be_in_viewport()
     send(page, "Hello from a phone")
     expect(assistant(page).last).to_contain_text("fits on a phone")
     expect(page.get_by_role("button", name="Send")).to_be_in_viewport()
@@ -238,3 +250,34 @@ def test_no_model_notice(page, live):
         expect(page.get_by_role("button", name="Send")).to_be_disabled()
     finally:
         live.config_path.write_text(original)
+
+
+def test_a_dropped_connection_reconnects_and_resumes_without_duplicates(page, script):
+    script(
+        tool_reply(call("bash", command="sleep 2; echo done", description="Wait two seconds"), text="Starting the slow part."),
+        Reply(text="All finished after the reconnect."),
+    )
+    page.goto("/")
+    send(page, "Slow work please")
+    expect(page.locator(".tool-card")).to_have_attribute("data-status", "running")
+    seen = page.evaluate("window.DeerFlowChat.state().lastEventId")
+    assert seen
+    page.evaluate("window.DeerFlowChat.dropConnection()")
+    expect(page.get_by_role("status")).to_contain_text("reconnecting")
+    expect(page.locator("article.msg.assistant").last).to_contain_text("All finished after the reconnect.", timeout=20_000)
+    expect(page.get_by_role("status")).to_be_hidden()
+    text = page.locator("#messages").inner_text()
+    assert text.count("Starting the slow part.") == 1
+    assert text.count("All finished after the reconnect.") == 1
+
+
+def test_a_failed_run_shows_the_error_inline_with_retry(page, script):
+    script(Reply(status=400, error_message="provider refused the request"), Reply(text="Second try worked."))
+    page.goto("/")
+    send(page, "Try something")
+    error = page.get_by_role("alert")
+    expect(error).to_be_visible(timeout=20_000)
+    expect(error).to_contain_text("provider refused the request")
+    error.get_by_role("button", name="Retry").click()
+    expect(page.locator("article.msg.assistant").last).to_contain_text("Second try worked.", timeout=20_000)
+    expect(page.get_by_role("alert")).to_have_count(0)
