@@ -1,4 +1,9 @@
-"""The Celery app. Tasks live in each app's ``tasks.py`` and are found by autodiscovery."""
+"""The Celery app. Tasks live in each app's ``tasks.py`` and are found by autodiscovery.
+
+Beat reads its schedule from the database (django-celery-beat's DatabaseScheduler);
+scheduled tasks keep their entries there (``apps.runs.scheduling.beat``). The broker is
+chosen in ``deerflow_site/settings/services.py``.
+"""
 
 import os
 

@@ -21,6 +21,7 @@ from apps.runs import graphs
 from apps.runs.models import Run
 from apps.runs.runtime import PROCESS_ID, get_runtime
 from apps.runs.schemas import RunCreate
+from apps.runs.scheduling.services import scheduled_run_settled
 from apps.threads.models import Thread
 from apps.threads.selectors import thread_get_for_user
 from apps.threads.services import thread_create
@@ -153,6 +154,7 @@ def run_cancel(*, run: Run, action: str = "interrupt", wait: bool = False, timeo
         )
         if finished:
             Thread.objects.filter(pk=run.thread_id).update(status=Thread.Status.IDLE, updated_at=timezone.now())
+            scheduled_run_settled(run.pk)
             if not runtime.bridge.is_ended(str(run.pk)):
                 runtime.bridge.end(str(run.pk))
     elif wait:
@@ -175,6 +177,7 @@ def runs_recover_orphans() -> int:
             )
             if updated:
                 Thread.objects.filter(pk=thread_id, status=Thread.Status.BUSY).update(status=Thread.Status.ERROR, updated_at=now)
+                scheduled_run_settled(run_id)
                 count += updated
     if count:
         logger.warning("Recovered %d orphaned run(s): marked as error", count)

@@ -24,6 +24,7 @@ from apps.runs import graphs
 from apps.runs.journal import JournalEvent, journal_append
 from apps.runs.models import Run
 from apps.runs.runtime import PROCESS_ID, get_runtime
+from apps.runs.scheduling.services import scheduled_run_settled
 from apps.threads.models import Thread
 from harness.config import ConfigError
 from harness.runtime.serialize import to_jsonable
@@ -123,6 +124,7 @@ def _finish(run_id: str, *, status: str, thread_status: str, error: str, progres
         if title:
             updates["title"] = title[:255]
         Thread.objects.filter(pk=run.thread_id).update(**updates)
+        scheduled_run_settled(run)
 
 
 class JournalBuffer:

@@ -1,6 +1,6 @@
 """Channel layer, Celery and the run executor: embedded unless REDIS_URL / a broker is set."""
 
-from deerflow_site.settings.environment import env
+from deerflow_site.settings.environment import DEER_FLOW_HOME, env
 
 REDIS_URL = env.str("REDIS_URL", default="")
 
@@ -15,15 +15,32 @@ if REDIS_URL:
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 
-# Without a broker, Celery uses an in-memory transport inside this process: beat still
-# schedules and tasks still run, with nothing to install.
-CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "memory://")
-CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default="")  or None
+# Celery: Redis when CELERY_BROKER_URL (or REDIS_URL) is set; otherwise kombu's filesystem
+# transport in folders under DEER_FLOW_HOME, which needs no server and works across the
+# processes `make run` starts (Daphne, the worker with embedded beat). Not for several hosts.
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default=REDIS_URL or "filesystem://")
+CELERY_BROKER_DIR = DEER_FLOW_HOME / "celery-broker"
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(CELERY_BROKER_DIR / "queue"),
+        "data_folder_out": str(CELERY_BROKER_DIR / "queue"),
+        "control_folder": str(CELERY_BROKER_DIR / "control"),
+        "store_processed": False,
+    }
+    # The transport expects its folders to exist in every process that sends or receives.
+    for _folder in ("queue", "control"):
+        (CELERY_BROKER_DIR / _folder).mkdir(parents=True, exist_ok=True)
+CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default="") or None
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
 CELERY_TIMEZONE = env.str("TIME_ZONE", default="UTC")
 CELERY_TASK_ACKS_LATE = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# The connection retry on startup warning is noise for a local broker.
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+
+# Scheduled tasks: the largest prompt a task may carry (characters).
+SCHEDULED_TASK_MAX_PROMPT_CHARS = env.int("SCHEDULED_TASK_MAX_PROMPT_CHARS", default=20000)
 
 # "embedded" runs agent runs as asyncio tasks in the ASGI process; "celery" sends them to workers.
 # Runs execute as asyncio tasks on the process's runs loop; a Celery executor joins this seam later.

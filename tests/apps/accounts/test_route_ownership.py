@@ -123,6 +123,15 @@ def owned_files(user) -> Owned:
                          "sha": hashlib.sha256(b"owned").hexdigest()}, marker=name)
 
 
+def owned_scheduled_task(user) -> Owned:
+    from apps.runs.scheduling.services import scheduled_task_create
+
+    thread = owned_thread(user)
+    task = scheduled_task_create(user=user, data={"title": f"task-of-{user.username}-{uuid.uuid4().hex[:6]}", "prompt": "hi", "cron": "0 7 * * *",
+                                                  "context_mode": "reuse_thread", "thread_id": thread.kwargs["thread_id"]})
+    return Owned(kwargs={"task_id": task.pk, **thread.kwargs}, marker=task.title)
+
+
 def _run_on(owned: Owned) -> dict:
     return {"assistant_id": "lead_agent", "input": {"messages": [{"role": "user", "content": "hi"}]}}
 
@@ -175,6 +184,17 @@ OWNED_ROUTES = [
     OwnedRoute("GET", "/api/threads/<str:thread_id>/artifacts/<path:artifact_path>", owned_files),
     OwnedRoute("PUT", "/api/threads/<str:thread_id>/artifacts/<path:artifact_path>", owned_files, body=lambda o: {"content": "edited", "expected_sha256": o.kwargs["sha"]}),
     OwnedRoute("GET", "/api/threads/<str:thread_id>/runs/<str:run_id>/artifacts/archive", owned_files),
+    # Scheduled tasks.
+    OwnedRoute("GET", "/api/scheduled-tasks", owned_scheduled_task),
+    OwnedRoute("POST", "/api/scheduled-tasks", owned_scheduled_task, body={"title": "fresh", "prompt": "hi", "cron": "0 7 * * *"}, owner_status=201, lists=False),
+    OwnedRoute("GET", "/api/scheduled-tasks/<str:task_id>", owned_scheduled_task),
+    OwnedRoute("PATCH", "/api/scheduled-tasks/<str:task_id>", owned_scheduled_task, body={"title": "renamed"}),
+    OwnedRoute("DELETE", "/api/scheduled-tasks/<str:task_id>", owned_scheduled_task),
+    OwnedRoute("POST", "/api/scheduled-tasks/<str:task_id>/pause", owned_scheduled_task),
+    OwnedRoute("POST", "/api/scheduled-tasks/<str:task_id>/resume", owned_scheduled_task),
+    OwnedRoute("POST", "/api/scheduled-tasks/<str:task_id>/trigger", owned_scheduled_task),
+    OwnedRoute("GET", "/api/scheduled-tasks/<str:task_id>/runs", owned_scheduled_task),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/scheduled-tasks", owned_scheduled_task),
 ]
 
 # Routes with nothing per user: the same answer for everyone.
@@ -183,6 +203,7 @@ NO_USER_OBJECTS = {
     ("GET", "/api/schema/"),
     ("GET", "/api/docs/"),
     ("GET", "/api/models"),
+    ("POST", "/api/scheduled-tasks/preview"),
     # Only the built-in lead agent so far; custom agents are per user and move these to OWNED_ROUTES.
     ("POST", "/api/assistants/search"),
     ("GET", "/api/assistants/<str:assistant_id>"),

@@ -1,0 +1,135 @@
+"""One firing of a scheduled task becomes one run, admitted by ``start_run()`` exactly as the
+HTTP API admits one.
+
+Overlap (policy ``skip``): the database decides. ``uq_scheduled_task_run_active`` lets one
+queued/running ScheduledTaskRun exist per task, so of two racing dispatches (beat and a
+manual trigger, a Celery retry) only one inserts its queued row; the other gets an
+IntegrityError and records ``skipped`` (scheduled) or answers 409 (manual). The read before
+the insert is only a fast path that saves the failed insert in the common case.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from apps.runs.models import ScheduledTask, ScheduledTaskRun
+from apps.runs.schemas import RunCreate
+from apps.runs.scheduling import selectors
+from apps.runs.scheduling.cron import next_run, parse_cron, parse_timezone
+from deerflow_site.errors import Conflict, DomainError
+
+logger = logging.getLogger(__name__)
+
+ORIGIN = "schedule"
+
+
+class TaskRunConflict(Conflict):
+    pass
+
+
+class DispatchFailed(DomainError):
+    """A manual trigger whose run could not be started (the task run records why)."""
+
+    status_code = 502
+
+
+def _skip(task: ScheduledTask, trigger: str, scheduled_for, reason: str) -> ScheduledTaskRun:
+    # Created directly as terminal 'skipped', never as a transient 'queued': it must not
+    # occupy the active slot the earlier run still holds.
+    now = timezone.now()
+    logger.info("Scheduled task %s: %s firing skipped (%s)", task.pk, trigger, reason)
+    return ScheduledTaskRun.objects.create(task=task, trigger=trigger, status=ScheduledTaskRun.Status.SKIPPED,
+                                           error=reason, scheduled_for=scheduled_for, finished_at=now)
+
+
+def _run_request(task: ScheduledTask, task_run: ScheduledTaskRun) -> tuple[str, RunCreate]:
+    """(thread id, the run request) — the same request an API client would send."""
+    if task.context_mode == ScheduledTask.ContextMode.REUSE_THREAD:
+        thread_id = task.thread_id
+    else:
+        thread_id = str(uuid.uuid4())
+    context = {**(task.options or {}), "non_interactive": True}
+    request = RunCreate(
+        assistant_id=task.assistant_id,
+        input={"messages": [{"role": "user", "content": task.prompt}]},
+        context=context,
+        metadata={"origin": ORIGIN, "scheduled_task_id": task.pk, "scheduled_task_run_id": str(task_run.pk),
+                  "trigger": task_run.trigger},
+        # A fresh thread is created by the admission itself; a reused one must still exist.
+        if_not_exists="create" if task.context_mode == ScheduledTask.ContextMode.FRESH_THREAD_PER_RUN else None,
+        multitask_strategy="reject",
+    )
+    return thread_id, request
+
+
+def dispatch(task_id: str, *, trigger: str = ScheduledTaskRun.Trigger.SCHEDULED, scheduled_for=None) -> ScheduledTaskRun | None:
+    """Start one run of the task, or record why not. None when there is nothing to do (the
+    task was deleted, or disabled after beat read its schedule).
+
+    Manual triggers raise ``TaskRunConflict`` (409) while a run is active and
+    ``DispatchFailed`` (502) when the run cannot be started; scheduled firings record both
+    outcomes as rows instead, since no one is waiting for an answer.
+    """
+    from apps.runs.services import start_run
+
+    manual = trigger == ScheduledTaskRun.Trigger.MANUAL
+    task = ScheduledTask.objects.select_related("owner").filter(pk=task_id).first()
+    if task is None or (not manual and not task.enabled):
+        return None
+    scheduled_for = scheduled_for or timezone.now()
+
+    if selectors.task_has_active_run(task.pk):
+        if manual:
+            raise TaskRunConflict(f"Scheduled task {task.pk} already has an active run")
+        return _skip(task, trigger, scheduled_for, "the previous run is still active")
+    try:
+        with transaction.atomic():
+            task_run = ScheduledTaskRun.objects.create(task=task, trigger=trigger, status=ScheduledTaskRun.Status.QUEUED,
+                                                       scheduled_for=scheduled_for)
+    except IntegrityError:
+        # Another dispatch inserted its queued row between our read and our insert.
+        if manual:
+            raise TaskRunConflict(f"Scheduled task {task.pk} already has an active run") from None
+        return _skip(task, trigger, scheduled_for, "another dispatch of this task is active")
+
+    now = timezone.now()
+    thread_id, request = _run_request(task, task_run)
+    try:
+        admitted = start_run(user=task.owner, thread_id=thread_id, request=request)
+    except DomainError as exc:
+        # e.g. the task's agent or reused thread was deleted, or that thread is busy. The task
+        # stays listed; its history says why this firing did not run.
+        error = f"The run could not be started: {exc.detail}"
+        ScheduledTaskRun.objects.filter(pk=task_run.pk).update(status=ScheduledTaskRun.Status.ERROR, error=error,
+                                                               thread_id=thread_id, finished_at=now)
+        _record_on_task(task, now=now, run_id="", thread_id=thread_id, error=error)
+        task_run.refresh_from_db()
+        logger.warning("Scheduled task %s could not start a run: %s", task.pk, exc.detail)
+        if manual:
+            raise DispatchFailed(error) from None
+        return task_run
+
+    run = admitted.run
+    # The run may already have finished (and settled this row through the hook): only a row
+    # still queued becomes running.
+    ScheduledTaskRun.objects.filter(pk=task_run.pk).update(run=run, thread_id=admitted.thread.pk)
+    ScheduledTaskRun.objects.filter(pk=task_run.pk, status=ScheduledTaskRun.Status.QUEUED).update(
+        status=ScheduledTaskRun.Status.RUNNING, started_at=now)
+    _record_on_task(task, now=now, run_id=str(run.pk), thread_id=admitted.thread.pk, error=None)
+    task_run.refresh_from_db()
+    return task_run
+
+
+def _record_on_task(task: ScheduledTask, *, now, run_id: str, thread_id: str, error: str | None) -> None:
+    from django.db.models import F
+
+    updates = {"last_run_at": now, "last_run_id": run_id, "last_thread_id": thread_id, "run_count": F("run_count") + 1}
+    if error is not None:
+        updates["last_error"] = error
+    if task.enabled:
+        updates["next_run_at"] = next_run(parse_cron(task.cron), parse_timezone(task.timezone), after=now)
+    ScheduledTask.objects.filter(pk=task.pk).update(**updates)

@@ -1,0 +1,187 @@
+"""Writes for scheduled tasks. Every write that changes when or whether a task fires also
+writes its beat entry, in the same transaction (``beat.beat_sync``)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from apps.runs import graphs
+from apps.runs.models import Run, ScheduledTask, ScheduledTaskRun
+from apps.runs.scheduling import beat
+from apps.runs.scheduling.cron import next_run, parse_cron, parse_timezone
+from apps.threads.selectors import thread_get_for_user
+from deerflow_site.errors import InvalidRequest
+from harness.config.loader import get_app_config
+
+# Run options a task may carry into its runs' context. Anything else is refused, so a typo
+# is a 422 rather than an option silently ignored at 3 a.m.
+OPTION_KEYS = frozenset({"model_name", "thinking_enabled", "is_plan_mode", "subagent_enabled", "agent_name"})
+FIELDS = ("title", "prompt", "cron", "timezone", "context_mode", "thread_id", "assistant_id", "options", "enabled")
+
+
+def _clean_title(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidRequest("title: a title is required")
+    if len(value.strip()) > 200:
+        raise InvalidRequest("title: at most 200 characters")
+    return value.strip()
+
+
+def _clean_prompt(value: Any) -> str:
+    limit = settings.SCHEDULED_TASK_MAX_PROMPT_CHARS
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidRequest("prompt: a prompt is required")
+    if len(value) > limit:
+        raise InvalidRequest(f"prompt: at most {limit} characters (got {len(value)})")
+    return value
+
+
+def _clean_options(value: Any) -> dict:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise InvalidRequest("options: must be an object")
+    unknown = sorted(set(value) - OPTION_KEYS)
+    if unknown:
+        raise InvalidRequest(f"options: unknown option(s) {', '.join(unknown)}; allowed: {', '.join(sorted(OPTION_KEYS))}")
+    model = value.get("model_name")
+    if model is not None:
+        names = [m.name for m in get_app_config().models]
+        if model not in names:
+            raise InvalidRequest(f"options.model_name: unknown model '{model}'; configured: {', '.join(names) or 'none'}")
+    for flag in ("thinking_enabled", "is_plan_mode", "subagent_enabled"):
+        if flag in value and not isinstance(value[flag], bool):
+            raise InvalidRequest(f"options.{flag}: must be true or false")
+    return {k: v for k, v in value.items() if v is not None}
+
+
+def _normalize(data: Any) -> dict:
+    """The API's shapes into model fields. ``schedule_type``/``schedule_spec`` are the wire
+    contract's spelling of the cron; ``cron`` is accepted directly."""
+    if not isinstance(data, dict):
+        raise InvalidRequest("the request must be a JSON object")
+    data = dict(data)
+    schedule_type = data.pop("schedule_type", None)
+    if schedule_type not in (None, "cron"):
+        raise InvalidRequest("schedule_type: only 'cron' is supported")
+    spec = data.pop("schedule_spec", None)
+    if spec is not None:
+        if not isinstance(spec, dict) or "cron" not in spec:
+            raise InvalidRequest("schedule_spec: must be an object with 'cron'")
+        data.setdefault("cron", spec["cron"])
+    unknown = sorted(set(data) - set(FIELDS))
+    if unknown:
+        raise InvalidRequest(f"{unknown[0]}: unknown field")
+    return data
+
+
+def _apply(task: ScheduledTask, data: dict, *, user) -> None:
+    if "title" in data:
+        task.title = _clean_title(data["title"])
+    if "prompt" in data:
+        task.prompt = _clean_prompt(data["prompt"])
+    if "cron" in data:
+        task.cron = parse_cron(data["cron"]).expression
+    if "timezone" in data:
+        task.timezone = parse_timezone(data["timezone"]).key
+    if "assistant_id" in data:
+        if not isinstance(data["assistant_id"], str) or not graphs.known_assistant(data["assistant_id"]):
+            raise InvalidRequest(f"assistant_id: unknown assistant {data['assistant_id']!r}")
+        task.assistant_id = data["assistant_id"] or graphs.LEAD_AGENT
+    if "options" in data:
+        task.options = _clean_options(data["options"])
+    if "enabled" in data:
+        if not isinstance(data["enabled"], bool):
+            raise InvalidRequest("enabled: must be true or false")
+        task.enabled = data["enabled"]
+    if "context_mode" in data:
+        if data["context_mode"] not in ScheduledTask.ContextMode.values:
+            raise InvalidRequest(f"context_mode: must be one of {', '.join(ScheduledTask.ContextMode.values)}")
+        task.context_mode = data["context_mode"]
+    if "thread_id" in data:
+        task.thread_id = data["thread_id"] or ""
+    if task.context_mode == ScheduledTask.ContextMode.REUSE_THREAD:
+        if not task.thread_id:
+            raise InvalidRequest("thread_id: required when context_mode is reuse_thread")
+        thread_get_for_user(user=user, thread_id=task.thread_id)  # 404 for a missing or another user's thread
+    elif task.thread_id:
+        raise InvalidRequest("thread_id: only used when context_mode is reuse_thread")
+
+
+def _refresh_next_run(task: ScheduledTask, *, now: dt.datetime | None = None) -> None:
+    cron = parse_cron(task.cron)
+    task.next_run_at = next_run(cron, parse_timezone(task.timezone), after=now or timezone.now()) if task.enabled else None
+
+
+def _save(task: ScheduledTask) -> ScheduledTask:
+    cron = parse_cron(task.cron)
+    if next_run(cron, parse_timezone(task.timezone), after=timezone.now()) is None:
+        raise InvalidRequest(f"cron: {task.cron!r} never fires")
+    _refresh_next_run(task)
+    with transaction.atomic():
+        task.save()
+        beat.beat_sync(task, cron)
+    return task
+
+
+def scheduled_task_create(*, user, data: Any) -> ScheduledTask:
+    data = _normalize(data)
+    for required in ("title", "prompt", "cron"):
+        if required not in data:
+            raise InvalidRequest(f"{required}: this field is required")
+    task = ScheduledTask(owner=user)
+    _apply(task, data, user=user)
+    return _save(task)
+
+
+def scheduled_task_update(*, task: ScheduledTask, data: Any) -> ScheduledTask:
+    _apply(task, _normalize(data), user=task.owner)
+    return _save(task)
+
+
+def scheduled_task_set_enabled(*, task: ScheduledTask, enabled: bool) -> ScheduledTask:
+    task.enabled = enabled
+    return _save(task)
+
+
+def scheduled_task_delete(*, task: ScheduledTask) -> None:
+    # The beat entry goes with the row (also when a user deletion cascades): see signals.py.
+    task.delete()
+
+
+# -- the run path's hook -----------------------------------------------------------------
+
+_RUN_TO_TASK_RUN = {
+    Run.Status.SUCCESS: ScheduledTaskRun.Status.SUCCESS,
+    Run.Status.ERROR: ScheduledTaskRun.Status.ERROR,
+    Run.Status.TIMEOUT: ScheduledTaskRun.Status.ERROR,
+    Run.Status.INTERRUPTED: ScheduledTaskRun.Status.INTERRUPTED,
+}
+
+
+def scheduled_run_settled(run: Run | str) -> None:
+    """A run has finished: its ScheduledTaskRun row (if it has one) follows its status.
+
+    Called where runs finish (the worker, cancellation of a run no process holds, orphan
+    recovery). The row is found through the run's metadata, which ``start_run`` stored before
+    the run could start, so a run that finishes before the dispatcher links it is still seen.
+    """
+    if not isinstance(run, Run):
+        run = Run.objects.filter(pk=run).only("id", "status", "error", "metadata", "finished_at").first()
+        if run is None:
+            return
+    task_run_id = (run.metadata or {}).get("scheduled_task_run_id")
+    status = _RUN_TO_TASK_RUN.get(run.status)
+    if not task_run_id or status is None:
+        return
+    updated = ScheduledTaskRun.objects.filter(pk=task_run_id, status__in=ScheduledTaskRun.ACTIVE_STATUSES).update(
+        status=status, error=run.error or "", finished_at=run.finished_at or timezone.now(), run_id=run.pk,
+    )
+    if updated:
+        task_id = (run.metadata or {}).get("scheduled_task_id")
+        ScheduledTask.objects.filter(pk=task_id).update(last_error=(run.error or "") if status == ScheduledTaskRun.Status.ERROR else "")

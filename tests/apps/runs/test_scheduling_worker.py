@@ -1,0 +1,97 @@
+"""A real Celery worker process (not eager mode) picks up scheduled-task dispatches: once from
+beat's own DatabaseScheduler, once from a plain ``delay()``, over the embedded filesystem broker."""
+
+import datetime as dt
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+from django_celery_beat.models import PeriodicTask
+
+from apps.runs.models import ScheduledTaskRun
+from apps.runs.scheduling.beat import entry_name
+from apps.runs.scheduling.services import scheduled_task_create
+from deerflow_site.celery import app as celery_app
+
+ROOT = Path(__file__).resolve().parents[3]
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
+
+
+@pytest.fixture
+def celery_worker_process(tmp_path):
+    if connection.vendor != "sqlite":
+        pytest.skip("the worker shares the test database file (SQLite tier)")
+    # This process is the producer: really send, never run tasks inline.
+    eager = celery_app.conf.task_always_eager
+    celery_app.conf.task_always_eager = False
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "tests.settings",
+        "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
+        "CELERY_TASK_ALWAYS_EAGER": "false",
+        "DEERFLOW_AGENT_FACTORY": "tests.support.agents:make_scripted_agent",
+    }
+    log = tmp_path / "worker.log"
+    with log.open("w") as out:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "celery", "-A", "deerflow_site", "worker", "-P", "solo", "--without-mingle",
+             "--without-gossip", "--without-heartbeat", "-l", "info", "-n", f"test-{os.getpid()}@%h"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )
+    try:
+        deadline = time.monotonic() + 60
+        while "ready." not in log.read_text(errors="replace"):
+            assert process.poll() is None, f"the worker exited:\n{log.read_text(errors='replace')}"
+            assert time.monotonic() < deadline, f"the worker did not start:\n{log.read_text(errors='replace')}"
+            time.sleep(0.1)
+        yield process, log
+    finally:
+        celery_app.conf.task_always_eager = eager
+        # A cold shutdown: nothing of the worker's needs to survive the test.
+        process.send_signal(signal.SIGQUIT)
+        try:
+            process.wait(15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+
+
+def _settled(task, count, log, timeout=30):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        rows = list(ScheduledTaskRun.objects.filter(task=task).select_related("run"))
+        if len(rows) >= count and not any(r.is_active for r in rows):
+            return rows
+        time.sleep(0.1)
+    raise AssertionError(f"no settled task run; worker log:\n{log.read_text(errors='replace')}")
+
+
+def test_beat_fires_and_a_real_worker_runs_the_task(user, celery_worker_process):
+    from django_celery_beat.schedulers import DatabaseScheduler
+
+    process, log = celery_worker_process
+    task = scheduled_task_create(user=user, data={"title": "every minute", "prompt": "ping", "cron": "* * * * *"})
+    # Beat last fired this entry five minutes ago, so its next tick finds it due.
+    PeriodicTask.objects.filter(name=entry_name(task.pk)).update(last_run_at=timezone.now() - dt.timedelta(minutes=5))
+    scheduler = DatabaseScheduler(app=celery_app)
+    scheduler.tick()
+
+    [row] = _settled(task, 1, log)
+    assert row.trigger == "scheduled" and row.status == "success", (row.error, log.read_text())
+    assert row.run.status == "success" and row.run.metadata["origin"] == "schedule"
+    # It executed in the worker process, not here: the worker holds the lease it renewed.
+    assert row.run.lease_owner.endswith(f":{process.pid}")
+    assert "dispatch_scheduled_task" in log.read_text() and "succeeded" in log.read_text()
+
+    from apps.runs.tasks import dispatch_scheduled_task
+
+    dispatch_scheduled_task.delay(task.pk, "manual")
+    rows = _settled(task, 2, log)
+    assert sorted((r.trigger, r.status) for r in rows) == [("manual", "success"), ("scheduled", "success")]
