@@ -50,6 +50,7 @@ class AssistantSchemasView(APIView):
 
 
 class ModelListView(APIView):
+    token_scopes = {"GET": None}  # any valid token: scripts pick a model_name from here
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request):
         return Response({"models": model_list()})

@@ -35,5 +35,5 @@ async def sweep_forever() -> None:
         await asyncio.sleep(SWEEP_SECONDS)
         try:
             await recover()
-        except Exception:  # a failed sweep is retried on the next tick
-            logger.warning("Run recovery sweep failed", exc_info=True)
+        except Exception as exc:  # a failed sweep is retried on the next tick
+            logger.warning("Run recovery sweep failed (retrying in %ss): %s", SWEEP_SECONDS, exc)

@@ -36,6 +36,7 @@ PROCESS_ID = f"{socket.gethostname()}:{os.getpid()}"
 class ActiveRun:
     task: asyncio.Task
     cancel_action: str | None = None
+    started: bool = False
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -119,7 +120,10 @@ class RunsRuntime:
             if entry is None:
                 return False
             entry.cancel_action = entry.cancel_action or action
-            entry.task.cancel()
+            # A task cancelled before its first step never runs its cleanup: the worker checks
+            # cancel_action when it starts instead.
+            if entry.started:
+                entry.task.cancel()
             return True
 
         return self.call(_cancel, timeout=10)
@@ -134,6 +138,11 @@ class RunsRuntime:
         except TimeoutError:
             return False
         return True
+
+    def mark_started(self, run_id: str) -> None:
+        entry = self.active.get(run_id)
+        if entry is not None:
+            entry.started = True
 
     def cancel_action(self, run_id: str) -> str | None:
         entry = self.active.get(run_id)

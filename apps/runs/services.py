@@ -149,18 +149,26 @@ def run_cancel(*, run: Run, action: str = "interrupt", wait: bool = False, timeo
     if not runtime.cancel(str(run.pk), action):
         # Not executing in this process. A pending run that never reached a worker, or an
         # orphan: settle it here so the thread is freed.
-        finished = Run.objects.filter(pk=run.pk, status__in=Run.ACTIVE_STATUSES).update(
-            status=Run.Status.INTERRUPTED, stop_reason="cancelled", finished_at=timezone.now(), lease_expires_at=None,
-        )
-        if finished:
-            Thread.objects.filter(pk=run.thread_id).update(status=Thread.Status.IDLE, updated_at=timezone.now())
-            scheduled_run_settled(run.pk)
-            if not runtime.bridge.is_ended(str(run.pk)):
-                runtime.bridge.end(str(run.pk))
+        if run_settle_cancelled(run_id=str(run.pk)) and not runtime.bridge.is_ended(str(run.pk)):
+            runtime.bridge.end(str(run.pk))
     elif wait:
         runtime.call(runtime.wait_done, str(run.pk), timeout, timeout=timeout + 5)
     run.refresh_from_db()
     return run
+
+
+def run_settle_cancelled(*, run_id: str) -> bool:
+    """Finish a cancelled run that never got (or lost) its worker; False if already finished."""
+    run = Run.objects.filter(pk=run_id).only("thread_id").first()
+    if run is None:
+        return False
+    finished = Run.objects.filter(pk=run_id, status__in=Run.ACTIVE_STATUSES).update(
+        status=Run.Status.INTERRUPTED, stop_reason="cancelled", finished_at=timezone.now(), lease_expires_at=None,
+    )
+    if finished:
+        Thread.objects.filter(pk=run.thread_id, status=Thread.Status.BUSY).update(status=Thread.Status.IDLE, updated_at=timezone.now())
+        scheduled_run_settled(run_id)
+    return bool(finished)
 
 
 def runs_recover_orphans() -> int:

@@ -82,8 +82,9 @@ def _claim(run_id: str) -> dict | None:
     )
     if not updated:
         return None
-    run = Run.objects.select_related("thread").get(pk=run_id)
-    Thread.objects.filter(pk=run.thread_id).update(status=Thread.Status.BUSY, updated_at=now)
+    # Admission already marked the thread busy; touching it here could undo a cancel that
+    # settled the run between this update and that one.
+    run = Run.objects.get(pk=run_id)
     return {"thread_id": run.thread_id, "owner_id": run.owner_id, "kwargs": run.kwargs, "assistant_id": run.assistant_id,
             "model_name": run.model_name, "metadata": run.metadata}
 
@@ -248,11 +249,23 @@ def _stream_modes(kwargs: dict) -> tuple[list[str], list[str]]:
 
 
 async def execute_run(run_id: str) -> None:
+    runtime = get_runtime()
+    runtime.mark_started(run_id)
+    bridge = runtime.bridge
     try:
+        if runtime.cancel_action(run_id):
+            raise asyncio.CancelledError  # cancelled before it started
         await _execute(run_id)
+    except asyncio.CancelledError:
+        # Cancelled before the run got going (e.g. while claiming it): nothing to roll back,
+        # but the row must not stay active.
+        from apps.runs.services import run_settle_cancelled
+
+        await database_sync_to_async(run_settle_cancelled)(run_id=run_id)
+        if not bridge.is_ended(run_id):
+            bridge.end(run_id)
     except Exception:  # bookkeeping itself failed (database down): recovery settles the row
         logger.exception("Run %s could not be executed", run_id)
-        bridge = get_runtime().bridge
         if not bridge.is_ended(run_id):
             bridge.end(run_id)
 

@@ -7,7 +7,7 @@ import re
 from django.db import IntegrityError, transaction
 
 from apps.threads.models import THREAD_ID_PATTERN, Thread, new_thread_id
-from deerflow_site.errors import Conflict, InvalidRequest
+from deerflow_site.errors import Conflict, InvalidRequest, NotFound
 
 _THREAD_ID = re.compile(THREAD_ID_PATTERN)
 # Ownership is the server's to decide; clients cannot smuggle it in through metadata.
@@ -29,7 +29,8 @@ def thread_create(*, owner, thread_id: str | None = None, assistant_id: str = ""
     existing = Thread.objects.filter(pk=thread_id).first()
     if existing is not None:
         if existing.owner_id != owner.pk:
-            raise Conflict(f"Thread id {thread_id} is not available")
+            # Another user's id: answered like every other route does for it.
+            raise NotFound(f"Thread {thread_id} not found")
         return existing
     try:
         with transaction.atomic():
@@ -38,7 +39,7 @@ def thread_create(*, owner, thread_id: str | None = None, assistant_id: str = ""
         # A concurrent create with the same id won the race.
         existing = Thread.objects.filter(pk=thread_id, owner=owner).first()
         if existing is None:
-            raise Conflict(f"Thread id {thread_id} is not available") from None
+            raise NotFound(f"Thread {thread_id} not found") from None
         return existing
 
 

@@ -25,6 +25,14 @@ def wait_status(sdk, thread_id, run_id, statuses, timeout=20):
     raise AssertionError(f"run stayed {run['status']}")
 
 
+def wait_requests(model_server, count, timeout=20):
+    """Until the model server has received ``count`` requests since the script was set."""
+    deadline = time.monotonic() + timeout
+    while len(model_server.requests) < count:
+        assert time.monotonic() < deadline, f"model got {len(model_server.requests)} requests, expected {count}"
+        time.sleep(0.05)
+
+
 def test_stream_values_messages_and_custom(sdk, script):
     script("Hello from the loopback model, streamed in pieces.")
     thread = sdk.threads.create(metadata={"purpose": "sdk-test"})
@@ -74,15 +82,14 @@ def test_wait_create_join_state_and_history(sdk, script):
     assert err.value.response.status_code == 404
 
 
-def test_cancel_interrupt_and_rollback(sdk, script):
+def test_cancel_interrupt_and_rollback(sdk, script, model_server):
     script("kept", Reply(text="never seen", delay=20))
     tid = sdk.threads.create()["thread_id"]
     sdk.runs.wait(tid, "lead_agent", input=USER)
     before = sdk.threads.get_state(tid)["values"]["messages"]
 
     run = sdk.runs.create(tid, "lead_agent", input={"messages": [{"role": "user", "content": "slow one"}]})
-    wait_status(sdk, tid, run["run_id"], {"running"})
-    time.sleep(0.5)
+    wait_requests(model_server, 2)
     sdk.runs.cancel(tid, run["run_id"], wait=True, action="rollback")
     assert sdk.runs.get(tid, run["run_id"])["status"] == "interrupted"
     after = sdk.threads.get_state(tid)["values"]["messages"]
@@ -90,18 +97,17 @@ def test_cancel_interrupt_and_rollback(sdk, script):
 
     script(Reply(text="never seen", delay=20))
     run = sdk.runs.create(tid, "lead_agent", input={"messages": [{"role": "user", "content": "interrupt me"}]})
-    wait_status(sdk, tid, run["run_id"], {"running"})
-    time.sleep(0.5)
+    wait_requests(model_server, 1)
     sdk.runs.cancel(tid, run["run_id"], wait=True)
     messages = sdk.threads.get_state(tid)["values"]["messages"]
     assert messages[-1]["content"] == "interrupt me"  # what the run did before the cancel stays
 
 
-def test_busy_thread_reject_and_interrupt_strategy(sdk, script):
+def test_busy_thread_reject_and_interrupt_strategy(sdk, script, model_server):
     script(Reply(text="slow", delay=20), "replacement")
     tid = sdk.threads.create()["thread_id"]
     first = sdk.runs.create(tid, "lead_agent", input=USER)
-    wait_status(sdk, tid, first["run_id"], {"running"})
+    wait_requests(model_server, 1)
     with pytest.raises(httpx.HTTPStatusError) as err:
         sdk.runs.create(tid, "lead_agent", input=USER)
     assert err.value.response.status_code == 409

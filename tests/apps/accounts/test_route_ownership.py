@@ -98,6 +98,15 @@ def owned_run(user) -> Owned:
     return Owned(kwargs={**thread.kwargs, "run_id": str(run.pk), "checkpoint_id": checkpoint_id}, marker=thread.marker)
 
 
+def owned_scheduled_task(user) -> Owned:
+    from apps.runs.scheduling.services import scheduled_task_create
+
+    thread = owned_thread(user)
+    task = scheduled_task_create(user=user, data={"title": f"task-of-{user.username}-{uuid.uuid4().hex[:6]}", "prompt": "hi", "cron": "0 7 * * *",
+                                                  "context_mode": "reuse_thread", "thread_id": thread.kwargs["thread_id"]})
+    return Owned(kwargs={"task_id": task.pk, **thread.kwargs}, marker=task.title)
+
+
 def owned_files(user) -> Owned:
     """A thread with an uploaded file, an output file and a finished run that presented it."""
     import hashlib
@@ -123,15 +132,6 @@ def owned_files(user) -> Owned:
                          "sha": hashlib.sha256(b"owned").hexdigest()}, marker=name)
 
 
-def owned_scheduled_task(user) -> Owned:
-    from apps.runs.scheduling.services import scheduled_task_create
-
-    thread = owned_thread(user)
-    task = scheduled_task_create(user=user, data={"title": f"task-of-{user.username}-{uuid.uuid4().hex[:6]}", "prompt": "hi", "cron": "0 7 * * *",
-                                                  "context_mode": "reuse_thread", "thread_id": thread.kwargs["thread_id"]})
-    return Owned(kwargs={"task_id": task.pk, **thread.kwargs}, marker=task.title)
-
-
 def _run_on(owned: Owned) -> dict:
     return {"assistant_id": "lead_agent", "input": {"messages": [{"role": "user", "content": "hi"}]}}
 
@@ -147,8 +147,8 @@ OWNED_ROUTES = [
     OwnedRoute("GET", "/api/tokens/", owned_token),
     OwnedRoute("POST", "/api/tokens/", owned_token, body={"name": "fresh", "scopes": ["runs:read"]}, owner_status=201, lists=False),
     OwnedRoute("DELETE", "/api/tokens/<int:token_id>/", owned_token, owner_status=204),
-    # Threads. Thread ids are global: B cannot take A's id, and the create answers 409 (see report).
-    OwnedRoute("POST", "/api/threads", owned_thread, body=lambda o: {"thread_id": o.kwargs["thread_id"]}, other_status=409, lists=False),
+    # Threads. Thread ids are global: B cannot take A's id, and the create answers 404 like every route.
+    OwnedRoute("POST", "/api/threads", owned_thread, body=lambda o: {"thread_id": o.kwargs["thread_id"]}, lists=False),
     OwnedRoute("POST", "/api/threads/search", owned_thread, body={}, lists=True),
     OwnedRoute("GET", "/api/threads/<str:thread_id>", owned_thread),
     OwnedRoute("PATCH", "/api/threads/<str:thread_id>", owned_thread, body={"metadata": {"k": "v"}}),

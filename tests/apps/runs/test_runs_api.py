@@ -54,6 +54,15 @@ def wait_for_status(run_id, statuses, timeout=10):
     raise AssertionError(f"run {run_id} stayed {Run.objects.get(pk=run_id).status}")
 
 
+def wait_for_model_calls(model, count, timeout=10):
+    """Until the scripted model has answered ``count`` requests: a run is really under way."""
+    deadline = time.monotonic() + timeout
+    while len(model.requests) < count:
+        assert time.monotonic() < deadline, f"the model got {len(model.requests)} requests, expected {count}"
+        time.sleep(0.02)
+    time.sleep(0.1)  # let the tool call start
+
+
 def new_thread(client, thread_id=None):
     body = {"thread_id": thread_id} if thread_id else {}
     response = client.post("/api/threads", body, format="json")
@@ -117,10 +126,10 @@ def test_wait_returns_final_values_and_join_after_create(user_client, scripted_a
 
 
 def test_busy_thread_rejects_and_interrupt_replaces(user_client, scripted_agent):
-    scripted_agent(tool_reply(call("slow", seconds=30)), "replaced answer")
+    model = scripted_agent(tool_reply(call("slow", seconds=30)), "replaced answer")
     tid = new_thread(user_client)
     first = user_client.post(f"/api/threads/{tid}/runs", {"assistant_id": "lead_agent", "input": {"messages": [{"role": "user", "content": "slow"}]}}, format="json").json()
-    wait_for_status(first["run_id"], {"running"})
+    wait_for_model_calls(model, 1)
     busy = user_client.post(f"/api/threads/{tid}/runs", {"input": {"messages": [{"role": "user", "content": "again"}]}}, format="json")
     assert busy.status_code == 409 and busy.json() == {"detail": f"Thread {tid} already has an active run"}
 
@@ -132,15 +141,14 @@ def test_busy_thread_rejects_and_interrupt_replaces(user_client, scripted_agent)
 
 
 def test_cancel_with_rollback_restores_the_previous_state(user_client, scripted_agent):
-    scripted_agent("kept answer", tool_reply(call("slow", seconds=30)))
+    model = scripted_agent("kept answer", tool_reply(call("slow", seconds=30)))
     tid = new_thread(user_client)
     user_client.post(f"/api/threads/{tid}/runs/wait", {"input": {"messages": [{"role": "user", "content": "keep me"}]}}, format="json")
     wait_for_status(Run.objects.get(thread_id=tid).pk, {"success"})
     before = user_client.get(f"/api/threads/{tid}/state").json()["values"]["messages"]
 
     run = user_client.post(f"/api/threads/{tid}/runs", {"input": {"messages": [{"role": "user", "content": "drop me"}]}}, format="json").json()
-    wait_for_status(run["run_id"], {"running"})
-    time.sleep(0.3)  # let the run write its first checkpoints
+    wait_for_model_calls(model, 2)
     response = user_client.post(f"/api/threads/{tid}/runs/{run['run_id']}/cancel?action=rollback&wait=1")
     assert response.status_code == 204
     assert Run.objects.get(pk=run["run_id"]).status == "interrupted"
@@ -151,11 +159,10 @@ def test_cancel_with_rollback_restores_the_previous_state(user_client, scripted_
 
 
 def test_cancel_with_interrupt_keeps_what_was_done(user_client, scripted_agent):
-    scripted_agent(tool_reply(call("slow", seconds=30)))
+    model = scripted_agent(tool_reply(call("slow", seconds=30)))
     tid = new_thread(user_client)
     run = user_client.post(f"/api/threads/{tid}/runs", {"input": {"messages": [{"role": "user", "content": "work"}]}}, format="json").json()
-    wait_for_status(run["run_id"], {"running"})
-    time.sleep(0.3)
+    wait_for_model_calls(model, 1)
     assert user_client.post(f"/api/threads/{tid}/runs/{run['run_id']}/cancel?wait=true").status_code == 204
     messages = user_client.get(f"/api/threads/{tid}/state").json()["values"]["messages"]
     assert messages[0]["content"] == "work" and messages[1]["tool_calls"][0]["name"] == "slow"
@@ -267,7 +274,7 @@ def test_other_users_threads_and_runs_are_404(user_client, other_user, scripted_
         assert response.json()["detail"] == f"Thread {tid} not found"
     assert bob.post("/api/threads/search", {}, format="json").json() == []
     creating = bob.post("/api/threads", {"thread_id": tid}, format="json")
-    assert creating.status_code == 409
+    assert creating.status_code == 404
 
 
 def test_the_agents_stop_reason_and_model_name_reach_the_run(user_client, scripted_agent, settings):
@@ -282,3 +289,17 @@ def test_the_agents_stop_reason_and_model_name_reach_the_run(user_client, script
     run = Run.objects.get(thread_id=tid)
     assert run.status == "success" and run.stop_reason == "model_length_capped"
     assert list(run.token_usage["by_model"]) == ["test-model"]
+
+
+def test_a_run_cancelled_at_once_does_not_stay_active(user_client, scripted_agent):
+    """Cancels that land before the worker starts or while it claims the run still finish it."""
+    scripted_agent("never needed", loop=True)
+    for _ in range(5):
+        tid = new_thread(user_client)
+        run = user_client.post(f"/api/threads/{tid}/runs", {"input": {"messages": [{"role": "user", "content": "x"}]}}, format="json").json()
+        response = user_client.post(f"/api/threads/{tid}/runs/{run['run_id']}/cancel")
+        assert response.status_code in (202, 409)  # 409 only if the run already finished
+        done = wait_for_status(run["run_id"], {"interrupted", "success"})
+        assert done.thread.status == "idle"
+        again = user_client.post(f"/api/threads/{tid}/runs", {"input": {"messages": [{"role": "user", "content": "y"}]}}, format="json")
+        assert again.status_code == 200

@@ -5,7 +5,7 @@ from django.db import IntegrityError, transaction
 
 from apps.threads.models import Thread
 from apps.threads.services import thread_create
-from deerflow_site.errors import Conflict, InvalidRequest
+from deerflow_site.errors import InvalidRequest, NotFound
 
 pytestmark = [pytest.mark.django_db, pytest.mark.db_tier]
 
@@ -28,7 +28,7 @@ def test_create_is_idempotent_for_the_owner_and_refused_for_others(user, other_u
     first = thread_create(owner=user, thread_id="t1", metadata={"k": "v", "owner_id": "spoof"})
     assert first.metadata == {"k": "v"}
     assert thread_create(owner=user, thread_id="t1").pk == first.pk
-    with pytest.raises(Conflict):
+    with pytest.raises(NotFound, match="Thread t1 not found"):
         thread_create(owner=other_user, thread_id="t1")
     assert Thread.objects.get().owner == user
 
