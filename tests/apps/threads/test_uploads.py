@@ -393,3 +393,13 @@ def test_browser_session_with_csrf_uploads_and_the_caps_hold(user, thread_of, up
     no_token = browser.post(f"/api/threads/{tid}/uploads", {"files": [up("c.txt", b"x")]}, format="multipart")
     assert no_token.status_code == 403
     assert names_in(upload_dir(user, tid)) == ["a.txt"]
+
+
+@pytest.mark.parametrize(("name", "error"), [("old.xls", "XLRDError"), ("doc.docx", "BadZipFile"), ("deck.pptx", "BadZipFile"),
+                                              ("book.xlsx", "BadZipFile")])
+def test_each_format_uses_its_own_converter(user_client, thread_of, name, error):
+    """A broken file of each convertible type fails in that format's reader (its dependency is
+    installed), not in a fallback that would pass the raw bytes off as Markdown."""
+    tid = thread_of()
+    entry = post(user_client, tid, up(name, b"this is not a real office document")).json()["files"][0]
+    assert entry["markdown_error"].startswith(f"could not convert to Markdown ({error}")
