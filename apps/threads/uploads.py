@@ -250,6 +250,12 @@ def upload_files(*, thread, files: list[IncomingFile]) -> dict[str, Any]:
             staging.unlink(missing_ok=True)
         raise
 
+    # A companion made from the file this upload replaced describes old content: drop it
+    # before converting again (or not at all, when conversion is off or fails).
+    for name in names:
+        companion = companion_name(name)
+        if companion and companion not in names:
+            (directory / companion).unlink(missing_ok=True)
     entries = [_file_entry(thread.pk, directory / name) for name in names]
     notes = []
     if get_app_config().uploads.convert_documents:

@@ -403,3 +403,14 @@ def test_each_format_uses_its_own_converter(user_client, thread_of, name, error)
     tid = thread_of()
     entry = post(user_client, tid, up(name, b"this is not a real office document")).json()["files"][0]
     assert entry["markdown_error"].startswith(f"could not convert to Markdown ({error}")
+
+
+def test_replacing_a_document_never_keeps_a_stale_companion(user_client, user, thread_of):
+    tid = thread_of()
+    post(user_client, tid, up("r.pdf", make_pdf("first version")))
+    d = upload_dir(user, tid)
+    assert "first version" in (d / "r.pdf.md").read_text()
+    post(user_client, tid, up("r.pdf", make_pdf("second version")))
+    assert "second version" in (d / "r.pdf.md").read_text()
+    broken = post(user_client, tid, up("r.pdf", b"%PDF-1.4 broken")).json()["files"][0]
+    assert "markdown_error" in broken and names_in(d) == ["r.pdf"]
