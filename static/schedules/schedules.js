@@ -1,0 +1,223 @@
+// The scheduled-tasks page: list, create, edit, pause/resume, run now, delete, run history.
+// Everything goes through /api/scheduled-tasks; errors show the API's {"detail": ...}.
+(function () {
+  "use strict";
+
+  const API = "/api/scheduled-tasks";
+  const $ = (id) => document.getElementById(id);
+  const pageData = JSON.parse($("schedule-page-data").textContent);
+  const form = $("task-form");
+  const errorBox = $("schedule-error");
+  let tasks = [];
+  let historyTaskId = null;
+
+  function csrf() {
+    const meta = document.querySelector('meta[name="csrf-token"]');
+    return meta ? meta.content : "";
+  }
+
+  async function api(method, path, body) {
+    const opts = { method, credentials: "same-origin", headers: { Accept: "application/json", "X-CSRFToken": csrf() } };
+    if (body !== undefined) {
+      opts.headers["Content-Type"] = "application/json";
+      opts.body = JSON.stringify(body);
+    }
+    const response = await fetch(path, opts);
+    const data = await response.json().catch(() => ({}));
+    if (!response.ok) throw new Error(data.detail || `${response.status} ${response.statusText}`);
+    return data;
+  }
+
+  function showError(message) {
+    errorBox.textContent = message || "";
+    errorBox.hidden = !message;
+  }
+
+  function when(iso) {
+    if (!iso) return "—";
+    const d = new Date(iso);
+    return d.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
+  }
+
+  function el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (key === "class") node.className = value;
+      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
+      else node.setAttribute(key, value);
+    }
+    for (const child of children) node.append(child instanceof Node ? child : document.createTextNode(child ?? ""));
+    return node;
+  }
+
+  function button(label, onclick, extra) {
+    return el("button", { type: "button", class: "small-button" + (extra ? " " + extra : ""), onclick }, label);
+  }
+
+  // -- the list ---------------------------------------------------------------------------
+
+  async function load() {
+    try {
+      tasks = await api("GET", API);
+      render();
+      if (historyTaskId) await showHistory(historyTaskId);
+    } catch (err) {
+      showError(err.message);
+    }
+  }
+
+  function render() {
+    const rows = $("task-rows");
+    rows.replaceChildren();
+    $("task-empty").hidden = tasks.length > 0;
+    $("task-table").hidden = tasks.length === 0;
+    for (const task of tasks) {
+      const paused = task.status === "paused";
+      rows.append(el("tr", {},
+        el("td", {}, el("strong", {}, task.title), el("br"), el("span", { class: "muted" }, task.prompt.length > 90 ? task.prompt.slice(0, 90) + "…" : task.prompt)),
+        el("td", {}, task.schedule_description || task.cron, el("br"), el("code", {}, `${task.cron} · ${task.timezone}`)),
+        el("td", {}, el("span", { class: "status " + task.status }, task.status), task.last_error ? el("div", { class: "muted", title: task.last_error }, "last error") : ""),
+        el("td", {}, when(task.next_run_at)),
+        el("td", {}, when(task.last_run_at)),
+        el("td", {}, el("div", { class: "row-actions" },
+          button("Run now", () => act(task, "trigger")),
+          button(paused ? "Resume" : "Pause", () => act(task, paused ? "resume" : "pause")),
+          button("Edit", () => edit(task)),
+          button("Runs", () => showHistory(task.id)),
+          button("Delete", () => remove(task), "danger"))),
+      ));
+    }
+  }
+
+  async function act(task, action) {
+    showError("");
+    try {
+      await api("POST", `${API}/${encodeURIComponent(task.id)}/${action}`);
+      if (action === "trigger") historyTaskId = task.id;
+      await load();
+    } catch (err) {
+      showError(`${task.title}: ${err.message}`);
+    }
+  }
+
+  async function remove(task) {
+    if (!window.confirm(`Delete the scheduled task “${task.title}” and its run history?`)) return;
+    try {
+      await api("DELETE", `${API}/${encodeURIComponent(task.id)}`);
+      if (historyTaskId === task.id) { historyTaskId = null; $("history").hidden = true; }
+      await load();
+    } catch (err) {
+      showError(err.message);
+    }
+  }
+
+  async function showHistory(taskId) {
+    historyTaskId = taskId;
+    const task = tasks.find((t) => t.id === taskId);
+    const runs = await api("GET", `${API}/${encodeURIComponent(taskId)}/runs?limit=50`);
+    $("history").hidden = false;
+    $("history-title").textContent = `Runs of “${task ? task.title : taskId}”`;
+    const rows = $("history-rows");
+    rows.replaceChildren();
+    if (!runs.length) rows.append(el("tr", {}, el("td", { colspan: "5", class: "muted" }, "No runs yet.")));
+    for (const run of runs) {
+      rows.append(el("tr", {},
+        el("td", {}, when(run.created_at)),
+        el("td", {}, run.trigger),
+        el("td", {}, el("span", { class: "status " + run.status }, run.status)),
+        el("td", {}, run.thread_id && run.run_id ? el("a", { href: `/c/${encodeURIComponent(run.thread_id)}/` }, "open") : "—"),
+        el("td", {}, run.error || ""),
+      ));
+    }
+  }
+
+  // -- the form -----------------------------------------------------------------------------
+
+  function resetForm() {
+    form.reset();
+    form.elements.id.value = "";
+    form.elements.timezone.value = Intl.DateTimeFormat().resolvedOptions().timeZone || "UTC";
+    $("form-title").textContent = "New scheduled task";
+    $("save-button").textContent = "Create task";
+    $("cancel-edit").hidden = true;
+    toggleThread();
+    preview();
+  }
+
+  function edit(task) {
+    form.elements.id.value = task.id;
+    form.elements.title.value = task.title;
+    form.elements.prompt.value = task.prompt;
+    form.elements.cron.value = task.cron;
+    form.elements.timezone.value = task.timezone;
+    form.elements.context_mode.value = task.context_mode;
+    form.elements.thread_id.value = task.thread_id || "";
+    form.elements.model_name.value = (task.options && task.options.model_name) || "";
+    form.elements.enabled.checked = task.enabled;
+    $("form-title").textContent = `Edit “${task.title}”`;
+    $("save-button").textContent = "Save changes";
+    $("cancel-edit").hidden = false;
+    toggleThread();
+    preview();
+    form.scrollIntoView({ behavior: "smooth" });
+    form.elements.title.focus();
+  }
+
+  function toggleThread() {
+    $("thread-field").hidden = form.elements.context_mode.value !== "reuse_thread";
+  }
+
+  async function save(event) {
+    event.preventDefault();
+    showError("");
+    const f = form.elements;
+    const body = {
+      title: f.title.value, prompt: f.prompt.value, cron: f.cron.value, timezone: f.timezone.value,
+      context_mode: f.context_mode.value, enabled: f.enabled.checked,
+      options: f.model_name.value ? { model_name: f.model_name.value } : {},
+    };
+    body.thread_id = body.context_mode === "reuse_thread" ? f.thread_id.value : "";
+    try {
+      if (f.id.value) await api("PATCH", `${API}/${encodeURIComponent(f.id.value)}`, body);
+      else await api("POST", API, body);
+      resetForm();
+      await load();
+    } catch (err) {
+      showError(err.message);
+    }
+  }
+
+  let previewTimer = null;
+  function preview() {
+    clearTimeout(previewTimer);
+    previewTimer = setTimeout(async () => {
+      const box = $("cron-preview");
+      try {
+        const result = await api("POST", `${API}/preview`, { cron: form.elements.cron.value, timezone: form.elements.timezone.value });
+        box.className = "notice";
+        box.replaceChildren(el("strong", {}, result.description), ` (${result.timezone}). Next runs:`,
+          el("ol", {}, ...result.next_runs.map((iso) => el("li", {}, `${iso.replace("T", " ").slice(0, 16)} ${result.timezone} — ${when(iso)} your time`))));
+      } catch (err) {
+        box.className = "alert";
+        box.textContent = err.message;
+      }
+    }, 250);
+  }
+
+  function init() {
+    const zones = typeof Intl.supportedValuesOf === "function" ? Intl.supportedValuesOf("timeZone") : ["UTC"];
+    $("tz-list").replaceChildren(...["UTC", ...zones].map((z) => el("option", { value: z })));
+    for (const model of pageData.models || []) form.elements.model_name.append(el("option", { value: model.name }, model.label));
+    form.addEventListener("submit", save);
+    form.elements.cron.addEventListener("input", preview);
+    form.elements.timezone.addEventListener("input", preview);
+    form.elements.context_mode.addEventListener("change", toggleThread);
+    $("cancel-edit").addEventListener("click", resetForm);
+    resetForm();
+    load();
+    // Runs finish in the background: refresh while the page is open.
+    setInterval(() => { if (!document.hidden) load(); }, 10000);
+  }
+
+  init();
+})();
