@@ -26,4 +26,26 @@ echo "DeerFlow is running at http://$HOST:$PORT/  (admin: http://$HOST:$PORT/adm
 if ! .venv/bin/python manage.py shell -v0 -c 'from django.contrib.auth import get_user_model; import sys; sys.exit(0 if get_user_model().objects.filter(is_superuser=True).exists() else 1)' 2>/dev/null; then
   echo "No admin account yet: create one with  .venv/bin/python manage.py createsuperuser"
 fi
-exec .venv/bin/daphne -b "$HOST" -p "$PORT" deerflow_site.asgi:application
+
+# Daphne serves the site; a Celery worker with embedded beat fires scheduled tasks (on the
+# filesystem broker under DEER_FLOW_HOME, or on Redis when CELERY_BROKER_URL/REDIS_URL is
+# set). RUN_CELERY=false starts Daphne alone (e.g. when beat and workers run elsewhere).
+# Stopping `make run` (Ctrl-C, SIGTERM), or either process exiting, stops both.
+pids=()
+stop_all() {
+  trap - EXIT INT TERM
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2>/dev/null || true; done
+  wait "${pids[@]}" 2>/dev/null || true
+}
+trap stop_all EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+if [ "${RUN_CELERY:-true}" = true ]; then
+  .venv/bin/celery -A deerflow_site worker --beat --pool threads --concurrency "${CELERY_CONCURRENCY:-4}" \
+    --without-mingle --without-gossip --loglevel "${CELERY_LOG_LEVEL:-warning}" --hostname "deerflow@%h" &
+  pids+=($!)
+fi
+.venv/bin/daphne -b "$HOST" -p "$PORT" deerflow_site.asgi:application &
+pids+=($!)
+wait -n "${pids[@]}"
