@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from deerflow_site.errors import InvalidRequest, NotFound, PayloadTooLarge
+from deerflow_site.errors import Conflict, Forbidden, InvalidRequest, NotFound, PayloadTooLarge
 from harness.config import deer_flow_home, get_app_config, thread_user_data_dir
 from harness.uploads import STAGING_SUFFIX, is_staging_name
 
@@ -61,6 +61,15 @@ def upload_limits() -> dict[str, int]:
 
 def uploads_dir(thread) -> Path:
     return thread_user_data_dir(thread.owner_id, thread.pk) / "uploads"
+
+
+def _safe_uploads_dir(thread) -> Path:
+    directory = uploads_dir(thread)
+    if directory.is_symlink():
+        # Only a command on the host could have put a link here; never write, list or
+        # delete through it.
+        raise Forbidden("this thread's uploads directory is a symbolic link; refused")
+    return directory
 
 
 def validate_upload_name(name: Any) -> str:
@@ -233,9 +242,12 @@ def upload_files(*, thread, files: list[IncomingFile]) -> dict[str, Any]:
     """Write the request's files into the thread's uploads, then convert documents."""
     _check_request(files)
     limits = upload_limits()
-    directory = uploads_dir(thread)
+    directory = _safe_uploads_dir(thread)
     directory.mkdir(parents=True, exist_ok=True)
     names = _deduplicated([f.name for f in files])
+    for name in names:
+        if (directory / name).is_dir() and not (directory / name).is_symlink():
+            raise Conflict(f"a directory named {name!r} is in the uploads; rename the file or remove the directory")
     staged: list[tuple[Path, str]] = []
     try:
         for item, name in zip(files, names):
@@ -295,7 +307,7 @@ def _convert_all(thread_id: str, directory: Path, entries: list[dict[str, Any]])
 
 def delete_upload(*, thread, filename: str) -> dict[str, Any]:
     name = validate_upload_name(filename)
-    directory = uploads_dir(thread)
+    directory = _safe_uploads_dir(thread)
     path = directory / name
     if path.is_symlink() or not path.is_file():
         raise NotFound(f"No uploaded file named {name!r}")
@@ -312,7 +324,7 @@ def delete_upload(*, thread, filename: str) -> dict[str, Any]:
 
 
 def list_uploads(*, thread) -> dict[str, Any]:
-    directory = uploads_dir(thread)
+    directory = _safe_uploads_dir(thread)
     if not directory.is_dir():
         return {"files": [], "count": 0}
     entries = []

@@ -414,3 +414,25 @@ def test_replacing_a_document_never_keeps_a_stale_companion(user_client, user, t
     assert "second version" in (d / "r.pdf.md").read_text()
     broken = post(user_client, tid, up("r.pdf", b"%PDF-1.4 broken")).json()["files"][0]
     assert "markdown_error" in broken and names_in(d) == ["r.pdf"]
+
+
+def test_a_directory_or_a_linked_uploads_dir_is_refused_and_nothing_is_written(user_client, user, thread_of, tmp_path):
+    tid = thread_of()
+    d = upload_dir(user, tid)
+    (d / "taken").mkdir(parents=True)
+    response = post(user_client, tid, up("fine.txt", b"1"), up("taken", b"2"))
+    assert response.status_code == 409 and "a directory named 'taken'" in response.json()["detail"]
+    assert names_in(d) == ["taken"]
+    other = thread_of()
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    linked = upload_dir(user, other)
+    linked.parent.mkdir(parents=True, exist_ok=True)
+    linked.symlink_to(outside, target_is_directory=True)
+    response = post(user_client, other, up("x.txt", b"1"))
+    assert response.status_code == 403 and "symbolic link" in response.json()["detail"]
+    assert list(outside.iterdir()) == []
+    (outside / "host.txt").write_text("host")
+    assert user_client.get(f"/api/threads/{other}/uploads/list").status_code == 403
+    assert user_client.delete(f"/api/threads/{other}/uploads/host.txt").status_code == 403
+    assert (outside / "host.txt").read_text() == "host"
