@@ -44,3 +44,6 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements.txt
   echo "$want" > "$stamp"
 fi
+
+# The web UI's vendored JavaScript (static/vendor/) is committed; re-fetch it only when missing.
+[ -f static/vendor/VERSIONS ] || scripts/vendor.sh || echo "note: static/vendor/ is missing and scripts/vendor.sh failed (needs npm): the chat page will not render Markdown." >&2

@@ -29,7 +29,7 @@ config_version: 1
 models:
   - name: loopback
     display_name: Loopback model
-    use: langchain_openai:ChatOpenAI
+    use: harness.models.reasoning:ReasoningChatOpenAI
     model: test-model
     base_url: {base_url}
     api_key: test-key

@@ -32,6 +32,7 @@ def test_sign_in_from_the_landing_page_and_see_the_welcome(anon_page, live):
     page.get_by_role("button", name="Sign in").click()
     expect(page.get_by_role("heading", name="What can I help with?")).to_be_visible()
     expect(page.get_by_text("Signed in as")).to_contain_text("tester")
+    expect(page.get_by_role("link", name="Admin")).to_be_visible()  # staff only
     expect(page.get_by_label("Model")).to_have_value("loopback")
     # an example prompt fills the composer
     page.get_by_role("listitem").filter(has_text="Plan a three-day trip").click()
@@ -57,6 +58,7 @@ def test_send_a_message_and_see_the_streamed_answer(page, script, doc_shot):
     expect(answer.locator("table td").first).to_have_text("1")
     expect(answer.get_by_role("button", name="Copy code")).to_be_visible()
     expect(answer.locator("pre code")).to_contain_text("print('hi')")
+    expect(answer.locator("pre code.hljs span").first).to_be_visible()  # highlighted
     # the thread got a URL, a title and a place in the sidebar
     expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]{36}/$"))
     expect(page.locator("#thread-title")).to_have_text("Say something in *markdown*")
@@ -68,6 +70,21 @@ def test_send_a_message_and_see_the_streamed_answer(page, script, doc_shot):
     expect(page.locator("article.msg.user")).to_have_count(1)
     expect(assistant(page)).to_have_count(1)
     assert page.js_errors == []
+
+
+def test_reasoning_is_shown_collapsed(page, script):
+    script(Reply(text="The answer is 42.", reasoning="Let me think about life, the universe and everything."))
+    page.goto("/")
+    page.get_by_label("Thinking").check()
+    send(page, "What is the answer?")
+    answer = assistant(page).last
+    expect(answer).to_contain_text("The answer is 42.")
+    thinking = answer.locator("details.reasoning")
+    expect(thinking).to_be_visible()
+    expect(thinking.locator(".reasoning-body")).to_be_hidden()
+    thinking.locator("summary").click()
+    expect(thinking.locator(".reasoning-body")).to_contain_text("life, the universe and everything")
+    page.get_by_label("Thinking").uncheck()
 
 
 def test_tool_card_shows_name_status_and_result(page, script, doc_shot):
@@ -169,7 +186,7 @@ def test_reload_mid_run_and_see_the_run_finish(page, script, doc_shot):
 
 
 def test_html_in_messages_is_text_never_code(page, script):
-    script(Reply(text='Reply with <img src=x onerror="window.__pwned=1"> and <script>window.__pwned=2</script> [link](javascript:alert(1))'))
+    script(Reply(text='Reply with <img src=x onerror="window.__pwned=1"> and <script>window.__pwned=2</script> [link](javascript:alert(1)) [docs](https://example.com/docs)'))
     page.goto("/")
     send(page, '<img src=x onerror="window.__pwned=3">')
     expect(page.locator("article.msg.user .bubble")).to_have_text('<img src=x onerror="window.__pwned=3">')
@@ -178,6 +195,9 @@ def test_html_in_messages_is_text_never_code(page, script):
     assert page.evaluate("window.__pwned") is None
     assert answer.locator("img, script").count() == 0
     assert answer.locator("a[href^='javascript']").count() == 0
+    docs = answer.get_by_role("link", name="docs")
+    expect(docs).to_have_attribute("target", "_blank")
+    expect(docs).to_have_attribute("rel", re.compile("noopener"))
 
 
 def test_a_message_while_a_run_is_active_is_queued(page, script):
