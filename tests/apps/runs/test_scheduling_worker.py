@@ -1,6 +1,8 @@
-"""A real Celery worker process (not eager mode) picks up scheduled-task dispatches: once from
-beat's own DatabaseScheduler, once from a plain ``delay()``, over the embedded filesystem broker."""
+"""A real Celery worker process (not eager mode) picks up scheduled-task dispatches: from beat's
+own DatabaseScheduler and from a plain ``delay()`` over the embedded filesystem broker, and over
+Redis when a broker URL is set."""
 
+import contextlib
 import datetime as dt
 import os
 import signal
@@ -24,8 +26,9 @@ ROOT = Path(__file__).resolve().parents[3]
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
-@pytest.fixture
-def celery_worker_process(tmp_path):
+@contextlib.contextmanager
+def _worker(tmp_path, **extra_env):
+    """A `celery worker` subprocess sharing this test's database file and DEER_FLOW_HOME."""
     if connection.vendor != "sqlite":
         pytest.skip("the worker shares the test database file (SQLite tier)")
     # This process is the producer: really send, never run tasks inline.
@@ -37,6 +40,7 @@ def celery_worker_process(tmp_path):
         "DATABASE_URL": f"sqlite:///{connection.settings_dict['NAME']}",
         "CELERY_TASK_ALWAYS_EAGER": "false",
         "DEERFLOW_AGENT_FACTORY": "tests.support.agents:make_scripted_agent",
+        **extra_env,
     }
     log = tmp_path / "worker.log"
     with log.open("w") as out:
@@ -61,6 +65,12 @@ def celery_worker_process(tmp_path):
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(5)
+
+
+@pytest.fixture
+def celery_worker_process(tmp_path):
+    with _worker(tmp_path) as started:
+        yield started
 
 
 def _settled(task, count, log, timeout=30):
@@ -95,3 +105,16 @@ def test_beat_fires_and_a_real_worker_runs_the_task(user, celery_worker_process)
     dispatch_scheduled_task.delay(task.pk, "manual")
     rows = _settled(task, 2, log)
     assert sorted((r.trigger, r.status) for r in rows) == [("manual", "success"), ("scheduled", "success")]
+
+
+@pytest.mark.redis
+def test_a_real_worker_on_redis(user, redis_url, tmp_path):
+    from apps.runs.tasks import dispatch_scheduled_task
+
+    task = scheduled_task_create(user=user, data={"title": "over redis", "prompt": "ping", "cron": "0 7 * * *"})
+    with _worker(tmp_path, CELERY_BROKER_URL=redis_url) as (process, log):
+        assert "redis://" in log.read_text()
+        with celery_app.connection_for_write(redis_url) as broker:
+            dispatch_scheduled_task.apply_async(args=[task.pk, "manual"], connection=broker)
+        [row] = _settled(task, 1, log)
+    assert row.status == "success" and row.run.lease_owner.endswith(f":{process.pid}")
