@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import uuid
+from datetime import timedelta
 
 from django.db import IntegrityError, transaction
 from django.utils import timezone
@@ -25,6 +26,9 @@ from deerflow_site.errors import Conflict, DomainError
 logger = logging.getLogger(__name__)
 
 ORIGIN = "schedule"
+# A dispatch takes well under a second from its queued row to start_run(); a row with no run
+# after this long belongs to a dispatch that died.
+STALE_AFTER = timedelta(minutes=5)
 
 
 class TaskRunConflict(Conflict):
@@ -81,6 +85,7 @@ def dispatch(task_id: str, *, trigger: str = ScheduledTaskRun.Trigger.SCHEDULED,
     if task is None or (not manual and not task.enabled):
         return None
     scheduled_for = scheduled_for or timezone.now()
+    _settle_stale(task)
 
     if selectors.task_has_active_run(task.pk):
         if manual:
@@ -100,15 +105,18 @@ def dispatch(task_id: str, *, trigger: str = ScheduledTaskRun.Trigger.SCHEDULED,
     thread_id, request = _run_request(task, task_run)
     try:
         admitted = start_run(user=task.owner, thread_id=thread_id, request=request)
-    except DomainError as exc:
+    except Exception as exc:
         # e.g. the task's agent or reused thread was deleted, or that thread is busy. The task
         # stays listed; its history says why this firing did not run.
-        error = f"The run could not be started: {exc.detail}"
+        detail = exc.detail if isinstance(exc, DomainError) else f"{type(exc).__name__}: {exc}"
+        error = f"The run could not be started: {detail}"
         ScheduledTaskRun.objects.filter(pk=task_run.pk).update(status=ScheduledTaskRun.Status.ERROR, error=error,
                                                                thread_id=thread_id, finished_at=now)
         _record_on_task(task, now=now, run_id="", thread_id=thread_id, error=error)
         task_run.refresh_from_db()
-        logger.warning("Scheduled task %s could not start a run: %s", task.pk, exc.detail)
+        logger.warning("Scheduled task %s could not start a run: %s", task.pk, detail, exc_info=not isinstance(exc, DomainError))
+        if not isinstance(exc, DomainError):
+            raise  # unexpected (the database went away): let Celery log it; the row is settled
         if manual:
             raise DispatchFailed(error) from None
         return task_run
@@ -122,6 +130,17 @@ def dispatch(task_id: str, *, trigger: str = ScheduledTaskRun.Trigger.SCHEDULED,
     _record_on_task(task, now=now, run_id=str(run.pk), thread_id=admitted.thread.pk, error=None)
     task_run.refresh_from_db()
     return task_run
+
+
+def _settle_stale(task: ScheduledTask) -> None:
+    """Free the task's slot from a row that can no longer finish: still active with no run
+    after STALE_AFTER (the dispatching process died between its insert and start_run(), or
+    the run was deleted). Without this one crash would make every later firing a skip."""
+    cutoff = timezone.now() - STALE_AFTER
+    stale = ScheduledTaskRun.objects.filter(task=task, status__in=ScheduledTaskRun.ACTIVE_STATUSES, run__isnull=True, created_at__lt=cutoff)
+    if stale.update(status=ScheduledTaskRun.Status.ERROR, finished_at=timezone.now(),
+                    error="The dispatch did not complete (its process stopped before the run started)."):
+        logger.warning("Scheduled task %s: settled a stale dispatch", task.pk)
 
 
 def _record_on_task(task: ScheduledTask, *, now, run_id: str, thread_id: str, error: str | None) -> None:

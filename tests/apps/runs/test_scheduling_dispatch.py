@@ -230,3 +230,26 @@ def test_unattended_runs_have_no_clarification_tool(user, user_client, scripted_
     assert "ask_clarification" in interactive_tools
     assert "ask_clarification" not in scheduled_tools
     assert set(interactive_tools) - set(scheduled_tools) == {"ask_clarification"}
+
+
+def test_a_dispatch_that_died_does_not_block_the_task_forever(user, scripted_agent):
+    scripted_agent("after the crash")
+    task = make_task(user)
+    dead = ScheduledTaskRun.objects.create(task=task, trigger="scheduled", status="queued")
+    assert dispatch(task.pk).status == "skipped"  # a fresh queued row is respected
+    ScheduledTaskRun.objects.filter(pk=dead.pk).update(created_at=timezone.now() - timedelta(minutes=10))
+    row = settled(dispatch(task.pk).pk)
+    dead.refresh_from_db()
+    assert dead.status == "error" and "did not complete" in dead.error and row.status == "success"
+
+
+def test_an_unexpected_failure_settles_the_row_and_propagates(user, monkeypatch):
+    def broken(**kwargs):
+        raise RuntimeError("database went away")
+
+    monkeypatch.setattr(run_services, "start_run", broken)
+    task = make_task(user)
+    with pytest.raises(RuntimeError):
+        dispatch(task.pk)
+    row = ScheduledTaskRun.objects.get(task=task)
+    assert row.status == "error" and row.error == "The run could not be started: RuntimeError: database went away"
