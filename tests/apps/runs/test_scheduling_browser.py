@@ -5,24 +5,68 @@ import os
 
 import pytest
 
-from tests.ui.conftest import browser, live, model_server, page, signed_in_state  # noqa: F401  (shared browser fixtures)
+from tests.support.live import start_live_server
+
+CHROMIUM = "/usr/bin/chromium"
+PASSWORD = "pw-schedules-123"
 
 pytestmark = [
     pytest.mark.slow, pytest.mark.browser,
-    pytest.mark.skipif(not os.path.exists("/usr/bin/chromium"), reason="needs Debian's chromium at /usr/bin/chromium"),
+    pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium at /usr/bin/chromium"),
 ]
 
+CONFIG = """\
+config_version: 1
+models:
+  - name: loopback
+    display_name: Loopback model
+    use: langchain_openai:ChatOpenAI
+    model: test-model
+    base_url: {base_url}
+    api_key: test-key
+    max_retries: 0
+    timeout: 60
+sandbox:
+  use: local
+"""
 
-@pytest.fixture(autouse=True)
-def _answers(model_server):  # noqa: F811
+
+# Module-scoped on purpose: Playwright's sync API keeps an event loop running in this thread
+# while it is open, which would break every async test that runs after this module.
+@pytest.fixture(scope="module")
+def page(tmp_path_factory):
+    from playwright.sync_api import sync_playwright
+
+    from harness.testing import LoopbackOpenAIServer
     from harness.testing.script import Script
 
-    model_server._script = Script(["Today's digest: all quiet."] * 3)
-    yield
-    model_server._script = Script([])
+    with LoopbackOpenAIServer() as model_server:
+        model_server._script = Script(["Today's digest: all quiet."] * 3)
+        server = start_live_server(tmp_path_factory.mktemp("schedules-home"), config_text=CONFIG.format(base_url=model_server.base_url))
+        try:
+            server.shell("from apps.accounts.models import User\n"
+                         f"User.objects.create_user(username='planner', email='planner@example.com', password={PASSWORD!r})")
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
+                                                     args=["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"])
+                context = browser.new_context(base_url=server.url, viewport={"width": 1280, "height": 900})
+                context.set_default_timeout(15_000)
+                page = context.new_page()
+                page.js_errors = []
+                page.on("pageerror", lambda exc: page.js_errors.append(str(exc)))
+                page.goto("/accounts/login/")
+                page.get_by_label("Username or email").fill("planner")
+                page.get_by_label("Password").fill(PASSWORD)
+                page.get_by_role("button", name="Sign in").click()
+                page.wait_for_url(f"{server.url}/")
+                yield page
+                context.close()
+                browser.close()
+        finally:
+            server.stop()
 
 
-def test_create_preview_trigger_history_pause_delete(page):  # noqa: F811
+def test_create_preview_trigger_history_pause_delete(page):
     page.goto("/schedules/")
     page.get_by_label("Title").fill("Morning digest")
     page.get_by_label("Prompt").fill("Summarize the news")
