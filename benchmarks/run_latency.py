@@ -71,7 +71,10 @@ def pct(values: list[float], p: float) -> float:
 
 async def main(runs: int, burst: int) -> dict:
     home = Path(tempfile.mkdtemp(prefix="deerflow-bench-"))
-    server = start_live_server(home, config_text=CONFIG, extra_env={"DEERFLOW_AGENT_FACTORY": "benchmarks.bench_support:make_instant_lead_agent", "PYTHONPATH": str(ROOT)})
+    # Production settings (DJANGO_DEBUG off): debug mode logs every SQL query.
+    env = {"DEERFLOW_AGENT_FACTORY": "benchmarks.bench_support:make_instant_lead_agent", "PYTHONPATH": str(ROOT),
+           "DJANGO_DEBUG": "false", "DJANGO_SECRET_KEY": "benchmark-only-" + "x" * 40, "ALLOWED_HOSTS": "127.0.0.1,localhost"}
+    server = start_live_server(home, config_text=CONFIG, extra_env=env)
     try:
         token = server.create_user_token("bench")
         headers = {"Authorization": f"Bearer {token}"}
