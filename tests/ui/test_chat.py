@@ -122,6 +122,30 @@ def test_answer_a_clarification_and_the_run_resumes(page, script, doc_shot):
     expect(page.locator(".clarify.answered")).to_contain_text("You answered: blue")
 
 
+def test_a_clarification_form_sends_its_field_values(page, script, model_server):
+    fields = [
+        {"name": "city", "label": "City", "type": "text", "required": True},
+        {"name": "nights", "label": "Nights", "type": "number"},
+        {"name": "pace", "label": "Pace", "type": "select", "options": ["relaxed", "busy"]},
+        {"name": "museums", "label": "Include museums", "type": "checkbox"},
+    ]
+    script(tool_reply(call("ask_clarification", question="Trip details?", fields=fields)), Reply(text="Planning your trip."))
+    page.goto("/")
+    send(page, "Plan a trip")
+    card = page.locator("#clarify")
+    expect(card).to_contain_text("Trip details?")
+    card.get_by_role("button", name="Send answer").click()  # City is required: the browser holds the form back
+    expect(page.locator(".clarify.answered")).to_have_count(0)
+    card.get_by_label("City *").fill("Lisbon")
+    card.get_by_label("Nights").fill("3")
+    card.get_by_label("Pace").select_option("busy")
+    card.get_by_label("Include museums").check()
+    card.get_by_role("button", name="Send answer").click()
+    expect(assistant(page).last).to_contain_text("Planning your trip.")
+    answer = str(model_server.requests[-1]["messages"])
+    assert "City: Lisbon" in answer and "Nights: 3" in answer and "Pace: busy" in answer and "Include museums: True" in answer
+
+
 def test_an_interrupted_thread_shows_its_question_after_a_reload(page, script):
     script(tool_reply(call("ask_clarification", question="Who is the audience?")), Reply(text="Writing for engineers."))
     page.goto("/")
