@@ -395,6 +395,7 @@ def test_browser_session_with_csrf_uploads_and_the_caps_hold(user, thread_of, up
     assert names_in(upload_dir(user, tid)) == ["a.txt"]
 
 
+@pytest.mark.filterwarnings("ignore:The xlrd engine is deprecated")  # pandas 3 about markitdown's .xls reader
 @pytest.mark.parametrize(("name", "error"), [("old.xls", "XLRDError"), ("doc.docx", "BadZipFile"), ("deck.pptx", "BadZipFile"),
                                               ("book.xlsx", "BadZipFile")])
 def test_each_format_uses_its_own_converter(user_client, thread_of, name, error):
