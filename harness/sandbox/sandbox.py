@@ -25,6 +25,7 @@ from harness.sandbox.errors import SandboxError, SandboxPathError
 from harness.sandbox.paths import WORKSPACE, ResolvedPath, VirtualFS
 from harness.sandbox.process import CommandResult
 from harness.sandbox.search import compile_glob, has_magic
+from harness.uploads import is_staging_name
 
 MAX_READ_BYTES = 10 * 1024 * 1024
 MAX_GREP_FILE_BYTES = 5 * 1024 * 1024
@@ -235,6 +236,8 @@ class Sandbox(ABC):
             except OSError:
                 return True
             for item in items:
+                if is_staging_name(item.name):  # a file still being uploaded is not there yet
+                    continue
                 if len(entries) >= max_entries:
                     return False
                 is_link = item.is_symlink()
@@ -273,7 +276,8 @@ class Sandbox(ABC):
             for d in dirnames:
                 yield prefix + d, Path(dirpath) / d, True
             for f in sorted(filenames):
-                yield prefix + f, Path(dirpath) / f, False
+                if not is_staging_name(f):
+                    yield prefix + f, Path(dirpath) / f, False
 
     def glob(self, pattern: str, path: str = WORKSPACE, max_results: int = 200) -> tuple[list[str], bool]:
         """Virtual paths matching ``pattern`` (``**`` for any depth); (matches, truncated)."""

@@ -241,3 +241,15 @@ def test_relative_link_climbing_out_and_link_loops_are_refused(sandbox):
         sandbox.list_dir("/mnt/user-data/workspace/updir")
     with pytest.raises(SandboxPathError, match="too many levels"):
         sandbox.read_file("/mnt/user-data/workspace/loop-a")
+
+
+def test_files_still_being_uploaded_are_invisible_to_listing_and_search(sandbox):
+    uploads = thread_user_data_dir("alice", "thread-1") / "uploads"
+    uploads.mkdir(parents=True, exist_ok=True)
+    (uploads / "report.txt").write_text("needle here\n")
+    (uploads / ".upload-0123456789abcdef.part").write_text("needle half-written\n")
+    names = [e.path for e in sandbox.list_dir("/mnt/user-data/uploads")[0]]
+    assert names == ["/mnt/user-data/uploads/report.txt"]
+    assert sandbox.glob("**/*", "/mnt/user-data/uploads")[0] == ["/mnt/user-data/uploads/report.txt"]
+    hits, _ = sandbox.grep("needle", "/mnt/user-data/uploads")
+    assert [h.path for h in hits] == ["/mnt/user-data/uploads/report.txt"]
