@@ -83,7 +83,7 @@
           button("Run now", () => act(task, "trigger")),
           button(paused ? "Resume" : "Pause", () => act(task, paused ? "resume" : "pause")),
           button("Edit", () => edit(task)),
-          button("Runs", () => showHistory(task.id)),
+          button("Runs", () => { historyTaskId = task.id; load(); }),
           button("Delete", () => remove(task), "danger"))),
       ));
     }

@@ -96,7 +96,11 @@ def test_create_preview_trigger_history_pause_delete(page):
             break
         page.wait_for_timeout(500)
     assert "success" in history.inner_text(), history.inner_text()
+    if os.environ.get("DEERFLOW_UI_SCREENSHOTS"):  # the documentation shot (docs/screenshots/)
+        page.screenshot(path=os.path.join(os.environ["DEERFLOW_UI_SCREENSHOTS"], "schedules.png"), full_page=True)
     assert history.get_by_role("link", name="open").count() == 1
+    assert "enabled" in row.inner_text()  # the list refreshed with the history: no longer running
+    assert not page.get_by_label("Thread id").is_visible() and not page.get_by_role("button", name="Cancel editing").is_visible()
 
     row.get_by_role("button", name="Pause").click()
     page.locator("#task-rows tr", has_text="paused").wait_for()

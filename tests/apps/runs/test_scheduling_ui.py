@@ -24,7 +24,7 @@ def test_the_page_needs_a_sign_in_and_loads_its_script(client, user):
     body = page.content.decode()
     assert page.status_code == 200
     assert 'id="task-form"' in body and "schedules/schedules.js" in body and 'id="cron-preview"' in body
-    assert 'name="csrf-token"' in body and "schedule-page-data" in body
+    assert 'name="csrf-token"' in body and "schedule-page-data" in body and '"name": "test-model"' in body
 
 
 def test_admin_actions_trigger_enable_and_disable(admin_client, user, scripted_agent):
