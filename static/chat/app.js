@@ -783,9 +783,9 @@
     let node = entry.el.previousElementSibling;
     while (node && !node.classList.contains("user")) node = node.previousElementSibling;
     const human = node && S.messages.get(node.dataset.id);
-    if (!human || S.running) return;
+    if (!human) return;
     if (entry.retry) entry.retry.remove();
-    send(human.text);
+    send(human.text); // queued if the failed run has not sent its end yet
   }
 
   function removeErrors() { el.messages.querySelectorAll(".run-error").forEach((n) => n.remove()); }
@@ -796,12 +796,7 @@
     if (retryable && S.lastInput) {
       box.append(h("button", { type: "button", class: "button secondary", text: "Retry", onclick: () => {
         box.remove();
-        const again = S.lastInput;
-        const entry = entryFor("pending-" + Date.now(), "human");
-        entry.el.classList.add("pending");
-        entry.body.textContent = again.content;
-        S.pendingHuman = entry;
-        startRun({ input: { messages: [again] } });
+        send(S.lastInput.content); // queued if the failed run has not ended yet
       } }));
     }
     el.messages.append(box);
