@@ -59,6 +59,15 @@ def pytest_runtest_makereport(item, call):
     setattr(item, "rep_" + report.when, report)
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _patient_expectations():
+    """Runs are real (agent, sandbox, HTTP model): under a loaded CI machine an answer can
+    take longer than Playwright's 5 s default, which would be a flake, not a finding."""
+    from playwright.sync_api import expect
+
+    expect.set_options(timeout=15_000)
+
+
 @pytest.fixture(scope="session")
 def model_server():
     with LoopbackOpenAIServer() as server:
