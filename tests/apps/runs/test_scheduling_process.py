@@ -64,15 +64,23 @@ def test_run_script_starts_daphne_and_a_worker_with_beat_and_stops_both(tmp_path
             time.sleep(0.3)
         children = _children(script.pid)
         commands = " ".join(args for _, args in children)
+        # Embedded beat is a child of the worker: it must stop with everything else.
+        deadline = time.monotonic() + 10
+        while True:
+            descendants = children + [grandchild for pid, _ in children for grandchild in _children(pid)]
+            if len(descendants) > len(children) or time.monotonic() > deadline:
+                break
+            time.sleep(0.2)
         assert "daphne" in commands and "celery" in commands and "--beat" in commands, children
+        assert len(descendants) > len(children), descendants  # the worker's beat process
         assert "filesystem" in (tmp_path / "run.log").read_text()
         assert (tmp_path / "home" / "celery-broker" / "queue").is_dir()
 
         script.send_signal(signal.SIGTERM)
         script.wait(30)
         deadline = time.monotonic() + 15
-        while any(_alive(pid) for pid, _ in children):
-            assert time.monotonic() < deadline, f"still running after the script stopped: {children}"
+        while any(_alive(pid) for pid, _ in descendants):
+            assert time.monotonic() < deadline, f"still running after the script stopped: {descendants}"
             time.sleep(0.1)
     finally:
         if script.poll() is None:
