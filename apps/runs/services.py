@@ -162,11 +162,14 @@ def run_settle_cancelled(*, run_id: str) -> bool:
     run = Run.objects.filter(pk=run_id).only("thread_id").first()
     if run is None:
         return False
-    finished = Run.objects.filter(pk=run_id, status__in=Run.ACTIVE_STATUSES).update(
-        status=Run.Status.INTERRUPTED, stop_reason="cancelled", finished_at=timezone.now(), lease_expires_at=None,
-    )
+    # One transaction: nobody may see the run finished while its thread still looks busy.
+    with transaction.atomic():
+        finished = Run.objects.filter(pk=run_id, status__in=Run.ACTIVE_STATUSES).update(
+            status=Run.Status.INTERRUPTED, stop_reason="cancelled", finished_at=timezone.now(), lease_expires_at=None,
+        )
+        if finished:
+            Thread.objects.filter(pk=run.thread_id, status=Thread.Status.BUSY).update(status=Thread.Status.IDLE, updated_at=timezone.now())
     if finished:
-        Thread.objects.filter(pk=run.thread_id, status=Thread.Status.BUSY).update(status=Thread.Status.IDLE, updated_at=timezone.now())
         scheduled_run_settled(run_id)
     return bool(finished)
 
