@@ -24,7 +24,7 @@ HOST="${HOST:-127.0.0.1}"
 PORT="${PORT:-8000}"
 echo "DeerFlow is running at http://$HOST:$PORT/  (admin: http://$HOST:$PORT/admin/, API docs: http://$HOST:$PORT/api/docs/)"
 if ! .venv/bin/python manage.py shell -v0 -c 'from django.contrib.auth import get_user_model; import sys; sys.exit(0 if get_user_model().objects.filter(is_superuser=True).exists() else 1)' 2>/dev/null; then
-  echo "No admin account yet: create one with  .venv/bin/python manage.py createsuperuser"
+  echo "No admin account yet: open the site and sign up (the first account becomes the admin), or run  .venv/bin/python manage.py createsuperuser"
 fi
 
 # Daphne serves the site; a Celery worker with embedded beat fires scheduled tasks (on the
