@@ -81,6 +81,11 @@ class LoopbackOpenAIServer:
     def add(self, *items: ScriptItem) -> None:
         self._script.extend(items)
 
+    def reset(self, *items: ScriptItem) -> None:
+        """Replace the script and forget recorded requests (one server shared by many tests)."""
+        self._script = Script(list(items))
+        self.requests.clear()
+
     @property
     def remaining(self) -> int:
         return self._script.remaining

@@ -1,7 +1,6 @@
 import pytest
 
 from harness.testing import LoopbackOpenAIServer
-from harness.testing.script import Script
 from tests.support.live import start_live_server
 
 CONFIG = """\
@@ -39,12 +38,8 @@ def live(tmp_path_factory, model_server):
 def script(model_server):
     """Replace what the model will answer, for this test only."""
 
-    def set_script(*items):
-        model_server._script = Script(list(items))
-        model_server.requests.clear()
-
-    yield set_script
-    model_server._script = Script([])
+    yield model_server.reset
+    model_server.reset()
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from harness.testing import LoopbackOpenAIServer
-from harness.testing.script import Script
 from tests.support.live import start_live_server
 
 CHROMIUM = "/usr/bin/chromium"
@@ -91,12 +90,8 @@ def live(tmp_path_factory, model_server):
 def script(model_server):
     """What the model answers, in order, for this test only."""
 
-    def set_script(*items):
-        model_server._script = Script(list(items))
-        model_server.requests.clear()
-
-    yield set_script
-    model_server._script = Script([])
+    yield model_server.reset
+    model_server.reset()
 
 
 @pytest.fixture(scope="session")

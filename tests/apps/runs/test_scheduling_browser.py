@@ -38,10 +38,8 @@ def page(tmp_path_factory):
     from playwright.sync_api import sync_playwright
 
     from harness.testing import LoopbackOpenAIServer
-    from harness.testing.script import Script
 
-    with LoopbackOpenAIServer() as model_server:
-        model_server._script = Script(["Today's digest: all quiet."] * 3)
+    with LoopbackOpenAIServer(["Today's digest: all quiet."] * 3) as model_server:
         server = start_live_server(tmp_path_factory.mktemp("schedules-home"), config_text=CONFIG.format(base_url=model_server.base_url))
         try:
             server.shell("from apps.accounts.models import User\n"
