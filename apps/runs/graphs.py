@@ -7,6 +7,7 @@ which the process's checkpointer is attached.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import threading
@@ -54,7 +55,9 @@ async def build_graph(config: dict, checkpointer: Any) -> Any:
     config objects, and a cached graph built from older ones is not used.
     """
     key = _cache_key(config)
-    sources = (get_app_config(), get_extensions_config(), checkpointer)
+    # Reading the config files (to notice edits) is file IO: not on the event loop.
+    app_config, extensions = await asyncio.to_thread(lambda: (get_app_config(), get_extensions_config()))
+    sources = (app_config, extensions, checkpointer)
     if key is not None:
         with _graphs_lock:
             cached = _graphs.get(key)
@@ -83,7 +86,3 @@ def thread_config(thread_id: str, checkpoint_id: str | None = None, **configurab
     if checkpoint_id:
         conf["checkpoint_id"] = checkpoint_id
     return {"configurable": conf}
-
-
-def model_names() -> list[str]:
-    return [m.name for m in get_app_config().models]

@@ -27,29 +27,36 @@ from harness.testing.script import Reply, ToolCallSpec, call, tool_reply
 from harness.testing.scripted_model import RecordedRequest, ScriptedChatModel, ScriptedProviderError, ScriptExhaustedError
 
 
+def loopback_config_text(base_url: str, *, extra_yaml: str = "", model_name: str = "loopback",
+                         use: str = "langchain_openai:ChatOpenAI", timeout: int = 10) -> str:
+    """A config.yaml whose only model is an OpenAI-compatible server at *base_url*."""
+    return (
+        "config_version: 1\n"
+        "models:\n"
+        f"  - name: {model_name}\n"
+        "    display_name: Loopback model\n"
+        f"    use: {use}\n"
+        "    model: test-model\n"
+        f"    base_url: {base_url}\n"
+        "    api_key: test-key\n"
+        "    max_retries: 0\n"
+        f"    timeout: {timeout}\n"
+        "    context_window: 32000\n"
+        + extra_yaml
+    )
+
+
 def write_test_config(directory, base_url: str, *, extra_yaml: str = "", model_name: str = "loopback") -> "object":
     """Write ``config.yaml`` in *directory* with one ChatOpenAI model at *base_url*; return its path."""
     from pathlib import Path
 
     path = Path(directory) / "config.yaml"
-    path.write_text(
-        "config_version: 1\n"
-        "models:\n"
-        f"  - name: {model_name}\n"
-        "    display_name: Loopback model\n"
-        "    use: langchain_openai:ChatOpenAI\n"
-        "    model: test-model\n"
-        f"    base_url: {base_url}\n"
-        "    api_key: test-key\n"
-        "    max_retries: 0\n"
-        "    timeout: 10\n"
-        "    context_window: 32000\n"
-        + extra_yaml
-    )
+    path.write_text(loopback_config_text(base_url, extra_yaml=extra_yaml, model_name=model_name))
     return path
 
 
 __all__ = [
+    "loopback_config_text",
     "LoopbackOpenAIServer",
     "RecordedRequest",
     "Reply",

@@ -1,24 +1,10 @@
 import pytest
 
-from harness.testing import LoopbackOpenAIServer
+from harness.testing import LoopbackOpenAIServer, loopback_config_text
 from tests.support.live import start_live_server
 
-CONFIG = """\
-config_version: 1
-models:
-  - name: loopback
-    display_name: Loopback model
-    use: langchain_openai:ChatOpenAI
-    model: test-model
-    base_url: {base_url}
-    api_key: test-key
-    max_retries: 0
-    timeout: 30
-    context_window: 32000
-sandbox:
-  use: local
-  bash_command_timeout: 30
-"""
+LOCAL_SANDBOX = "sandbox:\n  use: local\n  bash_command_timeout: 30\n"
+
 
 
 @pytest.fixture(scope="session")
@@ -29,7 +15,7 @@ def model_server():
 
 @pytest.fixture(scope="session")
 def live(tmp_path_factory, model_server):
-    server = start_live_server(tmp_path_factory.mktemp("live-home"), config_text=CONFIG.format(base_url=model_server.base_url))
+    server = start_live_server(tmp_path_factory.mktemp("live-home"), config_text=loopback_config_text(model_server.base_url, timeout=30, extra_yaml=LOCAL_SANDBOX))
     yield server
     server.stop()
 

@@ -15,33 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from harness.testing import LoopbackOpenAIServer
+from harness.testing import LoopbackOpenAIServer, loopback_config_text
 from tests.support.live import start_live_server
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 PASSWORD = "pw-ui-tester-123"
+# Thinking on (the reasoning model shows its thoughts), a small upload cap for the size test.
+UI_EXTRA_YAML = "    supports_thinking: true\nsandbox:\n  use: local\n  bash_command_timeout: 30\nuploads:\n  max_file_size: 200000\n"
 
-CONFIG = """\
-config_version: 1
-models:
-  - name: loopback
-    display_name: Loopback model
-    use: harness.models.reasoning:ReasoningChatOpenAI
-    model: test-model
-    base_url: {base_url}
-    api_key: test-key
-    max_retries: 0
-    timeout: 60
-    context_window: 32000
-    supports_thinking: true
-sandbox:
-  use: local
-  bash_command_timeout: 30
-uploads:
-  max_file_size: 200000
-"""
 
 
 def pytest_collection_modifyitems(config, items):
@@ -75,7 +58,7 @@ def model_server():
 
 @pytest.fixture(scope="session")
 def live(tmp_path_factory, model_server):
-    server = start_live_server(tmp_path_factory.mktemp("ui-home"), config_text=CONFIG.format(base_url=model_server.base_url))
+    server = start_live_server(tmp_path_factory.mktemp("ui-home"), config_text=loopback_config_text(model_server.base_url, use="harness.models.reasoning:ReasoningChatOpenAI", timeout=60, extra_yaml=UI_EXTRA_YAML))
     server.config_path = Path(server.env["DEER_FLOW_CONFIG_PATH"])
     server.shell(
         "from apps.accounts.models import User\n"

@@ -10,24 +10,11 @@ import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 
-from harness.testing import LoopbackOpenAIServer
+from harness.testing import LoopbackOpenAIServer, loopback_config_text
 from tests.support.live import start_live_server
 
 pytestmark = [pytest.mark.slow, pytest.mark.db_tier]
 
-CONFIG = """\
-config_version: 1
-models:
-  - name: loopback
-    use: langchain_openai:ChatOpenAI
-    model: test-model
-    base_url: {base_url}
-    api_key: test-key
-    max_retries: 0
-    timeout: 30
-sandbox:
-  use: local
-"""
 PASSWORD = "Correct-Horse-42-battery"
 USER = {"messages": [{"role": "user", "content": "hello"}]}
 
@@ -35,7 +22,7 @@ USER = {"messages": [{"role": "user", "content": "hello"}]}
 @pytest.fixture(scope="module")
 def live(tmp_path_factory):
     with LoopbackOpenAIServer(["Hi from the loopback model."], loop=True) as model:
-        server = start_live_server(tmp_path_factory.mktemp("accounts-live"), config_text=CONFIG.format(base_url=model.base_url),
+        server = start_live_server(tmp_path_factory.mktemp("accounts-live"), config_text=loopback_config_text(model.base_url, timeout=30, extra_yaml="sandbox:\n  use: local\n"),
                                    extra_env={"DEERFLOW_ALLOW_SIGNUP": "true"})
         try:
             yield server

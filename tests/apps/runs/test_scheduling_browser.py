@@ -5,6 +5,7 @@ import os
 
 import pytest
 
+from harness.testing import loopback_config_text
 from tests.support.live import start_live_server
 
 CHROMIUM = "/usr/bin/chromium"
@@ -15,20 +16,6 @@ pytestmark = [
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="needs Debian's chromium at /usr/bin/chromium"),
 ]
 
-CONFIG = """\
-config_version: 1
-models:
-  - name: loopback
-    display_name: Loopback model
-    use: langchain_openai:ChatOpenAI
-    model: test-model
-    base_url: {base_url}
-    api_key: test-key
-    max_retries: 0
-    timeout: 60
-sandbox:
-  use: local
-"""
 
 
 # Module-scoped on purpose: Playwright's sync API keeps an event loop running in this thread
@@ -40,7 +27,7 @@ def page(tmp_path_factory):
     from harness.testing import LoopbackOpenAIServer
 
     with LoopbackOpenAIServer(["Today's digest: all quiet."] * 3) as model_server:
-        server = start_live_server(tmp_path_factory.mktemp("schedules-home"), config_text=CONFIG.format(base_url=model_server.base_url))
+        server = start_live_server(tmp_path_factory.mktemp("schedules-home"), config_text=loopback_config_text(model_server.base_url, timeout=60, extra_yaml="sandbox:\n  use: local\n"))
         try:
             server.shell("from apps.accounts.models import User\n"
                          f"User.objects.create_user(username='planner', email='planner@example.com', password={PASSWORD!r})")
