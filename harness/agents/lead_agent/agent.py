@@ -37,6 +37,7 @@ from harness.agents.middlewares.tool_output_budget import ToolOutputBudgetMiddle
 from harness.agents.middlewares.uploads import UploadsMiddleware
 from harness.agents.middlewares.view_image import ViewImageMiddleware
 from harness.agents.thread_state import ThreadState
+from harness.agents.tracing import install_inline_trace_setup
 from harness.config import AppConfig, ModelConfig, class_path, get_app_config
 from harness.models import ModelError, create_chat_model, get_model_config
 
@@ -149,6 +150,8 @@ def make_lead_agent(config: RunnableConfig | None = None, *, model: BaseChatMode
     """
     from harness.config import get_extensions_config
     from harness.tools.registry import get_available_tools
+
+    install_inline_trace_setup()
 
     options = LeadAgentOptions.from_config(config)
     app = app_config or get_app_config()
