@@ -8,11 +8,11 @@ import sys
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deerflow_site.settings")
 
-from django.core.asgi import get_asgi_application  # noqa: E402
-
 from django.core.exceptions import ImproperlyConfigured  # noqa: E402
 
 from harness.config import ConfigError  # noqa: E402
+
+from deerflow_site.handlers import get_asgi_application  # noqa: E402
 
 try:
     django_asgi_app = get_asgi_application()
