@@ -33,13 +33,22 @@ class StreamItem:
 
 
 class StreamBridge(Protocol):
+    """Sync ``publish``/``end`` are for request threads; code on an event loop (the worker)
+    calls ``apublish``/``aend`` so a networked bridge never blocks the loop."""
+
     def publish(self, run_id: str, event: str, data: Any) -> str: ...
 
     def end(self, run_id: str) -> str: ...
 
+    async def apublish(self, run_id: str, event: str, data: Any) -> str: ...
+
+    async def aend(self, run_id: str) -> str: ...
+
     def subscribe(self, run_id: str, *, last_event_id: str | None = None, heartbeat: float | None = 15.0) -> AsyncIterator[StreamItem]: ...
 
     def has_run(self, run_id: str) -> bool: ...
+
+    def is_ended(self, run_id: str) -> bool: ...
 
 
 def _parse_id(event_id: str) -> int | None:
@@ -71,6 +80,7 @@ class MemoryStreamBridge:
         self.retain_after_end = retain_after_end
         self._runs: dict[str, _RunStream] = {}
         self._lock = threading.Lock()
+        self._last_sweep = float("-inf")
 
     # -- producing -------------------------------------------------------------------
 
@@ -99,6 +109,13 @@ class MemoryStreamBridge:
     def end(self, run_id: str) -> str:
         return self._append(run_id, END, None, ending=True)
 
+    # Nothing here does IO, so the async variants need not leave the loop.
+    async def apublish(self, run_id: str, event: str, data: Any) -> str:
+        return self.publish(run_id, event, data)
+
+    async def aend(self, run_id: str) -> str:
+        return self.end(run_id)
+
     def has_run(self, run_id: str) -> bool:
         with self._lock:
             return run_id in self._runs
@@ -109,7 +126,11 @@ class MemoryStreamBridge:
             return bool(stream and stream.ended)
 
     def _sweep_locked(self) -> None:
+        # A sweep scans every run; doing it per event made publishing O(runs).
         now = time.monotonic()
+        if now - self._last_sweep < 1.0:
+            return
+        self._last_sweep = now
         stale = [rid for rid, s in self._runs.items() if s.ended and s.ended_at is not None and now - s.ended_at > self.retain_after_end]
         for rid in stale:
             del self._runs[rid]

@@ -1,7 +1,12 @@
-"""The in-memory stream bridge: ids, replay, gaps, many subscribers, heartbeats, end."""
+"""The stream bridge contract: ids, replay, gaps, many subscribers, heartbeats, end.
+
+Shared behaviour runs against every implementation (Redis ones where a Redis is available);
+what only the in-memory bridge promises is tested on it alone at the end.
+"""
 
 import asyncio
 import threading
+import uuid
 
 import pytest
 
@@ -12,66 +17,143 @@ async def collect(bridge, run_id, **kwargs):
     return [item async for item in bridge.subscribe(run_id, **kwargs)]
 
 
-async def test_ids_are_monotonic_and_replay_covers_everything_retained():
-    bridge = MemoryStreamBridge()
+async def take(bridge, run_id, n, **kwargs):
+    stream = bridge.subscribe(run_id, **kwargs)
+    try:
+        return [await anext(stream) for _ in range(n)]
+    finally:
+        await stream.aclose()
+
+
+def id_key(event_id):
+    ms, seq = event_id.split("-")
+    return int(ms), int(seq)
+
+
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+async def make_bridge(request):
+    """A factory, so tests can pick max_events/retain_after_end; every bridge it made is closed."""
+    made = []
+
+    def make(**kwargs):
+        if request.param == "memory":
+            bridge = MemoryStreamBridge(**kwargs)
+        else:
+            from harness.runtime.redis_bridge import RedisStreamBridge
+
+            bridge = RedisStreamBridge(request.getfixturevalue("redis_url"), key_prefix=f"test:{uuid.uuid4().hex}:", **kwargs)
+        made.append(bridge)
+        return bridge
+
+    yield make
+    for bridge in made:
+        if hasattr(bridge, "aclose"):
+            await bridge.aclose()
+
+
+async def test_ids_are_monotonic_and_replay_covers_everything_retained(make_bridge):
+    bridge = make_bridge()
     ids = [bridge.publish("r", "values", {"n": i}) for i in range(3)]
     ids.append(bridge.end("r"))
-    assert [int(i.split("-")[1]) for i in ids] == [0, 1, 2, 3]
+    assert all(id_key(a) < id_key(b) for a, b in zip(ids, ids[1:]))
     items = await collect(bridge, "r")
     assert [i.event for i in items] == ["values", "values", "values", END]
     assert [i.id for i in items] == ids
+    assert [i.data for i in items] == [{"n": 0}, {"n": 1}, {"n": 2}, None]
     resumed = await collect(bridge, "r", last_event_id=ids[1])
     assert [i.data for i in resumed] == [{"n": 2}, None]
+    assert [i.id for i in resumed] == ids[2:]
 
 
-async def test_live_subscribers_all_see_every_event_in_order():
-    bridge = MemoryStreamBridge()
+async def test_async_publish_matches_sync_publish(make_bridge):
+    bridge = make_bridge()
+    first = await bridge.apublish("r", "values", {"text": "héllo", "list": [1, 2]})
+    last = await bridge.aend("r")
+    assert id_key(first) < id_key(last)
+    items = await collect(bridge, "r")
+    assert [(i.event, i.data, i.id) for i in items] == [("values", {"text": "héllo", "list": [1, 2]}, first), (END, None, last)]
+
+
+async def test_live_subscribers_all_see_every_event_in_order(make_bridge):
+    bridge = make_bridge()
     bridge.publish("r", "metadata", {})
     subscribers = [asyncio.create_task(collect(bridge, "r")) for _ in range(5)]
     await asyncio.sleep(0.01)
     for i in range(20):
-        bridge.publish("r", "messages", i)
+        await bridge.apublish("r", "messages", i)
         if i % 7 == 0:
             await asyncio.sleep(0)
-    bridge.end("r")
-    results = await asyncio.gather(*subscribers)
+    await bridge.aend("r")
+    results = await asyncio.wait_for(asyncio.gather(*subscribers), 5)
     for items in results:
         assert [i.data for i in items if i.event == "messages"] == list(range(20))
         assert items[-1].event == END
 
 
-async def test_a_cursor_older_than_the_buffer_gets_one_gap_and_no_end():
-    bridge = MemoryStreamBridge(max_events=4)
-    first = bridge.publish("r", "values", 0)
-    for i in range(1, 10):
-        bridge.publish("r", "values", i)
-    items = await collect(bridge, "r", last_event_id=first)
+async def test_a_cursor_older_than_the_buffer_gets_one_gap_and_no_end(make_bridge):
+    bridge = make_bridge(max_events=4)
+    ids = [bridge.publish("r", "values", i) for i in range(10)]
+    items = await collect(bridge, "r", last_event_id=ids[0])
     assert len(items) == 1 and items[0].event == GAP and items[0].id is None
     gap = items[0].data
-    assert gap["code"] == "stream_replay_gap" and gap["requested_event_id"] == first
-    assert gap["earliest_available_event_id"].endswith("-6") and gap["latest_available_event_id"].endswith("-9")
+    assert gap == {
+        "code": "stream_replay_gap",
+        "run_id": "r",
+        "requested_event_id": ids[0],
+        "earliest_available_event_id": ids[6],
+        "latest_available_event_id": ids[9],
+        "recovery": "reload_durable_state",
+    }
+    # The newest trimmed id is still a complete cursor: no gap, the retained tail replays.
+    assert [i.data for i in await take(bridge, "r", 4, last_event_id=ids[5])] == [6, 7, 8, 9]
     # Rejoining from the latest retained id follows the live stream again.
     follower = asyncio.create_task(collect(bridge, "r", last_event_id=gap["latest_available_event_id"]))
     await asyncio.sleep(0.01)
     bridge.publish("r", "values", 10)
     bridge.end("r")
-    assert [i.data for i in await follower] == [10, None]
+    assert [i.data for i in await asyncio.wait_for(follower, 5)] == [10, None]
 
 
-async def test_unknown_run_yields_a_lone_end_and_heartbeats_fill_silence():
-    bridge = MemoryStreamBridge()
-    assert [i.event for i in await collect(bridge, "ghost")] == [END]
+async def test_a_subscriber_that_falls_behind_the_buffer_gets_a_gap(make_bridge):
+    bridge = make_bridge(max_events=4)
+    bridge.publish("r", "values", 0)
+    stream = bridge.subscribe("r")
+    assert (await anext(stream)).data == 0
+    for i in range(1, 10):  # the subscriber is suspended meanwhile
+        bridge.publish("r", "values", i)
+    item = await anext(stream)
+    assert item.event == GAP and item.data["earliest_available_event_id"] is not None
+    with pytest.raises(StopAsyncIteration):
+        await anext(stream)
+
+
+async def test_foreign_or_future_cursors_replay_from_the_start(make_bridge):
+    bridge = make_bridge()
+    ids = [bridge.publish("r", "values", i) for i in range(2)]
+    bridge.end("r")
+    for cursor in ("not-an-id", "abc", "", "1-999999", "99999999999999-99999999", "1-99999999999999999999999"):
+        items = await collect(bridge, "r", last_event_id=cursor)
+        assert [i.id for i in items][:2] == ids, cursor
+        assert items[-1].event == END
+
+
+async def test_unknown_run_yields_a_lone_end_and_heartbeats_fill_silence(make_bridge):
+    bridge = make_bridge()
+    assert [(i.event, i.data) for i in await collect(bridge, "ghost")] == [(END, None)]
+    assert not bridge.has_run("ghost") and not bridge.is_ended("ghost")
     bridge.publish("quiet", "metadata", {})
     seen = []
     async for item in bridge.subscribe("quiet", heartbeat=0.05):
         seen.append(item.event)
-        if item.event == HEARTBEAT and seen.count(HEARTBEAT) == 2:
-            bridge.end("quiet")
+        if item.event == HEARTBEAT:
+            assert item.id is None and item.data is None
+            if seen.count(HEARTBEAT) == 2:
+                bridge.end("quiet")
     assert seen[0] == "metadata" and seen.count(HEARTBEAT) == 2 and seen[-1] == END
 
 
-async def test_publisher_on_another_thread_wakes_the_subscriber():
-    bridge = MemoryStreamBridge()
+async def test_publisher_on_another_thread_wakes_the_subscriber(make_bridge):
+    bridge = make_bridge()
     bridge.publish("r", "metadata", {})
     task = asyncio.create_task(collect(bridge, "r"))
     await asyncio.sleep(0.01)
@@ -88,14 +170,38 @@ async def test_publisher_on_another_thread_wakes_the_subscriber():
     assert [i.data for i in items if i.event == "messages"] == list(range(50))
 
 
-async def test_ended_streams_refuse_more_events_and_are_swept():
-    bridge = MemoryStreamBridge(retain_after_end=60)
+async def test_ended_streams_refuse_more_events_but_stay_replayable(make_bridge):
+    bridge = make_bridge()
+    bridge.publish("r", "values", 1)
+    assert bridge.has_run("r") and not bridge.is_ended("r")
+    bridge.end("r")
+    assert bridge.is_ended("r")
+    with pytest.raises(RuntimeError, match="already ended"):
+        bridge.publish("r", "values", 2)
+    with pytest.raises(RuntimeError, match="already ended"):
+        await bridge.apublish("r", "values", 2)
+    with pytest.raises(RuntimeError, match="already ended"):
+        await bridge.aend("r")
+    assert [i.data for i in await collect(bridge, "r")] == [1, None]
+
+
+# -- in-memory only ------------------------------------------------------------------------
+
+
+async def test_memory_ids_count_from_zero_per_run():
+    bridge = MemoryStreamBridge()
+    ids = [bridge.publish("r", "values", i) for i in range(3)] + [bridge.end("r")]
+    assert [int(i.split("-")[1]) for i in ids] == [0, 1, 2, 3]
+    assert bridge.publish("other", "values", 0).endswith("-0")
+
+
+async def test_memory_ended_streams_are_swept_at_most_once_a_second():
+    bridge = MemoryStreamBridge(retain_after_end=0.0)
     bridge.publish("r", "values", 1)
     bridge.end("r")
-    with pytest.raises(RuntimeError):
-        bridge.publish("r", "values", 2)
-    assert [i.data for i in await collect(bridge, "r")] == [1, None]  # still replayable
-    bridge.retain_after_end = 0.0
     await asyncio.sleep(0.01)
-    bridge.publish("other", "values", 1)  # any write sweeps expired streams
-    assert not bridge.has_run("r")
+    bridge.publish("other", "values", 1)
+    assert bridge.has_run("r")  # swept less than a second ago: not yet
+    bridge._last_sweep -= 1.0  # as if a second had passed
+    bridge.publish("other", "values", 2)  # any write sweeps expired streams
+    assert not bridge.has_run("r") and bridge.has_run("other")
