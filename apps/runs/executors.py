@@ -8,15 +8,19 @@ from __future__ import annotations
 from typing import Protocol
 
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
 
 
 class Executor(Protocol):
+    # How long an admitted run may stay pending before recovery declares it lost.
+    pending_lease_seconds: int
+
     def submit(self, run_id: str) -> None: ...
 
 
 class EmbeddedExecutor:
     """Runs execute as asyncio tasks on this process's runs loop."""
+
+    pending_lease_seconds = 30
 
     def submit(self, run_id: str) -> None:
         from apps.runs.runtime import get_runtime
@@ -25,11 +29,21 @@ class EmbeddedExecutor:
         get_runtime().start(run_id, execute_run)
 
 
-_EXECUTORS = {"embedded": EmbeddedExecutor}
+class CeleryExecutor:
+    """Runs are Celery tasks; a worker process executes them on its own runs loop."""
+
+    @property
+    def pending_lease_seconds(self) -> int:
+        return settings.RUN_QUEUE_TIMEOUT
+
+    def submit(self, run_id: str) -> None:
+        from apps.runs.tasks import execute_run_task
+
+        execute_run_task.delay(run_id)
+
+
+_EXECUTORS = {"embedded": EmbeddedExecutor, "celery": CeleryExecutor}
 
 
 def get_executor() -> Executor:
-    try:
-        return _EXECUTORS[settings.RUN_EXECUTOR]()
-    except KeyError:
-        raise ImproperlyConfigured(f"RUN_EXECUTOR must be one of {', '.join(_EXECUTORS)}, not {settings.RUN_EXECUTOR!r}") from None
+    return _EXECUTORS[settings.RUN_EXECUTOR]()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import socket
@@ -23,13 +24,23 @@ from typing import Any, TypeVar
 from django.conf import settings
 
 from harness.runtime.checkpointer import open_checkpointer
-from harness.runtime.stream_bridge import MemoryStreamBridge
+from harness.runtime.stream_bridge import MemoryStreamBridge, StreamBridge
 
 logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
 PROCESS_ID = f"{socket.gethostname()}:{os.getpid()}"
+# Redis pub/sub channel on which cancels reach the process executing the run.
+CANCEL_CHANNEL = "deerflow:runs:cancel"
+
+
+def _make_bridge() -> StreamBridge:
+    if settings.RUN_STREAM_BRIDGE == "redis":
+        from harness.runtime.redis_bridge import RedisStreamBridge
+
+        return RedisStreamBridge(settings.REDIS_URL)
+    return MemoryStreamBridge()
 
 
 @dataclass
@@ -43,7 +54,7 @@ class ActiveRun:
 class RunsRuntime:
     def __init__(self, checkpointer_url: str):
         self.checkpointer_url = checkpointer_url
-        self.bridge = MemoryStreamBridge()
+        self.bridge = _make_bridge()
         self.active: dict[str, ActiveRun] = {}
         # Request-scoped secrets live only here, for the life of the run: never in a row.
         self.secrets: dict[str, dict[str, str]] = {}
@@ -52,6 +63,7 @@ class RunsRuntime:
         self._checkpointer: Any = None
         self._stack: contextlib.AsyncExitStack | None = None
         self._lock = threading.Lock()
+        self._background: set[asyncio.Task] = set()
 
     # -- the loop ----------------------------------------------------------------------
 
@@ -74,8 +86,20 @@ class RunsRuntime:
                     self._loop = loop
                     from apps.runs.recovery import sweep_forever
 
-                    loop.call_soon_threadsafe(lambda: loop.create_task(sweep_forever(), name="run-recovery"))
+                    loop.call_soon_threadsafe(self._keep_running, sweep_forever, "run-recovery")
+                    if self.distributed:
+                        loop.call_soon_threadsafe(self._keep_running, self._listen_for_cancels, "run-cancels")
         return self._loop
+
+    def _keep_running(self, fn: Callable[[], Awaitable[None]], name: str) -> None:
+        # The loop holds tasks weakly: without this reference a background task can be
+        # garbage-collected mid-await.
+        self._background.add(asyncio.get_running_loop().create_task(fn(), name=name))
+
+    @property
+    def distributed(self) -> bool:
+        """Whether other processes may execute runs and serve their streams (Redis set up)."""
+        return settings.RUN_STREAM_BRIDGE == "redis"
 
     def submit_coro(self, coro: Awaitable[T]) -> Future[T]:
         return asyncio.run_coroutine_threadsafe(coro, self.loop)  # type: ignore[arg-type]
@@ -97,36 +121,87 @@ class RunsRuntime:
 
     # -- runs --------------------------------------------------------------------------
 
+    def _register(self, run_id: str, runner: Callable[[str], Awaitable[None]]) -> ActiveRun:
+        """On the runs loop: start the run's task and track it until it is done."""
+        task = self.loop.create_task(runner(run_id), name=f"run-{run_id}")
+        entry = ActiveRun(task=task)
+        self.active[run_id] = entry
+
+        def _done(_t: asyncio.Task) -> None:
+            entry.done.set()
+            self.active.pop(run_id, None)
+            self.secrets.pop(run_id, None)
+
+        task.add_done_callback(_done)
+        return entry
+
     def start(self, run_id: str, runner: Callable[[str], Awaitable[None]]) -> None:
-        def _create() -> None:
-            task = self.loop.create_task(runner(run_id), name=f"run-{run_id}")
-            entry = ActiveRun(task=task)
-            self.active[run_id] = entry
+        self.loop.call_soon_threadsafe(self._register, run_id, runner)
 
-            def _done(_t: asyncio.Task) -> None:
-                entry.done.set()
-                self.active.pop(run_id, None)
-                self.secrets.pop(run_id, None)
+    def run_to_completion(self, run_id: str, runner: Callable[[str], Awaitable[None]]) -> None:
+        """Execute the run here and block the calling (non-loop) thread until it is done."""
 
-            task.add_done_callback(_done)
+        async def _run() -> None:
+            await self._register(run_id, runner).done.wait()
 
-        self.loop.call_soon_threadsafe(_create)
+        self.call(_run, timeout=None)
+
+    def cancel_here(self, run_id: str, action: str) -> bool:
+        """On the runs loop: cancel the run if this process executes it."""
+        entry = self.active.get(run_id)
+        if entry is None:
+            return False
+        if entry.cancel_action:  # the first cancel wins; another would cut its cleanup short
+            return True
+        entry.cancel_action = action
+        # A task cancelled before its first step never runs its cleanup: the worker checks
+        # cancel_action when it starts instead.
+        if entry.started:
+            entry.task.cancel()
+        return True
 
     def cancel(self, run_id: str, action: str) -> bool:
         """Cancel a run executing in this process; False when it is not here."""
 
         async def _cancel() -> bool:
-            entry = self.active.get(run_id)
-            if entry is None:
-                return False
-            entry.cancel_action = entry.cancel_action or action
-            # A task cancelled before its first step never runs its cleanup: the worker checks
-            # cancel_action when it starts instead.
-            if entry.started:
-                entry.task.cancel()
-            return True
+            return self.cancel_here(run_id, action)
 
         return self.call(_cancel, timeout=10)
+
+    def broadcast_cancel(self, run_id: str, action: str) -> None:
+        """Ask whichever process executes the run to cancel it (distributed mode only; the
+        worker also notices the database flag when it renews its lease)."""
+        if not self.distributed:
+            return
+        import redis
+
+        client = redis.Redis.from_url(settings.REDIS_URL)
+        try:
+            client.publish(CANCEL_CHANNEL, json.dumps({"run_id": run_id, "action": action}))
+        finally:
+            client.close()
+
+    async def _listen_for_cancels(self) -> None:
+        import redis.asyncio as aioredis
+
+        while True:
+            try:
+                client = aioredis.from_url(settings.REDIS_URL)
+                try:
+                    async with client.pubsub() as pubsub:
+                        await pubsub.subscribe(CANCEL_CHANNEL)
+                        async for message in pubsub.listen():
+                            if message.get("type") != "message":
+                                continue
+                            request = json.loads(message["data"])
+                            self.cancel_here(str(request["run_id"]), str(request.get("action") or "interrupt"))
+                finally:
+                    await client.aclose()
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # Redis restarting: keep listening once it is back
+                logger.warning("Run cancel listener lost Redis (retrying in 1s): %s", exc)
+                await asyncio.sleep(1)
 
     async def wait_done(self, run_id: str, timeout: float | None = None) -> bool:
         """On the runs loop: wait until the run's task has finished its bookkeeping."""

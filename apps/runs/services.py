@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from apps.runs import graphs
@@ -75,13 +76,15 @@ def _check_checkpoint(thread: Thread, checkpoint_id: str) -> None:
 
 
 def _insert(thread: Thread, user, request: RunCreate, kwargs: dict, model_name: str) -> Run:
+    from apps.runs.executors import get_executor
+
     now = timezone.now()
     with transaction.atomic():
         run = Run.objects.create(
             thread=thread, owner=user, assistant_id=request.assistant_id or graphs.LEAD_AGENT,
             status=Run.Status.PENDING, multitask_strategy=request.multitask_strategy,
             kwargs=kwargs, metadata=request.metadata or {}, model_name=model_name,
-            lease_owner=PROCESS_ID, lease_expires_at=now + timedelta(seconds=LEASE_SECONDS),
+            lease_owner=PROCESS_ID, lease_expires_at=now + timedelta(seconds=get_executor().pending_lease_seconds),
         )
         Thread.objects.filter(pk=thread.pk).update(status=Thread.Status.BUSY, updated_at=now)
     return run
@@ -139,32 +142,67 @@ def start_run(*, user, thread_id: str | None, request: RunCreate, stateless: boo
 
 
 def run_cancel(*, run: Run, action: str = "interrupt", wait: bool = False, timeout: float = REPLACE_WAIT_SECONDS) -> Run:
+    """Cancel a run wherever it is: executing here, executing in another process, queued, or
+    orphaned by a process that died."""
     if action not in ("interrupt", "rollback"):
         raise InvalidRequest("action must be 'interrupt' or 'rollback'")
     run.refresh_from_db()
     if not run.is_active:
         raise Conflict(f"Run {run.pk} is not cancellable (status: {run.status})")
+    # The flag comes first: a worker claiming the run or renewing its lease acts on it even
+    # when the signal below does not reach it.
     Run.objects.filter(pk=run.pk).update(cancel_requested_at=timezone.now(), cancel_action=action)
+    run_id = str(run.pk)
     runtime = get_runtime()
-    if not runtime.cancel(str(run.pk), action):
-        # Not executing in this process. A pending run that never reached a worker, or an
-        # orphan: settle it here so the thread is freed.
-        if run_settle_cancelled(run_id=str(run.pk)) and not runtime.bridge.is_ended(str(run.pk)):
-            runtime.bridge.end(str(run.pk))
-    elif wait:
-        runtime.call(runtime.wait_done, str(run.pk), timeout, timeout=timeout + 5)
+    if runtime.cancel(run_id, action):
+        if wait:
+            runtime.call(runtime.wait_done, run_id, timeout, timeout=timeout + 5)
+    elif run_settle_cancelled(run_id=run_id, statuses=(Run.Status.PENDING,)) or _settle_if_orphaned(run_id):
+        # Nobody had started it (its claim will now fail), or its process is gone.
+        _end_stream(run_id)
+    else:
+        # Running in another process (a Celery worker, another server): ask it to stop.
+        runtime.broadcast_cancel(run_id, action)
+        if wait:
+            _wait_until_finished(run_id, timeout)
     run.refresh_from_db()
     return run
 
 
-def run_settle_cancelled(*, run_id: str) -> bool:
-    """Finish a cancelled run that never got (or lost) its worker; False if already finished."""
+def _end_stream(run_id: str) -> None:
+    bridge = get_runtime().bridge
+    if not bridge.is_ended(run_id):
+        try:
+            bridge.end(run_id)
+        except RuntimeError:  # another process ended it in between
+            pass
+
+
+def _settle_if_orphaned(run_id: str) -> bool:
+    """Settle a running run whose lease has lapsed: its process stopped renewing it."""
+    return run_settle_cancelled(run_id=run_id, lease_expired_before=timezone.now())
+
+
+def _wait_until_finished(run_id: str, timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not Run.objects.filter(pk=run_id, status__in=Run.ACTIVE_STATUSES).exists():
+            return
+        time.sleep(0.05)
+
+
+def run_settle_cancelled(*, run_id: str, statuses: tuple[str, ...] = Run.ACTIVE_STATUSES, lease_expired_before=None) -> bool:
+    """Finish a cancelled run that never got (or lost) its worker; False if it was not in
+    ``statuses`` (already finished, or claimed by a worker meanwhile)."""
     run = Run.objects.filter(pk=run_id).only("thread_id").first()
     if run is None:
         return False
+    rows = Run.objects.filter(pk=run_id, status__in=statuses)
+    if lease_expired_before is not None:
+        rows = rows.filter(Q(lease_expires_at__lt=lease_expired_before) | Q(lease_expires_at__isnull=True))
     # One transaction: nobody may see the run finished while its thread still looks busy.
     with transaction.atomic():
-        finished = Run.objects.filter(pk=run_id, status__in=Run.ACTIVE_STATUSES).update(
+        finished = rows.update(
             status=Run.Status.INTERRUPTED, stop_reason="cancelled", finished_at=timezone.now(), lease_expires_at=None,
         )
         if finished:

@@ -74,9 +74,10 @@ def database_sync_to_async(fn):
 
 @database_sync_to_async
 def _claim(run_id: str) -> dict | None:
-    """pending -> running; None when the run was cancelled before it started."""
+    """pending -> running; None when the run was cancelled before it started (the canceller
+    settles the row)."""
     now = timezone.now()
-    updated = Run.objects.filter(pk=run_id, status=Run.Status.PENDING).update(
+    updated = Run.objects.filter(pk=run_id, status=Run.Status.PENDING, cancel_requested_at__isnull=True).update(
         status=Run.Status.RUNNING, started_at=now, lease_owner=PROCESS_ID,
         lease_expires_at=now + timedelta(seconds=LEASE_SECONDS),
     )
@@ -90,8 +91,11 @@ def _claim(run_id: str) -> dict | None:
 
 
 @database_sync_to_async
-def _renew_lease(run_id: str) -> None:
+def _renew_lease(run_id: str) -> str | None:
+    """Extend the lease; returns the cancel action when someone asked to cancel the run."""
     Run.objects.filter(pk=run_id, lease_owner=PROCESS_ID).update(lease_expires_at=timezone.now() + timedelta(seconds=LEASE_SECONDS))
+    row = Run.objects.filter(pk=run_id).values("cancel_requested_at", "cancel_action").first()
+    return (row["cancel_action"] or "interrupt") if row and row["cancel_requested_at"] else None
 
 
 @database_sync_to_async
@@ -251,7 +255,6 @@ def _stream_modes(kwargs: dict) -> tuple[list[str], list[str]]:
 async def execute_run(run_id: str) -> None:
     runtime = get_runtime()
     runtime.mark_started(run_id)
-    bridge = runtime.bridge
     try:
         if runtime.cancel_action(run_id):
             raise asyncio.CancelledError  # cancelled before it started
@@ -262,12 +265,17 @@ async def execute_run(run_id: str) -> None:
         from apps.runs.services import run_settle_cancelled
 
         await database_sync_to_async(run_settle_cancelled)(run_id=run_id)
-        if not bridge.is_ended(run_id):
-            bridge.end(run_id)
+        await _end_stream(run_id)
     except Exception:  # bookkeeping itself failed (database down): recovery settles the row
         logger.exception("Run %s could not be executed", run_id)
-        if not bridge.is_ended(run_id):
-            bridge.end(run_id)
+        await _end_stream(run_id)
+
+
+async def _end_stream(run_id: str) -> None:
+    try:
+        await get_runtime().bridge.aend(run_id)
+    except RuntimeError:  # already ended (a canceller settled the run first)
+        pass
 
 
 async def _execute(run_id: str) -> None:
@@ -275,8 +283,7 @@ async def _execute(run_id: str) -> None:
     bridge = runtime.bridge
     meta = await _claim(run_id)
     if meta is None:
-        if not bridge.is_ended(run_id):
-            bridge.end(run_id)
+        await _end_stream(run_id)
         return
     thread_id = meta["thread_id"]
     kwargs = meta["kwargs"]
@@ -326,7 +333,7 @@ async def _execute(run_id: str) -> None:
                 payload: Any = [to_jsonable(message), _callback_metadata(cb_meta)]
             else:
                 payload = to_jsonable(data)
-            bridge.publish(run_id, name, payload)
+            await bridge.apublish(run_id, name, payload)
         state = await graph.aget_state(config)
         title = (state.values or {}).get("title") if state else None
         # Why the agent stopped, when it stopped early: loop_capped, token_budget_exhausted,
@@ -349,7 +356,7 @@ async def _execute(run_id: str) -> None:
         status, thread_status = Run.Status.ERROR, Thread.Status.ERROR
         error = f"{type(exc).__name__}: {exc}"
         progress.stop_reason = "error"
-        bridge.publish(run_id, "error", {"error": type(exc).__name__, "message": str(exc), "name": type(exc).__name__})
+        await bridge.apublish(run_id, "error", {"error": type(exc).__name__, "message": str(exc), "name": type(exc).__name__})
         journal.pending.append(JournalEvent("run.error", "error", str(exc), {"error_type": type(exc).__name__}))
     finally:
         lease.cancel()
@@ -357,7 +364,7 @@ async def _execute(run_id: str) -> None:
         await _finish(run_id, status=status, thread_status=thread_status, error=error, progress=progress, title=title,
                       thread_id=thread_id, events=journal.take())
     finally:
-        bridge.end(run_id)
+        await _end_stream(run_id)
 
 
 async def _rollback(graph: Any, thread_id: str, pre_run_config: dict | None) -> None:
@@ -376,6 +383,10 @@ async def _keep_lease(run_id: str) -> None:
     while True:
         await asyncio.sleep(LEASE_RENEW_SECONDS)
         try:
-            await _renew_lease(run_id)
+            cancel_action = await _renew_lease(run_id)
         except Exception:  # a transient DB error must not kill the run; the next renewal retries
             logger.warning("Could not renew the lease of run %s", run_id, exc_info=True)
+            continue
+        if cancel_action:
+            # A cancel whose signal never arrived (no Redis, or sent while we were starting).
+            get_runtime().cancel_here(run_id, cancel_action)

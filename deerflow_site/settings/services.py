@@ -1,5 +1,7 @@
 """Channel layer, Celery and the run executor: embedded unless REDIS_URL / a broker is set."""
 
+from django.core.exceptions import ImproperlyConfigured
+
 from deerflow_site.settings.environment import DEER_FLOW_HOME, env
 
 REDIS_URL = env.str("REDIS_URL", default="")
@@ -42,9 +44,22 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Scheduled tasks: the largest prompt a task may carry (characters).
 SCHEDULED_TASK_MAX_PROMPT_CHARS = env.int("SCHEDULED_TASK_MAX_PROMPT_CHARS", default=20000)
 
-# "embedded" runs agent runs as asyncio tasks in the ASGI process; "celery" sends them to workers.
-# Runs execute as asyncio tasks on the process's runs loop; a Celery executor joins this seam later.
+# Where runs execute: "embedded" (asyncio tasks on this process's runs loop) or "celery"
+# (worker processes: `celery -A deerflow_site worker -P threads`, see docs/deployment.md).
 RUN_EXECUTOR = env.str("RUN_EXECUTOR", default="embedded")
+# How long a queued (pending) run may wait for a Celery worker before recovery gives up on it.
+RUN_QUEUE_TIMEOUT = env.int("RUN_QUEUE_TIMEOUT", default=600)
+# Where run events travel to subscribers: Redis Streams whenever Redis is configured, so any
+# process can serve any run's stream; otherwise this process's memory.
+RUN_STREAM_BRIDGE = env.str("RUN_STREAM_BRIDGE", default="redis" if REDIS_URL else "memory")
+if RUN_EXECUTOR not in ("embedded", "celery"):
+    raise ImproperlyConfigured(f"RUN_EXECUTOR must be 'embedded' or 'celery', not {RUN_EXECUTOR!r}")
+if RUN_STREAM_BRIDGE not in ("memory", "redis"):
+    raise ImproperlyConfigured(f"RUN_STREAM_BRIDGE must be 'memory' or 'redis', not {RUN_STREAM_BRIDGE!r}")
+if RUN_STREAM_BRIDGE == "redis" and not REDIS_URL:
+    raise ImproperlyConfigured("RUN_STREAM_BRIDGE=redis needs REDIS_URL")
+if RUN_EXECUTOR == "celery" and RUN_STREAM_BRIDGE != "redis":
+    raise ImproperlyConfigured("RUN_EXECUTOR=celery needs REDIS_URL: worker processes stream run events through Redis")
 
 # The graph a run executes: a callable taking the run's RunnableConfig (LangGraph Platform's
 # factory convention). Operators may point it at their own graph.

@@ -1,3 +1,5 @@
+import os
+
 import pytest
 
 from harness.testing import LoopbackOpenAIServer, loopback_config_text
@@ -13,9 +15,17 @@ def model_server():
         yield server
 
 
-@pytest.fixture(scope="session")
-def live(tmp_path_factory, model_server):
-    server = start_live_server(tmp_path_factory.mktemp("live-home"), config_text=loopback_config_text(model_server.base_url, timeout=30, extra_yaml=LOCAL_SANDBOX))
+@pytest.fixture(scope="session", params=["embedded", pytest.param("distributed", marks=pytest.mark.redis)])
+def live(request, tmp_path_factory, model_server):
+    """Every SDK test runs on the embedded stack and again on the distributed one: two Daphne
+    servers and a Celery worker sharing the database, run events carried by Redis Streams."""
+    config = loopback_config_text(model_server.base_url, timeout=30, extra_yaml=LOCAL_SANDBOX)
+    if request.param == "embedded":
+        server = start_live_server(tmp_path_factory.mktemp("live-home"), config_text=config)
+    else:
+        redis_url = os.environ["DEERFLOW_TEST_REDIS_URL"]
+        env = {"RUN_EXECUTOR": "celery", "REDIS_URL": redis_url, "CELERY_BROKER_URL": redis_url}
+        server = start_live_server(tmp_path_factory.mktemp("live-distributed"), config_text=config, extra_env=env, servers=2, celery_workers=1)
     yield server
     server.stop()
 

@@ -200,3 +200,39 @@ def test_bad_tokens_and_other_users_are_refused(live, sdk, script):
     with pytest.raises(httpx.HTTPStatusError) as err:
         anonymous.threads.create()
     assert err.value.response.status_code == 401
+
+
+def test_a_run_executed_by_a_worker_is_joined_and_cancelled_through_another_server(live, sdk, token, script, model_server):
+    """The distributed stack: server A admits, the Celery worker executes, server B serves the
+    stream (resumed after an id) and cancels — nothing depends on which process got what."""
+    if len(live.urls) < 2:
+        pytest.skip("the embedded stack has one server; this runs on the distributed one")
+    from langgraph_sdk import get_sync_client
+
+    other = get_sync_client(url=f"{live.urls[1]}/api", headers={"Authorization": f"Bearer {token}"})
+    script(Reply(text="one two three four five six seven eight", chunk_size=4))
+    tid = sdk.threads.create()["thread_id"]
+    parts = list(sdk.runs.stream(tid, "lead_agent", input=USER, stream_mode=["messages-tuple"]))
+    run_id = parts[0].data["run_id"]
+    full = [(p.event, p.data) for p in parts]
+
+    with httpx.Client(base_url=f"{live.urls[1]}/api", headers={"Authorization": f"Bearer {token}"}) as raw:
+        ids = []
+        with raw.stream("GET", f"/threads/{tid}/runs/{run_id}/stream") as response:
+            for line in response.iter_lines():
+                if line.startswith("id: "):
+                    ids.append(line[4:])
+                    if len(ids) == 2:
+                        break
+    assert [(p.event, p.data) for p in other.runs.join_stream(tid, run_id, last_event_id=ids[-1])] == full[2:]
+    executed_by = live.shell(f"from apps.runs.models import Run; print(Run.objects.get(pk='{run_id}').lease_owner)")
+    assert executed_by.endswith(f":{live.others[-1].pid}")  # the Celery worker, not a server
+
+    script(Reply(text="never seen", delay=20))
+    run = sdk.runs.create(tid, "lead_agent", input={"messages": [{"role": "user", "content": "stop me"}]})
+    wait_requests(model_server, 1)
+    assert sdk.runs.get(tid, run["run_id"])["status"] == "running"
+    other.runs.cancel(tid, run["run_id"], wait=True)
+    assert sdk.runs.get(tid, run["run_id"])["status"] == "interrupted"
+    assert sdk.threads.get(tid)["status"] == "idle"
+    assert sdk.threads.get_state(tid)["values"]["messages"][-1]["content"] == "stop me"

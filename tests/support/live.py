@@ -4,17 +4,23 @@ It runs the production settings (DJANGO_DEBUG on) against its own database — a
 or a database on the PostgreSQL server of the second test tier — and a config.yaml whose
 model is a LoopbackOpenAIServer in the test process, so runs go through the real
 ChatOpenAI path over HTTP.
+
+``servers=2, celery_workers=1`` (with REDIS_URL, RUN_EXECUTOR=celery in ``extra_env``) starts
+the distributed stack instead: two Daphne processes on one database and a Celery worker that
+executes the runs, so a run started through one server can be joined or cancelled through
+the other.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import socket
 import subprocess
 import sys
 import time
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,6 +38,9 @@ class LiveServer:
     env: dict
     process: subprocess.Popen
     log_path: Path
+    # The distributed stack's other processes: more Daphne servers (``urls[1:]``) and workers.
+    urls: list[str] = field(default_factory=list)
+    others: list[subprocess.Popen] = field(default_factory=list)
 
     def manage(self, *args: str) -> str:
         result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=120)
@@ -53,11 +62,16 @@ class LiveServer:
         return self.log_path.read_text(errors="replace")
 
     def stop(self) -> None:
-        self.process.terminate()
-        try:
-            self.process.wait(10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+        for process in [self.process, *self.others]:
+            process.terminate()
+        for process in [self.process, *self.others]:
+            try:
+                process.wait(10)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+_stack_numbers = itertools.count()
 
 
 def _database_url(home: Path) -> str:
@@ -66,14 +80,50 @@ def _database_url(home: Path) -> str:
         return f"sqlite:///{home / 'live.sqlite3'}"
     import psycopg
 
-    name = f"deerflow_live_{os.getpid()}"
+    # One database per live stack: several stacks may be up in one test session.
+    name = f"deerflow_live_{os.getpid()}_{next(_stack_numbers)}"
     with psycopg.connect(base, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
         conn.execute(f'CREATE DATABASE "{name}"')
     return base.rsplit("/", 1)[0] + "/" + name
 
 
-def start_live_server(home: Path, *, config_text: str, extra_env: dict | None = None) -> LiveServer:
+def _daphne(env: dict, port: int, log) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "deerflow_site.asgi:application"],
+                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+
+
+def _wait_healthy(server: LiveServer, url: str, process: subprocess.Popen, deadline: float) -> None:
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"daphne exited: {server.log()}")
+        try:
+            with urllib.request.urlopen(f"{url}/api/health", timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            time.sleep(0.2)
+    server.stop()
+    raise RuntimeError(f"daphne did not become healthy: {server.log()}")
+
+
+def _start_celery_worker(server: LiveServer, home: Path, index: int, concurrency: int, deadline: float) -> None:
+    log_path = home / f"celery-{index}.log"
+    process = subprocess.Popen([sys.executable, "-m", "celery", "-A", "deerflow_site", "worker", "-P", "threads", "-c", str(concurrency),
+                                "-n", f"live{index}@%h", "--without-mingle", "--without-gossip", "--loglevel", "INFO"],
+                               cwd=ROOT, env=server.env, stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
+    server.others.append(process)
+    while time.monotonic() < deadline:
+        if process.poll() is not None or " ready." in log_path.read_text(errors="replace"):
+            break
+        time.sleep(0.2)
+    if process.poll() is not None or " ready." not in log_path.read_text(errors="replace"):
+        server.stop()
+        raise RuntimeError(f"celery worker did not start: {log_path.read_text(errors='replace')}")
+
+
+def start_live_server(home: Path, *, config_text: str, extra_env: dict | None = None, servers: int = 1, celery_workers: int = 0,
+                      celery_concurrency: int = 8) -> LiveServer:
     home.mkdir(parents=True, exist_ok=True)
     config = home / "config.yaml"
     config.write_text(config_text)
@@ -93,17 +143,16 @@ def start_live_server(home: Path, *, config_text: str, extra_env: dict | None = 
     server = LiveServer(url=f"http://127.0.0.1:{port}", env=env, process=None, log_path=log_path)  # type: ignore[arg-type]
     server.manage("migrate", "-v0")
     log = open(log_path, "w")
-    server.process = subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "deerflow_site.asgi:application"],
-                                      cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+    server.process = _daphne(env, port, log)
+    server.urls.append(server.url)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            raise RuntimeError(f"daphne exited: {server.log()}")
-        try:
-            with urllib.request.urlopen(f"{server.url}/api/health", timeout=2) as response:
-                if response.status == 200:
-                    return server
-        except OSError:
-            time.sleep(0.2)
-    server.stop()
-    raise RuntimeError(f"daphne did not become healthy: {server.log()}")
+    _wait_healthy(server, server.url, server.process, deadline)
+    for _ in range(servers - 1):
+        other_port = free_port()
+        process = _daphne(env, other_port, log)
+        server.others.append(process)
+        server.urls.append(f"http://127.0.0.1:{other_port}")
+        _wait_healthy(server, server.urls[-1], process, deadline)
+    for index in range(celery_workers):
+        _start_celery_worker(server, home, index, celery_concurrency, deadline)
+    return server

@@ -303,3 +303,50 @@ def test_a_run_cancelled_at_once_does_not_stay_active(user_client, scripted_agen
         assert done.thread.status == "idle"
         again = user_client.post(f"/api/threads/{tid}/runs", {"input": {"messages": [{"role": "user", "content": "y"}]}}, format="json")
         assert again.status_code == 200
+
+
+def _run_owned_elsewhere(user, *, lease_seconds):
+    """A running run as another live (or dead) process would hold it."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.threads.models import Thread
+
+    thread = Thread.objects.create(owner=user, status=Thread.Status.BUSY)
+    return Run.objects.create(thread=thread, owner=user, status=Run.Status.RUNNING, lease_owner="elsewhere:1",
+                              lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds))
+
+
+def test_cancel_of_a_run_another_live_process_executes_leaves_it_to_that_process(user, user_client):
+    run = _run_owned_elsewhere(user, lease_seconds=30)
+    response = user_client.post(f"/api/threads/{run.thread_id}/runs/{run.pk}/cancel?action=rollback")
+    assert response.status_code == 202
+    run.refresh_from_db()
+    # Not settled here (its process is still running it); flagged for that process to act on.
+    assert run.status == "running" and run.cancel_requested_at is not None and run.cancel_action == "rollback"
+    assert run.thread.status == "busy"
+
+
+def test_cancel_of_a_run_whose_process_died_settles_it(user, user_client):
+    run = _run_owned_elsewhere(user, lease_seconds=-5)
+    assert user_client.post(f"/api/threads/{run.thread_id}/runs/{run.pk}/cancel").status_code == 202
+    run.refresh_from_db()
+    assert run.status == "interrupted" and run.thread.status == "idle"
+
+
+def test_a_worker_acts_on_a_cancel_flag_it_was_not_signalled(user_client, scripted_agent, monkeypatch):
+    """The fallback when the cancel signal cannot reach the worker: the lease renewal sees the flag."""
+    from django.utils import timezone
+
+    from apps.runs import worker
+
+    monkeypatch.setattr(worker, "LEASE_RENEW_SECONDS", 0.05)
+    model = scripted_agent(tool_reply(call("slow", seconds=30)))
+    tid = new_thread(user_client)
+    run = user_client.post(f"/api/threads/{tid}/runs", {"input": {"messages": [{"role": "user", "content": "work"}]}}, format="json").json()
+    wait_for_model_calls(model, 1)
+    Run.objects.filter(pk=run["run_id"]).update(cancel_requested_at=timezone.now(), cancel_action="interrupt")
+    done = wait_for_status(run["run_id"], {"interrupted", "success", "error"}, timeout=5)
+    assert done.status == "interrupted" and done.stop_reason == "cancelled"
+    assert done.thread.status == "idle"

@@ -209,8 +209,13 @@ def test_orphan_recovery_and_cancel_of_an_unheld_run_settle_the_task_run(user):
     orphan_row.refresh_from_db()
     assert orphan_row.status == "error" and "stopped before it finished" in orphan_row.error
 
-    # A live lease that no process here holds: cancelling settles the run (and its row) directly.
+    # A live lease held by another process: the cancel is that process's to carry out.
     unheld_row, run = running_pair(timezone.now() + timedelta(minutes=5))
+    run_services.run_cancel(run=run, action="interrupt")
+    unheld_row.refresh_from_db()
+    assert unheld_row.status == "running" and run.cancel_requested_at is not None
+    # Once that process is gone (lease lapsed), cancelling settles the run and its row here.
+    Run.objects.filter(pk=run.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=1))
     run_services.run_cancel(run=run, action="interrupt")
     unheld_row.refresh_from_db()
     assert unheld_row.status == "interrupted" and unheld_row.run_id == run.pk
