@@ -1,18 +1,29 @@
 """Run latency through the whole server: request -> first `messages` event and -> `end`,
 then a burst of concurrent streamed runs.
 
-Starts a real Daphne server (embedded stack: SQLite, in-process runs) whose lead agent has
-an instant scripted model, so what is measured is the platform, not a provider.
+Starts real Daphne servers whose lead agent has an instant scripted model, so what is
+measured is the platform, not a provider.
 
     .venv/bin/python benchmarks/run_latency.py [--runs 30] [--burst 50]
+
+``--stack embedded`` (default) is `make run`'s stack: one server, SQLite, runs in-process.
+``--stack distributed`` is the scaled-out one: ``--servers`` Daphne processes (the client
+spreads runs over them round-robin, as a load balancer would) and ``--workers`` Celery
+worker processes executing the runs, events through Redis Streams. It starts a throwaway
+redis-server unless ``--redis-url`` is given; ``--database-url`` points it at PostgreSQL
+(default: a SQLite file shared by the processes).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
+import shutil
+import socket
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -69,33 +80,70 @@ def pct(values: list[float], p: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(p / 100 * (len(ordered) - 1))))]
 
 
-async def main(runs: int, burst: int) -> dict:
+def start_redis(home: Path) -> tuple[str, subprocess.Popen]:
+    if not shutil.which("redis-server"):
+        raise SystemExit("--stack distributed needs redis-server (apt-get install redis-server) or --redis-url")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    process = subprocess.Popen(["redis-server", "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", str(home)],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(50):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+            return f"redis://127.0.0.1:{port}/0", process
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit("redis-server did not start")
+
+
+async def main(args: argparse.Namespace) -> dict:
     home = Path(tempfile.mkdtemp(prefix="deerflow-bench-"))
     # Production settings (DJANGO_DEBUG off): debug mode logs every SQL query.
     env = {"DEERFLOW_AGENT_FACTORY": "benchmarks.bench_support:make_instant_lead_agent", "PYTHONPATH": str(ROOT),
            "DJANGO_DEBUG": "false", "DJANGO_SECRET_KEY": "benchmark-only-" + "x" * 40, "ALLOWED_HOSTS": "127.0.0.1,localhost"}
-    server = start_live_server(home, config_text=CONFIG, extra_env=env)
+    redis = None
+    servers, workers = 1, 0
+    if args.stack == "distributed":
+        redis_url = args.redis_url
+        if not redis_url:
+            redis_url, redis = start_redis(home)
+        env.update({"RUN_EXECUTOR": "celery", "REDIS_URL": redis_url, "CELERY_BROKER_URL": redis_url})
+        servers, workers = args.servers, args.workers
+    if args.database_url:
+        env["DATABASE_URL"] = args.database_url
+    server = start_live_server(home, config_text=CONFIG, extra_env=env, servers=servers, celery_workers=workers,
+                               celery_concurrency=args.burst + 4)
     try:
         token = server.create_user_token("bench")
         headers = {"Authorization": f"Bearer {token}"}
-        async with httpx.AsyncClient(base_url=f"{server.url}/api", headers=headers, timeout=120) as client:
-            for _ in range(3):  # warm-up: imports, first graph build, SQLite caches
-                await one_run(client)
-            sequential = [await one_run(client) for _ in range(runs)]
+        clients = [httpx.AsyncClient(base_url=f"{url}/api", headers=headers, timeout=120) for url in server.urls]
+        next_client = itertools.cycle(clients).__next__
+        try:
+            for client in clients:
+                for _ in range(3):  # warm-up: imports, first graph build, SQLite caches
+                    await one_run(client)
+            sequential = [await one_run(next_client()) for _ in range(args.runs)]
             errors = [r for r in sequential if "error" in r]
             good = [r for r in sequential if "error" not in r]
             started = time.perf_counter()
-            results = await asyncio.gather(*(one_run(client) for _ in range(burst)))
+            results = await asyncio.gather(*(one_run(next_client()) for _ in range(args.burst)))
             wall = time.perf_counter() - started
+        finally:
+            for client in clients:
+                await client.aclose()
         burst_good = [r for r in results if "error" not in r]
         report = {
-            "sequential_runs": runs,
+            "stack": args.stack,
+            "servers": servers,
+            "workers": workers,
+            "sequential_runs": args.runs,
             "sequential_errors": len(errors),
             "end_ms_median": round(statistics.median(r["end"] for r in good) * 1000, 1),
             "first_message_ms_median": round(statistics.median(r["first_message"] for r in good) * 1000, 1),
             "first_event_ms_median": round(statistics.median(r["first_event"] for r in good) * 1000, 1),
-            "burst_runs": burst,
-            "burst_errors": burst - len(burst_good),
+            "burst_runs": args.burst,
+            "burst_errors": args.burst - len(burst_good),
             "burst_runs_per_s": round(len(burst_good) / wall, 1),
             "burst_first_event_ms_p50": round(pct([r["first_event"] for r in burst_good], 50) * 1000, 1) if burst_good else None,
             "burst_first_event_ms_p99": round(pct([r["first_event"] for r in burst_good], 99) * 1000, 1) if burst_good else None,
@@ -103,11 +151,17 @@ async def main(runs: int, burst: int) -> dict:
         return report
     finally:
         server.stop()
+        if redis is not None:
+            redis.terminate()
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=30)
     parser.add_argument("--burst", type=int, default=50)
-    args = parser.parse_args()
-    print(json.dumps(asyncio.run(main(args.runs, args.burst)), indent=2))
+    parser.add_argument("--stack", choices=["embedded", "distributed"], default="embedded")
+    parser.add_argument("--servers", type=int, default=2, help="Daphne processes (distributed stack)")
+    parser.add_argument("--workers", type=int, default=1, help="Celery worker processes (distributed stack)")
+    parser.add_argument("--redis-url", default="", help="use this Redis instead of starting one")
+    parser.add_argument("--database-url", default="", help="e.g. postgresql://…; default a SQLite file")
+    print(json.dumps(asyncio.run(main(parser.parse_args())), indent=2))
