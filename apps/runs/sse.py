@@ -12,7 +12,7 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from asgiref.sync import sync_to_async
+from channels.db import DatabaseSyncToAsync
 from django.http import StreamingHttpResponse
 from rest_framework.renderers import BaseRenderer
 
@@ -59,7 +59,7 @@ async def run_events(run_id: str, *, last_event_id: str | None, cancel_on_discon
                 return
     finally:
         if not finished and cancel_on_disconnect:
-            await sync_to_async(_cancel_after_disconnect, thread_sensitive=False)(run_id)
+            await DatabaseSyncToAsync(_cancel_after_disconnect, thread_sensitive=False)(run_id)
 
 
 def _cancel_after_disconnect(run_id: str) -> None:

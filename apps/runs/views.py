@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 
-from asgiref.sync import sync_to_async
+from channels.db import DatabaseSyncToAsync
 from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiTypes, extend_schema
 from rest_framework import status
@@ -56,9 +56,9 @@ async def _final_values(run_id: str, thread, *, cancel_on_disconnect: bool) -> A
         finished = True
     finally:
         if not finished and cancel_on_disconnect:
-            await sync_to_async(_cancel_after_disconnect, thread_sensitive=False)(run_id)
-    values = await sync_to_async(thread_values, thread_sensitive=False)(thread=thread)
-    run = await sync_to_async(_run_error, thread_sensitive=False)(run_id)
+            await DatabaseSyncToAsync(_cancel_after_disconnect, thread_sensitive=False)(run_id)
+    values = await DatabaseSyncToAsync(thread_values, thread_sensitive=False)(thread=thread)
+    run = await DatabaseSyncToAsync(_run_error, thread_sensitive=False)(run_id)
     if run is not None:
         values = {**values, "__error__": run} if isinstance(values, dict) else values
     yield json.dumps(values, default=str).encode()

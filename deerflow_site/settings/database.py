@@ -23,8 +23,17 @@ if _engine == "django.db.backends.sqlite3":
     CHECKPOINTER_URL = env.str("CHECKPOINTER_URL", default=f"sqlite:///{DEER_FLOW_HOME / 'checkpoints.sqlite3'}")
 elif _engine in {"django.db.backends.postgresql", "django.db.backends.postgresql_psycopg2"}:
     DATABASES["default"]["ENGINE"] = "django.db.backends.postgresql"
-    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DB_CONN_MAX_AGE", default=0))
-    DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
+    if env.bool("DB_POOL", default=True):
+        # Under ASGI each request runs its sync code in a fresh thread, so per-thread
+        # persistent connections are never reused: without a pool every request would open
+        # a new PostgreSQL connection. psycopg's pool (Django's "pool" option) shares them.
+        DATABASES["default"].setdefault("OPTIONS", {})["pool"] = {
+            "min_size": 1, "max_size": env.int("DB_POOL_MAX_SIZE", default=20), "timeout": env.float("DB_POOL_TIMEOUT", default=10.0),
+        }
+        DATABASES["default"]["CONN_MAX_AGE"] = 0  # the pool keeps them; Django must not as well
+    else:
+        DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("DB_CONN_MAX_AGE", default=0))
+        DATABASES["default"].setdefault("CONN_HEALTH_CHECKS", True)
     CHECKPOINTER_URL = env.str("CHECKPOINTER_URL", default=env.str("DATABASE_URL"))
 else:
     from django.core.exceptions import ImproperlyConfigured
