@@ -12,7 +12,6 @@ import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
-from channels.db import DatabaseSyncToAsync
 from django.http import StreamingHttpResponse
 from rest_framework.renderers import BaseRenderer
 
@@ -48,18 +47,40 @@ def frame(item: StreamItem) -> bytes:
     return ("\n".join(lines) + "\n\n").encode()
 
 
-async def run_events(run_id: str, *, last_event_id: str | None, cancel_on_disconnect: bool) -> AsyncIterator[bytes]:
-    bridge = get_runtime().bridge
-    finished = False
-    try:
-        async for item in bridge.subscribe(run_id, last_event_id=last_event_id, heartbeat=HEARTBEAT_SECONDS):
-            yield frame(item)
-            if item.event in (END, GAP):
-                finished = True
-                return
-    finally:
-        if not finished and cancel_on_disconnect:
-            await DatabaseSyncToAsync(_cancel_after_disconnect, thread_sensitive=False)(run_id)
+class RunBody:
+    """A streamed response body for one run that cancels the run when the client leaves early.
+
+    Django closes a response when its client disconnects, and calls the body's ``close()``
+    then (in a worker thread). That is the dependable place: a ``finally`` in the body's own
+    generator runs only when the generator is finalized, which, when the disconnect lands
+    while Django is writing a chunk, may be long after the run has finished.
+    """
+
+    def __init__(self, body: AsyncIterator[bytes], run_id: str, *, cancel_on_disconnect: bool):
+        self.body = body
+        self.run_id = run_id
+        self.cancel_on_disconnect = cancel_on_disconnect
+        self.finished = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        async for chunk in self.body:
+            yield chunk
+        self.finished = True
+
+    def close(self) -> None:
+        if not self.finished and self.cancel_on_disconnect:
+            _cancel_after_disconnect(self.run_id)
+
+
+def run_events(run_id: str, *, last_event_id: str | None, cancel_on_disconnect: bool) -> RunBody:
+    return RunBody(_frames(run_id, last_event_id), run_id, cancel_on_disconnect=cancel_on_disconnect)
+
+
+async def _frames(run_id: str, last_event_id: str | None) -> AsyncIterator[bytes]:
+    async for item in get_runtime().bridge.subscribe(run_id, last_event_id=last_event_id, heartbeat=HEARTBEAT_SECONDS):
+        yield frame(item)
+        if item.event in (END, GAP):
+            return
 
 
 def _cancel_after_disconnect(run_id: str) -> None:
@@ -77,7 +98,7 @@ def _cancel_after_disconnect(run_id: str) -> None:
         pass
 
 
-def sse_response(stream: AsyncIterator[bytes], *, content_location: str | None = None) -> StreamingHttpResponse:
+def sse_response(stream: RunBody, *, content_location: str | None = None) -> StreamingHttpResponse:
     response = StreamingHttpResponse(stream, content_type="text/event-stream; charset=utf-8")
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"

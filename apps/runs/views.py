@@ -22,7 +22,7 @@ from apps.runs import selectors, services
 from apps.runs.runtime import get_runtime
 from apps.runs.schemas import parse_run_request
 from apps.runs.serializers import run_json
-from apps.runs.sse import EventStreamRenderer, _cancel_after_disconnect, run_events, sse_response
+from apps.runs.sse import EventStreamRenderer, RunBody, run_events, sse_response
 from apps.threads.selectors import thread_get_for_user
 from apps.threads.state import thread_values
 from deerflow_site.errors import InvalidRequest
@@ -46,17 +46,15 @@ def _content_location(thread_id: str, run_id: str) -> str:
     return f"/api/threads/{thread_id}/runs/{run_id}"
 
 
-async def _final_values(run_id: str, thread, *, cancel_on_disconnect: bool) -> AsyncIterator[bytes]:
+def _final_values(run_id: str, thread, *, cancel_on_disconnect: bool) -> RunBody:
     """One JSON document once the run has ended: the thread's final values."""
-    finished = False
-    try:
-        async for item in get_runtime().bridge.subscribe(run_id, heartbeat=None):
-            if item.event in (END, GAP):
-                break
-        finished = True
-    finally:
-        if not finished and cancel_on_disconnect:
-            await DatabaseSyncToAsync(_cancel_after_disconnect, thread_sensitive=False)(run_id)
+    return RunBody(_values_when_done(run_id, thread), run_id, cancel_on_disconnect=cancel_on_disconnect)
+
+
+async def _values_when_done(run_id: str, thread) -> AsyncIterator[bytes]:
+    async for item in get_runtime().bridge.subscribe(run_id, heartbeat=None):
+        if item.event in (END, GAP):
+            break
     values = await DatabaseSyncToAsync(thread_values, thread_sensitive=False)(thread=thread)
     run = await DatabaseSyncToAsync(_run_error, thread_sensitive=False)(run_id)
     if run is not None:
@@ -73,7 +71,7 @@ def _run_error(run_id: str) -> dict | None:
     return None
 
 
-def _json_response(stream: AsyncIterator[bytes], *, content_location: str | None = None) -> StreamingHttpResponse:
+def _json_response(stream: RunBody, *, content_location: str | None = None) -> StreamingHttpResponse:
     response = StreamingHttpResponse(stream, content_type="application/json")
     if content_location:
         response["Content-Location"] = content_location

@@ -33,6 +33,19 @@ def wait_requests(model_server, count, timeout=20):
         time.sleep(0.05)
 
 
+def first_event_ids(base_url, headers, tid, run_id, count):
+    """The ids of a run's first ``count`` events, read as a client that then drops off would."""
+    ids = []
+    with httpx.Client(base_url=base_url, headers=headers) as raw:
+        with raw.stream("GET", f"/threads/{tid}/runs/{run_id}/stream") as response:
+            for line in response.iter_lines():
+                if line.startswith("id: "):
+                    ids.append(line[4:])
+                    if len(ids) == count:
+                        break
+    return ids
+
+
 def test_stream_values_messages_and_custom(sdk, script):
     script("Hello from the loopback model, streamed in pieces.")
     thread = sdk.threads.create(metadata={"purpose": "sdk-test"})
@@ -127,14 +140,7 @@ def test_join_stream_resumes_after_last_event_id_without_loss(sdk, script):
     assert len(full) > 6
 
     # Reconnect as a client that saw only the first three events would.
-    with httpx.Client(base_url=sdk.http.client.base_url, headers=dict(sdk.http.client.headers)) as raw:
-        first_three = []
-        with raw.stream("GET", f"/threads/{tid}/runs/{run_id}/stream") as response:
-            for line in response.iter_lines():
-                if line.startswith("id: "):
-                    first_three.append(line[4:])
-                    if len(first_three) == 3:
-                        break
+    first_three = first_event_ids(sdk.http.client.base_url, dict(sdk.http.client.headers), tid, run_id, 3)
     resumed = list(sdk.runs.join_stream(tid, run_id, last_event_id=first_three[-1]))
     assert [(p.event, p.data) for p in resumed] == full[3:]
 
@@ -159,7 +165,8 @@ def test_clarification_interrupt_resumed_with_command(sdk, script):
 
 
 def test_disconnect_cancels_by_default_and_continue_finishes(sdk, script, live):
-    script(Reply(text="slow", delay=3))
+    # Slow enough that a loaded machine still notices the disconnect before the answer comes.
+    script(Reply(text="slow", delay=10))
     headers = dict(sdk.http.client.headers)
     tid = sdk.threads.create()["thread_id"]
 
@@ -216,14 +223,7 @@ def test_a_run_executed_by_a_worker_is_joined_and_cancelled_through_another_serv
     run_id = parts[0].data["run_id"]
     full = [(p.event, p.data) for p in parts]
 
-    with httpx.Client(base_url=f"{live.urls[1]}/api", headers={"Authorization": f"Bearer {token}"}) as raw:
-        ids = []
-        with raw.stream("GET", f"/threads/{tid}/runs/{run_id}/stream") as response:
-            for line in response.iter_lines():
-                if line.startswith("id: "):
-                    ids.append(line[4:])
-                    if len(ids) == 2:
-                        break
+    ids = first_event_ids(f"{live.urls[1]}/api", {"Authorization": f"Bearer {token}"}, tid, run_id, 2)
     assert [(p.event, p.data) for p in other.runs.join_stream(tid, run_id, last_event_id=ids[-1])] == full[2:]
     executed_by = live.shell(f"from apps.runs.models import Run; print(Run.objects.get(pk='{run_id}').lease_owner)")
     assert executed_by.endswith(f":{live.others[-1].pid}")  # the Celery worker, not a server

@@ -350,3 +350,58 @@ def test_a_worker_acts_on_a_cancel_flag_it_was_not_signalled(user_client, script
     done = wait_for_status(run["run_id"], {"interrupted", "success", "error"}, timeout=5)
     assert done.status == "interrupted" and done.stop_reason == "cancelled"
     assert done.thread.status == "idle"
+
+
+def _stream_then_leave_mid_write(user, tid, body: dict) -> str:
+    """POST a run stream through the real ASGI handler and disconnect while Django is
+    writing a chunk (the body's generator is suspended at a ``yield`` then, not awaiting the
+    bridge): the case where only the response's close() can notice the client left."""
+    import asyncio
+
+    from asgiref.sync import async_to_sync
+
+    from apps.accounts.services import token_create
+    from deerflow_site.handlers import SyncChainASGIHandler
+
+    token = token_create(owner=user, name="asgi", scopes=["runs:create"]).token
+    payload = json.dumps(body).encode()
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST", "scheme": "http",
+             "path": f"/api/threads/{tid}/runs/stream", "raw_path": b"", "query_string": b"", "root_path": "",
+             "headers": [(b"host", b"testserver"), (b"authorization", f"Bearer {token}".encode()),
+                         (b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode()),
+                         (b"accept", b"text/event-stream")],
+             "client": ("127.0.0.1", 5000), "server": ("testserver", 80)}
+
+    async def go() -> str:
+        inbox: asyncio.Queue = asyncio.Queue()
+        await inbox.put({"type": "http.request", "body": payload, "more_body": False})
+        chunks: list[bytes] = []
+
+        async def send(message):
+            if message["type"] == "http.response.body" and message.get("body"):
+                chunks.append(message["body"])
+                if len(chunks) == 2:
+                    await inbox.put({"type": "http.disconnect"})
+                    await asyncio.Event().wait()  # the write never completes; Django cancels it
+
+        await SyncChainASGIHandler()(scope, inbox.get, send)
+        return b"".join(chunks).decode()
+
+    return async_to_sync(go)()
+
+
+def test_a_client_leaving_mid_write_cancels_the_run(user, user_client, scripted_agent):
+    model = scripted_agent(tool_reply(call("slow", seconds=30)))
+    tid = new_thread(user_client)
+    received = _stream_then_leave_mid_write(user, tid, {"input": {"messages": [{"role": "user", "content": "x"}]}})
+    assert received.startswith("event: metadata")
+    run = Run.objects.get(thread_id=tid)
+    assert wait_for_status(run.pk, {"interrupted", "success", "error"}).status == "interrupted"
+    assert len(model.requests) <= 1  # stopped, not finished
+
+
+def test_a_client_leaving_with_on_disconnect_continue_leaves_the_run_alone(user, user_client, scripted_agent):
+    scripted_agent(tool_reply(call("slow", seconds=0.5)), "done")
+    tid = new_thread(user_client)
+    _stream_then_leave_mid_write(user, tid, {"input": {"messages": [{"role": "user", "content": "x"}]}, "on_disconnect": "continue"})
+    assert wait_for_status(Run.objects.get(thread_id=tid).pk, {"interrupted", "success", "error"}).status == "success"
