@@ -10,8 +10,9 @@ measured is the platform, not a provider.
 ``--stack distributed`` is the scaled-out one: ``--servers`` Daphne processes (the client
 spreads runs over them round-robin, as a load balancer would) and ``--workers`` Celery
 worker processes executing the runs, events through Redis Streams. It starts a throwaway
-redis-server unless ``--redis-url`` is given; ``--database-url`` points it at PostgreSQL
-(default: a SQLite file shared by the processes).
+redis-server unless ``--redis-url`` is given. ``--postgres`` runs either stack on a throwaway
+PostgreSQL cluster (initdb in a temp directory, fsync off, like the test tier), and
+``--database-url`` on a database you give; the default is SQLite.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -97,6 +99,37 @@ def start_redis(home: Path) -> tuple[str, subprocess.Popen]:
     raise SystemExit("redis-server did not start")
 
 
+def start_postgres(home: Path) -> tuple[str, Callable[[], None]]:
+    """A throwaway cluster on a loopback port; PostgreSQL refuses root, so run as postgres."""
+    import glob
+    import os
+
+    initdb = shutil.which("initdb") or next(iter(sorted(glob.glob("/usr/lib/postgresql/*/bin/initdb"))[-1:]), None)
+    if initdb is None:
+        raise SystemExit("--postgres needs PostgreSQL's initdb (apt-get install postgresql)")
+    bindir = Path(initdb).resolve().parent
+    data = home / "pgdata"
+    data.mkdir()
+    as_pg: list[str] = []
+    if os.geteuid() == 0:
+        shutil.chown(home, "postgres")
+        shutil.chown(data, "postgres")
+        as_pg = ["runuser", "-u", "postgres", "--"]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    quiet = {"stdout": subprocess.DEVNULL, "stderr": subprocess.DEVNULL, "check": True}
+    subprocess.run([*as_pg, str(bindir / "initdb"), "-D", str(data), "-U", "deerflow", "--auth=trust", "-E", "UTF8"], **quiet)
+    subprocess.run([*as_pg, str(bindir / "pg_ctl"), "-D", str(data), "-w", "-l", str(data / "server.log"), "-o",
+                    f"-h 127.0.0.1 -p {port} -k {data} -c fsync=off -c synchronous_commit=off -c max_connections=300", "start"], **quiet)
+    subprocess.run([*as_pg, str(bindir / "createdb"), "-h", "127.0.0.1", "-p", str(port), "-U", "deerflow", "deerflow"], **quiet)
+
+    def stop() -> None:
+        subprocess.run([*as_pg, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    return f"postgresql://deerflow@127.0.0.1:{port}/deerflow", stop
+
+
 async def main(args: argparse.Namespace) -> dict:
     home = Path(tempfile.mkdtemp(prefix="deerflow-bench-"))
     # Production settings (DJANGO_DEBUG off): debug mode logs every SQL query.
@@ -110,7 +143,10 @@ async def main(args: argparse.Namespace) -> dict:
             redis_url, redis = start_redis(home)
         env.update({"RUN_EXECUTOR": "celery", "REDIS_URL": redis_url, "CELERY_BROKER_URL": redis_url})
         servers, workers = args.servers, args.workers
-    if args.database_url:
+    stop_postgres = None
+    if args.postgres:
+        env["DATABASE_URL"], stop_postgres = start_postgres(home)
+    elif args.database_url:
         env["DATABASE_URL"] = args.database_url
     server = start_live_server(home, config_text=CONFIG, extra_env=env, servers=servers, celery_workers=workers,
                                celery_concurrency=args.burst + 4)
@@ -135,6 +171,7 @@ async def main(args: argparse.Namespace) -> dict:
         burst_good = [r for r in results if "error" not in r]
         report = {
             "stack": args.stack,
+            "database": "postgresql" if "DATABASE_URL" in env else "sqlite",
             "servers": servers,
             "workers": workers,
             "sequential_runs": args.runs,
@@ -153,6 +190,8 @@ async def main(args: argparse.Namespace) -> dict:
         server.stop()
         if redis is not None:
             redis.terminate()
+        if stop_postgres is not None:
+            stop_postgres()
 
 
 if __name__ == "__main__":
@@ -164,4 +203,5 @@ if __name__ == "__main__":
     parser.add_argument("--workers", type=int, default=1, help="Celery worker processes (distributed stack)")
     parser.add_argument("--redis-url", default="", help="use this Redis instead of starting one")
     parser.add_argument("--database-url", default="", help="e.g. postgresql://…; default a SQLite file")
+    parser.add_argument("--postgres", action="store_true", help="start a throwaway PostgreSQL cluster and use it")
     print(json.dumps(asyncio.run(main(parser.parse_args())), indent=2))
