@@ -48,6 +48,9 @@ class ActiveRun:
     task: asyncio.Task
     cancel_action: str | None = None
     started: bool = False
+    # Set by the worker once it is handling a cancel (or finishing anyway): from then on a
+    # repeated cancel must not interrupt its cleanup.
+    settling: bool = False
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -147,18 +150,23 @@ class RunsRuntime:
         self.call(_run, timeout=None)
 
     def cancel_here(self, run_id: str, action: str) -> bool:
-        """On the runs loop: cancel the run if this process executes it."""
+        """On the runs loop: cancel the run if this process executes it. Repeating it is how a
+        cancel that got lost is delivered again (asgiref can swallow one that lands while the
+        run awaits a database call); the first action asked for is the one carried out."""
         entry = self.active.get(run_id)
         if entry is None:
             return False
-        if entry.cancel_action:  # the first cancel wins; another would cut its cleanup short
-            return True
-        entry.cancel_action = action
+        entry.cancel_action = entry.cancel_action or action
         # A task cancelled before its first step never runs its cleanup: the worker checks
         # cancel_action when it starts instead.
-        if entry.started:
+        if entry.started and not entry.settling:
             entry.task.cancel()
         return True
+
+    def mark_settling(self, run_id: str) -> None:
+        entry = self.active.get(run_id)
+        if entry is not None:
+            entry.settling = True
 
     def cancel(self, run_id: str, action: str) -> bool:
         """Cancel a run executing in this process; False when it is not here."""

@@ -69,7 +69,10 @@ class RunBody:
 
     def close(self) -> None:
         if not self.finished and self.cancel_on_disconnect:
-            _cancel_after_disconnect(self.run_id)
+            try:
+                _cancel_after_disconnect(self.run_id)
+            except Exception:  # Django would swallow it silently: say why the run goes on
+                logger.exception("Run %s: could not cancel it after its client disconnected", self.run_id)
 
 
 def run_events(run_id: str, *, last_event_id: str | None, cancel_on_disconnect: bool) -> RunBody:

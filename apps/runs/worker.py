@@ -33,6 +33,7 @@ logger = logging.getLogger(__name__)
 
 LEASE_SECONDS = 30
 LEASE_RENEW_SECONDS = 10
+CANCEL_POLL_SECONDS = 1.0
 # Wire event name of each LangGraph stream mode.
 WIRE_MODE = {"messages-tuple": "messages"}
 GRAPH_MODE = {"messages-tuple": "messages"}
@@ -71,6 +72,14 @@ def database_sync_to_async(fn):
     return DatabaseSyncToAsync(fn, thread_sensitive=False)
 
 
+def _raise_if_cancelled(run_id: str) -> None:
+    """asgiref lets the thread finish and may then return its result to a task that was
+    cancelled meanwhile, swallowing the cancel. The runtime records every cancel before it
+    cancels the task, so after each database call the run checks for one itself."""
+    if get_runtime().cancel_action(run_id):
+        raise asyncio.CancelledError
+
+
 
 @database_sync_to_async
 def _claim(run_id: str) -> dict | None:
@@ -91,9 +100,10 @@ def _claim(run_id: str) -> dict | None:
 
 
 @database_sync_to_async
-def _renew_lease(run_id: str) -> str | None:
-    """Extend the lease; returns the cancel action when someone asked to cancel the run."""
-    Run.objects.filter(pk=run_id, lease_owner=PROCESS_ID).update(lease_expires_at=timezone.now() + timedelta(seconds=LEASE_SECONDS))
+def _lease_tick(run_id: str, *, renew: bool) -> str | None:
+    """Extend the lease when due; returns the cancel action when someone asked to cancel the run."""
+    if renew:
+        Run.objects.filter(pk=run_id, lease_owner=PROCESS_ID).update(lease_expires_at=timezone.now() + timedelta(seconds=LEASE_SECONDS))
     row = Run.objects.filter(pk=run_id).values("cancel_requested_at", "cancel_action").first()
     return (row["cancel_action"] or "interrupt") if row and row["cancel_requested_at"] else None
 
@@ -155,6 +165,7 @@ class JournalBuffer:
         if self.pending:
             events, self.pending = self.pending, []
             await _journal(self.thread_id, self.run_id, events)
+            _raise_if_cancelled(self.run_id)
         self._last_flush = asyncio.get_running_loop().time()
 
     def take(self) -> list[JournalEvent]:
@@ -260,6 +271,7 @@ async def execute_run(run_id: str) -> None:
             raise asyncio.CancelledError  # cancelled before it started
         await _execute(run_id)
     except asyncio.CancelledError:
+        runtime.mark_settling(run_id)
         # Cancelled before the run got going (e.g. while claiming it): nothing to roll back,
         # but the row must not stay active.
         from apps.runs.services import run_settle_cancelled
@@ -285,6 +297,7 @@ async def _execute(run_id: str) -> None:
     if meta is None:
         await _end_stream(run_id)
         return
+    _raise_if_cancelled(run_id)  # claimed, then cancelled while the claim was in flight
     thread_id = meta["thread_id"]
     kwargs = meta["kwargs"]
     progress = RunProgress()
@@ -344,6 +357,7 @@ async def _execute(run_id: str) -> None:
             progress.stop_reason = progress.stop_reason or "human_input_required"
         journal.pending.append(JournalEvent("run.end", "outputs", to_jsonable(state.values if state else None), {"status": "success"}))
     except asyncio.CancelledError:
+        runtime.mark_settling(run_id)
         action = runtime.cancel_action(run_id) or "interrupt"
         status, thread_status = Run.Status.INTERRUPTED, Thread.Status.IDLE
         progress.stop_reason = "rolled_back" if action == "rollback" else "cancelled"
@@ -359,6 +373,7 @@ async def _execute(run_id: str) -> None:
         await bridge.apublish(run_id, "error", {"error": type(exc).__name__, "message": str(exc), "name": type(exc).__name__})
         journal.pending.append(JournalEvent("run.error", "error", str(exc), {"error_type": type(exc).__name__}))
     finally:
+        runtime.mark_settling(run_id)  # finishing now: a late cancel changes nothing
         lease.cancel()
     try:
         await _finish(run_id, status=status, thread_status=thread_status, error=error, progress=progress, title=title,
@@ -380,13 +395,19 @@ async def _rollback(graph: Any, thread_id: str, pre_run_config: dict | None) -> 
 
 
 async def _keep_lease(run_id: str) -> None:
+    """Renew the lease every LEASE_RENEW_SECONDS and look for a cancel flag every
+    CANCEL_POLL_SECONDS: the backstop when a cancel signal is lost or never sent (no Redis)."""
+    loop = asyncio.get_running_loop()
+    next_renewal = loop.time() + LEASE_RENEW_SECONDS
     while True:
-        await asyncio.sleep(LEASE_RENEW_SECONDS)
+        await asyncio.sleep(CANCEL_POLL_SECONDS)
+        renew = loop.time() >= next_renewal
         try:
-            cancel_action = await _renew_lease(run_id)
-        except Exception:  # a transient DB error must not kill the run; the next renewal retries
+            cancel_action = await _lease_tick(run_id, renew=renew)
+        except Exception:  # a transient DB error must not kill the run; the next tick retries
             logger.warning("Could not renew the lease of run %s", run_id, exc_info=True)
             continue
+        if renew:
+            next_renewal = loop.time() + LEASE_RENEW_SECONDS
         if cancel_action:
-            # A cancel whose signal never arrived (no Redis, or sent while we were starting).
             get_runtime().cancel_here(run_id, cancel_action)

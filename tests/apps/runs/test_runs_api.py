@@ -341,7 +341,7 @@ def test_a_worker_acts_on_a_cancel_flag_it_was_not_signalled(user_client, script
 
     from apps.runs import worker
 
-    monkeypatch.setattr(worker, "LEASE_RENEW_SECONDS", 0.05)
+    monkeypatch.setattr(worker, "CANCEL_POLL_SECONDS", 0.05)
     model = scripted_agent(tool_reply(call("slow", seconds=30)))
     tid = new_thread(user_client)
     run = user_client.post(f"/api/threads/{tid}/runs", {"input": {"messages": [{"role": "user", "content": "work"}]}}, format="json").json()
@@ -405,3 +405,27 @@ def test_a_client_leaving_with_on_disconnect_continue_leaves_the_run_alone(user,
     tid = new_thread(user_client)
     _stream_then_leave_mid_write(user, tid, {"input": {"messages": [{"role": "user", "content": "x"}]}, "on_disconnect": "continue"})
     assert wait_for_status(Run.objects.get(thread_id=tid).pk, {"interrupted", "success", "error"}).status == "success"
+
+
+def test_a_cancel_that_got_swallowed_is_delivered_again(user_client, scripted_agent, monkeypatch):
+    """asgiref can swallow a cancel that lands while the run awaits a database call: the
+    runtime then knows of the cancel but the task runs on. The flag poll cancels it again."""
+    from django.utils import timezone
+
+    from apps.runs import worker
+    from apps.runs.runtime import get_runtime
+
+    monkeypatch.setattr(worker, "CANCEL_POLL_SECONDS", 0.05)
+    model = scripted_agent(tool_reply(call("slow", seconds=30)))
+    tid = new_thread(user_client)
+    run = user_client.post(f"/api/threads/{tid}/runs", {"input": {"messages": [{"role": "user", "content": "x"}]}}, format="json").json()
+    wait_for_model_calls(model, 1)
+    runtime = get_runtime()
+
+    async def swallowed():  # what is left of a cancel whose CancelledError was eaten
+        runtime.active[run["run_id"]].cancel_action = "interrupt"
+
+    runtime.call(swallowed)
+    Run.objects.filter(pk=run["run_id"]).update(cancel_requested_at=timezone.now(), cancel_action="interrupt")
+    done = wait_for_status(run["run_id"], {"interrupted", "success", "error"}, timeout=5)
+    assert done.status == "interrupted" and done.thread.status == "idle"
