@@ -46,3 +46,19 @@ def redis_url():
     import os
 
     return os.environ["DEERFLOW_TEST_REDIS_URL"]
+
+
+@pytest.fixture(scope="session")
+def model_server():
+    """One loopback OpenAI-compatible server for the live-server tests (SDK, UI)."""
+    from harness.testing import LoopbackOpenAIServer
+
+    with LoopbackOpenAIServer() as server:
+        yield server
+
+
+@pytest.fixture
+def script(model_server):
+    """Set what the model answers, in order, for this test only."""
+    yield model_server.reset
+    model_server.reset()

@@ -170,12 +170,10 @@ def run_cancel(*, run: Run, action: str = "interrupt", wait: bool = False, timeo
 
 
 def _end_stream(run_id: str) -> None:
-    bridge = get_runtime().bridge
-    if not bridge.is_ended(run_id):
-        try:
-            bridge.end(run_id)
-        except RuntimeError:  # another process ended it in between
-            pass
+    try:
+        get_runtime().bridge.end(run_id)
+    except RuntimeError:  # already ended (by the worker, or by another process)
+        pass
 
 
 def _settle_if_orphaned(run_id: str) -> bool:

@@ -3,10 +3,24 @@
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parents[2]
 
-env = environ.Env()
+
+class _Env(environ.Env):
+    """django-environ, with a malformed value reported as one line naming the variable
+    (ImproperlyConfigured, which manage.py and the ASGI entry point print) instead of a
+    ValueError traceback from deep inside settings."""
+
+    def get_value(self, var, *args, **kwargs):
+        try:
+            return super().get_value(var, *args, **kwargs)
+        except ValueError as exc:
+            raise ImproperlyConfigured(f"environment variable {var} is not valid: {exc}") from None
+
+
+env = _Env()
 
 DEER_FLOW_HOME = Path(env.str("DEER_FLOW_HOME", default=str(BASE_DIR / ".deer-flow"))).expanduser().resolve()
 DEBUG = env.bool("DJANGO_DEBUG", default=False)

@@ -2,17 +2,11 @@ import os
 
 import pytest
 
-from harness.testing import LoopbackOpenAIServer, loopback_config_text
+from harness.testing import loopback_config_text
 from tests.support.live import start_live_server
 
 LOCAL_SANDBOX = "sandbox:\n  use: local\n  bash_command_timeout: 30\n"
 
-
-
-@pytest.fixture(scope="session")
-def model_server():
-    with LoopbackOpenAIServer() as server:
-        yield server
 
 
 @pytest.fixture(scope="session", params=["embedded", pytest.param("distributed", marks=pytest.mark.redis)])
@@ -28,14 +22,6 @@ def live(request, tmp_path_factory, model_server):
         server = start_live_server(tmp_path_factory.mktemp("live-distributed"), config_text=config, extra_env=env, servers=2, celery_workers=1)
     yield server
     server.stop()
-
-
-@pytest.fixture
-def script(model_server):
-    """Replace what the model will answer, for this test only."""
-
-    yield model_server.reset
-    model_server.reset()
 
 
 @pytest.fixture(scope="session")

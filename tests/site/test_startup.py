@@ -47,7 +47,8 @@ _PRINT = (
     "import django, json; django.setup(); from django.conf import settings as s; "
     "print(json.dumps({'db': s.DATABASES['default']['ENGINE'], 'name': str(s.DATABASES['default']['NAME']), "
     "'layer': s.CHANNEL_LAYERS['default']['BACKEND'], 'ckpt': s.CHECKPOINTER_URL, 'secure': s.SESSION_COOKIE_SECURE, "
-    "'hosts': s.ALLOWED_HOSTS, 'executor': s.RUN_EXECUTOR}))"
+    "'hosts': s.ALLOWED_HOSTS, 'executor': s.RUN_EXECUTOR, 'bridge': s.RUN_STREAM_BRIDGE, "
+    "'pool': s.DATABASES['default'].get('OPTIONS', {}).get('pool')}))"
 )
 
 
@@ -63,7 +64,7 @@ def test_embedded_defaults(tmp_path):
     assert s["db"] == "django.db.backends.sqlite3" and s["name"] == str(tmp_path / "deerflow.sqlite3")
     assert s["layer"] == "channels.layers.InMemoryChannelLayer"
     assert s["ckpt"] == f"sqlite:///{tmp_path / 'checkpoints.sqlite3'}"
-    assert s["executor"] == "embedded"
+    assert s["executor"] == "embedded" and s["bridge"] == "memory" and s["pool"] is None
 
 
 def test_environment_switches_to_the_distributed_stack(tmp_path):
@@ -79,4 +80,26 @@ def test_environment_switches_to_the_distributed_stack(tmp_path):
     assert s["layer"] == "channels_redis.core.RedisChannelLayer"
     assert s["ckpt"] == "postgres://u:p@db.internal:5432/deerflow"
     assert s["secure"] is True and s["hosts"] == ["deerflow.example.com"]
-    assert s["executor"] == "embedded"
+    assert s["executor"] == "embedded" and s["bridge"] == "redis"  # any process can serve any run's stream
+    assert s["pool"]["max_size"] == 20
+
+
+def test_celery_runs_switch(tmp_path):
+    s = _settings(tmp_path, DJANGO_DEBUG="true", RUN_EXECUTOR="celery", REDIS_URL="redis://cache.internal:6379/0", DB_POOL_MAX_SIZE="5")
+    assert s["executor"] == "celery" and s["bridge"] == "redis"
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({"RUN_EXECUTOR": "celery"}, "RUN_EXECUTOR=celery needs REDIS_URL"),
+        ({"RUN_EXECUTOR": "kubernetes"}, "RUN_EXECUTOR must be 'embedded' or 'celery', not 'kubernetes'"),
+        ({"RUN_QUEUE_TIMEOUT": "soon"}, "environment variable RUN_QUEUE_TIMEOUT is not valid"),
+        ({"DB_POOL_MAX_SIZE": "many", "DATABASE_URL": "postgres://u:p@db.internal:5432/d"}, "environment variable DB_POOL_MAX_SIZE is not valid"),
+    ],
+)
+def test_bad_run_stack_settings_stop_startup_with_one_line(tmp_path, env, expected):
+    result = _run(["manage.py", "check"], {"DJANGO_DEBUG": "true", "DEER_FLOW_HOME": str(tmp_path), **env})
+    assert result.returncode != 0
+    assert "Traceback" not in result.stderr
+    assert f"error: {expected}" in result.stderr, result.stderr

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.testing import LoopbackOpenAIServer, loopback_config_text
+from harness.testing import loopback_config_text
 from tests.support.live import start_live_server
 
 CHROMIUM = "/usr/bin/chromium"
@@ -51,12 +51,6 @@ def _patient_expectations():
 
 
 @pytest.fixture(scope="session")
-def model_server():
-    with LoopbackOpenAIServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="session")
 def live(tmp_path_factory, model_server):
     server = start_live_server(tmp_path_factory.mktemp("ui-home"), config_text=loopback_config_text(model_server.base_url, use="harness.models.reasoning:ReasoningChatOpenAI", timeout=60, extra_yaml=UI_EXTRA_YAML))
     server.config_path = Path(server.env["DEER_FLOW_CONFIG_PATH"])
@@ -67,14 +61,6 @@ def live(tmp_path_factory, model_server):
     )
     yield server
     server.stop()
-
-
-@pytest.fixture
-def script(model_server):
-    """What the model answers, in order, for this test only."""
-
-    yield model_server.reset
-    model_server.reset()
 
 
 @pytest.fixture(scope="session")
