@@ -178,7 +178,7 @@ class RunsRuntime:
 
     def broadcast_cancel(self, run_id: str, action: str) -> None:
         """Ask whichever process executes the run to cancel it (distributed mode only; the
-        worker also notices the database flag when it renews its lease)."""
+        worker also looks for the database flag every second)."""
         if not self.distributed:
             return
         import redis
@@ -201,8 +201,13 @@ class RunsRuntime:
                         async for message in pubsub.listen():
                             if message.get("type") != "message":
                                 continue
-                            request = json.loads(message["data"])
-                            self.cancel_here(str(request["run_id"]), str(request.get("action") or "interrupt"))
+                            try:
+                                request = json.loads(message["data"])
+                                run_id, action = str(request["run_id"]), str(request.get("action") or "interrupt")
+                            except (ValueError, KeyError, TypeError, AttributeError):
+                                logger.warning("Ignored a malformed run cancel message: %r", message["data"][:200])
+                                continue
+                            self.cancel_here(run_id, action)
                 finally:
                     await client.aclose()
             except asyncio.CancelledError:

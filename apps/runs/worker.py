@@ -288,6 +288,16 @@ async def _end_stream(run_id: str) -> None:
         await get_runtime().bridge.aend(run_id)
     except RuntimeError:  # already ended (a canceller settled the run first)
         pass
+    except Exception:  # the bridge (Redis) is down: the row is still settled; say so once
+        logger.warning("Could not publish the end of run %s", run_id, exc_info=True)
+
+
+async def _publish_quietly(run_id: str, event: str, data: Any) -> None:
+    """Publish on a path that must go on to record the run's outcome whatever the bridge does."""
+    try:
+        await get_runtime().bridge.apublish(run_id, event, data)
+    except Exception:
+        logger.warning("Could not publish the %s event of run %s", event, run_id, exc_info=True)
 
 
 async def _execute(run_id: str) -> None:
@@ -370,7 +380,7 @@ async def _execute(run_id: str) -> None:
         status, thread_status = Run.Status.ERROR, Thread.Status.ERROR
         error = f"{type(exc).__name__}: {exc}"
         progress.stop_reason = "error"
-        await bridge.apublish(run_id, "error", {"error": type(exc).__name__, "message": str(exc), "name": type(exc).__name__})
+        await _publish_quietly(run_id, "error", {"error": type(exc).__name__, "message": str(exc), "name": type(exc).__name__})
         journal.pending.append(JournalEvent("run.error", "error", str(exc), {"error_type": type(exc).__name__}))
     finally:
         runtime.mark_settling(run_id)  # finishing now: a late cancel changes nothing

@@ -429,3 +429,22 @@ def test_a_cancel_that_got_swallowed_is_delivered_again(user_client, scripted_ag
     Run.objects.filter(pk=run["run_id"]).update(cancel_requested_at=timezone.now(), cancel_action="interrupt")
     done = wait_for_status(run["run_id"], {"interrupted", "success", "error"}, timeout=5)
     assert done.status == "interrupted" and done.thread.status == "idle"
+
+
+def test_a_run_whose_events_cannot_be_published_still_settles(user_client, scripted_agent, monkeypatch):
+    """The bridge (Redis in the distributed stack) going down mid-run must not leave the
+    run active: it ends as an error saying why, and the thread takes new runs."""
+    from apps.runs.runtime import get_runtime
+
+    async def bridge_down(run_id, event, data):
+        raise ConnectionError("Redis is down")
+
+    scripted_agent("never delivered", "second")
+    tid = new_thread(user_client)
+    with monkeypatch.context() as patch:
+        patch.setattr(get_runtime().bridge, "apublish", bridge_down)
+        run = user_client.post(f"/api/threads/{tid}/runs", {"input": {"messages": [{"role": "user", "content": "x"}]}}, format="json").json()
+        done = wait_for_status(run["run_id"], {"interrupted", "success", "error"})
+    assert done.status == "error" and "Redis is down" in done.error
+    again = user_client.post(f"/api/threads/{tid}/runs/wait", {"input": {"messages": [{"role": "user", "content": "y"}]}}, format="json")
+    assert again.status_code == 200
