@@ -23,6 +23,7 @@ from harness.agents.middlewares.llm_error import LLMErrorHandlingMiddleware
 from harness.agents.middlewares.loop_detection import LoopDetectionMiddleware
 from harness.agents.middlewares.read_before_write import ReadBeforeWriteMiddleware
 from harness.agents.middlewares.remote_content import RemoteContentSanitizationMiddleware
+from harness.agents.middlewares.run_setup import RunSetupMiddleware
 from harness.agents.middlewares.sandbox import SandboxMiddleware
 from harness.agents.middlewares.summarization import DeerFlowSummarizationMiddleware
 from harness.agents.middlewares.system_coalescing import SystemMessageCoalescingMiddleware
@@ -109,12 +110,11 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
     hooks run in reverse). docs/agent.md explains each position."""
     title_model = _optional_model(app.title.model_name, app, "title") if app.title.enabled else None
     chain: list[AgentMiddleware | None] = [
-        InputSanitizationMiddleware(),
+        # One graph step for the run's setup; the parts' order is the order of their hooks.
+        RunSetupMiddleware([InputSanitizationMiddleware(), ThreadDataMiddleware(), UploadsMiddleware(), SandboxMiddleware()],
+                           state_schema=ThreadState),
         ToolOutputBudgetMiddleware(options.max_tool_output_chars),
         RemoteContentSanitizationMiddleware(),
-        ThreadDataMiddleware(),
-        UploadsMiddleware(),
-        SandboxMiddleware(),
         DanglingToolCallMiddleware(),
         LLMErrorHandlingMiddleware(max_retries=options.llm_max_retries, initial_delay=options.llm_retry_initial_delay,
                                    jitter=options.llm_retry_initial_delay > 0),

@@ -27,15 +27,18 @@ async def test_system_prompt_is_byte_identical_across_turns_and_date_goes_to_fir
 
 def test_chain_order_is_the_documented_one():
     app = app_config()
-    names = [type(m).__name__ for m in build_middlewares(LeadAgentOptions(is_plan_mode=True), app=app, entry=app.models[0], model=None)]
+    chain = build_middlewares(LeadAgentOptions(is_plan_mode=True), app=app, entry=app.models[0], model=None)
+    names = [type(m).__name__ for m in chain]
     assert names == [
-        "InputSanitizationMiddleware", "ToolOutputBudgetMiddleware", "RemoteContentSanitizationMiddleware",
-        "ThreadDataMiddleware", "UploadsMiddleware", "SandboxMiddleware", "DanglingToolCallMiddleware",
+        "RunSetupMiddleware", "ToolOutputBudgetMiddleware", "RemoteContentSanitizationMiddleware", "DanglingToolCallMiddleware",
         "LLMErrorHandlingMiddleware", "ReadBeforeWriteMiddleware", "ToolErrorHandlingMiddleware",
         "DynamicContextMiddleware", "PlanTodoMiddleware", "TokenUsageMiddleware", "TitleMiddleware",
         "ViewImageMiddleware", "SystemMessageCoalescingMiddleware", "LoopDetectionMiddleware",
         "TokenBudgetMiddleware", "TerminalResponseMiddleware", "LengthFinishReasonMiddleware", "ClarificationMiddleware",
     ]
+    # the run's setup hooks, in the order they run, as one graph step
+    assert [type(m).__name__ for m in chain[0].parts] == [
+        "InputSanitizationMiddleware", "ThreadDataMiddleware", "UploadsMiddleware", "SandboxMiddleware"]
     without_plan = [type(m).__name__ for m in build_middlewares(LeadAgentOptions(), app=app, entry=app.models[0], model=None)]
     assert "PlanTodoMiddleware" not in without_plan and without_plan[-1] == "ClarificationMiddleware"
 
