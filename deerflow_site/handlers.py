@@ -7,6 +7,11 @@ sync, so this handler builds the sync chain (as under WSGI) and enters it with o
 ``sync_to_async``. Async views still work: Django's sync path runs them on the server's
 event loop, and async streaming bodies are still streamed by the ASGI handler.
 
+Django also gives every request a fresh thread for its thread-sensitive work. A fresh
+thread has no database connection, so each request opened one (for SQLite: the file, its
+PRAGMAs and thirty-odd SQL functions). Here a request borrows an idle one-thread executor
+instead; its sync work still all runs on one thread, and the thread keeps its connection.
+
 The chain gives the thread's database connection back as soon as the view has answered.
 Django would do it at ``request_finished``, which for a streamed body (an SSE run stream)
 comes only when the stream ends: with pooled PostgreSQL connections every open stream would
@@ -15,13 +20,22 @@ hold one, and a few dozen long runs would drain the pool.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import django
-from asgiref.sync import sync_to_async
+from asgiref.sync import ThreadSensitiveContext, sync_to_async
 from django.core.handlers.asgi import ASGIHandler
 from django.db import close_old_connections
 
+# Idle request threads kept for reuse; a burst beyond this gets threads that end with it.
+IDLE_REQUEST_THREADS = 32
+
 
 class SyncChainASGIHandler(ASGIHandler):
+    def __init__(self) -> None:
+        super().__init__()
+        self._idle_threads: list[ThreadPoolExecutor] = []
+
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async=False)
         chain = self._middleware_chain
@@ -33,6 +47,21 @@ class SyncChainASGIHandler(ASGIHandler):
                 close_old_connections()
 
         self._middleware_chain = sync_to_async(chain_then_release, thread_sensitive=True)
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
+        executor = self._idle_threads.pop() if self._idle_threads else ThreadPoolExecutor(max_workers=1, thread_name_prefix="request")
+        try:
+            # handle() awaits every task it starts, so nothing of this request uses the
+            # thread after the block; a sync call still running there just queues the next.
+            async with ThreadSensitiveContext(executor=executor):
+                await self.handle(scope, receive, send)
+        finally:
+            if len(self._idle_threads) < IDLE_REQUEST_THREADS:
+                self._idle_threads.append(executor)
+            else:
+                executor.shutdown(wait=False)
 
 
 def get_asgi_application() -> SyncChainASGIHandler:

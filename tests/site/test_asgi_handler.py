@@ -64,3 +64,61 @@ def test_session_post_without_csrf_is_refused(user):
 
 def test_unknown_route_is_a_404_page():
     assert _request("GET", "/no/such/page").status_code == 404
+
+
+def _requests_seen(method: str, path: str, count: int, *, concurrent: bool, **kwargs) -> list[tuple]:
+    """(thread, database connection) each request's sync code ran on, read after its view.
+    The objects themselves, not ids: a dead thread's ident and a closed connection's id can
+    come back."""
+    import threading
+
+    from django.core.signals import request_finished
+    from django.db import connection
+
+    seen = []
+
+    def record(**_):
+        seen.append((threading.current_thread(), connection.connection))
+
+    async def go() -> list[httpx.Response]:
+        import asyncio
+
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=_application()), base_url="http://testserver") as client:
+            if concurrent:
+                return list(await asyncio.gather(*(client.request(method, path, **kwargs) for _ in range(count))))
+            return [await client.request(method, path, **kwargs) for _ in range(count)]
+
+    request_finished.connect(record)
+    try:
+        responses = async_to_sync(go)()
+    finally:
+        request_finished.disconnect(record)
+    assert [r.status_code for r in responses] == [200] * count
+    return seen
+
+
+def test_requests_reuse_a_thread_and_its_database_connection(user):
+    # A fresh thread per request would open a new database connection per request.
+    token = token_create(owner=user, name="script", scopes=["threads:read"]).token
+    seen = _requests_seen("GET", "/api/me", 4, concurrent=False, headers={"Authorization": f"Bearer {token}"})
+    assert len(seen) == 4 and all(thread is seen[0][0] and conn is seen[0][1] for thread, conn in seen)
+
+
+def test_concurrent_requests_each_get_a_thread(user):
+    """One request's sync code never waits behind another's: each borrows its own thread."""
+    import threading
+
+    from django.core.signals import request_started
+
+    token = token_create(owner=user, name="script", scopes=["threads:read"]).token
+    arrived = threading.Barrier(3, timeout=10)
+
+    def wait_for_the_others(**_):
+        arrived.wait()  # three requests meet here only if they run on three threads at once
+
+    request_started.connect(wait_for_the_others)
+    try:
+        seen = _requests_seen("GET", "/api/me", 3, concurrent=True, headers={"Authorization": f"Bearer {token}"})
+    finally:
+        request_started.disconnect(wait_for_the_others)
+    assert len({id(thread) for thread, _ in seen}) == 3
