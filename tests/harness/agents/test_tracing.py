@@ -4,7 +4,7 @@ import asyncio
 import contextvars
 
 import pytest
-from langsmith import traceable, tracing_context
+from langsmith import Client, traceable, tracing_context
 from langsmith._internal import _aiter
 
 from harness.agents.tracing import _inline_unless_tracing, install_inline_trace_setup
@@ -67,3 +67,69 @@ def test_the_lead_agent_installs_it():
 
     make_lead_agent(model=ScriptedChatModel(script=["hi"]))
     assert get_runtime_overrides().aio_to_thread is not None
+
+
+class _RecordingClient(Client):
+    """A LangSmith client that keeps span names instead of sending them."""
+
+    def __init__(self):
+        super().__init__(api_key="unused", api_url="http://127.0.0.1:9", auto_batch_tracing=False)
+        self.spans = []
+
+    def create_run(self, name, *args, **kwargs):
+        self.spans.append(name)
+
+    def update_run(self, *args, **kwargs):
+        pass
+
+
+@pytest.fixture
+def no_tracing_env(monkeypatch):
+    for name in ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGSMITH_TRACING_V2", "LANGCHAIN_TRACING"):
+        monkeypatch.delenv(name, raising=False)
+
+
+async def _one_turn(**config) -> str:
+    from harness.agents import make_lead_agent
+    from harness.testing import ScriptedChatModel
+
+    graph = make_lead_agent(model=ScriptedChatModel(script=["hello there"]), tools=[])
+    result = await graph.ainvoke({"messages": [{"role": "user", "content": "hi"}]}, config or None)
+    return result["messages"][-1].content
+
+
+def test_middleware_hooks_skip_langsmiths_wrapper_when_nothing_traces(no_tracing_env, monkeypatch):
+    from langsmith import run_helpers
+
+    spans = []
+    original = run_helpers._setup_run
+    monkeypatch.setattr(run_helpers, "_setup_run", lambda *a, **k: spans.append(1) or original(*a, **k))
+    assert asyncio.run(_one_turn()) == "hello there"
+    assert spans == []
+
+
+def test_middleware_hooks_are_spans_when_tracing_is_on(no_tracing_env):
+    client = _RecordingClient()
+
+    async def traced_turn():
+        with tracing_context(enabled=True, client=client):
+            return await _one_turn()
+
+    assert asyncio.run(traced_turn()) == "hello there"
+    assert "DanglingToolCallMiddleware.awrap_model_call" in client.spans
+    assert "TerminalResponseMiddleware.awrap_model_call" in client.spans
+
+
+def test_a_langchain_tracer_among_the_callbacks_counts_as_tracing(no_tracing_env):
+    from langchain_core.runnables import RunnableLambda
+    from langchain_core.tracers.langchain import LangChainTracer
+
+    from harness.agents.tracing import tracing_active
+
+    probe = RunnableLambda(lambda _: tracing_active())
+    assert probe.invoke(None) is False
+    client = _RecordingClient()
+    assert probe.invoke(None, {"callbacks": [LangChainTracer(client=client)]}) is True
+    # and a turn traced that way still gets its middleware spans
+    assert asyncio.run(_one_turn(callbacks=[LangChainTracer(client=client)])) == "hello there"
+    assert "DanglingToolCallMiddleware.awrap_model_call" in client.spans
