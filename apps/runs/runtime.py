@@ -65,6 +65,7 @@ class RunsRuntime:
         self._thread: threading.Thread | None = None
         self._checkpointer: Any = None
         self._stack: contextlib.AsyncExitStack | None = None
+        self._checkpointer_opening: asyncio.Lock | None = None
         self._lock = threading.Lock()
         self._background: set[asyncio.Task] = set()
 
@@ -116,10 +117,17 @@ class RunsRuntime:
         return await asyncio.wrap_future(self.submit_coro(fn(*args, **kwargs)))
 
     async def checkpointer(self) -> Any:
-        """The process-wide saver; opened on first use, on the runs loop."""
+        """The process-wide saver; opened on first use, on the runs loop. Runs that start
+        together wait for the one opening it: two savers would each own a connection, and
+        the one dropped would close under the runs using it."""
         if self._checkpointer is None:
-            self._stack = contextlib.AsyncExitStack()
-            self._checkpointer = await self._stack.enter_async_context(open_checkpointer(self.checkpointer_url))
+            if self._checkpointer_opening is None:
+                self._checkpointer_opening = asyncio.Lock()
+            async with self._checkpointer_opening:
+                if self._checkpointer is None:
+                    stack = contextlib.AsyncExitStack()
+                    self._checkpointer = await stack.enter_async_context(open_checkpointer(self.checkpointer_url))
+                    self._stack = stack
         return self._checkpointer
 
     # -- runs --------------------------------------------------------------------------

@@ -1,0 +1,23 @@
+"""The process's runs runtime: one checkpointer however the first runs arrive."""
+
+import asyncio
+
+from apps.runs.runtime import RunsRuntime
+
+
+def test_runs_starting_together_share_one_open_checkpointer(tmp_path, settings):
+    settings.RUN_STREAM_BRIDGE = "memory"
+    runtime = RunsRuntime(f"sqlite:///{tmp_path / 'checkpoints.sqlite3'}")
+
+    async def first_runs():
+        savers = await asyncio.gather(*(runtime.checkpointer() for _ in range(3)))
+        try:
+            # A second saver opened and dropped would close the connection under the others.
+            await asyncio.sleep(0.05)
+            assert await savers[0].aget_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": ""}}) is None
+            return savers
+        finally:
+            await runtime._stack.aclose()
+
+    savers = asyncio.run(first_runs())
+    assert savers[0] is savers[1] is savers[2]
