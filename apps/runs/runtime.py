@@ -51,6 +51,8 @@ class ActiveRun:
     # Set by the worker once it is handling a cancel (or finishing anyway): from then on a
     # repeated cancel must not interrupt its cleanup.
     settling: bool = False
+    # Claimed by this process: the lease keeper renews its lease and looks for its cancel flag.
+    leased: bool = False
     done: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -89,8 +91,10 @@ class RunsRuntime:
                     ready.wait()
                     self._loop = loop
                     from apps.runs.recovery import sweep_forever
+                    from apps.runs.worker import keep_leases_forever
 
                     loop.call_soon_threadsafe(self._keep_running, sweep_forever, "run-recovery")
+                    loop.call_soon_threadsafe(self._keep_running, keep_leases_forever, "run-leases")
                     if self.distributed:
                         loop.call_soon_threadsafe(self._keep_running, self._listen_for_cancels, "run-cancels")
         return self._loop
@@ -175,6 +179,15 @@ class RunsRuntime:
         entry = self.active.get(run_id)
         if entry is not None:
             entry.settling = True
+
+    def hold_lease(self, run_id: str) -> None:
+        entry = self.active.get(run_id)
+        if entry is not None:
+            entry.leased = True
+
+    def held_runs(self) -> list[str]:
+        """Runs this process has claimed and not yet begun to settle."""
+        return [run_id for run_id, entry in self.active.items() if entry.leased and not entry.settling]
 
     def cancel(self, run_id: str, action: str) -> bool:
         """Cancel a run executing in this process; False when it is not here."""

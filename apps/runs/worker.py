@@ -100,12 +100,40 @@ def _claim(run_id: str) -> dict | None:
 
 
 @database_sync_to_async
-def _lease_tick(run_id: str, *, renew: bool) -> str | None:
-    """Extend the lease when due; returns the cancel action when someone asked to cancel the run."""
+def _leases_tick(run_ids: list[str], *, renew: bool) -> dict[str, str]:
+    """Extend the leases of these runs when due; returns {run_id: cancel action} for those
+    someone asked to cancel. One query (two when renewing) however many runs are held."""
     if renew:
-        Run.objects.filter(pk=run_id, lease_owner=PROCESS_ID).update(lease_expires_at=timezone.now() + timedelta(seconds=LEASE_SECONDS))
-    row = Run.objects.filter(pk=run_id).values("cancel_requested_at", "cancel_action").first()
-    return (row["cancel_action"] or "interrupt") if row and row["cancel_requested_at"] else None
+        Run.objects.filter(pk__in=run_ids, lease_owner=PROCESS_ID).update(lease_expires_at=timezone.now() + timedelta(seconds=LEASE_SECONDS))
+    flagged = Run.objects.filter(pk__in=run_ids, cancel_requested_at__isnull=False).values_list("pk", "cancel_action")
+    return {str(pk): action or "interrupt" for pk, action in flagged}
+
+
+async def keep_leases_forever() -> None:
+    """The process's lease keeper, on the runs loop: every CANCEL_POLL_SECONDS it looks for
+    cancel flags on the runs this process executes (the backstop when a cancel signal is
+    lost or never sent, as without Redis), and every LEASE_RENEW_SECONDS it renews their
+    leases. Idle processes do not query."""
+    runtime = get_runtime()
+    loop = asyncio.get_running_loop()
+    last_renewal = loop.time()
+    while True:
+        await asyncio.sleep(CANCEL_POLL_SECONDS)
+        held = runtime.held_runs()
+        renew = loop.time() - last_renewal >= LEASE_RENEW_SECONDS
+        if not held:
+            continue
+        try:
+            flagged = await _leases_tick(held, renew=renew)
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a transient DB error must not stop the keeper; the next tick retries
+            logger.warning("Could not renew the leases of %d runs", len(held), exc_info=True)
+            continue
+        if renew:
+            last_renewal = loop.time()
+        for run_id, action in flagged.items():
+            runtime.cancel_here(run_id, action)
 
 
 @database_sync_to_async
@@ -318,7 +346,7 @@ async def _execute(run_id: str) -> None:
     status, thread_status, error, title = Run.Status.SUCCESS, Thread.Status.IDLE, "", None
     pre_run_config: dict | None = None
     graph = None
-    lease = asyncio.create_task(_keep_lease(run_id))
+    runtime.hold_lease(run_id)
     journal = JournalBuffer(thread_id, run_id)
     journal.pending.append(JournalEvent("run.start", "trace", {"chain": meta["assistant_id"] or graphs.LEAD_AGENT}, {"caller": "lead_agent"}))
     try:
@@ -384,7 +412,6 @@ async def _execute(run_id: str) -> None:
         journal.pending.append(JournalEvent("run.error", "error", str(exc), {"error_type": type(exc).__name__}))
     finally:
         runtime.mark_settling(run_id)  # finishing now: a late cancel changes nothing
-        lease.cancel()
     try:
         await _finish(run_id, status=status, thread_status=thread_status, error=error, progress=progress, title=title,
                       thread_id=thread_id, events=journal.take())
@@ -402,22 +429,3 @@ async def _rollback(graph: Any, thread_id: str, pre_run_config: dict | None) -> 
             await graph.aupdate_state(pre_run_config, None, as_node="__copy__")
     except Exception:
         logger.exception("Rollback of thread %s failed", thread_id)
-
-
-async def _keep_lease(run_id: str) -> None:
-    """Renew the lease every LEASE_RENEW_SECONDS and look for a cancel flag every
-    CANCEL_POLL_SECONDS: the backstop when a cancel signal is lost or never sent (no Redis)."""
-    loop = asyncio.get_running_loop()
-    next_renewal = loop.time() + LEASE_RENEW_SECONDS
-    while True:
-        await asyncio.sleep(CANCEL_POLL_SECONDS)
-        renew = loop.time() >= next_renewal
-        try:
-            cancel_action = await _lease_tick(run_id, renew=renew)
-        except Exception:  # a transient DB error must not kill the run; the next tick retries
-            logger.warning("Could not renew the lease of run %s", run_id, exc_info=True)
-            continue
-        if renew:
-            next_renewal = loop.time() + LEASE_RENEW_SECONDS
-        if cancel_action:
-            get_runtime().cancel_here(run_id, cancel_action)

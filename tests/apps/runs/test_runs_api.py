@@ -352,6 +352,45 @@ def test_a_worker_acts_on_a_cancel_flag_it_was_not_signalled(user_client, script
     assert done.thread.status == "idle"
 
 
+def test_one_lease_keeper_renews_and_polls_every_run_of_the_process(user_client, scripted_agent, monkeypatch):
+    """However many runs a process executes, its lease keeper asks the database about all of
+    them at once: their leases move forward, and a flag on any of them cancels that one."""
+    from django.utils import timezone
+
+    from apps.runs import worker
+
+    monkeypatch.setattr(worker, "CANCEL_POLL_SECONDS", 0.05)
+    monkeypatch.setattr(worker, "LEASE_RENEW_SECONDS", 0.2)
+    ticks = []
+    original = worker._leases_tick
+
+    async def recording(run_ids, *, renew):
+        ticks.append(set(run_ids))
+        return await original(run_ids, renew=renew)
+
+    monkeypatch.setattr(worker, "_leases_tick", recording)
+    model = scripted_agent(tool_reply(call("slow", seconds=30)), loop=True)
+    runs = []
+    for _ in range(2):
+        tid = new_thread(user_client)
+        runs.append(user_client.post(f"/api/threads/{tid}/runs", {"input": {"messages": [{"role": "user", "content": "x"}]}},
+                                     format="json").json()["run_id"])
+    wait_for_model_calls(model, 2)
+    first_expiry = {r.pk: r.lease_expires_at for r in Run.objects.filter(pk__in=runs)}
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not any(tick >= set(runs) for tick in ticks[-3:]):
+        time.sleep(0.05)
+    time.sleep(0.5)  # past a renewal
+    assert any(tick >= set(runs) for tick in ticks)  # one query covered both runs
+    for run in Run.objects.filter(pk__in=runs):
+        assert run.lease_expires_at > first_expiry[run.pk]
+    Run.objects.filter(pk=runs[0]).update(cancel_requested_at=timezone.now(), cancel_action="interrupt")
+    assert wait_for_status(runs[0], {"interrupted", "success", "error"}, timeout=5).status == "interrupted"
+    assert Run.objects.get(pk=runs[1]).status == "running"  # only the flagged one
+    assert user_client.post(f"/api/threads/{Run.objects.get(pk=runs[1]).thread_id}/runs/{runs[1]}/cancel").status_code == 202
+    assert wait_for_status(runs[1], {"interrupted", "success", "error"}, timeout=5).status == "interrupted"
+
+
 def _stream_then_leave_mid_write(user, tid, body: dict) -> str:
     """POST a run stream through the real ASGI handler and disconnect while Django is
     writing a chunk (the body's generator is suspended at a ``yield`` then, not awaiting the
