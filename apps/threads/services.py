@@ -22,11 +22,13 @@ def validate_thread_id(thread_id: object) -> str:
 
 def thread_create(*, owner, thread_id: str | None = None, assistant_id: str = "", metadata: dict | None = None) -> Thread:
     """Create a thread, or return the caller's existing one with that id (idempotent)."""
-    thread_id = new_thread_id() if thread_id is None else validate_thread_id(thread_id)
+    generated = thread_id is None
+    thread_id = new_thread_id() if generated else validate_thread_id(thread_id)
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidRequest("metadata must be an object")
     clean_metadata = {k: v for k, v in (metadata or {}).items() if k not in _RESERVED_METADATA_KEYS}
-    existing = Thread.objects.filter(pk=thread_id).first()
+    # A fresh uuid4 names no existing thread; the insert would still catch the impossible clash.
+    existing = None if generated else Thread.objects.filter(pk=thread_id).first()
     if existing is not None:
         if existing.owner_id != owner.pk:
             # Another user's id: answered like every other route does for it.
