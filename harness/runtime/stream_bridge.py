@@ -11,6 +11,7 @@ produces, the ASGI loop serves), so state is guarded by a lock and waiters are w
 from __future__ import annotations
 
 import asyncio
+import itertools
 import threading
 import time
 from collections import deque
@@ -175,7 +176,7 @@ class MemoryStreamBridge:
                         # from the earliest retained event rather than waiting forever.
                         if next_counter > stream.counter:
                             next_counter = first
-                        pending = list(stream.buffer)[next_counter - first:]
+                        pending = list(itertools.islice(stream.buffer, next_counter - first, None))
                         next_counter += len(pending)
                         waiter = None
                         if not pending:
@@ -187,9 +188,10 @@ class MemoryStreamBridge:
                     return
             if waiter is not None:
                 try:
-                    await asyncio.wait_for(asyncio.shield(waiter), timeout=heartbeat)
-                except TimeoutError:
-                    yield StreamItem(HEARTBEAT, None)
+                    # asyncio.wait leaves the future alone on timeout (wait_for would need a shield)
+                    done, _ = await asyncio.wait((waiter,), timeout=heartbeat)
+                    if not done:
+                        yield StreamItem(HEARTBEAT, None)
                 finally:
                     if not waiter.done():
                         waiter.cancel()
