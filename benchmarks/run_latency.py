@@ -141,8 +141,8 @@ async def main(args: argparse.Namespace) -> dict:
         redis_url = args.redis_url
         if not redis_url:
             redis_url, redis = start_redis(home)
-        env.update({"RUN_EXECUTOR": "celery", "REDIS_URL": redis_url, "CELERY_BROKER_URL": redis_url})
-        servers, workers = args.servers, args.workers
+        env.update({"RUN_EXECUTOR": args.executor, "REDIS_URL": redis_url, "CELERY_BROKER_URL": redis_url})
+        servers, workers = args.servers, (args.workers if args.executor == "celery" else 0)
     stop_postgres = None
     if args.postgres:
         env["DATABASE_URL"], stop_postgres = start_postgres(home)
@@ -174,6 +174,7 @@ async def main(args: argparse.Namespace) -> dict:
             "database": "postgresql" if "DATABASE_URL" in env else "sqlite",
             "servers": servers,
             "workers": workers,
+            "executor": env.get("RUN_EXECUTOR", "embedded"),
             "sequential_runs": args.runs,
             "sequential_errors": len(errors),
             "end_ms_median": round(statistics.median(r["end"] for r in good) * 1000, 1),
@@ -201,6 +202,8 @@ if __name__ == "__main__":
     parser.add_argument("--stack", choices=["embedded", "distributed"], default="embedded")
     parser.add_argument("--servers", type=int, default=2, help="Daphne processes (distributed stack)")
     parser.add_argument("--workers", type=int, default=1, help="Celery worker processes (distributed stack)")
+    parser.add_argument("--executor", choices=["celery", "embedded"], default="celery",
+                        help="distributed stack: runs on Celery workers, or in the server that admitted them")
     parser.add_argument("--redis-url", default="", help="use this Redis instead of starting one")
     parser.add_argument("--database-url", default="", help="e.g. postgresql://…; default a SQLite file")
     parser.add_argument("--postgres", action="store_true", help="start a throwaway PostgreSQL cluster and use it")

@@ -1,0 +1,50 @@
+"""Several servers that execute the runs they admit (REDIS_URL set, no Celery): any server
+serves any run's stream and cancels it, as with Celery workers."""
+
+import os
+
+import pytest
+
+from harness.testing import Reply, loopback_config_text
+from tests.sdk.conftest import LOCAL_SANDBOX
+from tests.sdk.test_langgraph_sdk import USER, first_event_ids, wait_requests
+from tests.support.live import start_live_server
+
+pytestmark = pytest.mark.redis
+
+
+@pytest.fixture(scope="module")
+def two_servers(tmp_path_factory, model_server):
+    config = loopback_config_text(model_server.base_url, timeout=30, extra_yaml=LOCAL_SANDBOX)
+    redis_url = os.environ["DEERFLOW_TEST_REDIS_URL"]
+    server = start_live_server(tmp_path_factory.mktemp("live-servers"), config_text=config,
+                               extra_env={"REDIS_URL": redis_url, "CELERY_BROKER_URL": redis_url}, servers=2)
+    yield server
+    server.stop()
+
+
+def test_a_run_executed_by_one_server_is_joined_and_cancelled_through_the_other(two_servers, script, model_server):
+    from langgraph_sdk import get_sync_client
+
+    token = two_servers.create_user_token("servers-user")
+    headers = {"Authorization": f"Bearer {token}"}
+    first = get_sync_client(url=f"{two_servers.urls[0]}/api", headers=headers)
+    second = get_sync_client(url=f"{two_servers.urls[1]}/api", headers=headers)
+
+    script(Reply(text="one two three four five six seven eight", chunk_size=4))
+    tid = first.threads.create()["thread_id"]
+    parts = list(first.runs.stream(tid, "lead_agent", input=USER, stream_mode=["messages-tuple"]))
+    run_id = parts[0].data["run_id"]
+    full = [(p.event, p.data) for p in parts]
+    ids = first_event_ids(f"{two_servers.urls[1]}/api", headers, tid, run_id, 2)
+    assert [(p.event, p.data) for p in second.runs.join_stream(tid, run_id, last_event_id=ids[-1])] == full[2:]
+    executed_by = two_servers.shell(f"from apps.runs.models import Run; print(Run.objects.get(pk='{run_id}').lease_owner)")
+    assert executed_by.endswith(f":{two_servers.process.pid}")  # the server that admitted it
+
+    script(Reply(text="never seen", delay=20))
+    run = first.runs.create(tid, "lead_agent", input={"messages": [{"role": "user", "content": "stop me"}]})
+    wait_requests(model_server, 1)
+    assert first.runs.get(tid, run["run_id"])["status"] == "running"
+    second.runs.cancel(tid, run["run_id"], wait=True)
+    assert first.runs.get(tid, run["run_id"])["status"] == "interrupted"
+    assert second.threads.get(tid)["status"] == "idle"
