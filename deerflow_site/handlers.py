@@ -11,6 +11,9 @@ Django also gives every request a fresh thread for its thread-sensitive work. A 
 thread has no database connection, so each request opened one (for SQLite: the file, its
 PRAGMAs and thirty-odd SQL functions). Here a request borrows an idle one-thread executor
 instead; its sync work still all runs on one thread, and the thread keeps its connection.
+A request cancelled while its view still runs (Daphne cancels an application that outlives
+its client by ``application_close_timeout``) gives its thread up: the view runs on there,
+and the next request must not queue behind it.
 
 The chain gives the thread's database connection back as soon as the view has answered.
 Django would do it at ``request_finished``, which for a streamed body (an SSE run stream)
@@ -20,7 +23,9 @@ hold one, and a few dozen long runs would drain the pool.
 
 from __future__ import annotations
 
+import contextvars
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 import django
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
@@ -29,6 +34,15 @@ from django.db import close_old_connections
 
 # Idle request threads kept for reuse; a burst beyond this gets threads that end with it.
 IDLE_REQUEST_THREADS = 32
+
+
+@dataclass
+class _Borrowed:
+    in_view: bool = False
+
+
+# The request's borrowed thread, seen from its sync code (asgiref copies the context there).
+_borrowed: contextvars.ContextVar[_Borrowed | None] = contextvars.ContextVar("deerflow_request_thread", default=None)
 
 
 class SyncChainASGIHandler(ASGIHandler):
@@ -41,10 +55,15 @@ class SyncChainASGIHandler(ASGIHandler):
         chain = self._middleware_chain
 
         def chain_then_release(request):
+            borrowed = _borrowed.get()
+            if borrowed is not None:
+                borrowed.in_view = True
             try:
                 return chain(request)
             finally:
                 close_old_connections()
+                if borrowed is not None:
+                    borrowed.in_view = False
 
         self._middleware_chain = sync_to_async(chain_then_release, thread_sensitive=True)
 
@@ -52,13 +71,15 @@ class SyncChainASGIHandler(ASGIHandler):
         if scope["type"] != "http":
             raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
         executor = self._idle_threads.pop() if self._idle_threads else ThreadPoolExecutor(max_workers=1, thread_name_prefix="request")
+        borrowed = _Borrowed()
+        token = _borrowed.set(borrowed)
         try:
-            # handle() awaits every task it starts, so nothing of this request uses the
-            # thread after the block; a sync call still running there just queues the next.
             async with ThreadSensitiveContext(executor=executor):
                 await self.handle(scope, receive, send)
         finally:
-            if len(self._idle_threads) < IDLE_REQUEST_THREADS:
+            _borrowed.reset(token)
+            # Cancelled mid-view: asgiref stops waiting, the thread is still the view's.
+            if not borrowed.in_view and len(self._idle_threads) < IDLE_REQUEST_THREADS:
                 self._idle_threads.append(executor)
             else:
                 executor.shutdown(wait=False)

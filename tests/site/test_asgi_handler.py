@@ -5,6 +5,8 @@ through the real ASGI interface and check that everything the chain does for use
 happens: token auth, CSRF, security headers, JSON errors and streamed bodies.
 """
 
+import contextlib
+
 import httpx
 import pytest
 from asgiref.sync import async_to_sync
@@ -122,3 +124,56 @@ def test_concurrent_requests_each_get_a_thread(user):
     finally:
         request_started.disconnect(wait_for_the_others)
     assert len({id(thread) for thread, _ in seen}) == 3
+
+
+def _scope(path: str) -> dict:
+    return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http", "path": path,
+            "raw_path": path.encode(), "query_string": b"", "root_path": "", "headers": [(b"host", b"testserver")],
+            "client": ("127.0.0.1", 5000), "server": ("testserver", 80)}
+
+
+def test_a_request_cancelled_mid_view_does_not_hold_up_the_next_one(settings):
+    """Daphne cancels a request's application task when its client left and the request does
+    not finish in time; the view runs on in its thread, which must not be lent to the next
+    request."""
+    import asyncio
+
+    from tests.site import slow_urls
+
+    settings.ROOT_URLCONF = "tests.site.slow_urls"
+    slow_urls.entered.clear()
+    slow_urls.release.clear()
+    handler = SyncChainASGIHandler()
+
+    def client():
+        requested = []
+
+        async def receive():
+            if requested:
+                await asyncio.Event().wait()  # the client sends nothing more
+            requested.append(1)
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        body = []
+
+        async def send(message):
+            if message["type"] == "http.response.body":
+                body.append(message.get("body", b""))
+
+        return receive, send, body
+
+    async def go() -> bytes:
+        receive, send, _ = client()
+        slow = asyncio.create_task(handler(_scope("/slow/"), receive, send))
+        await asyncio.to_thread(slow_urls.entered.wait, 10)
+        slow.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await slow
+        receive, send, body = client()
+        try:
+            await asyncio.wait_for(handler(_scope("/fast/"), receive, send), 3)
+        finally:
+            slow_urls.release.set()
+        return b"".join(body)
+
+    assert async_to_sync(go)() == b"fast"
