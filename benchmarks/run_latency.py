@@ -9,8 +9,9 @@ measured is the platform, not a provider.
 ``--stack embedded`` (default) is `make run`'s stack: one server, SQLite, runs in-process.
 ``--stack distributed`` is the scaled-out one: ``--servers`` Daphne processes (the client
 spreads runs over them round-robin, as a load balancer would) and ``--workers`` Celery
-worker processes executing the runs, events through Redis Streams. It starts a throwaway
-redis-server unless ``--redis-url`` is given. ``--postgres`` runs either stack on a throwaway
+worker processes executing the runs, events through Redis Streams; with ``--executor
+embedded`` each server executes the runs it admitted instead (no Celery). It starts a
+throwaway redis-server unless ``--redis-url`` is given. ``--postgres`` runs either stack on a throwaway
 PostgreSQL cluster (initdb in a temp directory, fsync off, like the test tier), and
 ``--database-url`` on a database you give; the default is SQLite.
 """
