@@ -228,11 +228,16 @@ def test_a_run_executed_by_a_worker_is_joined_and_cancelled_through_another_serv
     executed_by = live.shell(f"from apps.runs.models import Run; print(Run.objects.get(pk='{run_id}').lease_owner)")
     assert executed_by.endswith(f":{live.others[-1].pid}")  # the Celery worker, not a server
 
+    cancel_through_another_server(sdk, other, tid, script, model_server)
+
+
+def cancel_through_another_server(admitting, other, tid, script, model_server):
+    """A slow run admitted through one server is cancelled through the other."""
     script(Reply(text="never seen", delay=20))
-    run = sdk.runs.create(tid, "lead_agent", input={"messages": [{"role": "user", "content": "stop me"}]})
+    run = admitting.runs.create(tid, "lead_agent", input={"messages": [{"role": "user", "content": "stop me"}]})
     wait_requests(model_server, 1)
-    assert sdk.runs.get(tid, run["run_id"])["status"] == "running"
+    assert admitting.runs.get(tid, run["run_id"])["status"] == "running"
     other.runs.cancel(tid, run["run_id"], wait=True)
-    assert sdk.runs.get(tid, run["run_id"])["status"] == "interrupted"
-    assert sdk.threads.get(tid)["status"] == "idle"
-    assert sdk.threads.get_state(tid)["values"]["messages"][-1]["content"] == "stop me"
+    assert admitting.runs.get(tid, run["run_id"])["status"] == "interrupted"
+    assert other.threads.get(tid)["status"] == "idle"
+    assert admitting.threads.get_state(tid)["values"]["messages"][-1]["content"] == "stop me"

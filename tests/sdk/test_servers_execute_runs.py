@@ -7,7 +7,7 @@ import pytest
 
 from harness.testing import Reply, loopback_config_text
 from tests.sdk.conftest import LOCAL_SANDBOX
-from tests.sdk.test_langgraph_sdk import USER, first_event_ids, wait_requests
+from tests.sdk.test_langgraph_sdk import USER, cancel_through_another_server, first_event_ids
 from tests.support.live import start_live_server
 
 pytestmark = pytest.mark.redis
@@ -41,10 +41,4 @@ def test_a_run_executed_by_one_server_is_joined_and_cancelled_through_the_other(
     executed_by = two_servers.shell(f"from apps.runs.models import Run; print(Run.objects.get(pk='{run_id}').lease_owner)")
     assert executed_by.endswith(f":{two_servers.process.pid}")  # the server that admitted it
 
-    script(Reply(text="never seen", delay=20))
-    run = first.runs.create(tid, "lead_agent", input={"messages": [{"role": "user", "content": "stop me"}]})
-    wait_requests(model_server, 1)
-    assert first.runs.get(tid, run["run_id"])["status"] == "running"
-    second.runs.cancel(tid, run["run_id"], wait=True)
-    assert first.runs.get(tid, run["run_id"])["status"] == "interrupted"
-    assert second.threads.get(tid)["status"] == "idle"
+    cancel_through_another_server(first, second, tid, script, model_server)
