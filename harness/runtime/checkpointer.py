@@ -67,7 +67,17 @@ async def open_checkpointer(url: str) -> AsyncIterator[BaseCheckpointSaver]:
             yield saver
         return
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from psycopg.rows import dict_row
+    from psycopg_pool import AsyncConnectionPool
 
-    async with AsyncPostgresSaver.from_conn_string(target.location) as saver:
+    # A pool rather than one connection: a connection the database dropped (a restart, a
+    # failover, a query cut off mid-way) is found by the check on checkout (one empty round
+    # trip) and replaced, where a lone connection would fail every later run of the process.
+    # The saver serializes its queries, so two connections are plenty. Connection settings
+    # as AsyncPostgresSaver.from_conn_string uses them.
+    pool = AsyncConnectionPool(target.location, min_size=1, max_size=2, open=False, check=AsyncConnectionPool.check_connection,
+                               kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
+    async with pool:
+        saver = AsyncPostgresSaver(pool)
         await saver.setup()
         yield saver
