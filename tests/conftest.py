@@ -4,6 +4,16 @@ import pytest
 from rest_framework.test import APIClient
 
 
+@pytest.fixture(scope="session")
+def django_db_setup(django_db_setup):
+    """pytest-django's test database, with the runs loop stopped before it is dropped: its
+    recovery sweep would otherwise query a database that is gone while the process exits."""
+    yield
+    from apps.runs.runtime import stop_runtime
+
+    stop_runtime()
+
+
 @pytest.fixture
 def user(django_user_model):
     return django_user_model.objects.create_user(username="alice", email="alice@example.com", password="pw-alice-123")

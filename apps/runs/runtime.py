@@ -99,6 +99,28 @@ class RunsRuntime:
                         loop.call_soon_threadsafe(self._keep_running, self._listen_for_cancels, "run-cancels")
         return self._loop
 
+    def stop(self, timeout: float = 5.0) -> None:
+        """End the runs loop: its background tasks (recovery sweep, lease keeper, cancel
+        listener) are cancelled and the checkpointer closed. For a test session that is about
+        to drop its database; a server process simply exits."""
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+
+        async def _wind_down() -> None:
+            for task in list(self._background):
+                task.cancel()
+            await asyncio.gather(*self._background, return_exceptions=True)
+            if self._stack is not None:
+                await self._stack.aclose()
+
+        try:
+            asyncio.run_coroutine_threadsafe(_wind_down(), loop).result(timeout)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout)
+            self._loop = self._thread = self._checkpointer = self._stack = None
+
     def _keep_running(self, fn: Callable[[], Awaitable[None]], name: str) -> None:
         # The loop holds tasks weakly: without this reference a background task can be
         # garbage-collected mid-await.
@@ -269,3 +291,12 @@ def get_runtime() -> RunsRuntime:
             if _runtime is None:
                 _runtime = RunsRuntime(settings.CHECKPOINTER_URL)
     return _runtime
+
+
+def stop_runtime() -> None:
+    """Stop the process's runtime if it was started (see ``RunsRuntime.stop``)."""
+    global _runtime
+    with _runtime_lock:
+        runtime, _runtime = _runtime, None
+    if runtime is not None:
+        runtime.stop()

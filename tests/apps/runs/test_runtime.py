@@ -21,3 +21,20 @@ def test_runs_starting_together_share_one_open_checkpointer(tmp_path, settings):
 
     savers = asyncio.run(first_runs())
     assert savers[0] is savers[1] is savers[2]
+
+
+def test_stopping_the_runtime_ends_its_loop_and_background_tasks(tmp_path, settings):
+    settings.RUN_STREAM_BRIDGE = "memory"
+    runtime = RunsRuntime(f"sqlite:///{tmp_path / 'checkpoints.sqlite3'}")
+    loop = runtime.loop  # starts the thread, the recovery sweep and the lease keeper
+    thread = runtime._thread
+
+    async def open_saver():
+        return await runtime.checkpointer()
+
+    runtime.call(open_saver)
+    background = list(runtime._background)
+    assert thread.is_alive() and background
+    runtime.stop()
+    assert not thread.is_alive() and not loop.is_running()
+    assert all(task.done() for task in background)
