@@ -80,7 +80,7 @@ class _RecordingClient(Client):
         self.spans.append(name)
 
     def update_run(self, *args, **kwargs):
-        pass
+        """Span ends and outputs: these tests only look at which spans were opened."""
 
 
 @pytest.fixture
