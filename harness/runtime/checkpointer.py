@@ -66,18 +66,42 @@ async def open_checkpointer(url: str) -> AsyncIterator[BaseCheckpointSaver]:
             await saver.conn.execute("PRAGMA synchronous=NORMAL")
             yield saver
         return
-    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
-    from psycopg.rows import dict_row
-    from psycopg_pool import AsyncConnectionPool
-
-    # A pool rather than one connection: a connection the database dropped (a restart, a
-    # failover, a query cut off mid-way) is found by the check on checkout (one empty round
-    # trip) and replaced, where a lone connection would fail every later run of the process.
-    # The saver serializes its queries, so two connections are plenty. Connection settings
-    # as AsyncPostgresSaver.from_conn_string uses them.
-    pool = AsyncConnectionPool(target.location, min_size=1, max_size=2, open=False, check=AsyncConnectionPool.check_connection,
-                               kwargs={"autocommit": True, "prepare_threshold": 0, "row_factory": dict_row})
-    async with pool:
-        saver = AsyncPostgresSaver(pool)
+    saver = await _reconnecting_postgres_saver(target.location)
+    try:
         await saver.setup()
         yield saver
+    finally:
+        await saver.conn.close()
+
+
+async def _reconnecting_postgres_saver(url: str) -> BaseCheckpointSaver:
+    """LangGraph's AsyncPostgresSaver on one connection (as ``from_conn_string`` opens it),
+    replaced when the database dropped it: a restart, a failover or a query cut off mid-way
+    would otherwise fail every later run of the process. Looking at the connection's state
+    costs nothing; the operation that first meets a dead connection still fails. (A pool
+    would heal the same way, but its checkout cost ~8 ms per run on our test VM.)"""
+    import asyncio
+
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+    from psycopg import AsyncConnection
+    from psycopg.rows import dict_row
+
+    async def connect() -> AsyncConnection:
+        return await AsyncConnection.connect(url, autocommit=True, prepare_threshold=0, row_factory=dict_row)
+
+    class ReconnectingPostgresSaver(AsyncPostgresSaver):
+        _reconnecting: asyncio.Lock
+
+        @contextlib.asynccontextmanager
+        async def _cursor(self, *, pipeline: bool = False):  # every query goes through here
+            if self.conn.closed or self.conn.broken:
+                async with self._reconnecting:
+                    if self.conn.closed or self.conn.broken:
+                        dead, self.conn = self.conn, await connect()
+                        await dead.close()
+            async with super()._cursor(pipeline=pipeline) as cursor:
+                yield cursor
+
+    saver = ReconnectingPostgresSaver(conn=await connect())
+    saver._reconnecting = asyncio.Lock()  # one per saver, made on the loop that uses it
+    return saver
