@@ -14,6 +14,26 @@ def django_db_setup(django_db_setup):
     stop_runtime()
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_teardown(item, nextitem):
+    """A test's runs end with the test, before its database is flushed: a run still going
+    (a model call retrying, say) would otherwise write while the next test's flush truncates
+    the tables, a deadlock on PostgreSQL."""
+    from apps.runs import runtime as runs_runtime
+
+    runtime = runs_runtime._runtime
+    if runtime is not None and runtime._loop is not None:
+
+        async def settle_leftovers() -> None:
+            for run_id in list(runtime.active):
+                runtime.cancel_here(run_id, "interrupt")
+            for run_id in list(runtime.active):
+                await runtime.wait_done(run_id, timeout=10)
+
+        runtime.call(settle_leftovers, timeout=30)
+    yield
+
+
 @pytest.fixture
 def user(django_user_model):
     return django_user_model.objects.create_user(username="alice", email="alice@example.com", password="pw-alice-123")
