@@ -30,12 +30,17 @@ from apps.threads.uploads import sweep_staging_files  # noqa: E402
 
 from harness.sandbox import get_sandbox_provider  # noqa: E402
 
+from deerflow_site.gc_tuning import tune_gc  # noqa: E402
+
 # Runs a crashed process left active would hold their threads forever: settle them now.
 recover_on_startup()
 # Upload staging files a crash left behind are never anyone's file: remove them.
 sweep_staging_files()
 # Choose the sandbox provider now, so "isolated" or the no-isolation warning shows at startup.
 get_sandbox_provider()
+
+# Last: what startup loaded is the heap the collector may leave alone from now on.
+tune_gc()
 
 application = ProtocolTypeRouter(
     {

@@ -8,9 +8,18 @@ chosen in ``deerflow_site/settings/services.py``.
 import os
 
 from celery import Celery
+from celery.signals import worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deerflow_site.settings")
 
 app = Celery("deerflow")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
+
+
+@worker_init.connect
+def _tune_gc(**_kwargs) -> None:
+    # Workers execute runs: the same collector settings as the servers (deerflow_site/gc_tuning.py).
+    from deerflow_site.gc_tuning import tune_gc
+
+    tune_gc()

@@ -64,3 +64,11 @@ if RUN_EXECUTOR == "celery" and RUN_STREAM_BRIDGE != "redis":
 # The graph a run executes: a callable taking the run's RunnableConfig (LangGraph Platform's
 # factory convention). Operators may point it at their own graph.
 DEERFLOW_AGENT_FACTORY = env.str("DEERFLOW_AGENT_FACTORY", default="harness.agents:make_lead_agent")
+
+# Garbage collector thresholds for server and worker processes (gc.set_threshold). CPython's
+# default (700, 10, 10) collects the young generation every 700 net allocations; a run makes
+# about a thousand, and a full collection over the agent's import-time heap takes a few hundred
+# milliseconds. See docs/deployment.md ("Garbage collection") for the measurements.
+GC_THRESHOLD = tuple(env.list("GC_THRESHOLD", cast=int, default=[20000, 10, 10]))
+if len(GC_THRESHOLD) != 3 or GC_THRESHOLD[0] < 1 or min(GC_THRESHOLD) < 0:
+    raise ImproperlyConfigured(f"GC_THRESHOLD must be three non-negative integers, the first above 0 (like 20000,10,10), not {GC_THRESHOLD!r}")

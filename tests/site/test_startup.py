@@ -96,6 +96,8 @@ def test_celery_runs_switch(tmp_path):
         ({"RUN_EXECUTOR": "kubernetes"}, "RUN_EXECUTOR must be 'embedded' or 'celery', not 'kubernetes'"),
         ({"RUN_QUEUE_TIMEOUT": "soon"}, "environment variable RUN_QUEUE_TIMEOUT is not valid"),
         ({"DB_POOL_MAX_SIZE": "many", "DATABASE_URL": "postgres://u:p@db.internal:5432/d"}, "environment variable DB_POOL_MAX_SIZE is not valid"),
+        ({"GC_THRESHOLD": "often"}, "environment variable GC_THRESHOLD is not valid"),
+        ({"GC_THRESHOLD": "20000,10"}, "GC_THRESHOLD must be three non-negative integers"),
     ],
 )
 def test_bad_run_stack_settings_stop_startup_with_one_line(tmp_path, env, expected):
@@ -103,3 +105,14 @@ def test_bad_run_stack_settings_stop_startup_with_one_line(tmp_path, env, expect
     assert result.returncode != 0
     assert "Traceback" not in result.stderr
     assert f"error: {expected}" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(("env", "threshold"), [({}, [20000, 10, 10]), ({"GC_THRESHOLD": "50000,5,20"}, [50000, 5, 20])])
+def test_server_process_tunes_the_garbage_collector(tmp_path, env, threshold):
+    probe = "import gc, json, deerflow_site.asgi; print(json.dumps([gc.get_threshold(), gc.get_freeze_count()]))"
+    result = _run(["-c", probe], {"DJANGO_DEBUG": "true", "DEER_FLOW_HOME": str(tmp_path), **env})
+    assert result.returncode == 0, result.stderr
+    applied, frozen = json.loads(result.stdout.strip().splitlines()[-1])
+    assert applied == threshold
+    # Startup's heap (Django, the agent's libraries) is frozen out of later collections.
+    assert frozen > 50_000
