@@ -53,8 +53,9 @@ def token_authenticate(*, raw: str) -> PersonalAccessToken:
         raise TokenRejected(f"not a DeerFlow personal access token (they start with {TOKEN_PREFIX})")
     if not TOKEN_PATTERN.match(raw):
         raise TokenRejected("malformed personal access token")
-    # The digest is unique: no ORDER BY (first() would add one to every authenticated request).
-    token = next(iter(PersonalAccessToken.objects.select_related("owner").filter(digest=token_digest(raw))[:1]), None)
+    # The digest is unique: no ORDER BY (the model's Meta.ordering would add one to every
+    # authenticated request).
+    token = next(iter(PersonalAccessToken.objects.select_related("owner").filter(digest=token_digest(raw)).order_by()[:1]), None)
     if token is None or not token.owner.is_active:
         raise TokenRejected("invalid personal access token")
     if token.revoked_at is not None:

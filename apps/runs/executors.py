@@ -14,6 +14,10 @@ class Executor(Protocol):
     # How long an admitted run may stay pending before recovery declares it lost.
     pending_lease_seconds: int
 
+    def prepare(self, run_id: str) -> None:
+        """At admission, before the run's first event is published."""
+        ...
+
     def submit(self, run_id: str) -> None: ...
 
 
@@ -21,6 +25,13 @@ class EmbeddedExecutor:
     """Runs execute as asyncio tasks on this process's runs loop."""
 
     pending_lease_seconds = 30
+
+    def prepare(self, run_id: str) -> None:
+        from apps.runs.runtime import get_runtime
+
+        # This process publishes every event of the run: its own subscribers (the request that
+        # started it, above all) need not wait for the events to go round through Redis.
+        get_runtime().bridge.produce_here(run_id)
 
     def submit(self, run_id: str) -> None:
         from apps.runs.runtime import get_runtime
@@ -35,6 +46,9 @@ class CeleryExecutor:
     @property
     def pending_lease_seconds(self) -> int:
         return settings.RUN_QUEUE_TIMEOUT
+
+    def prepare(self, run_id: str) -> None:
+        """Nothing to prepare: a worker, not this process, will publish the run's events."""
 
     def submit(self, run_id: str) -> None:
         from apps.runs.tasks import execute_run_task

@@ -132,11 +132,13 @@ def start_run(*, user, thread_id: str | None, request: RunCreate, stateless: boo
     runtime = get_runtime()
     if secrets:
         runtime.secrets[str(run.pk)] = secrets
-    # Subscribers may attach before the worker starts: the metadata event is already there.
-    runtime.bridge.publish(str(run.pk), "metadata", {"run_id": str(run.pk), "thread_id": thread.pk})
     from apps.runs.executors import get_executor
 
-    transaction.on_commit(lambda: get_executor().submit(str(run.pk)))
+    executor = get_executor()
+    executor.prepare(str(run.pk))
+    # Subscribers may attach before the worker starts: the metadata event is already there.
+    runtime.bridge.publish(str(run.pk), "metadata", {"run_id": str(run.pk), "thread_id": thread.pk})
+    transaction.on_commit(lambda: executor.submit(str(run.pk)))
     thread.status = Thread.Status.BUSY  # as _insert wrote it; saves a read
     return AdmittedRun(run=run, thread=thread)
 

@@ -51,6 +51,12 @@ class StreamBridge(Protocol):
 
     def is_ended(self, run_id: str) -> bool: ...
 
+    def produce_here(self, run_id: str) -> None:
+        """Declare that this process publishes every event of the run from now on (it executes
+        the run), before its first event: a networked bridge may then serve this process's
+        subscribers from memory."""
+        ...
+
 
 def _parse_id(event_id: str) -> int | None:
     """The per-run counter of an id, or None when it is not one of ours."""
@@ -64,6 +70,7 @@ def _parse_id(event_id: str) -> int | None:
 class _RunStream:
     buffer: deque[StreamItem]
     counter: int = 0
+    last_ms: int = 0
     ended: bool = False
     ended_at: float | None = None
     waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future]] = field(default_factory=list)
@@ -85,15 +92,20 @@ class MemoryStreamBridge:
 
     # -- producing -------------------------------------------------------------------
 
-    def _append(self, run_id: str, event: str, data: Any, *, ending: bool) -> str:
+    def _append(self, run_id: str, event: str, data: Any, *, ending: bool, create: bool = True) -> str | None:
         with self._lock:
             self._sweep_locked()
             stream = self._runs.get(run_id)
             if stream is None:
+                if not create:
+                    return None
                 stream = self._runs[run_id] = _RunStream(buffer=deque(maxlen=self.max_events))
             if stream.ended:
                 raise RuntimeError(f"stream of run {run_id} has already ended")
-            event_id = f"{int(time.time() * 1000)}-{stream.counter}"
+            # Never below the last id, even if the clock steps back: ids stay ordered as
+            # (ms, n) pairs, which is what Redis Streams requires of them too.
+            stream.last_ms = max(stream.last_ms, int(time.time() * 1000))
+            event_id = f"{stream.last_ms}-{stream.counter}"
             stream.buffer.append(StreamItem(event, data, event_id))
             stream.counter += 1
             if ending:
@@ -105,10 +117,22 @@ class MemoryStreamBridge:
         return event_id
 
     def publish(self, run_id: str, event: str, data: Any) -> str:
-        return self._append(run_id, event, data, ending=False)
+        return self._append(run_id, event, data, ending=False)  # type: ignore[return-value]
 
     def end(self, run_id: str) -> str:
-        return self._append(run_id, END, None, ending=True)
+        return self._append(run_id, END, None, ending=True)  # type: ignore[return-value]
+
+    def publish_if_open(self, run_id: str, event: str, data: Any, *, ending: bool = False) -> str | None:
+        """Publish only to a run this bridge already holds (see ``open``); None otherwise."""
+        return self._append(run_id, END if ending else event, None if ending else data, ending=ending, create=False)
+
+    def open(self, run_id: str) -> None:
+        """Hold the run's stream before its first event."""
+        with self._lock:
+            self._runs.setdefault(run_id, _RunStream(buffer=deque(maxlen=self.max_events)))
+
+    def produce_here(self, run_id: str) -> None:
+        """Nothing to do: every stream this bridge holds is this process's own."""
 
     # Nothing here does IO, so the async variants need not leave the loop.
     async def apublish(self, run_id: str, event: str, data: Any) -> str:

@@ -2,6 +2,7 @@
 sharing one run's stream, expiry, exact trimming and use from several event loops."""
 
 import asyncio
+import socket
 import threading
 import uuid
 
@@ -118,6 +119,64 @@ async def test_publishing_on_one_loop_while_another_threads_loop_subscribes(make
     assert [i.data for i in items[1:-1]] == list(range(30)) and items[-1].event == END
     # Closing from the other loop released every client; they are made again on demand.
     assert [i.event for i in await _collect(bridge, "r")][-1] == END
+
+
+async def test_a_run_produced_here_reaches_other_processes_under_the_same_ids(make_bridge):
+    producer, elsewhere = make_bridge(), make_bridge()
+    producer.produce_here("r")
+    first = producer.publish("r", "metadata", {"run_id": "r"})  # the admitting request thread
+    follower = asyncio.create_task(_collect(elsewhere, "r"))
+    local_follower = asyncio.create_task(_collect(producer, "r"))
+    for i in range(20):
+        await producer.apublish("r", "messages", i)
+    last = await producer.aend("r")
+    local = await asyncio.wait_for(local_follower, 5)
+    remote = await asyncio.wait_for(follower, 5)
+    assert [(i.id, i.event, i.data) for i in remote] == [(i.id, i.event, i.data) for i in local]
+    assert [i.data for i in local] == [{"run_id": "r"}, *range(20), None]
+    assert (local[0].id, local[-1].id) == (first, last)
+    # A reconnect through another process resumes from an id the producer handed out.
+    assert [i.data for i in await _collect(elsewhere, "r", last_event_id=local[10].id)] == [*range(10, 20), None]
+    assert elsewhere.is_ended("r") and producer.is_ended("r")
+
+
+async def test_subscribers_next_to_the_run_do_not_wait_for_redis(make_bridge):
+    with socket.socket() as s:  # a port nobody listens on: Redis is down
+        s.bind(("127.0.0.1", 0))
+        dead = f"redis://127.0.0.1:{s.getsockname()[1]}/0"
+    from harness.runtime.redis_bridge import RedisStreamBridge
+
+    bridge = RedisStreamBridge(dead, key_prefix="test:down:")
+    bridge.send_retry_seconds = 0.3
+    bridge.produce_here("r")
+    await bridge.apublish("r", "values", 1)
+    await bridge.aend("r")
+    assert [i.data for i in await _collect(bridge, "r")] == [1, None]
+    assert bridge.flush(5)  # given up on, with a warning, not retried forever
+    bridge.close()
+
+
+async def test_an_end_written_elsewhere_first_leaves_one_end(make_bridge, raw):
+    producer, canceller = make_bridge(), make_bridge()
+    producer.produce_here("r")
+    producer.publish("r", "metadata", {})
+    assert producer.flush(5)
+    canceller.end("r")  # e.g. another server settled the run before it started here
+    await producer.aend("r")
+    assert producer.flush(5)
+    assert [fields["event"] for _, fields in raw.xrange(producer.key("r"))] == ["metadata", END]
+
+
+async def test_events_produced_here_survive_redis_forgetting_the_publish_script(make_bridge, raw):
+    producer, elsewhere = make_bridge(), make_bridge()
+    producer.produce_here("r")
+    producer.publish("r", "values", 1)
+    assert producer.flush(5)
+    raw.script_flush()  # as after a Redis restart
+    producer.publish("r", "values", 2)
+    producer.end("r")
+    assert producer.flush(5)
+    assert [i.data for i in await _collect(elsewhere, "r")] == [1, 2, None]
 
 
 async def _collect(bridge, run_id, **kwargs):

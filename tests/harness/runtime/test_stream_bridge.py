@@ -30,9 +30,10 @@ def id_key(event_id):
     return int(ms), int(seq)
 
 
-@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis)])
+@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis), pytest.param("redis, produced here", marks=pytest.mark.redis)])
 async def make_bridge(request):
-    """A factory, so tests can pick max_events/retain_after_end; every bridge it made is closed."""
+    """A factory, so tests can pick max_events/retain_after_end; every bridge it made is closed.
+    "produced here" is the Redis bridge in the process that executes run "r": served from memory."""
     made = []
 
     def make(**kwargs):
@@ -42,6 +43,8 @@ async def make_bridge(request):
             from harness.runtime.redis_bridge import RedisStreamBridge
 
             bridge = RedisStreamBridge(request.getfixturevalue("redis_url"), key_prefix=f"test:{uuid.uuid4().hex}:", **kwargs)
+            if request.param == "redis, produced here":
+                bridge.produce_here("r")
         made.append(bridge)
         return bridge
 
