@@ -39,7 +39,8 @@ logger = logging.getLogger(__name__)
 
 # KEYS[1] stream; ARGV: event, data, max_events, ttl ms while running, ttl ms once ended, id.
 # The id is '*' (Redis makes one) or the producer's own; one that is not above the stream's
-# last (another process wrote to the stream meanwhile) is replaced by a Redis-made one.
+# last (another process wrote to the stream meanwhile) is replaced by a Redis-made one, unless
+# the entry is already there (a batch sent again after a lost reply): sending is idempotent.
 # Returns the id written, or false when the stream already ended.
 _PUBLISH_LUA = """
 local key = KEYS[1]
@@ -53,7 +54,10 @@ end
 local id = false
 if ARGV[6] ~= '*' then
   id = redis.pcall('XADD', key, ARGV[6], 'event', ARGV[1], 'data', ARGV[2])
-  if type(id) == 'table' and id.err then id = false end
+  if type(id) == 'table' and id.err then
+    if #redis.call('XRANGE', key, ARGV[6], ARGV[6]) > 0 then return ARGV[6] end
+    id = false
+  end
 end
 if not id then id = redis.call('XADD', key, '*', 'event', ARGV[1], 'data', ARGV[2]) end
 local excess = redis.call('XLEN', key) - tonumber(ARGV[3])

@@ -179,5 +179,19 @@ async def test_events_produced_here_survive_redis_forgetting_the_publish_script(
     assert [i.data for i in await _collect(elsewhere, "r")] == [1, 2, None]
 
 
+async def test_a_batch_sent_twice_is_written_once(make_bridge, raw):
+    producer = make_bridge()
+    producer.produce_here("r")
+    producer.publish("r", "values", 1)
+    producer.publish("r", "values", 2)
+    assert producer.flush(5)
+    from harness.runtime.redis_bridge import _PUBLISH_LUA
+
+    entries = raw.xrange(producer.key("r"))
+    # As after a reply lost on the way back: the sender sends the same entries again.
+    producer._send(raw, raw.register_script(_PUBLISH_LUA), [("r", entry_id, "values", int(fields["data"])) for entry_id, fields in entries])
+    assert raw.xrange(producer.key("r")) == entries
+
+
 async def _collect(bridge, run_id, **kwargs):
     return [item async for item in bridge.subscribe(run_id, **kwargs)]
