@@ -38,3 +38,20 @@ def test_stopping_the_runtime_ends_its_loop_and_background_tasks(tmp_path, setti
     runtime.stop()
     assert not thread.is_alive() and not loop.is_running()
     assert all(task.done() for task in background)
+
+
+def test_the_runs_loop_is_uvloop_and_runs_work_on_it(tmp_path, settings):
+    import uvloop
+
+    settings.RUN_STREAM_BRIDGE = "memory"
+    runtime = RunsRuntime(f"sqlite:///{tmp_path / 'checkpoints.sqlite3'}")
+    try:
+        assert isinstance(runtime.loop, uvloop.Loop)
+
+        async def save_and_read() -> object:
+            saver = await runtime.checkpointer()  # aiosqlite's thread hand-offs on this loop
+            return await saver.aget_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": ""}})
+
+        assert runtime.call(save_and_read, timeout=10) is None
+    finally:
+        runtime.stop()
