@@ -78,8 +78,8 @@ async def _reconnecting_postgres_saver(url: str) -> BaseCheckpointSaver:
     """LangGraph's AsyncPostgresSaver on one connection (as ``from_conn_string`` opens it),
     replaced when the database dropped it: a restart, a failover or a query cut off mid-way
     would otherwise fail every later run of the process. Looking at the connection's state
-    costs nothing; the operation that first meets a dead connection still fails. (A pool
-    would heal the same way, but its checkout cost ~8 ms per run on our test VM.)"""
+    costs nothing; the operation that first meets a dead connection still fails. (A checked pool
+    would heal the same way, but cost ~40 ms per run on our test VM: 97.6 ms to `end` against 45.9.)"""
     import asyncio
 
     from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver

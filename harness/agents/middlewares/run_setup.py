@@ -36,11 +36,15 @@ def channel_reducers(state_schema: type) -> dict[str, Callable[[Any, Any], Any]]
     return reducers
 
 
+_OTHER_HOOKS = ("before_model", "abefore_model", "after_model", "aafter_model", "after_agent", "aafter_agent",
+                "wrap_model_call", "awrap_model_call", "wrap_tool_call", "awrap_tool_call")
+
+
 class RunSetupMiddleware(AgentMiddleware):
     """The ``before_agent`` hooks of ``parts``, in order, as one ``RunSetup.before_agent`` step.
 
-    Parts must not jump (``can_jump_to``) and must have no other hooks: this middleware
-    exposes only their ``before_agent``.
+    Parts must not jump (``can_jump_to``) and must have no other hooks or tools: this
+    middleware exposes only their ``before_agent``, so anything else would silently be lost.
     """
 
     def __init__(self, parts: Sequence[AgentMiddleware], *, state_schema: type):
@@ -48,6 +52,9 @@ class RunSetupMiddleware(AgentMiddleware):
         for part in parts:
             if getattr(part.__class__.before_agent, "__can_jump_to__", None):
                 raise ValueError(f"{part.name}.before_agent jumps; it needs a graph step of its own")
+            others = [hook for hook in _OTHER_HOOKS if getattr(type(part), hook) is not getattr(AgentMiddleware, hook)]
+            if others or getattr(part, "tools", None):
+                raise ValueError(f"{part.name} has {', '.join(others) or 'tools'} besides before_agent; add it as a middleware of its own")
         self.parts = list(parts)
         self._reducers = channel_reducers(state_schema)
 

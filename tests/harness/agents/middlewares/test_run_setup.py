@@ -94,6 +94,14 @@ def test_a_part_that_jumps_needs_its_own_step():
         RunSetupMiddleware([Jumps()], state_schema=ThreadState)
 
 
+def test_a_part_with_other_hooks_is_refused_rather_than_losing_them():
+    from harness.agents.middlewares.sandbox import ReleasingSandboxMiddleware, SandboxMiddleware
+
+    with pytest.raises(ValueError, match="after_agent"):
+        RunSetupMiddleware([SandboxMiddleware(), ReleasingSandboxMiddleware()], state_schema=ThreadState)
+    RunSetupMiddleware([SandboxMiddleware()], state_schema=ThreadState)  # before_agent only: fine
+
+
 def test_reducers_are_read_from_the_state_schema():
     from typing import NotRequired, TypedDict
 
