@@ -83,8 +83,7 @@ def _raise_if_cancelled(run_id: str) -> None:
 
 @database_sync_to_async
 def _claim(run_id: str) -> dict | None:
-    """pending -> running; None when the run was cancelled before it started (the canceller
-    settles the row)."""
+    """pending -> running; None when the run was cancelled before it started."""
     now = timezone.now()
     updated = Run.objects.filter(pk=run_id, status=Run.Status.PENDING, cancel_requested_at__isnull=True).update(
         status=Run.Status.RUNNING, started_at=now, lease_owner=PROCESS_ID,
@@ -332,6 +331,12 @@ async def _execute(run_id: str) -> None:
     bridge = runtime.bridge
     meta = await _claim(run_id)
     if meta is None:
+        # Cancelled before the claim. A canceller in this process leaves the row to this
+        # worker, and asgiref may have swallowed the cancel of the claim itself: settle it
+        # here (a no-op when the canceller already did).
+        from apps.runs.services import run_settle_cancelled
+
+        await database_sync_to_async(run_settle_cancelled)(run_id=run_id, statuses=(Run.Status.PENDING,))
         await _end_stream(run_id)
         return
     _raise_if_cancelled(run_id)  # claimed, then cancelled while the claim was in flight

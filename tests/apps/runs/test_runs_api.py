@@ -305,6 +305,27 @@ def test_a_run_cancelled_at_once_does_not_stay_active(user_client, scripted_agen
         assert again.status_code == 200
 
 
+def test_a_run_whose_cancel_reached_the_database_before_its_claim_is_settled_by_its_worker(user):
+    """The canceller in this process leaves the row to the worker; if the cancel of the claim
+    itself was lost (asgiref can swallow it), the claim finds the flag and must still settle."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    from apps.runs.runtime import PROCESS_ID, get_runtime
+    from apps.runs.worker import execute_run
+    from apps.threads.models import Thread
+
+    now = timezone.now()
+    thread = Thread.objects.create(owner=user, status=Thread.Status.BUSY)
+    run = Run.objects.create(thread=thread, owner=user, status=Run.Status.PENDING, cancel_requested_at=now, cancel_action="interrupt",
+                             lease_owner=PROCESS_ID, lease_expires_at=now + timedelta(seconds=30))
+    get_runtime().run_to_completion(str(run.pk), execute_run)
+    run.refresh_from_db()
+    thread.refresh_from_db()
+    assert (run.status, run.stop_reason, thread.status) == ("interrupted", "cancelled", "idle")
+
+
 def _run_owned_elsewhere(user, *, lease_seconds):
     """A running run as another live (or dead) process would hold it."""
     from datetime import timedelta
