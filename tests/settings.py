@@ -22,5 +22,5 @@ CELERY_TASK_ALWAYS_EAGER = os.environ.get("CELERY_TASK_ALWAYS_EAGER", "true").lo
 # A file, not SQLite's shared-cache memory database: runs write from their own threads, and
 # shared-cache mode answers concurrent writers with "table is locked" instead of waiting.
 # A file with WAL and a busy timeout behaves like production.
-if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+if DATABASES["default"]["ENGINE"] == "deerflow_site.sqlite_backend":  # noqa: F405
     DATABASES["default"]["TEST"] = {"NAME": os.path.join(os.environ["DEER_FLOW_HOME"], "test-db.sqlite3")}  # noqa: F405

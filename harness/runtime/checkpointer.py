@@ -5,14 +5,22 @@ The server passes its CHECKPOINTER_URL; the embedded client may pass any URL or 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import sqlite3
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 from urllib.parse import urlparse
 
-from langgraph.checkpoint.base import BaseCheckpointSaver
+T = TypeVar("T")
+
+from langgraph.checkpoint.base import BaseCheckpointSaver, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
+from langgraph.checkpoint.sqlite import SqliteSaver
+
+from harness.runtime.sqlite_lock import WriteLock, lockable
 
 
 @dataclass(frozen=True)
@@ -55,16 +63,17 @@ async def open_checkpointer(url: str) -> AsyncIterator[BaseCheckpointSaver]:
     """An async saver with its tables created, closed on exit."""
     target = parse_checkpointer_url(url)
     if target.backend == "sqlite":
-        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-
         if target.location != ":memory:":
             Path(target.location).parent.mkdir(parents=True, exist_ok=True)
-        async with AsyncSqliteSaver.from_conn_string(target.location) as saver:
-            await saver.setup()
+        saver = ThreadedSqliteSaver(sqlite3.connect(target.location, timeout=20, check_same_thread=False), target.location)
+        try:
+            await saver.run(saver.setup)
             # WAL (set by setup) with NORMAL sync: a commit no longer waits for an fsync,
             # and the file still cannot be corrupted by a crash.
-            await saver.conn.execute("PRAGMA synchronous=NORMAL")
+            await saver.run(saver.conn.execute, "PRAGMA synchronous=NORMAL")
             yield saver
+        finally:
+            await saver.aclose()
         return
     saver = await _reconnecting_postgres_saver(target.location)
     try:
@@ -72,6 +81,70 @@ async def open_checkpointer(url: str) -> AsyncIterator[BaseCheckpointSaver]:
         yield saver
     finally:
         await saver.conn.close()
+
+
+class ThreadedSqliteSaver(SqliteSaver):
+    """LangGraph's SQLite saver whose async methods run each operation whole on one thread
+    of its own.
+
+    LangGraph's AsyncSqliteSaver goes through aiosqlite, which hands every cursor, execute,
+    fetch, close and commit to its thread separately: 36 hand-offs to the event loop per
+    run of the lead agent. Here a write or a read is one hand-off (9 per run), and the
+    operations stay serialized on one connection as before.
+    """
+
+    def __init__(self, conn: sqlite3.Connection, path: str, **kwargs: Any):
+        super().__init__(conn, **kwargs)
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checkpointer")
+        self._write_lock = WriteLock(path) if lockable(path) else None
+
+    @contextlib.contextmanager
+    def cursor(self, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
+        # Writes queue for the file's write lock; serializing the checkpoint happened before.
+        if not transaction or self._write_lock is None:
+            with super().cursor(transaction) as cur:
+                yield cur
+            return
+        self._write_lock.acquire()
+        try:
+            with super().cursor(transaction) as cur:
+                yield cur
+        finally:
+            self._write_lock.release()
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+
+    async def aclose(self) -> None:
+        try:
+            await self.run(self.conn.close)
+            if self._write_lock is not None:
+                self._write_lock.close()
+        finally:
+            self._executor.shutdown(wait=False)
+
+    async def aget_tuple(self, config: dict) -> CheckpointTuple | None:
+        return await self.run(self.get_tuple, config)
+
+    async def alist(self, config: dict | None, *, filter: dict[str, Any] | None = None, before: dict | None = None,
+                    limit: int | None = None) -> AsyncIterator[CheckpointTuple]:
+        # Read whole in the thread: the sync generator holds the saver's lock while it yields.
+        rows = await self.run(lambda: list(self.list(config, filter=filter, before=before, limit=limit)))
+        for row in rows:
+            yield row
+
+    async def aput(self, config: dict, checkpoint: Checkpoint, metadata: CheckpointMetadata,
+                   new_versions: ChannelVersions) -> dict:
+        return await self.run(self.put, config, checkpoint, metadata, new_versions)
+
+    async def aput_writes(self, config: dict, writes: Sequence[tuple[str, Any]], task_id: str, task_path: str = "") -> None:
+        await self.run(self.put_writes, config, writes, task_id, task_path)
+
+    async def adelete_thread(self, thread_id: str) -> None:
+        await self.run(self.delete_thread, thread_id)
+
+    async def aget_delta_channel_history(self, *, config: dict, channels: Sequence[str]) -> Mapping[str, Any]:
+        return await self.run(lambda: self.get_delta_channel_history(config=config, channels=channels))
 
 
 async def _reconnecting_postgres_saver(url: str) -> BaseCheckpointSaver:

@@ -49,7 +49,7 @@ def test_the_runs_loop_is_uvloop_and_runs_work_on_it(tmp_path, settings):
         assert isinstance(runtime.loop, uvloop.Loop)
 
         async def save_and_read() -> object:
-            saver = await runtime.checkpointer()  # aiosqlite's thread hand-offs on this loop
+            saver = await runtime.checkpointer()  # the saver's thread hand-offs on this loop
             return await saver.aget_tuple({"configurable": {"thread_id": "t", "checkpoint_ns": ""}})
 
         assert runtime.call(save_and_read, timeout=10) is None

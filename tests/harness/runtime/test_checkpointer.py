@@ -1,4 +1,5 @@
-"""The server's checkpointer survives a broken database connection."""
+"""The server's checkpointers: SQLite's keeps LangGraph's saver behaviour with each operation on
+its own thread and writers queued across processes; PostgreSQL's survives a dropped connection."""
 
 import contextlib
 import os
@@ -8,9 +9,65 @@ import pytest
 from harness.runtime.checkpointer import open_checkpointer
 
 PG_URL = os.environ.get("DATABASE_URL", "")
-pytestmark = [pytest.mark.postgres, pytest.mark.skipif(not PG_URL.startswith("postgres"), reason="needs PostgreSQL: runs in the second tier of `make test`")]
 
 
+def _graph(saver):
+    from langgraph.graph import END, START, MessagesState, StateGraph
+
+    def reply(state: MessagesState) -> dict:
+        return {"messages": [("ai", f"reply {len(state['messages']) // 2 + 1}")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "reply")
+    builder.add_edge("reply", END)
+    return builder.compile(checkpointer=saver)
+
+
+async def test_the_sqlite_saver_keeps_state_history_and_deletes_threads(tmp_path):
+    url = f"sqlite:///{tmp_path / 'checkpoints.sqlite3'}"
+    config = {"configurable": {"thread_id": "t1"}}
+    async with open_checkpointer(url) as saver:
+        graph = _graph(saver)
+        await graph.ainvoke({"messages": [("user", "one")]}, config)
+        await graph.ainvoke({"messages": [("user", "two")]}, config)
+        state = await graph.aget_state(config)
+        assert [m.content for m in state.values["messages"]] == ["one", "reply 1", "two", "reply 2"]
+        history = [snapshot async for snapshot in graph.aget_state_history(config)]
+        assert len(history) == 6  # input and step checkpoints of both runs, newest first
+        assert [len(s.values.get("messages", [])) for s in history] == [4, 3, 2, 2, 1, 0]
+        older = [s async for s in graph.aget_state_history(config, before=history[1].config, limit=2)]
+        assert [s.config["configurable"]["checkpoint_id"] for s in older] == [
+            s.config["configurable"]["checkpoint_id"] for s in history[2:4]]
+        await saver.adelete_thread("t1")
+        assert await saver.aget_tuple(config) is None
+        await graph.ainvoke({"messages": [("user", "kept")]}, {"configurable": {"thread_id": "t2"}})
+    # On the file: a new saver (a restarted server) reads what the first one wrote.
+    async with open_checkpointer(url) as saver:
+        state = await _graph(saver).aget_state({"configurable": {"thread_id": "t2"}})
+        assert [m.content for m in state.values["messages"]] == ["kept", "reply 1"]
+        assert await saver.aget_tuple(config) is None
+
+
+async def test_two_sqlite_savers_on_one_file_write_without_locking_errors(tmp_path):
+    """As two server processes do: each saver has its own connection and queue lock."""
+    import asyncio
+
+    url = f"sqlite:///{tmp_path / 'checkpoints.sqlite3'}"
+    async with open_checkpointer(url) as first, open_checkpointer(url) as second:
+        async def runs(saver, prefix: str) -> None:
+            graph = _graph(saver)
+            for i in range(15):
+                await graph.ainvoke({"messages": [("user", "hi")]}, {"configurable": {"thread_id": f"{prefix}{i % 3}"}})
+
+        await asyncio.gather(runs(first, "a"), runs(second, "b"))
+        for prefix, saver in (("a", second), ("b", first)):  # each reads what the other wrote
+            state = await _graph(saver).aget_state({"configurable": {"thread_id": f"{prefix}0"}})
+            assert len(state.values["messages"]) == 10
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(not PG_URL.startswith("postgres"), reason="needs PostgreSQL: runs in the second tier of `make test`")
 async def test_a_postgres_saver_replaces_a_connection_the_database_dropped():
     import psycopg
 
