@@ -142,30 +142,28 @@ def _journal(thread_id: str, run_id: str, events: list[JournalEvent]) -> None:
 
 @database_sync_to_async
 def _finish(run_id: str, *, status: str, thread_status: str, error: str, progress: RunProgress, title: str | None,
-            thread_id: str, events: list[JournalEvent]) -> None:
+            thread_id: str, metadata: dict, events: list[JournalEvent]) -> None:
     """The last journal entries and the final row state, in one transaction."""
     now = timezone.now()
     totals = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0}
     for entry in progress.usage.values():
         for key in totals:
             totals[key] += entry[key]
+    # Only the columns written here: the request's kwargs can be large, and reading and
+    # re-writing them would cost more than the rest of the finish.
+    written = {"status": status, "error": error, "stop_reason": progress.stop_reason, "finished_at": now, "lease_expires_at": None,
+               "input_tokens": totals["input_tokens"], "output_tokens": totals["output_tokens"],
+               "cache_read_tokens": totals["cache_read_tokens"], "updated_at": now,
+               "token_usage": {"by_model": progress.usage, "llm_call_count": progress.llm_calls, "message_count": progress.message_count}}
+    thread_updates: dict[str, Any] = {"status": thread_status, "updated_at": now}
+    if title:
+        thread_updates["title"] = title[:255]
     with transaction.atomic():
         journal_append(thread_id=thread_id, run_id=run_id, events=events)
-        # Only the columns written here: the request's kwargs can be large, and reading and
-        # re-writing them would cost more than the rest of the finish.
-        written = {"status": status, "error": error, "stop_reason": progress.stop_reason, "finished_at": now, "lease_expires_at": None,
-                   "input_tokens": totals["input_tokens"], "output_tokens": totals["output_tokens"],
-                   "cache_read_tokens": totals["cache_read_tokens"],
-                   "token_usage": {"by_model": progress.usage, "llm_call_count": progress.llm_calls, "message_count": progress.message_count}}
-        run = Run.objects.select_for_update().only("id", "thread_id", "metadata").get(pk=run_id)
-        for field, value in written.items():
-            setattr(run, field, value)
-        run.save(update_fields=[*written, "updated_at"])  # auto_now fields are only set when named
-        updates: dict[str, Any] = {"status": thread_status, "updated_at": now}
-        if title:
-            updates["title"] = title[:255]
-        Thread.objects.filter(pk=run.thread_id).update(**updates)
-        scheduled_run_settled(run)
+        Run.objects.filter(pk=run_id).update(**written)
+        Thread.objects.filter(pk=thread_id).update(**thread_updates)
+        # The metadata was read at the claim; admission wrote it and nothing changes it since.
+        scheduled_run_settled(Run(id=run_id, thread_id=thread_id, status=status, error=error, finished_at=now, metadata=metadata))
 
 
 class JournalBuffer:
@@ -418,7 +416,7 @@ async def _execute(run_id: str) -> None:
         runtime.mark_settling(run_id)  # finishing now: a late cancel changes nothing
     try:
         await _finish(run_id, status=status, thread_status=thread_status, error=error, progress=progress, title=title,
-                      thread_id=thread_id, events=journal.take())
+                      thread_id=thread_id, metadata=meta["metadata"], events=journal.take())
     finally:
         await _end_stream(run_id)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 
 from django.db import IntegrityError, transaction
@@ -35,7 +36,9 @@ def thread_create(*, owner, thread_id: str | None = None, assistant_id: str = ""
             raise NotFound(f"Thread {thread_id} not found")
         return existing
     try:
-        with transaction.atomic():
+        # A savepoint only inside a caller's transaction, where a failed insert would break it;
+        # alone, the insert is its own transaction and holds SQLite's write lock for less time.
+        with transaction.atomic() if transaction.get_connection().in_atomic_block else contextlib.nullcontext():
             return Thread.objects.create(id=thread_id, owner=owner, assistant_id=assistant_id or "", metadata=clean_metadata)
     except IntegrityError:
         # A concurrent create with the same id won the race.
