@@ -31,18 +31,26 @@ def journal_append(*, thread_id: str, run_id: str, events: list[JournalEvent]) -
     for attempt in range(5):
         try:
             with transaction.atomic():
-                last = RunEvent.objects.filter(thread_id=thread_id).aggregate(m=Max("seq"))["m"] or 0
-                rows = [
-                    RunEvent(thread_id=thread_id, run_id=run_id, seq=last + i + 1, event_type=e.event_type[:32],
-                             category=e.category[:16], content=e.content, metadata=e.metadata)
-                    for i, e in enumerate(events)
-                ]
-                RunEvent.objects.bulk_create(rows)
-                return [r.seq for r in rows]
+                return journal_insert(thread_id=thread_id, run_id=run_id, events=events)
         except IntegrityError:
             if attempt == 4:
                 raise
     return []
+
+
+def journal_insert(*, thread_id: str, run_id: str, events: list[JournalEvent]) -> list[int]:
+    """The rows for ``events`` after the thread's last ``seq``, inside the caller's transaction;
+    the caller retries the transaction on IntegrityError (a lost allocation race)."""
+    if not events:
+        return []
+    last = RunEvent.objects.filter(thread_id=thread_id).aggregate(m=Max("seq"))["m"] or 0
+    rows = [
+        RunEvent(thread_id=thread_id, run_id=run_id, seq=last + i + 1, event_type=e.event_type[:32],
+                 category=e.category[:16], content=e.content, metadata=e.metadata)
+        for i, e in enumerate(events)
+    ]
+    RunEvent.objects.bulk_create(rows)
+    return [r.seq for r in rows]
 
 
 def event_record(event: RunEvent) -> dict:

@@ -46,3 +46,38 @@ def test_event_seq_is_unique_per_thread(user):
         RunEvent.objects.create(thread=thread, run=run, seq=1, event_type="messages", category="message")
     other = thread_create(owner=user)
     RunEvent.objects.create(thread=other, run=Run.objects.create(thread=other, owner=user), seq=1, event_type="values", category="state")
+
+
+def test_a_finish_whose_event_seq_is_taken_meanwhile_is_retried_whole(user):
+    """Another writer inserting the thread's next seq between the finish's read of the last
+    seq and its insert: the finish starts over and lands every row once."""
+    from django.db import connection
+
+    from apps.runs.journal import JournalEvent
+    from apps.runs.models import RunEvent
+    from apps.runs.worker import RunProgress, _finish
+    from apps.threads.models import Thread
+
+    thread = thread_create(owner=user)
+    Thread.objects.filter(pk=thread.pk).update(status=Thread.Status.BUSY)
+    run = Run.objects.create(thread=thread, owner=user, status=Run.Status.RUNNING)
+    RunEvent.objects.create(thread=thread, run=run, seq=1, event_type="run.start", category="trace", content={}, metadata={})
+    raced = []
+
+    def racing_writer(execute, sql, params, many, context):
+        if sql.startswith('INSERT INTO "runs_runevent"') and not raced:
+            raced.append(True)
+            # The rival's row, with the seq the finish is about to use.
+            RunEvent.objects.create(thread=thread, run=run, seq=2, event_type="rival", category="trace", content={}, metadata={})
+        return execute(sql, params, many, context)
+
+    events = [JournalEvent("run.end", "outputs", {"answer": 42}, {"status": "success"})]
+    with connection.execute_wrapper(racing_writer):
+        _finish.func(str(run.pk), status=Run.Status.SUCCESS, thread_status=Thread.Status.IDLE, error="", progress=RunProgress(),
+                     title="Done", thread_id=thread.pk, metadata={}, events=events)  # the sync body, on this connection
+    assert raced
+    run.refresh_from_db()
+    thread.refresh_from_db()
+    assert run.status == Run.Status.SUCCESS and thread.status == Thread.Status.IDLE and thread.title == "Done"
+    # The rival's row went with the failed attempt; the retry wrote the run's event once.
+    assert list(RunEvent.objects.filter(thread=thread).order_by("seq").values_list("seq", "event_type")) == [(1, "run.start"), (2, "run.end")]
