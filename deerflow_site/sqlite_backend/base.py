@@ -53,7 +53,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
         self._close_write_lock()
         database = str(conn_params.get("database", ""))
         if lockable(database):
-            self.write_lock = WriteLock(database)
+            self.write_lock = WriteLock(database, timeout=float(conn_params.get("timeout", 5.0)))
         return conn
 
     def create_cursor(self, name=None):

@@ -96,7 +96,7 @@ class ThreadedSqliteSaver(SqliteSaver):
     def __init__(self, conn: sqlite3.Connection, path: str, **kwargs: Any):
         super().__init__(conn, **kwargs)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checkpointer")
-        self._write_lock = WriteLock(path) if lockable(path) else None
+        self._write_lock = WriteLock(path, timeout=20.0) if lockable(path) else None
 
     @contextlib.contextmanager
     def cursor(self, transaction: bool = True) -> Iterator[sqlite3.Cursor]:

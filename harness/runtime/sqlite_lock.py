@@ -3,15 +3,18 @@
 SQLite lets one connection write at a time. A writer that finds the file locked sleeps in
 SQLite's busy handler (1, 2, 5 … up to 100 ms between tries) and is not woken when the
 lock frees, so with two processes writing, each spends much of a burst asleep while the
-other has long finished. Taking an exclusive ``flock`` on a file beside the database
-before writing makes the kernel queue the writers and wake the next one the moment the
-previous one is done; SQLite's own locking still decides, this only orders the attempts.
+other has long finished. Here a writer first queues: behind the other writers of its process
+on a thread lock, then behind the other processes on an exclusive ``flock`` of a file beside
+the database, and the kernel wakes the next one the moment the previous one is done. SQLite's
+own locking still decides; this only orders the attempts.
 Where ``flock`` does not exist (Windows) writers fall back to SQLite's busy handler.
 """
 
 from __future__ import annotations
 
 import os
+import sqlite3
+import threading
 
 try:
     import fcntl
@@ -19,28 +22,71 @@ except ImportError:  # not POSIX
     fcntl = None  # type: ignore[assignment]
 
 
-class WriteLock:
-    """One per connection: flock locks belong to an open file, so two connections of one
-    process queue for each other like connections of different processes do."""
+class _FileQueue:
+    """A process's place in one database's queue: its writers take turns on ``threads``, and
+    the one whose turn it is holds the file lock for the process."""
 
-    def __init__(self, database_path: str):
+    def __init__(self, path: str):
+        self.threads = threading.Lock()
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+
+
+_queues: dict[str, _FileQueue] = {}
+_queues_guard = threading.Lock()
+
+
+def _forget_queues_after_fork() -> None:
+    # A child shares its parent's open file, and with it the parent's flock: it needs its own.
+    global _queues_guard
+    _queues.clear()
+    _queues_guard = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_queues_after_fork)
+
+
+class WriteLock:
+    """One connection's handle on the queue of a database file.
+
+    Waiting for the other writers of this process is bounded by ``timeout`` (the connection's
+    busy timeout), after which ``acquire`` fails as SQLite would: "database is locked". The
+    wait for other processes has no bound of its own: they only hold the lock for a write
+    transaction, and the kernel releases it if they die.
+    """
+
+    def __init__(self, database_path: str, timeout: float = 20.0):
         self.path = f"{database_path}-writelock"
-        self._fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        self.timeout = timeout
+        with _queues_guard:
+            queue = _queues.get(self.path)
+            if queue is None:
+                queue = _queues[self.path] = _FileQueue(self.path)
+        self._queue = queue
         self.held = False
 
     def acquire(self) -> None:
-        if not self.held:
-            fcntl.flock(self._fd, fcntl.LOCK_EX)  # releases the GIL while it waits
-            self.held = True
+        if self.held:
+            return
+        if not self._queue.threads.acquire(timeout=self.timeout):
+            raise sqlite3.OperationalError(f"database is locked: another writer in this process held it for {self.timeout:g} s")
+        try:
+            fcntl.flock(self._queue.fd, fcntl.LOCK_EX)  # releases the GIL while it waits
+        except BaseException:
+            self._queue.threads.release()
+            raise
+        self.held = True
 
     def release(self) -> None:
         if self.held:
             self.held = False
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            try:
+                fcntl.flock(self._queue.fd, fcntl.LOCK_UN)
+            finally:
+                self._queue.threads.release()
 
     def close(self) -> None:
         self.release()
-        os.close(self._fd)
 
 
 def lockable(database_path: str) -> bool:

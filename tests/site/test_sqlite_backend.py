@@ -121,3 +121,39 @@ def test_a_write_outside_a_transaction_holds_the_queue_for_that_statement_only(u
     Thread.objects.create(owner=user, title="autocommit")
     assert _queue_is_free(path)
     assert Thread.objects.filter(title="autocommit").count() == 1
+
+
+def test_a_writer_held_up_by_its_own_process_past_the_busy_timeout_is_told_the_database_is_locked(user):
+    from harness.runtime.sqlite_lock import WriteLock
+
+    path = _path()
+    holder, waiter = WriteLock(path), WriteLock(path, timeout=0.2)
+    holder.acquire()
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="database is locked"):
+            waiter.acquire()
+        assert not waiter.held
+    finally:
+        holder.release()
+    waiter.acquire()  # its turn now
+    waiter.release()
+
+
+def test_a_forked_child_queues_behind_its_parent_instead_of_sharing_its_lock(user):
+    from harness.runtime.sqlite_lock import WriteLock
+
+    path = _path()
+    parent = WriteLock(path)
+    parent.acquire()
+    try:
+        child = os.fork()
+        if child == 0:  # pragma: no cover - the child reports through its exit code
+            try:
+                fcntl.flock(WriteLock(path)._queue.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                os._exit(1)  # it got the lock its parent holds
+            except BlockingIOError:
+                os._exit(0)
+        _, status = os.waitpid(child, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+    finally:
+        parent.release()
