@@ -76,21 +76,17 @@ class DatabaseWrapper(base.DatabaseWrapper):
             raise
 
     def _commit(self):
-        if self.begin_pending:  # nothing ran: there is no transaction to commit
-            self.begin_pending = False
-            return None
-        try:
-            return super()._commit()
-        finally:
-            if self.write_lock is not None:
-                self.write_lock.release()
+        return self._end_transaction(super()._commit)
 
     def _rollback(self):
-        if self.begin_pending:
+        return self._end_transaction(super()._rollback)
+
+    def _end_transaction(self, end):
+        if self.begin_pending:  # nothing ran: there is no transaction to end
             self.begin_pending = False
             return None
         try:
-            return super()._rollback()
+            return end()
         finally:
             if self.write_lock is not None:
                 self.write_lock.release()
