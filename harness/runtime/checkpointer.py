@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import urlparse
 
-T = TypeVar("T")
-
 from langgraph.checkpoint.base import BaseCheckpointSaver, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
 from langgraph.checkpoint.sqlite import SqliteSaver
 
 from harness.runtime.sqlite_lock import WriteLock, lockable
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
