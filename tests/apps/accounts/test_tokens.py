@@ -184,3 +184,23 @@ def test_admin_shows_a_users_tokens_without_digest_and_can_revoke(admin_client, 
     issued.record.refresh_from_db()
     assert issued.record.revoked_at is not None
     assert APIClient(HTTP_AUTHORIZATION=f"Bearer {issued.token}").get("/api/me").status_code == 401
+
+
+def test_bearer_authentication_loads_the_token_and_its_owner_as_the_orm_does(user):
+    """The lookup behind every API request is prepared SQL, not a QuerySet: the records it
+    returns must be the ORM's, field for field, on SQLite and on PostgreSQL."""
+    from apps.accounts.authentication import authenticate_bearer
+    from apps.accounts.services import token_create
+
+    user.first_name, user.email = "Zoë", "zoe@example.com"
+    user.save()
+    raw = token_create(owner=user, name="ci", scopes=["runs:read", "threads:write"], expires_in_days=7).token
+    PersonalAccessToken.objects.filter(digest=token_digest(raw)).update(last_used_at=timezone.now() - timedelta(hours=2))
+    owner, token = authenticate_bearer(raw)
+    expected = PersonalAccessToken.objects.select_related("owner").get(digest=token_digest(raw))
+    for field in PersonalAccessToken._meta.concrete_fields:
+        assert getattr(token, field.attname) == getattr(expected, field.attname), field.name
+    for field in type(user)._meta.concrete_fields:
+        assert getattr(owner, field.attname) == getattr(expected.owner, field.attname), field.name
+    assert token.owner is owner and owner.pk == user.pk and not token._state.adding
+    assert token.scopes == ["runs:read", "threads:write"] and timezone.is_aware(token.expires_at)
