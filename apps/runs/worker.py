@@ -93,9 +93,9 @@ def _claim(run_id: str) -> dict | None:
         return None
     # Admission already marked the thread busy; touching it here could undo a cancel that
     # settled the run between this update and that one.
-    run = Run.objects.get(pk=run_id)
-    return {"thread_id": run.thread_id, "owner_id": run.owner_id, "kwargs": run.kwargs, "assistant_id": run.assistant_id,
-            "model_name": run.model_name, "metadata": run.metadata}
+    # Only the columns the run needs, as a dict: no model instance, and none of the row's
+    # other JSON (token usage) decoded.
+    return Run.objects.filter(pk=run_id).values("thread_id", "owner_id", "kwargs", "assistant_id", "model_name", "metadata").get()
 
 
 @database_sync_to_async
