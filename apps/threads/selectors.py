@@ -12,13 +12,13 @@ SORTABLE = {"thread_id": "id", "created_at": "created_at", "updated_at": "update
 
 def thread_get_for_user(*, user, thread_id: str) -> Thread:
     """The caller's thread, or NotFound — also for another user's id, which is never revealed."""
+    if not isinstance(thread_id, str):
+        raise NotFound(f"Thread {thread_id} not found")
     # get() rather than first(): a primary-key lookup needs none of Meta.ordering's ORDER BY.
     try:
-        if isinstance(thread_id, str):
-            return Thread.objects.get(pk=thread_id, owner_id=user.pk)
+        return Thread.objects.get(pk=thread_id, owner_id=user.pk)
     except Thread.DoesNotExist:
-        pass
-    raise NotFound(f"Thread {thread_id} not found")
+        raise NotFound(f"Thread {thread_id} not found") from None
 
 
 def thread_search(*, user, metadata: dict | None = None, status: str | None = None, ids: list[str] | None = None,
