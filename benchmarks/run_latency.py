@@ -216,4 +216,7 @@ if __name__ == "__main__":
     parser.add_argument("--redis-url", default="", help="use this Redis instead of starting one")
     parser.add_argument("--database-url", default="", help="e.g. postgresql://…; default a SQLite file")
     parser.add_argument("--postgres", action="store_true", help="start a throwaway PostgreSQL cluster and use it")
-    print(json.dumps(asyncio.run(main(parser.parse_args())), indent=2))
+    arguments = parser.parse_args()
+    if min(arguments.runs, arguments.burst, arguments.bursts) < 1:
+        parser.error("--runs, --burst and --bursts must be at least 1")
+    print(json.dumps(asyncio.run(main(arguments)), indent=2))
