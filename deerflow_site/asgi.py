@@ -20,6 +20,11 @@ except (ConfigError, ImproperlyConfigured) as exc:
     print(f"error: {exc}", file=sys.stderr)
     raise SystemExit(2) from None
 
+from deerflow_site.cpu_pinning import pin_process  # noqa: E402
+
+# Before the startup work below starts threads: they inherit the core.
+pin_process()
+
 from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402

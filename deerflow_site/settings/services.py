@@ -72,3 +72,11 @@ DEERFLOW_AGENT_FACTORY = env.str("DEERFLOW_AGENT_FACTORY", default="harness.agen
 GC_THRESHOLD = tuple(env.list("GC_THRESHOLD", cast=int, default=[20000, 10, 10]))
 if len(GC_THRESHOLD) != 3 or GC_THRESHOLD[0] < 1 or min(GC_THRESHOLD) < 0:
     raise ImproperlyConfigured(f"GC_THRESHOLD must be three non-negative integers, the first above 0 (like 20000,10,10), not {GC_THRESHOLD!r}")
+
+# Keep each server process (and Celery worker) on one CPU of its own: one Python process runs
+# Python on one core at a time anyway, and spreading its threads over cores costs a cross-core
+# wake-up per GIL hand-over. See docs/deployment.md ("CPU pinning").
+CPU_PINNING = env.bool("CPU_PINNING", default=True)
+# Where the processes of a host share out the cores (one lock file per core); processes that
+# should not double up on a core need the same folder. Empty: <temp dir>/deerflow-cpus-<uid>.
+CPU_PINNING_DIR = env.str("CPU_PINNING_DIR", default="")

@@ -19,6 +19,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from harness.runtime.cpu_affinity import original_cpus_for_children
 from harness.sandbox.output import BoundedText, OutputCapture
 
 # How long to keep reading after the command exited, for output still in the pipe. Only
@@ -64,16 +65,17 @@ def run_command(argv: Sequence[str], *, cwd: str, env: dict[str, str], timeout: 
     started = time.monotonic()
     read_fd, write_fd = os.pipe()
     try:
-        proc = subprocess.Popen(
-            list(argv),
-            stdin=subprocess.DEVNULL,
-            stdout=write_fd,
-            stderr=write_fd,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
-            close_fds=True,
-        )
+        with original_cpus_for_children():
+            proc = subprocess.Popen(
+                list(argv),
+                stdin=subprocess.DEVNULL,
+                stdout=write_fd,
+                stderr=write_fd,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+                close_fds=True,
+            )
     except BaseException:
         os.close(read_fd)
         os.close(write_fd)

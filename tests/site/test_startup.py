@@ -116,3 +116,26 @@ def test_server_process_tunes_the_garbage_collector(tmp_path, env, threshold):
     assert applied == threshold
     # Startup's heap (Django, the agent's libraries) is frozen out of later collections.
     assert frozen > 50_000
+
+
+AFFINITY_PROBE = "import json, os; {imports}; print(json.dumps(sorted({{tuple(sorted(os.sched_getaffinity(int(t)))) for t in os.listdir('/proc/self/task')}})))"
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs two or more cores")
+@pytest.mark.parametrize(
+    ("imports", "env", "pinned"),
+    [
+        ("import deerflow_site.asgi", {}, True),
+        ("import deerflow_site.asgi", {"CPU_PINNING": "false"}, False),
+        # A Celery worker pins itself when it starts, before its pool's threads.
+        ("from deerflow_site.celery import _tune_process; import django; django.setup(); _tune_process()", {}, True),
+    ],
+)
+def test_server_and_worker_processes_keep_to_one_core(tmp_path, imports, env, pinned):
+    cores = sorted(os.sched_getaffinity(0))
+    result = _run(["-c", AFFINITY_PROBE.format(imports=imports)],
+                  {"DJANGO_DEBUG": "true", "DEER_FLOW_HOME": str(tmp_path), "CPU_PINNING_DIR": str(tmp_path / "cpus"), **env})
+    assert result.returncode == 0, result.stderr
+    per_thread = json.loads(result.stdout.strip().splitlines()[-1])
+    # Every thread on the first core (the folder is fresh, so it is free), or all on every core.
+    assert per_thread == ([[cores[0]]] if pinned else [cores])
