@@ -6,8 +6,8 @@ the cores, and every hand-over of the GIL becomes a wake-up on another core: on 
 VM, 250 context switches and 9 ms of kernel time per run in a burst. On one core the same work
 took 45 switches and 3 ms, and the burst ran 30 % faster (docs/deployment.md, "CPU pinning").
 
-Processes on one host share out the cores through lock files: each takes the first core whose
-file it can lock and holds it for its life (the kernel drops the lock when it exits). One that
+Processes on one host share out the cores through lock files: each takes a core whose file it
+can lock and holds it for its life (the kernel drops the lock when it exits). One that
 finds every core taken stays unpinned rather than double up on a core. Child processes (sandbox
 commands) are started with the process's original set of cores.
 """
@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import random
 import tempfile
 import threading
 from collections.abc import Iterator
@@ -66,7 +67,10 @@ def pin_to_one_cpu(lock_dir: Path | None = None) -> int | None:
             lock_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError:
             return None
-        for cpu in allowed:
+        # From a random core on: processes that do not share the folder (containers with
+        # their own /tmp on one host) then spread out instead of all taking the first core.
+        start = random.randrange(len(allowed))
+        for cpu in allowed[start:] + allowed[:start]:
             try:
                 fd = os.open(lock_dir / f"cpu-{cpu}.lock", os.O_RDWR | os.O_CREAT, 0o600)
             except OSError:

@@ -137,5 +137,8 @@ def test_server_and_worker_processes_keep_to_one_core(tmp_path, imports, env, pi
                   {"DJANGO_DEBUG": "true", "DEER_FLOW_HOME": str(tmp_path), "CPU_PINNING_DIR": str(tmp_path / "cpus"), **env})
     assert result.returncode == 0, result.stderr
     per_thread = json.loads(result.stdout.strip().splitlines()[-1])
-    # Every thread on the first core (the folder is fresh, so it is free), or all on every core.
-    assert per_thread == ([[cores[0]]] if pinned else [cores])
+    # Every thread on one core (the folder is fresh, so any is free), or all on every core.
+    if pinned:
+        assert len(per_thread) == 1 and len(per_thread[0]) == 1 and per_thread[0][0] in cores, per_thread
+    else:
+        assert per_thread == [cores]
