@@ -80,18 +80,23 @@ def pin_to_one_cpu(lock_dir: Path | None = None) -> int | None:
             except OSError:
                 os.close(fd)
                 continue
+            try:
+                os.sched_setaffinity(0, {cpu})
+            except OSError:  # the core went away meanwhile (a cpuset changed): stay as we are
+                os.close(fd)
+                return None
+            _set_other_threads({cpu})
             _original.clear()
             _original.update(allowed)
-            _set_all_threads({cpu})
             _pinned, _lock_fd = cpu, fd
             return cpu
     return None
 
 
-def _set_all_threads(cpus: set[int]) -> None:
+def _set_other_threads(cpus: set[int]) -> None:
     # sched_setaffinity applies to one thread; threads started later inherit their creator's.
     for tid in os.listdir("/proc/self/task"):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
             os.sched_setaffinity(int(tid), cpus)
 
 
@@ -104,11 +109,17 @@ def original_cpus_for_children() -> Iterator[None]:
     if cpu is None:
         yield
         return
-    os.sched_setaffinity(0, _original)
+    try:
+        os.sched_setaffinity(0, _original)
+        widened = True
+    except OSError:  # some of the original cores are gone: the child gets what this thread has
+        widened = False
     try:
         yield
     finally:
-        os.sched_setaffinity(0, {cpu})
+        if widened:
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(0, {cpu})
 
 
 def _after_fork_in_child() -> None:
