@@ -43,10 +43,6 @@ def default_lock_dir() -> Path:
     return Path(tempfile.gettempdir()) / f"deerflow-cpus-{uid}"
 
 
-def pinned_cpu() -> int | None:
-    return _pinned
-
-
 def pin_to_one_cpu(lock_dir: Path | None = None) -> int | None:
     """Move every thread of this process (and the threads it starts later) to one free core.
 
