@@ -1,8 +1,10 @@
 """The run request: the subset of LangGraph Platform's RunCreate that we honour.
 
 Unknown keys and options we cannot honour are a 422 naming the field, never silently
-dropped. The official SDK's defaults (``stream_resumable: false``, ``stream_subgraphs: false``
-…) are accepted.
+dropped. A value we honour anyway is accepted: every stream here is resumable, so
+``stream_resumable`` may be true or false; a resume for a thread that is not waiting is always
+refused, which is what ``strict_resume: true`` asks for; ``checkpoint_during`` is the SDK's
+older spelling of ``durability``.
 """
 
 from __future__ import annotations
@@ -57,11 +59,11 @@ class RunCreate(BaseModel):
                 raise ValueError(f"unsupported stream mode '{mode}'; use one of {', '.join(SUPPORTED_STREAM_MODES)}")
         return list(dict.fromkeys(modes))
 
-    @field_validator("stream_resumable")
+    @field_validator("langsmith_tracer")
     @classmethod
-    def _resumable(cls, value: bool | None) -> bool | None:
+    def _tracer(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
         if value:
-            raise ValueError("resumable streams are always on here; send false or omit it (resume with Last-Event-ID)")
+            raise ValueError("per-run tracing options are not supported")
         return value
 
     @field_validator("feedback_keys")
@@ -73,6 +75,14 @@ class RunCreate(BaseModel):
 
     @model_validator(mode="after")
     def _shape(self) -> RunCreate:
+        if self.checkpoint_during is not None:
+            # The SDK documents checkpoint_during=True as "async" and False as "sync".
+            implied = "async" if self.checkpoint_during else "sync"
+            if self.durability not in (None, implied):
+                raise ValueError(f"checkpoint_during={str(self.checkpoint_during).lower()} contradicts durability={self.durability}")
+            self.durability = implied
+        if self.strict_resume is False and self.command is not None:
+            raise ValueError("strict_resume: false is not supported: a resume for a thread that is not waiting for input is always refused")
         if self.command is not None:
             unknown = set(self.command) - {"resume"}
             if unknown:

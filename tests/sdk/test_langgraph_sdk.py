@@ -145,6 +145,27 @@ def test_join_stream_resumes_after_last_event_id_without_loss(sdk, script):
     assert [(p.event, p.data) for p in resumed] == full[3:]
 
 
+def test_resumable_streams_asked_for_the_sdk_way(sdk, script):
+    """``stream_resumable=True`` is how the SDK documents asking for a resumable stream; every
+    stream here is resumable, so it is accepted and a background run is rejoined mid-way."""
+    script("streamed and resumable", Reply(text="a b c d e f g h i j k l", chunk_size=2))
+    tid = sdk.threads.create()["thread_id"]
+    parts = list(sdk.runs.stream(tid, "lead_agent", input=USER, stream_mode=["messages-tuple", "values"], stream_resumable=True))
+    assert parts[0].event == "metadata" and parts[-1].event == "end"
+    assert [p.data for p in parts if p.event == "values"][-1]["messages"][-1]["content"] == "streamed and resumable"
+
+    run = sdk.runs.create(tid, "lead_agent", input={"messages": [{"role": "user", "content": "again"}]},
+                          stream_mode=["messages-tuple"], stream_resumable=True)
+    wait_status(sdk, tid, run["run_id"], {"success"})
+    full = [(p.event, p.data) for p in sdk.runs.join_stream(tid, run["run_id"])]
+    assert full[-1][0] == "end" and len(full) > 5
+    ids = first_event_ids(sdk.http.client.base_url, dict(sdk.http.client.headers), tid, run["run_id"], 4)
+    resumed = list(sdk.runs.join_stream(tid, run["run_id"], last_event_id=ids[-1]))
+    assert [(p.event, p.data) for p in resumed] == full[4:]
+    text = "".join(d[0]["content"] for e, d in full if e == "messages" and d[0]["type"] == "AIMessageChunk")
+    assert text == "a b c d e f g h i j k l"
+
+
 def test_clarification_interrupt_resumed_with_command(sdk, script):
     script(tool_reply(call("ask_clarification", question="Which city should the trip start from?", options=["Paris", "Berlin"])),
            "Great, starting from Berlin.")

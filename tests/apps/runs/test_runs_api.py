@@ -220,7 +220,9 @@ def test_model_error_ends_with_an_error_event_and_frees_the_thread(user_client, 
         ({"checkpoint_id": "1f000000-0000-6000-8000-000000000000"}, 404, "Checkpoint 1f000000-0000-6000-8000-000000000000 not found"),
         ({"input": {"messages": "hi"}}, 422, "input.messages must be a list"),
         ({"config": {"recursion_limit": 5000}}, 422, "recursion_limit"),
-        ({"stream_resumable": True}, 422, "stream_resumable"),
+        ({"langsmith_tracer": {"project_name": "p"}}, 422, "langsmith_tracer: per-run tracing options are not supported"),
+        ({"checkpoint_during": False, "durability": "async"}, 422, "checkpoint_during=false contradicts durability=async"),
+        ({"command": {"resume": "x"}, "strict_resume": False}, 422, "strict_resume: false is not supported"),
     ],
 )
 def test_bad_run_requests_are_refused_with_a_detail(user_client, scripted_agent, body, status, detail):
@@ -239,6 +241,26 @@ def test_sdk_defaults_are_accepted(user_client, scripted_agent):
             "durability": "async", "multitask_strategy": "reject"}
     response, events = stream(user_client, f"/api/threads/{tid}/runs/stream", body)
     assert events[-1]["event"] == "end"
+
+
+@pytest.mark.parametrize("options", [
+    {"stream_resumable": True},
+    {"stream_resumable": False, "strict_resume": True},
+    {"checkpoint_during": False},
+    {"checkpoint_during": True, "durability": "async"},
+    {"strict_resume": False},
+])
+def test_options_we_honour_anyway_are_accepted(user_client, scripted_agent, options):
+    scripted_agent("ok")
+    tid = new_thread(user_client)
+    body = {"input": {"messages": [{"role": "user", "content": "x"}]}, **options}
+    response, events = stream(user_client, f"/api/threads/{tid}/runs/stream", body)
+    assert response.status_code == 200
+    assert events[-1]["event"] == "end"
+    run = Run.objects.get(thread_id=tid)
+    assert run.status == Run.Status.SUCCESS
+    if "checkpoint_during" in options:
+        assert run.kwargs["durability"] == ("async" if options["checkpoint_during"] else "sync")
 
 
 def test_run_on_missing_thread_is_404_unless_if_not_exists_create(user_client, scripted_agent):
