@@ -23,4 +23,21 @@ class _Env(environ.Env):
 env = _Env()
 
 DEER_FLOW_HOME = Path(env.str("DEER_FLOW_HOME", default=str(BASE_DIR / ".deer-flow"))).expanduser().resolve()
-DEBUG = env.bool("DJANGO_DEBUG", default=False)
+
+# `make run` keeps the local server's secret key in its data home. A home holding that file is
+# a local install, so every command started against it (manage.py, celery, daphne) gets the
+# defaults `make run` uses: DJANGO_DEBUG on and that key. Anywhere else DJANGO_DEBUG stays off
+# and a missing secret key stops startup, as production needs.
+LOCAL_SECRET_KEY_FILE = DEER_FLOW_HOME / "secret_key"
+LOCAL_HOME = LOCAL_SECRET_KEY_FILE.is_file()
+DEBUG = env.bool("DJANGO_DEBUG", default=LOCAL_HOME)
+
+
+def local_secret_key() -> str:
+    """The key `make run` made for this home, or "" when there is none."""
+    if not LOCAL_HOME:
+        return ""
+    try:
+        return LOCAL_SECRET_KEY_FILE.read_text().strip()
+    except OSError:
+        return ""

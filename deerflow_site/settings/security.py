@@ -2,17 +2,17 @@
 
 from django.core.exceptions import ImproperlyConfigured
 
-from deerflow_site.settings.environment import DEBUG, env
+from deerflow_site.settings.environment import DEBUG, env, local_secret_key
 
 if DEBUG:
-    SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="django-insecure-local-development-only")
+    SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="") or local_secret_key() or "django-insecure-local-development-only"
     ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
 else:
     SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="")
     if not SECRET_KEY:
         raise ImproperlyConfigured(
             "DJANGO_SECRET_KEY is required when DJANGO_DEBUG is off. Set it to a long random value, "
-            "or set DJANGO_DEBUG=true for a local development server."
+            "or start the local server once with `make run` (its data home then supplies the local defaults)."
         )
     ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=[])
     if not ALLOWED_HOSTS:
