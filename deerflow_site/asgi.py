@@ -30,6 +30,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
 from deerflow_site.routing import websocket_urlpatterns  # noqa: E402
+from apps.runs.handoff import serve_offered_runs  # noqa: E402
 from apps.runs.recovery import recover_on_startup  # noqa: E402
 from apps.threads.uploads import sweep_staging_files  # noqa: E402
 
@@ -39,6 +40,8 @@ from deerflow_site.gc_tuning import tune_gc  # noqa: E402
 
 # Runs a crashed process left active would hold their threads forever: settle them now.
 recover_on_startup()
+# Runs a Celery worker admits (beat's firings) are executed here, where clients can watch them.
+serve_offered_runs()
 # Upload staging files a crash left behind are never anyone's file: remove them.
 sweep_staging_files()
 # Choose the sandbox provider now, so "isolated" or the no-isolation warning shows at startup.

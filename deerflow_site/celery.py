@@ -26,3 +26,12 @@ def _tune_process(**_kwargs) -> None:
 
     pin_process()
     tune_gc()
+
+
+@worker_init.connect
+def _no_streams_here(**_kwargs) -> None:
+    # A worker answers no HTTP or websocket: on the embedded stack the runs its beat firings
+    # admit are offered to the servers, whose clients can then follow them live.
+    from apps.runs.runtime import get_runtime
+
+    get_runtime().serves_streams = False

@@ -37,7 +37,14 @@ class EmbeddedExecutor:
         from apps.runs.runtime import get_runtime
         from apps.runs.worker import execute_run
 
-        get_runtime().start(run_id, execute_run)
+        runtime = get_runtime()
+        if not runtime.serves_streams:
+            from apps.runs.handoff import handoff_possible, run_offer
+
+            if handoff_possible():
+                run_offer(run_id)  # a server runs it where its stream can be watched
+                return
+        runtime.start(run_id, execute_run)
 
 
 class CeleryExecutor:

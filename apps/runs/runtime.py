@@ -80,6 +80,9 @@ class RunsRuntime:
         self._checkpointer_opening: asyncio.Lock | None = None
         self._lock = threading.Lock()
         self._background: set[asyncio.Task] = set()
+        # False in a process that answers no HTTP or websocket (a Celery worker): a run it
+        # admits is offered to the servers on the embedded stack (apps/runs/handoff.py).
+        self.serves_streams = True
 
     # -- the loop ----------------------------------------------------------------------
 
@@ -130,6 +133,10 @@ class RunsRuntime:
             loop.call_soon_threadsafe(loop.stop)
             thread.join(timeout)
             self._loop = self._thread = self._checkpointer = self._stack = None
+
+    def keep_running(self, fn: Callable[[], Awaitable[None]], name: str) -> None:
+        """Run ``fn`` as a background task of the runs loop until the runtime stops."""
+        self.loop.call_soon_threadsafe(self._keep_running, fn, name)
 
     def _keep_running(self, fn: Callable[[], Awaitable[None]], name: str) -> None:
         # The loop holds tasks weakly: without this reference a background task can be

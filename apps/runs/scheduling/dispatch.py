@@ -66,6 +66,8 @@ def _run_request(task: ScheduledTask, task_run: ScheduledTaskRun) -> tuple[str, 
         # A fresh thread is created by the admission itself; a reused one must still exist.
         if_not_exists="create" if task.context_mode == ScheduledTask.ContextMode.FRESH_THREAD_PER_RUN else None,
         multitask_strategy="reject",
+        # What the chat page asks for, so a user who opens the thread sees it stream.
+        stream_mode=["messages-tuple", "values", "updates", "custom"],
     )
     return thread_id, request
 

@@ -1,0 +1,94 @@
+"""Runs admitted where nobody can watch them are executed by a server instead.
+
+On the embedded stack (in-process runs, no Redis) a run's live stream exists only in the
+memory of the process executing it. Beat's firings are dispatched inside the Celery worker,
+which serves no HTTP or websocket, so a scheduled run executed there could only be seen after
+it ended. Such a process offers the run to the servers instead: it marks the pending row as
+theirs (``lease_owner = OFFERED``); each server polls for offered rows and takes one with an
+update that only one process can win, then executes it on its runs loop, where the thread's
+page follows it like any other run. When no server takes the offer within ``TAKE_BACK_AFTER``
+(none is running), the offering process takes the run back and executes it itself.
+
+The row keeps the pending lease it was admitted with, so an offer nobody takes (every process
+stopped) is settled by orphan recovery like any lost pending run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from channels.db import DatabaseSyncToAsync
+from django.conf import settings
+
+from apps.runs.models import Run
+from apps.runs.runtime import PROCESS_ID, get_runtime
+
+logger = logging.getLogger(__name__)
+
+OFFERED = "offered-to-servers"
+POLL_SECONDS = 0.5
+TAKE_BACK_AFTER = 3.0
+
+
+def handoff_possible() -> bool:
+    """Whether streams are process-local here (the embedded executor on the memory bridge)."""
+    return settings.RUN_EXECUTOR == "embedded" and settings.RUN_STREAM_BRIDGE == "memory"
+
+
+def _take(run_id: str) -> bool:
+    return bool(Run.objects.filter(pk=run_id, status=Run.Status.PENDING, lease_owner=OFFERED).update(lease_owner=PROCESS_ID))
+
+
+def run_offer(run_id: str) -> None:
+    """From a process that serves no streams: let a server execute the run (see above)."""
+    Run.objects.filter(pk=run_id, status=Run.Status.PENDING, lease_owner=PROCESS_ID).update(lease_owner=OFFERED)
+    get_runtime().submit_coro(_take_back_later(run_id))
+
+
+async def _take_back_later(run_id: str) -> None:
+    from apps.runs.worker import execute_run
+
+    runtime = get_runtime()
+    await asyncio.sleep(TAKE_BACK_AFTER)
+    if await DatabaseSyncToAsync(_take, thread_sensitive=False)(run_id):
+        logger.info("No server took run %s: executing it here, without a live stream", run_id)
+        runtime.start(run_id, execute_run)
+        return
+    # A server executes it. The stream admission opened here has no one to serve: end it so
+    # the bridge lets it go with the other finished streams.
+    try:
+        runtime.bridge.end(run_id)
+    except RuntimeError:
+        pass
+
+
+def _offered_runs() -> list[tuple[str, str]]:
+    return [(str(pk), thread_id) for pk, thread_id in
+            Run.objects.filter(status=Run.Status.PENDING, lease_owner=OFFERED).values_list("pk", "thread_id")[:20]]
+
+
+async def take_offered_runs_forever() -> None:
+    """A server's side, on its runs loop: take offered runs and execute them here."""
+    from apps.runs.worker import execute_run
+
+    runtime = get_runtime()
+    offered = DatabaseSyncToAsync(_offered_runs, thread_sensitive=False)
+    take = DatabaseSyncToAsync(_take, thread_sensitive=False)
+    while True:
+        await asyncio.sleep(POLL_SECONDS)
+        try:
+            for run_id, thread_id in await offered():
+                if await take(run_id):
+                    runtime.bridge.publish(run_id, "metadata", {"run_id": run_id, "thread_id": thread_id})
+                    runtime.start(run_id, execute_run)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the database went away for a moment: the next tick retries
+            logger.warning("Could not take offered runs (retrying): %s", exc)
+
+
+def serve_offered_runs() -> None:
+    """At a server's startup: take the runs that stream-less processes offer."""
+    if handoff_possible():
+        get_runtime().keep_running(take_offered_runs_forever, "run-offers")
