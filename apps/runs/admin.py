@@ -67,33 +67,46 @@ class ScheduledTaskForm(forms.ModelForm):
         owner = data.get("owner") or (self.instance.owner if self.instance.owner_id else None)
         if owner is not None:
             try:
-                _apply(ScheduledTask(owner=owner), {f: data[f] for f in FIELDS if f in data}, user=owner)
+                scratch = ScheduledTask(owner=owner)
+                _apply(scratch, {f: data[f] for f in FIELDS if f in data}, user=owner)
+                if scratch.is_once and (not self.instance.pk or {"schedule_type", "run_at", "timezone"} & set(self.changed_data)):
+                    from django.utils import timezone
+
+                    from apps.runs.scheduling.once import require_future
+
+                    require_future(scratch.run_at, now=timezone.now())
             except DomainError as exc:
                 field, sep, _ = exc.detail.partition(":")
-                self.add_error(field.split(".")[0] if sep and field.split(".")[0] in self.fields else None, exc.detail)
+                name = field.removeprefix("schedule_spec.").split(".")[0]
+                self.add_error(name if sep and name in self.fields else None, exc.detail)
         return data
 
 
 @admin.register(ScheduledTask)
 class ScheduledTaskAdmin(admin.ModelAdmin):
     form = ScheduledTaskForm
-    list_display = ["title", "owner", "cron", "timezone", "enabled", "context_mode", "next_run_at", "last_run_at", "run_count", "last_error"]
-    list_filter = ["enabled", "context_mode", "timezone"]
+    list_display = ["title", "owner", "schedule", "timezone", "enabled", "context_mode", "next_run_at", "last_run_at", "run_count", "last_error"]
+    list_filter = ["schedule_type", "enabled", "context_mode", "timezone"]
     search_fields = ["id", "title", "prompt", "owner__username"]
     list_select_related = ["owner"]
-    readonly_fields = ["id", "periodic_task", "next_run_at", "last_run_at", "last_run_id", "last_thread_id", "last_error", "run_count",
-                       "created_at", "updated_at"]
+    readonly_fields = ["id", "periodic_task", "next_run_at", "completed_at", "last_run_at", "last_run_id", "last_thread_id", "last_error",
+                       "run_count", "created_at", "updated_at"]
     inlines = [ScheduledTaskRunInline]
     actions = ["trigger_now", "enable", "disable"]
 
+    @admin.display(description="Schedule", ordering="cron")
+    def schedule(self, obj: ScheduledTask) -> str:
+        from apps.runs.scheduling.serializers import _describe
+
+        return obj.cron if not obj.is_once else _describe(obj)
+
     def save_model(self, request, obj, form, change):
-        # Through the service, so the cron is validated and the beat entry follows.
+        # Through the service, so the schedule is validated and the beat entry follows.
         from apps.runs.scheduling import services
 
-        data = {f: form.cleaned_data[f] for f in ("title", "prompt", "cron", "timezone", "context_mode", "thread_id", "assistant_id", "options", "enabled")
-                if f in form.cleaned_data}
+        data = {f: form.cleaned_data[f] for f in services.FIELDS if f in form.cleaned_data}
         if change:
-            services.scheduled_task_update(task=obj, data=data)
+            services.scheduled_task_update(task=ScheduledTask.objects.get(pk=obj.pk), data=data)
         else:
             saved = services.scheduled_task_create(user=form.cleaned_data["owner"], data=data)
             obj.pk = saved.pk

@@ -98,9 +98,13 @@ def new_scheduled_task_id() -> str:
 
 
 class ScheduledTask(models.Model):
-    """A prompt the agent runs on a cron schedule. Celery beat fires it through the
-    django-celery-beat ``PeriodicTask`` this row owns (kept in step by
+    """A prompt the agent runs on a cron schedule, or once at ``run_at``. Celery beat fires it
+    through the django-celery-beat ``PeriodicTask`` this row owns (kept in step by
     ``apps.runs.scheduling.services``); every firing starts a run through ``start_run()``."""
+
+    class ScheduleType(models.TextChoices):
+        CRON = "cron"
+        ONCE = "once"
 
     class ContextMode(models.TextChoices):
         FRESH_THREAD_PER_RUN = "fresh_thread_per_run"
@@ -116,7 +120,12 @@ class ScheduledTask(models.Model):
     assistant_id = models.CharField(max_length=128, default="lead_agent")
     # Run options passed as the run's context (model_name, thinking_enabled, agent_name, …).
     options = models.JSONField(default=dict, blank=True)
-    cron = models.CharField(max_length=120, help_text="Five fields: minute hour day-of-month month day-of-week.")
+    schedule_type = models.CharField(max_length=8, choices=ScheduleType.choices, default=ScheduleType.CRON)
+    cron = models.CharField(max_length=120, blank=True, default="",
+                            help_text="Cron schedules: five fields, minute hour day-of-month month day-of-week.")
+    run_at = models.DateTimeField(null=True, blank=True, help_text="One-off schedules: when the task runs.")
+    # One-off tasks: when their firing happened; from then on the task is complete.
+    completed_at = models.DateTimeField(null=True, blank=True)
     timezone = models.CharField(max_length=64, default="UTC", help_text="IANA name; the cron is read in this zone.")
     enabled = models.BooleanField(default=True)
     context_mode = models.CharField(max_length=32, choices=ContextMode.choices, default=ContextMode.FRESH_THREAD_PER_RUN)
@@ -140,7 +149,12 @@ class ScheduledTask(models.Model):
         indexes = [models.Index(fields=["owner", "-created_at"], name="sched_task_owner_created_idx")]
 
     def __str__(self) -> str:
-        return f"{self.title} ({self.cron} {self.timezone})"
+        when = self.cron if self.schedule_type == self.ScheduleType.CRON else f"once at {self.run_at:%Y-%m-%d %H:%M} UTC" if self.run_at else "once"
+        return f"{self.title} ({when} {self.timezone})"
+
+    @property
+    def is_once(self) -> bool:
+        return self.schedule_type == self.ScheduleType.ONCE
 
 
 class ScheduledTaskRun(models.Model):

@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.runs.models import ScheduledTaskRun
-from apps.runs.scheduling import cron, dispatch, selectors, services
+from apps.runs.scheduling import cron, dispatch, once, selectors, services
 from apps.runs.scheduling.serializers import task_json, task_run_json
 from apps.threads.selectors import thread_get_for_user
 from deerflow_site.errors import InvalidRequest
@@ -132,4 +132,7 @@ class SchedulePreviewView(APIView):
     @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
     def post(self, request):
         data = request.data if isinstance(request.data, dict) else {}
-        return Response(cron.preview(data.get("cron"), data.get("timezone") or "UTC", now=timezone.now(), count=5))
+        zone = data.get("timezone") or "UTC"
+        if data.get("schedule_type") == "once" or ("run_at" in data and "cron" not in data):
+            return Response(once.preview(data.get("run_at"), cron.parse_timezone(zone), now=timezone.now()))
+        return Response(cron.preview(data.get("cron"), zone, now=timezone.now(), count=5))

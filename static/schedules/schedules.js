@@ -73,15 +73,17 @@
     $("task-table").hidden = tasks.length === 0;
     for (const task of tasks) {
       const paused = task.status === "paused";
+      const done = task.status === "completed" || task.status === "failed";
+      const schedule = task.schedule_type === "once" ? `once · ${task.timezone}` : `${task.cron} · ${task.timezone}`;
       rows.append(el("tr", {},
         el("td", {}, el("strong", {}, task.title), el("br"), el("span", { class: "muted" }, task.prompt.length > 90 ? task.prompt.slice(0, 90) + "…" : task.prompt)),
-        el("td", {}, task.schedule_description || task.cron, el("br"), el("code", {}, `${task.cron} · ${task.timezone}`)),
-        el("td", {}, el("span", { class: "status " + task.status }, task.status), task.last_error ? el("div", { class: "muted", title: task.last_error }, "last error") : ""),
-        el("td", {}, when(task.next_run_at)),
-        el("td", {}, when(task.last_run_at)),
+        el("td", {}, task.schedule_description || task.cron, el("br"), el("code", {}, schedule)),
+        el("td", { "data-label": "Status" }, el("span", { class: "status " + task.status }, task.status), task.last_error ? el("div", { class: "muted", title: task.last_error }, "last error") : ""),
+        el("td", { "data-label": "Next run" }, when(task.next_run_at)),
+        el("td", { "data-label": "Last run" }, when(task.last_run_at)),
         el("td", {}, el("div", { class: "row-actions" },
           button("Run now", () => act(task, "trigger")),
-          button(paused ? "Resume" : "Pause", () => act(task, paused ? "resume" : "pause")),
+          done ? "" : button(paused ? "Resume" : "Pause", () => act(task, paused ? "resume" : "pause")),
           button("Edit", () => edit(task)),
           button("Runs", () => { historyTaskId = task.id; load(); }),
           button("Delete", () => remove(task), "danger"))),
@@ -123,9 +125,9 @@
     for (const run of runs) {
       rows.append(el("tr", {},
         el("td", {}, when(run.created_at)),
-        el("td", {}, run.trigger),
-        el("td", {}, el("span", { class: "status " + run.status }, run.status)),
-        el("td", {}, run.thread_id && run.run_id ? el("a", { href: `/c/${encodeURIComponent(run.thread_id)}/` }, "open") : "—"),
+        el("td", { "data-label": "Trigger" }, run.trigger),
+        el("td", { "data-label": "Status" }, el("span", { class: "status " + run.status }, run.status)),
+        el("td", { "data-label": "Thread" }, run.thread_id && run.run_id ? el("a", { href: `/c/${encodeURIComponent(run.thread_id)}/` }, "open") : "—"),
         el("td", {}, run.error || ""),
       ));
     }
@@ -141,14 +143,25 @@
     $("save-button").textContent = "Create task";
     $("cancel-edit").hidden = true;
     toggleThread();
+    toggleType();
     preview();
+  }
+
+  // A datetime-local value ("2026-12-24T09:00") for an ISO instant, on the task's wall clock.
+  function localInput(iso, zone) {
+    const parts = new Intl.DateTimeFormat("en-CA", { timeZone: zone, year: "numeric", month: "2-digit", day: "2-digit",
+      hour: "2-digit", minute: "2-digit", hourCycle: "h23" }).formatToParts(new Date(iso));
+    const get = (type) => parts.find((p) => p.type === type).value;
+    return `${get("year")}-${get("month")}-${get("day")}T${get("hour")}:${get("minute")}`;
   }
 
   function edit(task) {
     form.elements.id.value = task.id;
     form.elements.title.value = task.title;
     form.elements.prompt.value = task.prompt;
-    form.elements.cron.value = task.cron;
+    form.elements.schedule_type.value = task.schedule_type;
+    form.elements.cron.value = task.cron || "0 8 * * 1-5";
+    form.elements.run_at.value = task.run_at ? localInput(task.run_at, task.timezone) : "";
     form.elements.timezone.value = task.timezone;
     form.elements.context_mode.value = task.context_mode;
     form.elements.thread_id.value = task.thread_id || "";
@@ -158,6 +171,7 @@
     $("save-button").textContent = "Save changes";
     $("cancel-edit").hidden = false;
     toggleThread();
+    toggleType();
     preview();
     form.scrollIntoView({ behavior: "smooth" });
     form.elements.title.focus();
@@ -167,12 +181,27 @@
     $("thread-field").hidden = form.elements.context_mode.value !== "reuse_thread";
   }
 
+  function toggleType() {
+    const once = form.elements.schedule_type.value === "once";
+    $("cron-field").hidden = once;
+    $("run-at-field").hidden = !once;
+    form.elements.cron.required = !once;
+    form.elements.run_at.required = once;
+  }
+
+  // The schedule as the API takes it: the cron, or the wall-clock time read in the task's zone.
+  function scheduleBody() {
+    const f = form.elements;
+    if (f.schedule_type.value === "once") return { schedule_type: "once", schedule_spec: { run_at: f.run_at.value }, timezone: f.timezone.value };
+    return { schedule_type: "cron", schedule_spec: { cron: f.cron.value }, timezone: f.timezone.value };
+  }
+
   async function save(event) {
     event.preventDefault();
     showError("");
     const f = form.elements;
     const body = {
-      title: f.title.value, prompt: f.prompt.value, cron: f.cron.value, timezone: f.timezone.value,
+      title: f.title.value, prompt: f.prompt.value, ...scheduleBody(),
       context_mode: f.context_mode.value, enabled: f.enabled.checked,
       options: f.model_name.value ? { model_name: f.model_name.value } : {},
     };
@@ -188,16 +217,21 @@
   }
 
   let previewTimer = null;
+  let previewSeq = 0;
   function preview() {
     clearTimeout(previewTimer);
     previewTimer = setTimeout(async () => {
       const box = $("cron-preview");
+      const seq = ++previewSeq;
       try {
-        const result = await api("POST", `${API}/preview`, { cron: form.elements.cron.value, timezone: form.elements.timezone.value });
+        const schedule = scheduleBody();
+        const result = await api("POST", `${API}/preview`, { ...schedule.schedule_spec, schedule_type: schedule.schedule_type, timezone: schedule.timezone });
+        if (seq !== previewSeq) return; // an answer to an older form: a newer preview is on its way
         box.className = "notice";
-        box.replaceChildren(el("strong", {}, result.description), ` (${result.timezone}). Next runs:`,
+        box.replaceChildren(el("strong", {}, result.description), ` (${result.timezone}). ${result.next_runs.length > 1 ? "Next runs" : "Runs"}:`,
           el("ol", {}, ...result.next_runs.map((iso) => el("li", {}, `${iso.replace("T", " ").slice(0, 16)} ${result.timezone} — ${when(iso)} your time`))));
       } catch (err) {
+        if (seq !== previewSeq) return;
         box.className = "alert";
         box.textContent = err.message;
       }
@@ -210,6 +244,8 @@
     for (const model of pageData.models || []) form.elements.model_name.append(el("option", { value: model.name }, model.label));
     form.addEventListener("submit", save);
     form.elements.cron.addEventListener("input", preview);
+    form.elements.run_at.addEventListener("input", preview);
+    form.elements.schedule_type.addEventListener("change", () => { toggleType(); preview(); });
     form.elements.timezone.addEventListener("input", preview);
     form.elements.context_mode.addEventListener("change", toggleThread);
     $("cancel-edit").addEventListener("click", resetForm);

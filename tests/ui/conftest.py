@@ -1,7 +1,7 @@
 """Browser tests: Debian's chromium (driven by Playwright) against a live Daphne server whose
 agent is the real lead agent talking to a LoopbackOpenAIServer in this process.
 
-One server and one browser for the module's session; each test gets a fresh, signed-in
+One server for the session and one browser per module; each test gets a fresh, signed-in
 browser context. A failing test saves a screenshot (path printed in the report) under
 ``$DEERFLOW_UI_FAILURES`` (default ``<tmp>/deerflow-ui-failures``). With
 ``DEERFLOW_UI_SCREENSHOTS=docs/screenshots`` the tests also write the documentation shots.
@@ -63,7 +63,10 @@ def live(tmp_path_factory, model_server):
     server.stop()
 
 
-@pytest.fixture(scope="session")
+# Module-scoped, not session-scoped: while Playwright's sync API is open it keeps an event
+# loop running in this thread, which breaks every async test, and any other sync_playwright,
+# that runs after it. Closing it with each module keeps the suite order-independent.
+@pytest.fixture(scope="module")
 def browser():
     from playwright.sync_api import sync_playwright
 
@@ -73,7 +76,7 @@ def browser():
         browser.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def signed_in_state(browser, live, tmp_path_factory):
     """Sign in once through the real form; tests reuse the session cookie."""
     context = browser.new_context(base_url=live.url)

@@ -1,12 +1,13 @@
 """The task's django-celery-beat entry: one ``PeriodicTask`` per task, on a ``CrontabSchedule``
-in the task's time zone. Called inside the transaction that writes the task, so the beat
-entry and the task never disagree (beat's DatabaseScheduler notices the change)."""
+in the task's time zone, or for a one-off task a ``one_off`` entry on a ``ClockedSchedule`` at
+its ``run_at``. Called inside the transaction that writes the task, so the beat entry and the
+task never disagree (beat's DatabaseScheduler notices the change)."""
 
 from __future__ import annotations
 
 import json
 
-from django_celery_beat.models import CrontabSchedule, PeriodicTask
+from django_celery_beat.models import ClockedSchedule, CrontabSchedule, PeriodicTask, PeriodicTasks
 
 from apps.runs.models import ScheduledTask
 from apps.runs.scheduling.cron import Cron
@@ -18,19 +19,29 @@ def entry_name(task_id: str) -> str:
     return f"scheduled-task:{task_id}"
 
 
-def beat_sync(task: ScheduledTask, cron: Cron) -> PeriodicTask:
+def _crontab(task: ScheduledTask, cron: Cron) -> CrontabSchedule:
     schedule = CrontabSchedule.objects.filter(**cron.as_beat_fields(), timezone=task.timezone).first()
-    if schedule is None:
-        schedule = CrontabSchedule.objects.create(**cron.as_beat_fields(), timezone=task.timezone)
+    return schedule or CrontabSchedule.objects.create(**cron.as_beat_fields(), timezone=task.timezone)
+
+
+def beat_sync(task: ScheduledTask, cron: Cron | None) -> PeriodicTask:
+    """``cron`` is the parsed schedule of a cron task, None for a one-off task."""
+    if cron is None:
+        clocked = ClockedSchedule.objects.filter(clocked_time=task.run_at).first() or ClockedSchedule.objects.create(clocked_time=task.run_at)
+        # Beat disables a one_off entry that has run; a re-armed task starts from zero runs.
+        schedule = {"crontab": None, "clocked": clocked, "one_off": True, "total_run_count": 0, "last_run_at": None}
+        enabled = task.enabled and task.completed_at is None
+    else:
+        schedule = {"crontab": _crontab(task, cron), "clocked": None, "one_off": False}
+        enabled = task.enabled
     fields = {
         "name": entry_name(task.pk),
         "task": DISPATCH_TASK,
-        "crontab": schedule,
+        **schedule,
         "interval": None,
-        "clocked": None,
         "solar": None,
         "kwargs": json.dumps({"task_id": task.pk}),
-        "enabled": task.enabled,
+        "enabled": enabled,
         "description": f"DeerFlow scheduled task '{task.title}' of {task.owner}",
     }
     periodic = task.periodic_task or PeriodicTask.objects.filter(name=fields["name"]).first()
@@ -51,3 +62,9 @@ def beat_remove(task_id: str, periodic_task_id: int | None) -> None:
     if periodic_task_id is not None:
         entries = entries | PeriodicTask.objects.filter(pk=periodic_task_id)
     entries.delete()
+
+
+def beat_disable(task_id: str) -> None:
+    """A one-off task has fired: its entry must not fire again, whoever dispatched it."""
+    if PeriodicTask.objects.filter(name=entry_name(task_id), enabled=True).update(enabled=False):
+        PeriodicTasks.update_changed()  # a bulk update sends no signal: tell beat to reload

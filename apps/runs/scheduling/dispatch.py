@@ -19,7 +19,7 @@ from django.utils import timezone
 
 from apps.runs.models import ScheduledTask, ScheduledTaskRun
 from apps.runs.schemas import RunCreate
-from apps.runs.scheduling import selectors
+from apps.runs.scheduling import beat, selectors
 from apps.runs.scheduling.cron import next_run, parse_cron, parse_timezone
 from deerflow_site.errors import Conflict, DomainError
 
@@ -87,6 +87,14 @@ def dispatch(task_id: str, *, trigger: str = ScheduledTaskRun.Trigger.SCHEDULED,
     if task is None or (not manual and not task.enabled):
         return None
     scheduled_for = scheduled_for or timezone.now()
+    if task.is_once and not manual:
+        # A one-off task's firing is used up here, whatever becomes of it: from now on the
+        # task is complete. The update is the arbiter between two firings (a beat retry).
+        consumed = ScheduledTask.objects.filter(pk=task.pk, completed_at__isnull=True).update(completed_at=scheduled_for, next_run_at=None)
+        if not consumed:
+            return None
+        beat.beat_disable(task.pk)
+        task.completed_at, task.next_run_at = scheduled_for, None
     _settle_stale(task)
 
     if selectors.task_has_active_run(task.pk):
@@ -151,6 +159,6 @@ def _record_on_task(task: ScheduledTask, *, now, run_id: str, thread_id: str, er
     updates = {"last_run_at": now, "last_run_id": run_id, "last_thread_id": thread_id, "run_count": F("run_count") + 1}
     if error is not None:
         updates["last_error"] = error
-    if task.enabled:
+    if task.enabled and not task.is_once:
         updates["next_run_at"] = next_run(parse_cron(task.cron), parse_timezone(task.timezone), after=now)
     ScheduledTask.objects.filter(pk=task.pk).update(**updates)

@@ -9,18 +9,24 @@ def _iso(value) -> str | None:
     return value.isoformat() if value else None
 
 
-def _describe(expression: str) -> str:
-    from apps.runs.scheduling.cron import describe, parse_cron
+def _describe(task: ScheduledTask) -> str:
+    from zoneinfo import ZoneInfo
+
+    from apps.runs.scheduling import cron, once
 
     try:
-        return describe(parse_cron(expression))
-    except Exception:  # a row edited by hand in the database; the raw expression still shows
-        return expression
+        if task.is_once:
+            return once.describe(task.run_at, ZoneInfo(task.timezone))
+        return cron.describe(cron.parse_cron(task.cron))
+    except Exception:  # a row edited by hand in the database; the raw schedule still shows
+        return task.cron or _iso(task.run_at) or ""
 
 
 def task_status(task: ScheduledTask, *, active: bool) -> str:
     if active:
         return "running"
+    if task.is_once and task.completed_at is not None:
+        return "failed" if task.last_error else "completed"
     return "enabled" if task.enabled else "paused"
 
 
@@ -32,10 +38,11 @@ def task_json(task: ScheduledTask, *, active: bool = False) -> dict:
         "prompt": task.prompt,
         "assistant_id": task.assistant_id,
         "options": task.options,
-        "schedule_type": "cron",
-        "schedule_spec": {"cron": task.cron},
-        "cron": task.cron,
-        "schedule_description": _describe(task.cron),
+        "schedule_type": task.schedule_type,
+        "schedule_spec": {"run_at": _iso(task.run_at)} if task.is_once else {"cron": task.cron},
+        "cron": None if task.is_once else task.cron,
+        "run_at": _iso(task.run_at),
+        "schedule_description": _describe(task),
         "timezone": task.timezone,
         "enabled": task.enabled,
         "status": task_status(task, active=active),
@@ -49,6 +56,7 @@ def task_json(task: ScheduledTask, *, active: bool = False) -> dict:
         "last_error": task.last_error or None,
         "run_count": task.run_count,
         "created_at": _iso(task.created_at),
+        "completed_at": _iso(task.completed_at),
         "updated_at": _iso(task.updated_at),
     }
 

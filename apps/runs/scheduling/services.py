@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from apps.runs import graphs
 from apps.runs.models import Run, ScheduledTask, ScheduledTaskRun
-from apps.runs.scheduling import beat
+from apps.runs.scheduling import beat, once
 from apps.runs.scheduling.cron import next_run, parse_cron, parse_timezone
 from apps.threads.selectors import thread_get_for_user
 from deerflow_site.errors import InvalidRequest
@@ -21,7 +21,7 @@ from harness.config.loader import get_app_config
 # Run options a task may carry into its runs' context. Anything else is refused, so a typo
 # is a 422 rather than an option silently ignored at 3 a.m.
 OPTION_KEYS = frozenset({"model_name", "thinking_enabled", "is_plan_mode", "subagent_enabled", "agent_name"})
-FIELDS = ("title", "prompt", "cron", "timezone", "context_mode", "thread_id", "assistant_id", "options", "enabled")
+FIELDS = ("title", "prompt", "schedule_type", "cron", "run_at", "timezone", "context_mode", "thread_id", "assistant_id", "options", "enabled")
 
 
 def _clean_title(value: Any) -> str:
@@ -61,19 +61,23 @@ def _clean_options(value: Any) -> dict:
 
 
 def _normalize(data: Any) -> dict:
-    """The API's shapes into model fields. ``schedule_type``/``schedule_spec`` are the wire
-    contract's spelling of the cron; ``cron`` is accepted directly."""
+    """The API's shapes into model fields. ``schedule_type`` + ``schedule_spec`` (``{cron}`` or
+    ``{run_at}``) are the wire contract's spelling; ``cron`` and ``run_at`` are accepted directly."""
     if not isinstance(data, dict):
         raise InvalidRequest("the request must be a JSON object")
     data = dict(data)
-    schedule_type = data.pop("schedule_type", None)
-    if schedule_type not in (None, "cron"):
-        raise InvalidRequest("schedule_type: only 'cron' is supported")
+    schedule_type = data.get("schedule_type")
+    if schedule_type is not None and schedule_type not in ScheduledTask.ScheduleType.values:
+        raise InvalidRequest("schedule_type: must be 'cron' or 'once'")
     spec = data.pop("schedule_spec", None)
     if spec is not None:
-        if not isinstance(spec, dict) or "cron" not in spec:
-            raise InvalidRequest("schedule_spec: must be an object with 'cron'")
-        data.setdefault("cron", spec["cron"])
+        if not isinstance(spec, dict) or not ({"cron", "run_at"} & set(spec)):
+            raise InvalidRequest("schedule_spec: must be an object with 'cron' (cron tasks) or 'run_at' (one-off tasks)")
+        for key in ("cron", "run_at"):
+            if key in spec:
+                data.setdefault(key, spec[key])
+    if schedule_type is None and ("cron" in data) != ("run_at" in data):
+        data["schedule_type"] = "cron" if "cron" in data else "once"
     unknown = sorted(set(data) - set(FIELDS))
     if unknown:
         raise InvalidRequest(f"{unknown[0]}: unknown field")
@@ -85,10 +89,18 @@ def _apply(task: ScheduledTask, data: dict, *, user) -> None:
         task.title = _clean_title(data["title"])
     if "prompt" in data:
         task.prompt = _clean_prompt(data["prompt"])
-    if "cron" in data:
-        task.cron = parse_cron(data["cron"]).expression
+    if "schedule_type" in data:
+        task.schedule_type = data["schedule_type"]
     if "timezone" in data:
         task.timezone = parse_timezone(data["timezone"]).key
+    if task.is_once:
+        if "run_at" in data or task.run_at is None:
+            task.run_at = once.parse_run_at(data.get("run_at"), parse_timezone(task.timezone))
+        task.cron = ""
+    else:
+        if "cron" in data or not task.cron:
+            task.cron = parse_cron(data.get("cron")).expression
+        task.run_at = None
     if "assistant_id" in data:
         if not isinstance(data["assistant_id"], str) or not graphs.known_assistant(data["assistant_id"]):
             raise InvalidRequest(f"assistant_id: unknown assistant {data['assistant_id']!r}")
@@ -114,15 +126,29 @@ def _apply(task: ScheduledTask, data: dict, *, user) -> None:
 
 
 def _refresh_next_run(task: ScheduledTask, *, now: dt.datetime | None = None) -> None:
-    cron = parse_cron(task.cron)
-    task.next_run_at = next_run(cron, parse_timezone(task.timezone), after=now or timezone.now()) if task.enabled else None
+    if not task.enabled:
+        task.next_run_at = None
+    elif task.is_once:
+        task.next_run_at = None if task.completed_at else task.run_at
+    else:
+        task.next_run_at = next_run(parse_cron(task.cron), parse_timezone(task.timezone), after=now or timezone.now())
 
 
-def _save(task: ScheduledTask) -> ScheduledTask:
-    cron = parse_cron(task.cron)
-    if next_run(cron, parse_timezone(task.timezone), after=timezone.now()) is None:
-        raise InvalidRequest(f"cron: {task.cron!r} never fires")
-    _refresh_next_run(task)
+def _save(task: ScheduledTask, *, rearm: bool = False) -> ScheduledTask:
+    """Validate the schedule and write the task with its beat entry. ``rearm``: the schedule
+    was changed or the task resumed, so a one-off task must have a time still to come."""
+    now = timezone.now()
+    if task.is_once:
+        if rearm or (task.completed_at is None and task._state.adding):
+            once.require_future(task.run_at, now=now)
+            task.completed_at = None
+        cron = None
+    else:
+        cron = parse_cron(task.cron)
+        if next_run(cron, parse_timezone(task.timezone), after=now) is None:
+            raise InvalidRequest(f"cron: {task.cron!r} never fires")
+        task.completed_at = None
+    _refresh_next_run(task, now=now)
     with transaction.atomic():
         task.save()
         beat.beat_sync(task, cron)
@@ -131,7 +157,9 @@ def _save(task: ScheduledTask) -> ScheduledTask:
 
 def scheduled_task_create(*, user, data: Any) -> ScheduledTask:
     data = _normalize(data)
-    for required in ("title", "prompt", "cron"):
+    # A one-off task's missing time is reported by _apply, under the wire's name for it.
+    required_fields = ("title", "prompt") if data.get("schedule_type") == ScheduledTask.ScheduleType.ONCE else ("title", "prompt", "cron")
+    for required in required_fields:
         if required not in data:
             raise InvalidRequest(f"{required}: this field is required")
     task = ScheduledTask(owner=user)
@@ -139,14 +167,24 @@ def scheduled_task_create(*, user, data: Any) -> ScheduledTask:
     return _save(task)
 
 
+def _schedule(task: ScheduledTask) -> tuple:
+    return task.schedule_type, task.cron, task.run_at, task.timezone
+
+
 def scheduled_task_update(*, task: ScheduledTask, data: Any) -> ScheduledTask:
-    _apply(task, _normalize(data), user=task.owner)
-    return _save(task)
+    data = _normalize(data)
+    before = _schedule(task)
+    _apply(task, data, user=task.owner)
+    # A new schedule re-arms a one-off task that has run (API_CONTRACT.md §6.1); the same one
+    # sent back with other edits (the page sends the whole form) leaves it complete.
+    return _save(task, rearm=_schedule(task) != before)
 
 
 def scheduled_task_set_enabled(*, task: ScheduledTask, enabled: bool) -> ScheduledTask:
+    # Resuming a one-off task that already ran needs a new time: the 422 says so.
+    rearm = enabled and task.is_once and (task.completed_at is not None or not task.enabled)
     task.enabled = enabled
-    return _save(task)
+    return _save(task, rearm=rearm)
 
 
 def scheduled_task_delete(*, task: ScheduledTask) -> None:

@@ -167,7 +167,7 @@ def test_create_list_read_update_pause_resume_delete(user_client):
     ({"prompt": "   "}, "prompt:"),
     ({"prompt": "x" * 20001}, "prompt: at most 20000"),
     ({"title": ""}, "title:"),
-    ({"schedule_type": "once"}, "schedule_type:"),
+    ({"schedule_type": "weekly"}, "schedule_type:"),
     ({"options": {"model_name": "nope"}}, "options.model_name:"),
     ({"options": {"colour": "blue"}}, "options:"),
     ({"assistant_id": "ghost"}, "assistant_id:"),

@@ -93,3 +93,35 @@ def test_create_preview_trigger_history_pause_delete(page):
     page.locator("#task-rows tr", has_text="Morning digest").get_by_role("button", name="Delete").click()
     page.locator("#task-empty").wait_for(state="visible")
     assert page.js_errors == []
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_a_one_off_task_from_the_form(page, width):
+    page.set_viewport_size({"width": width, "height": 900})
+    page.goto("/schedules/")
+    page.get_by_label("Title").fill(f"Launch summary {width}")
+    page.get_by_label("Prompt").fill("Summarize the launch coverage")
+    page.get_by_label("Time zone").fill("Europe/Berlin")
+    page.get_by_label("Runs").select_option("once")
+    assert not page.get_by_label("Cron (minute hour day month weekday)").is_visible()
+    page.get_by_label("Date and time").fill("2001-01-01T09:00")
+    page.locator("#cron-preview.alert").get_by_text("is in the past").wait_for()
+    page.get_by_label("Date and time").fill("2999-12-24T09:00")
+    page.locator("#cron-preview").get_by_text("Once, on Tue 24 Dec 2999 at 09:00").wait_for()
+
+    page.get_by_role("button", name="Create task").click()
+    row = page.locator("#task-rows tr", has_text=f"Launch summary {width}")
+    row.wait_for()
+    assert "once · Europe/Berlin" in row.inner_text() and "enabled" in row.inner_text()
+    page.locator("#cron-preview").get_by_text("At 08:00, Monday through Friday").wait_for()  # the form is back to a new task
+    if width == 375 and os.environ.get("DEERFLOW_UI_SCREENSHOTS"):
+        page.screenshot(path=os.path.join(os.environ["DEERFLOW_UI_SCREENSHOTS"], "schedules-once-phone.png"), full_page=True)
+    # Editing shows the time back on the task's wall clock.
+    row.get_by_role("button", name="Edit").click()
+    assert page.get_by_label("Date and time").input_value() == "2999-12-24T09:00"
+    assert page.evaluate("document.documentElement.scrollWidth") <= width + 1  # nothing wider than the screen
+    page.get_by_role("button", name="Cancel editing").click()
+    page.on("dialog", lambda dialog: dialog.accept())
+    row.get_by_role("button", name="Delete").click()
+    row.wait_for(state="detached")
+    assert page.js_errors == []

@@ -52,7 +52,7 @@ def test_admin_actions_trigger_enable_and_disable(admin_client, user, scripted_a
 
 def test_admin_form_refuses_a_bad_cron_and_saves_through_the_service(admin_client, user):
     form = {"owner": user.pk, "title": "weekly", "prompt": "Write the weekly report", "assistant_id": "lead_agent", "options": "{}",
-            "cron": "0 25 * * *", "timezone": "Europe/Berlin", "enabled": "on", "context_mode": "fresh_thread_per_run", "thread_id": "",
+            "schedule_type": "cron", "cron": "0 25 * * *", "timezone": "Europe/Berlin", "enabled": "on", "context_mode": "fresh_thread_per_run", "thread_id": "",
             "overlap_policy": "skip", "task_runs-TOTAL_FORMS": "0", "task_runs-INITIAL_FORMS": "0"}
     refused = admin_client.post("/admin/runs/scheduledtask/add/", form)
     assert refused.status_code == 200 and "cron: invalid expression" in refused.content.decode()

@@ -107,6 +107,33 @@ def test_beat_fires_and_a_real_worker_runs_the_task(user, celery_worker_process)
     assert sorted((r.trigger, r.status) for r in rows) == [("manual", "success"), ("scheduled", "success")]
 
 
+def test_beat_fires_a_one_off_task_once_and_it_completes(user, celery_worker_process):
+    from django_celery_beat.models import ClockedSchedule
+    from django_celery_beat.schedulers import DatabaseScheduler
+
+    from apps.runs.models import ScheduledTask
+
+    process, log = celery_worker_process
+    run_at = timezone.now() + dt.timedelta(hours=1)
+    task = scheduled_task_create(user=user, data={"title": "once", "prompt": "ping", "schedule_type": "once",
+                                                  "schedule_spec": {"run_at": run_at.isoformat()}})
+    # An hour later, as beat sees it.
+    ClockedSchedule.objects.filter(pk=PeriodicTask.objects.get(name=entry_name(task.pk)).clocked_id).update(
+        clocked_time=timezone.now() - dt.timedelta(seconds=1))
+    scheduler = DatabaseScheduler(app=celery_app)
+    scheduler.tick()
+    [row] = _settled(task, 1, log)
+    assert row.trigger == "scheduled" and row.status == "success", (row.error, log.read_text())
+    task.refresh_from_db()
+    assert task.completed_at is not None and task.next_run_at is None
+    # Beat's next ticks do not fire it again.
+    scheduler.tick()
+    DatabaseScheduler(app=celery_app).tick()
+    time.sleep(1)
+    assert ScheduledTaskRun.objects.filter(task=task).count() == 1
+    assert not PeriodicTask.objects.get(name=entry_name(task.pk)).enabled
+
+
 @pytest.mark.redis
 def test_a_real_worker_on_redis(user, redis_url, tmp_path):
     from apps.runs.tasks import dispatch_scheduled_task
