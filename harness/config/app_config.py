@@ -130,7 +130,7 @@ class SkillsConfig(_Section):
 
 
 class MemoryConfig(_Section):
-    enabled: bool = True
+    enabled: bool = False  # not available yet: see harness/config/availability.py
     debounce_seconds: float = Field(30, ge=0)
     model_name: str | None = None
     max_facts: PositiveInt = 100
@@ -164,7 +164,7 @@ class TitleConfig(_Section):
 
 
 class SubagentsConfig(_Section):
-    enabled: bool = True
+    enabled: bool = False  # not available yet: see harness/config/availability.py
     max_concurrent: PositiveInt = 3
     timeout_seconds: PositiveInt = 900
 
@@ -178,9 +178,20 @@ class ChannelsConfig(BaseModel):
 
 
 class SchedulerConfig(_Section):
-    enabled: bool = True
-    default_timezone: str = "UTC"
-    min_interval_minutes: PositiveInt = 1
+    enabled: bool = True  # false: beat's firings are recorded as skipped; "Run now" still works
+    default_timezone: str = "UTC"  # for tasks created without a time zone
+    min_interval_minutes: PositiveInt = 1  # a cron that fires more often is refused
+
+    @field_validator("default_timezone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"unknown time zone {value!r}; use an IANA name such as 'Europe/Berlin' or 'UTC'") from None
+        return value
 
 
 class UploadsConfig(_Section):

@@ -7,6 +7,7 @@ writes are atomic (temp file + rename) so a reader never sees half a file.
 from __future__ import annotations
 
 import hashlib
+import logging
 import json
 import os
 import tempfile
@@ -67,6 +68,8 @@ class ExtensionsConfig(BaseModel):
         return self.model_dump(by_alias=True, exclude_defaults=False)
 
 
+logger = logging.getLogger(__name__)
+
 _lock = threading.Lock()
 _cache: dict[Path, tuple[str, ExtensionsConfig]] = {}
 
@@ -103,6 +106,10 @@ def get_extensions_config(path: str | Path | None = None) -> ExtensionsConfig:
         return cached[1]
     with _lock:
         config = parse_extensions(raw.decode("utf-8", errors="replace"), str(resolved))
+        from harness.config.availability import inactive_extensions
+
+        for message in inactive_extensions(config):
+            logger.warning("%s: %s", resolved, message)
         _cache[resolved] = (signature, config)
         return config
 

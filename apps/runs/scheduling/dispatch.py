@@ -22,6 +22,7 @@ from apps.runs.schemas import RunCreate
 from apps.runs.scheduling import beat, selectors
 from apps.runs.scheduling.cron import next_run, parse_cron, parse_timezone
 from deerflow_site.errors import Conflict, DomainError
+from harness.config.loader import get_app_config
 
 logger = logging.getLogger(__name__)
 
@@ -87,6 +88,8 @@ def dispatch(task_id: str, *, trigger: str = ScheduledTaskRun.Trigger.SCHEDULED,
     if task is None or (not manual and not task.enabled):
         return None
     scheduled_for = scheduled_for or timezone.now()
+    if not manual and not get_app_config().scheduler.enabled:
+        return _skip(task, trigger, scheduled_for, "the scheduler is turned off (scheduler.enabled: false in config.yaml)")
     if task.is_once and not manual:
         # A one-off task's firing is used up here, whatever becomes of it: from now on the
         # task is complete. The update is the arbiter between two firings (a beat retry).

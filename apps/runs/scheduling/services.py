@@ -134,6 +134,21 @@ def _refresh_next_run(task: ScheduledTask, *, now: dt.datetime | None = None) ->
         task.next_run_at = next_run(parse_cron(task.cron), parse_timezone(task.timezone), after=now or timezone.now())
 
 
+def _check_interval(cron, zone, *, now: dt.datetime) -> None:
+    """Refuse a cron whose firings come closer together than ``scheduler.min_interval_minutes``
+    (over its next 60 firings, which covers every hourly pattern)."""
+    from apps.runs.scheduling.cron import next_runs
+
+    least = get_app_config().scheduler.min_interval_minutes
+    if least <= 1:
+        return  # a cron cannot fire more often than once a minute
+    runs = next_runs(cron, zone, after=now, count=60)
+    gap = min(((b - a).total_seconds() for a, b in zip(runs, runs[1:], strict=False)), default=None)
+    if gap is not None and gap < least * 60:
+        raise InvalidRequest(f"cron: {cron.expression!r} fires every {int(gap // 60)} minute(s); this server allows at most one run "
+                             f"every {least} minutes (scheduler.min_interval_minutes)")
+
+
 def _save(task: ScheduledTask, *, rearm: bool = False) -> ScheduledTask:
     """Validate the schedule and write the task with its beat entry. ``rearm``: the schedule
     was changed or the task resumed, so a one-off task must have a time still to come."""
@@ -145,8 +160,10 @@ def _save(task: ScheduledTask, *, rearm: bool = False) -> ScheduledTask:
         cron = None
     else:
         cron = parse_cron(task.cron)
-        if next_run(cron, parse_timezone(task.timezone), after=now) is None:
+        zone = parse_timezone(task.timezone)
+        if next_run(cron, zone, after=now) is None:
             raise InvalidRequest(f"cron: {task.cron!r} never fires")
+        _check_interval(cron, zone, now=now)
         task.completed_at = None
     _refresh_next_run(task, now=now)
     with transaction.atomic():
@@ -162,6 +179,7 @@ def scheduled_task_create(*, user, data: Any) -> ScheduledTask:
     for required in required_fields:
         if required not in data:
             raise InvalidRequest(f"{required}: this field is required")
+    data.setdefault("timezone", get_app_config().scheduler.default_timezone)
     task = ScheduledTask(owner=user)
     _apply(task, data, user=user)
     return _save(task)

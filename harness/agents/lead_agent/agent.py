@@ -166,6 +166,8 @@ def make_lead_agent(config: RunnableConfig | None = None, *, model: BaseChatMode
         tools = [*tools, *extra_tools]
         if options.non_interactive:
             tools = [t for t in tools if t.name != "ask_clarification"]
+    if options.subagent_enabled and not any(t.name == "task" for t in tools):
+        logger.warning("Run option subagent_enabled has no effect: subagents (the task tool) are not available yet")
     extensions = load_extension_middlewares(get_extensions_config().middlewares)
     middleware = build_middlewares(options, app=app, entry=entry, model=model, extra=[*extra_middlewares, *extensions])
     prompt = build_system_prompt(agent_name=options.agent_name, tool_names=[t.name for t in tools],

@@ -216,3 +216,49 @@ def test_another_users_task_is_404(user_client, other_user, api_client):
         assert response.status_code == 404, (method, path, response.content)
     assert user_client.get("/api/scheduled-tasks").json() == []
     assert api_client.get("/api/scheduled-tasks").status_code in (401, 403)
+
+
+# -- the scheduler section of config.yaml ------------------------------------------------------
+
+@pytest.fixture
+def scheduler_config(tmp_path, monkeypatch):
+    """Point the server at a config.yaml whose scheduler section the test writes."""
+    from harness.config import reset_config_cache
+    from tests.settings import _ROOT
+
+    base = (_ROOT / "tests" / "fixtures" / "config.yaml").read_text()
+
+    def write(section: str) -> None:
+        path = tmp_path / "config.yaml"
+        path.write_text(base + section)
+        monkeypatch.setenv("DEER_FLOW_CONFIG_PATH", str(path))
+        reset_config_cache()
+
+    yield write
+    reset_config_cache()
+
+
+@pytest.mark.django_db
+def test_scheduler_default_timezone_and_min_interval(user_client, scheduler_config):
+    scheduler_config("scheduler:\n  default_timezone: Asia/Tokyo\n  min_interval_minutes: 30\n")
+    created = user_client.post("/api/scheduled-tasks", {"title": "t", "prompt": "p", "cron": "0 7 * * *"}, format="json").json()
+    assert created["timezone"] == "Asia/Tokyo"
+    too_often = user_client.post("/api/scheduled-tasks", {"title": "t", "prompt": "p", "cron": "*/10 * * * *"}, format="json")
+    assert too_often.status_code == 422
+    assert too_often.json()["detail"] == ("cron: '*/10 * * * *' fires every 10 minute(s); this server allows at most one run every "
+                                          "30 minutes (scheduler.min_interval_minutes)")
+    assert user_client.post("/api/scheduled-tasks", {"title": "t", "prompt": "p", "cron": "0,30 * * * *"}, format="json").status_code == 201
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_disabled_scheduler_skips_beats_firings_but_runs_manual_ones(user, scheduler_config, scripted_agent):
+    from apps.runs.models import ScheduledTaskRun
+    from apps.runs.scheduling.dispatch import dispatch
+
+    scheduler_config("scheduler:\n  enabled: false\n")
+    task = _task(user)
+    row = dispatch(task.pk)
+    assert row.status == "skipped" and row.error == "the scheduler is turned off (scheduler.enabled: false in config.yaml)"
+    scripted_agent("ran anyway")
+    manual = dispatch(task.pk, trigger=ScheduledTaskRun.Trigger.MANUAL)
+    assert manual.status in ("running", "success") and manual.run_id is not None

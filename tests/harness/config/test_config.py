@@ -154,3 +154,37 @@ def test_extensions_config_round_trips_atomically(tmp_path):
     assert [p.name for p in tmp_path.iterdir()] == ["ext.json"]  # no temp file left behind
     assert get_extensions_config(path) == config
     assert isinstance(config, ExtensionsConfig)
+
+
+# -- settings of features that have not landed --------------------------------------------
+
+
+def test_switches_of_missing_features_are_logged_as_having_no_effect(tmp_path, caplog):
+    path = tmp_path / "config.yaml"
+    path.write_text("models:\n  - name: m\n    use: langchain_openai:ChatOpenAI\n    pricing: {input_per_million: 1, output_per_million: 2}\n"
+                    "memory:\n  enabled: true\nsubagents:\n  enabled: true\nchannels:\n  telegram: {bot_token: x}\n")
+    with caplog.at_level("WARNING", logger="harness.config.loader"):
+        get_app_config(path)
+    warned = "\n".join(r.getMessage() for r in caplog.records)
+    assert f"{path}: memory.enabled: true has no effect: long-term memory is not available yet" in warned
+    assert "subagents.enabled: true has no effect: subagents (the task tool) are not available yet" in warned
+    assert "channels has no effect: IM channels are not available yet" in warned
+    assert "models[].pricing (on m) has no effect: the usage and cost console is not available yet" in warned
+
+
+def test_the_example_config_asks_for_nothing_that_is_missing(caplog):
+    from harness.config.paths import REPO_ROOT
+
+    with caplog.at_level("WARNING", logger="harness.config.loader"):
+        get_app_config(REPO_ROOT / "config.example.yaml")
+    assert not [r for r in caplog.records if "has no effect" in r.getMessage()]
+
+
+def test_mcp_servers_and_skill_toggles_are_logged_as_having_no_effect(tmp_path, caplog):
+    path = tmp_path / "extensions_config.json"
+    path.write_text('{"mcpServers": {"files": {"command": "npx"}}, "skills": {"deep-research": {"enabled": true}}}')
+    with caplog.at_level("WARNING", logger="harness.config.extensions"):
+        get_extensions_config(path)
+    warned = "\n".join(r.getMessage() for r in caplog.records)
+    assert "mcpServers (files) has no effect: MCP tools are not available yet" in warned
+    assert "skills (deep-research) has no effect: skills are not available yet" in warned
