@@ -61,3 +61,24 @@ def test_admin_form_refuses_a_bad_cron_and_saves_through_the_service(admin_clien
     assert saved.status_code == 302, saved.content.decode()[:2000]
     task = ScheduledTask.objects.get()
     assert task.next_run_at is not None and PeriodicTask.objects.get(name=entry_name(task.pk)).crontab.day_of_week == "1"
+
+
+def test_admin_creates_a_one_off_task_and_refuses_a_past_time(admin_client, user):
+    form = {"owner": user.pk, "title": "launch", "prompt": "Summarize the launch", "assistant_id": "lead_agent", "options": "{}",
+            "schedule_type": "once", "cron": "", "run_at_0": "2001-01-01", "run_at_1": "09:00", "timezone": "UTC", "enabled": "on",
+            "context_mode": "fresh_thread_per_run", "thread_id": "", "overlap_policy": "skip",
+            "task_runs-TOTAL_FORMS": "0", "task_runs-INITIAL_FORMS": "0"}
+    refused = admin_client.post("/admin/runs/scheduledtask/add/", form)
+    assert refused.status_code == 200 and "is in the past" in refused.content.decode()
+    assert not ScheduledTask.objects.exists()
+    saved = admin_client.post("/admin/runs/scheduledtask/add/", {**form, "run_at_0": "2999-12-24"})
+    assert saved.status_code == 302, saved.content.decode()[:3000]
+    task = ScheduledTask.objects.get()
+    assert task.is_once and task.cron == "" and task.next_run_at == task.run_at
+    entry = PeriodicTask.objects.get(name=entry_name(task.pk))
+    assert entry.one_off and entry.clocked.clocked_time == task.run_at
+    listing = admin_client.get("/admin/runs/scheduledtask/").content.decode()
+    assert "Once, on Tue 24 Dec 2999 at 09:00" in listing
+    # Editing the title keeps the schedule; the change form shows the task.
+    page = admin_client.get(f"/admin/runs/scheduledtask/{task.pk}/change/")
+    assert page.status_code == 200 and "Schedule type" in page.content.decode()
