@@ -1,4 +1,14 @@
-"""DRF and the OpenAPI schema."""
+"""DRF, the OpenAPI schema and request size limits."""
+
+from deerflow_site.settings.environment import env
+
+# Request bodies (deerflow_site/body_limits.py): without credentials, and JSON/form bodies with
+# them (parsed in memory, so Django's own cap is the same). Uploads follow config.yaml.
+DEERFLOW_MAX_ANONYMOUS_BODY = env.int("DEERFLOW_MAX_ANONYMOUS_BODY", default=64 * 1024)
+DEERFLOW_MAX_JSON_BODY = env.int("DEERFLOW_MAX_JSON_BODY", default=2 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = DEERFLOW_MAX_JSON_BODY
+# JSON nested deeper than this is refused (422) before it reaches a view.
+DEERFLOW_MAX_JSON_DEPTH = env.int("DEERFLOW_MAX_JSON_DEPTH", default=64)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
