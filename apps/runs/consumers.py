@@ -29,6 +29,7 @@ from apps.runs.serializers import run_json
 from apps.runs.services import run_cancel, start_run
 from apps.threads.selectors import thread_get_for_user
 from deerflow_site.errors import DomainError, NotFound
+from deerflow_site.json_input import load_json
 from harness.runtime.stream_bridge import HEARTBEAT
 
 logger = logging.getLogger(__name__)
@@ -55,6 +56,15 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         if self.follow_task is not None:
             self.follow_task.cancel()
+
+    async def receive(self, text_data=None, bytes_data=None, **kwargs) -> None:
+        # The same door as the HTTP API: lone surrogates and deep nesting are refused here.
+        try:
+            content = load_json(text_data if text_data is not None else bytes_data)
+        except DomainError as exc:
+            await self.send_json({"type": "error", "status": exc.status_code, "detail": exc.detail})
+            return
+        await self.receive_json(content, **kwargs)
 
     async def receive_json(self, content, **kwargs) -> None:
         kind = content.get("type") if isinstance(content, dict) else None
