@@ -11,7 +11,8 @@ Messages are JSON objects with a ``type``:
   included), ``{"type": "idle"}`` when there is no active run to follow, and
   ``{"type": "error", "status", "detail"}`` when a request is refused.
 
-The session authenticates the socket; a thread that is not the user's closes it with 4404.
+The session authenticates the socket: without one the socket is accepted and closed with 4401,
+and a thread that is not the user's closes it with 4404.
 """
 
 from __future__ import annotations
@@ -44,14 +45,20 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
         self.thread_id = self.scope["url_route"]["kwargs"]["thread_id"]
         self.follow_task: asyncio.Task | None = None
         if self.user is None or not self.user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
+            await self._refuse(CLOSE_UNAUTHENTICATED)
             return
         try:
             self.thread = await database_sync_to_async(thread_get_for_user)(user=self.user, thread_id=self.thread_id)
         except NotFound:
-            await self.close(code=CLOSE_NOT_FOUND)
+            await self._refuse(CLOSE_NOT_FOUND)
             return
         await self.accept()
+
+    async def _refuse(self, code: int) -> None:
+        # Accepted first: a close before the handshake completes reaches the client as a plain
+        # HTTP 403 (Daphne), and the code would be lost.
+        await self.accept()
+        await self.close(code=code)
 
     async def disconnect(self, code: int) -> None:
         if self.follow_task is not None:
