@@ -23,4 +23,9 @@ class _Env(environ.Env):
 env = _Env()
 
 DEER_FLOW_HOME = Path(env.str("DEER_FLOW_HOME", default=str(BASE_DIR / ".deer-flow"))).expanduser().resolve()
-DEBUG = env.bool("DJANGO_DEBUG", default=False)
+# DJANGO_DEBUG: a local development server (`make run`): an insecure default secret key, local
+# hosts, no secure-cookie rules. It never shows Django's debug pages to the product's users;
+# those (tracebacks, the URL list on a 404) are DEERFLOW_DEBUG_PAGES, for developers, and only
+# together with DJANGO_DEBUG. DEBUG is Django's setting: the pages.
+LOCAL_DEV = env.bool("DJANGO_DEBUG", default=False)
+DEBUG = LOCAL_DEV and env.bool("DEERFLOW_DEBUG_PAGES", default=False)
