@@ -12,10 +12,10 @@ Three limits, all settings (docs/configuration.md):
 
 Credentials are only looked at, not checked, here: a forged cookie buys the credentialed limit
 and then the usual 401/403 from the view. What keeps that cheap is that the body of an admitted
-request never sits in memory whole (deerflow_site/server.py streams it to the application).
+request never sits in memory whole (deerflow_site/daphne_server.py streams it to the app).
 
-Both the server (deerflow_site/server.py, while the body arrives) and RequestGuard (the ASGI
-layer in front of Django, for any server) use ``body_limit``.
+Both the server (deerflow_site/daphne_server.py, while the body arrives) and RequestGuard (the
+ASGI layer in front of Django, for any server) use ``body_limit``.
 """
 
 from __future__ import annotations

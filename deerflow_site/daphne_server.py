@@ -1,8 +1,8 @@
 """The server: Daphne, with request bodies bounded as they arrive and streamed to the app.
 
-``python -m deerflow_site.server`` takes Daphne's command line (``-b``, ``-p``, the application
-path) and runs Daphne with three changes to how it handles an HTTP request body. Daphne 4.2
-on Twisted, left alone:
+``python -m deerflow_site.daphne_server`` takes Daphne's command line (``-b``, ``-p``, the
+application path) and runs Daphne with three changes to how it handles an HTTP request body.
+Daphne 4.2 on Twisted, left alone:
 
 1. Twisted writes the body to a temp file (past 100 kB) and only then hands the request to
    Daphne — with no limit, so any client can fill the disk;
