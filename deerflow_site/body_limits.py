@@ -10,9 +10,9 @@ Three limits, all settings (docs/configuration.md):
 - any other body (JSON, forms) with credentials may send ``DEERFLOW_MAX_JSON_BODY`` bytes,
   which is also Django's DATA_UPLOAD_MAX_MEMORY_SIZE: such bodies are parsed in memory.
 
-Credentials are only looked at, not checked, here: a forged cookie buys the credentialed limit
-and then the usual 401/403 from the view. What keeps that cheap is that the body of an admitted
-request never sits in memory whole (deerflow_site/daphne_server.py streams it to the app).
+``body_limit`` only looks at the credentials. Before it accepts more than the anonymous limit,
+the server (deerflow_site/daphne_server.py) has them checked off the event loop
+(``credentials_valid``) and holds the body back meanwhile, so a forged cookie buys nothing.
 
 Both the server (deerflow_site/daphne_server.py, while the body arrives) and RequestGuard (the
 ASGI layer in front of Django, for any server) use ``body_limit``.
@@ -56,6 +56,51 @@ def _has_credentials(headers: dict[bytes, bytes]) -> bool:
     return any(part.strip().split(b"=", 1)[0] == cookie_name for part in headers.get(b"cookie", b"").split(b";"))
 
 
+def anonymous_limit() -> BodyLimit:
+    from django.conf import settings
+
+    limit = settings.DEERFLOW_MAX_ANONYMOUS_BODY
+    return BodyLimit(limit, f"request bodies without credentials are limited to {limit} bytes; sign in or send a token")
+
+
+def credentials_valid(raw_headers: Iterable[tuple[bytes, bytes]]) -> bool:
+    """Whether the request's credentials are real: a bearer token that authenticates, else a
+    session cookie whose session has a user. Blocking (database): call it off the event loop.
+    The server asks before it accepts more than the anonymous limit, so a forged cookie buys
+    nothing."""
+    from django.conf import settings
+    from django.db import connections
+
+    headers = _headers(raw_headers)
+    try:
+        authorization = headers.get(b"authorization")
+        if authorization is not None:
+            from apps.accounts.selectors import TokenRejected, token_authenticate
+
+            scheme, _, raw = authorization.partition(b" ")
+            if scheme.lower() != b"bearer":
+                return False
+            try:
+                token_authenticate(raw=raw.strip().decode("ascii"))
+            except (TokenRejected, UnicodeDecodeError):
+                return False
+            return True
+        from importlib import import_module
+
+        from django.contrib.auth import SESSION_KEY
+
+        cookie_name = settings.SESSION_COOKIE_NAME.encode()
+        for part in headers.get(b"cookie", b"").split(b";"):
+            name, _, value = part.strip().partition(b"=")
+            if name == cookie_name:
+                store = import_module(settings.SESSION_ENGINE).SessionStore(value.decode("latin-1"))
+                return SESSION_KEY in store.load()
+        return False
+    finally:
+        # A pool thread of the server's, not a request thread: hold no connection between calls.
+        connections.close_all()
+
+
 def _upload_max() -> int:
     from harness.config import get_app_config
 
@@ -70,8 +115,7 @@ def body_limit(raw_headers: Iterable[tuple[bytes, bytes]]) -> BodyLimit:
 
     headers = _headers(raw_headers)
     if not _has_credentials(headers):
-        limit = settings.DEERFLOW_MAX_ANONYMOUS_BODY
-        return BodyLimit(limit, f"request bodies without credentials are limited to {limit} bytes; sign in or send a token")
+        return anonymous_limit()
     content_type = headers.get(b"content-type", b"").split(b";")[0].strip().lower()
     if content_type == b"multipart/form-data":
         limit = _upload_max()

@@ -16,7 +16,9 @@ A 99 MiB upload grew the process by 1.2 GiB; a 200 MiB anonymous POST by 200 MiB
 
 1. ``BoundedRequest`` decides the request's limit from its headers (deerflow_site.body_limits)
    as soon as they are in: a declared length past it, or a chunked body that counts past it,
-   is answered with 413 at once and the rest of the body is read and dropped, never stored;
+   is answered with 413 at once and the rest of the body is read and dropped, never stored.
+   A body that may pass the anonymous limit is held back until the credentials it presents
+   are checked; forged ones get the anonymous limit;
 2. Twisted's own form parsing is switched off (``_parsePOSTFormSubmission``);
 3. the application's receive queue (``_PulledBody``) reads the next chunk from the temp file
    only when the application asks for it.
@@ -35,6 +37,7 @@ from functools import partial
 from daphne.cli import CommandLineInterface
 from daphne.http_protocol import HTTPFactory, WebRequest
 from daphne.server import Server
+from twisted.internet.threads import deferToThread
 
 # Chunks handed to the application: large enough that a 100 MiB body is ~1,600 reads.
 BODY_CHUNK = 64 * 1024
@@ -96,19 +99,52 @@ class _PulledBody(asyncio.Queue):
 class BoundedRequest(WebRequest):
     _refused = False
     _received = 0
+    _declared: int | None = None
+    # While the credentials are checked: no more of the body is read, and the app not started.
+    _checking = False
+    _process_when_checked = False
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self._parsePOSTFormSubmission = False
 
     def gotLength(self, length):
-        from deerflow_site.body_limits import body_limit
+        from deerflow_site.body_limits import anonymous_limit, body_limit
 
-        self._limit = body_limit([(name, value) for name, values in self.requestHeaders.getAllRawHeaders() for value in values])
+        headers = [(name, value) for name, values in self.requestHeaders.getAllRawHeaders() for value in values]
+        self._limit = body_limit(headers)
+        self._declared = length
         if length is not None and length > self._limit.max_bytes:
             self._refuse()
             return
         super().gotLength(length)
+        anonymous = anonymous_limit()
+        if self._limit.max_bytes > anonymous.max_bytes and (length is None or length > anonymous.max_bytes):
+            self._check_credentials(headers, anonymous)
+
+    def _check_credentials(self, headers, anonymous) -> None:
+        """More than the anonymous limit is accepted only once the credentials are known to be
+        real (a database lookup, on Twisted's thread pool); the body waits in the socket."""
+        from deerflow_site.body_limits import credentials_valid
+
+        self._checking = True
+        self.channel._networkProducer.pauseProducing()
+        deferToThread(credentials_valid, headers).addBoth(self._credentials_checked, anonymous)
+
+    def _credentials_checked(self, valid, anonymous) -> None:
+        self._checking = False
+        if getattr(self, "_disconnected", False) or self.channel is None:
+            return
+        if valid is not True:  # False, or a Failure: the lookup itself failed
+            self._limit = anonymous
+            if max(self._declared or 0, self._received) > anonymous.max_bytes and not self._refused:
+                self._refuse()
+        channel = self.channel
+        if not channel._handlingRequest and not channel._waitingForTransport:
+            channel._networkProducer.resumeProducing()
+        if self._process_when_checked:
+            self._process_when_checked = False
+            self.process()
 
     def handleContentChunk(self, data):
         self._received += len(data)
@@ -137,6 +173,9 @@ class BoundedRequest(WebRequest):
         )
 
     def process(self):
+        if self._checking:
+            self._process_when_checked = True
+            return None
         if self._refused:
             self.channel.transport.loseConnection()
             return None

@@ -117,6 +117,29 @@ def test_anonymous_200mib_post_is_refused_without_growing_memory(live, path):
     assert rss.growth < BOUND, f"server RSS grew by {rss.growth / MiB:.0f} MiB"
 
 
+@pytest.mark.parametrize("credentials", [{"Cookie": "sessionid=forged0123456789abcdefghijklmnop"},
+                                         {"Authorization": "Bearer dfp_" + "A" * 43}, {"Authorization": "Basic YWxpY2U6cHc="}],
+                         ids=["forged-cookie", "bad-token", "basic"])
+def test_forged_credentials_get_the_anonymous_limit(live, credentials):
+    size = 200 * MiB
+    with PeakRSS(live.process.pid) as rss:
+        status, answer = send(live.url, "/api/threads/t1/uploads", body_of(size), length=size,
+                              headers={**credentials, "Content-Type": "multipart/form-data; boundary=x"})
+    assert status == 413, (status, answer)
+    assert "without credentials" in answer["detail"]
+    assert rss.growth < BOUND, f"server RSS grew by {rss.growth / MiB:.0f} MiB"
+
+
+def test_a_real_session_gets_past_the_anonymous_limit(live):
+    cookie = live.shell("from django.test import Client; from apps.accounts.models import User\n"
+                        "u, _ = User.objects.get_or_create(username='session-user')\n"
+                        "c = Client(); c.force_login(u); print(c.cookies['sessionid'].value)")
+    body = json.dumps({"metadata": {"note": "x" * MiB}}).encode()
+    status, answer = send(live.url, "/api/threads", [body], length=len(body), headers={"Cookie": f"sessionid={cookie}"})
+    # Admitted to Django, which asks for the CSRF token a session's POST needs.
+    assert status == 403 and "CSRF" in answer["detail"], (status, answer)
+
+
 def test_anonymous_chunked_body_is_counted_as_it_arrives(live):
     with PeakRSS(live.process.pid) as rss:
         status, answer = send(live.url, "/api/health", body_of(200 * MiB), length=None)
