@@ -104,6 +104,10 @@ def test_rows_stored_before_the_door_was_shut_do_not_break_lists(user, user_clie
     page = user_client.get(f"/api/threads/{bad.pk}/messages/page")
     assert page.status_code == 200, page.content
     assert user_client.get(f"/api/threads/{bad.pk}").status_code == 200
+    # And it can be deleted, after which the lists are as if it never was.
+    assert user_client.delete(f"/api/threads/{bad.pk}").status_code in (200, 204)
+    search = user_client.post("/api/threads/search", {}, format="json")
+    assert search.status_code == 200 and [t["thread_id"] for t in search.json()] == [tid]
 
 
 def test_a_run_without_input_on_a_fresh_thread_is_422(user_client, tid):
