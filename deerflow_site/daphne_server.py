@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import logging
 from functools import partial
 
 from daphne.cli import CommandLineInterface
@@ -45,6 +46,8 @@ BODY_CHUNK = 64 * 1024
 # on unread data makes the kernel reset the connection, answer included); past this much the
 # connection is closed anyway.
 DISCARD_MAX = 256 * 1024 * 1024
+
+logger = logging.getLogger(__name__)
 
 
 class _Drained:
@@ -135,7 +138,9 @@ class BoundedRequest(WebRequest):
         self._checking = False
         if getattr(self, "_disconnected", False) or self.channel is None:
             return
-        if valid is not True:  # False, or a Failure: the lookup itself failed
+        if valid is not True:
+            if valid is not False:  # a Failure: the lookup itself failed (the database, say)
+                logger.warning("credentials check for a large request body failed: %s", valid.getErrorMessage())
             self._limit = anonymous
             if max(self._declared or 0, self._received) > anonymous.max_bytes and not self._refused:
                 self._refuse()
