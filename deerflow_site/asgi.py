@@ -29,6 +29,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
+from deerflow_site.body_limits import RequestGuard  # noqa: E402
 from deerflow_site.routing import websocket_urlpatterns  # noqa: E402
 from apps.runs.handoff import serve_offered_runs  # noqa: E402
 from apps.runs.recovery import recover_on_startup  # noqa: E402
@@ -52,7 +53,7 @@ tune_gc()
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": RequestGuard(django_asgi_app),
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import RequestDataTooBig
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
 from rest_framework import exceptions, status
@@ -59,6 +60,14 @@ class ServiceUnavailable(DomainError):
 def api_exception_handler(exc, context):
     if isinstance(exc, DomainError):
         return Response({"detail": exc.detail}, status=exc.status_code)
+    if isinstance(exc, RequestDataTooBig):
+        # Under our server the body never gets this far (deerflow_site/body_limits.py); other
+        # servers and the test client reach Django's own cap, which is the same number.
+        from django.conf import settings
+
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return Response({"detail": f"request bodies are limited to {limit} bytes (uploads: use multipart/form-data)"},
+                        status=status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
     if isinstance(exc, DjangoValidationError):
         messages = exc.message_dict if hasattr(exc, "error_dict") else {"detail": exc.messages}
         text = "; ".join(f"{k}: {' '.join(v)}" if k != "detail" else " ".join(v) for k, v in messages.items())

@@ -18,3 +18,8 @@ urlpatterns = [
     path("", include("apps.threads.page_urls")),
     path("", include("apps.console.urls")),
 ]
+
+# Our own pages for errors (JSON under /api/): Django's debug pages are for developers only
+# (DEERFLOW_DEBUG_PAGES), never for the product's users.
+handler404 = "deerflow_site.error_pages.not_found"
+handler500 = "deerflow_site.error_pages.server_error"

@@ -46,6 +46,7 @@ if [ "${RUN_CELERY:-true}" = true ]; then
     --without-mingle --without-gossip --loglevel "${CELERY_LOG_LEVEL:-warning}" --hostname "deerflow@%h" &
   pids+=($!)
 fi
-.venv/bin/daphne -b "$HOST" -p "$PORT" deerflow_site.asgi:application &
+# Daphne with request bodies bounded and streamed (deerflow_site/daphne_server.py, docs/deployment.md).
+.venv/bin/python -m deerflow_site.daphne_server -b "$HOST" -p "$PORT" deerflow_site.asgi:application &
 pids+=($!)
 wait -n "${pids[@]}"

@@ -1,7 +1,9 @@
 """DRF authentication by personal access token: ``Authorization: Bearer dfp_…``.
 
-A request that carries a bearer header is decided by the token alone: a bad token is a 401, never
-a fall-back to the session cookie the same request may carry. Requests without a bearer header
+A request that carries an ``Authorization`` header is decided by that header alone: anything but
+a valid bearer token (a bad token, ``Basic …``, ``Token dfp_…``, a bare ``dfp_…``) is a 401,
+never a fall-back to the session cookie the same request may carry — a script that believes it
+runs with a limited token must not get the session's full rights. Requests without the header
 are left to the next class (SessionAuthentication, which enforces CSRF on unsafe methods).
 """
 
@@ -12,15 +14,17 @@ from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 
 WWW_AUTHENTICATE = 'Bearer realm="api"'
+MALFORMED = "the Authorization header is not a bearer token: use 'Authorization: Bearer dfp_…', or send no Authorization header"
 
 
 def bearer_credential(request) -> str | None:
-    """The token presented in an ``Authorization: Bearer`` header, "" when the header is broken,
-    None when there is no bearer header at all. Works on Django and DRF requests."""
-    header = get_authorization_header(request).split()
-    if not header or header[0].lower() != b"bearer":
+    """The token presented in an ``Authorization: Bearer`` header; "" when there is an
+    ``Authorization`` header that is not one (another scheme, or broken); None when there is no
+    such header at all. Works on Django and DRF requests."""
+    if "HTTP_AUTHORIZATION" not in getattr(request, "META", {}):
         return None
-    if len(header) != 2:
+    header = get_authorization_header(request).split()
+    if len(header) != 2 or header[0].lower() != b"bearer":
         return ""
     try:
         return header[1].decode("ascii")
@@ -35,7 +39,7 @@ def authenticate_bearer(raw: str):
     from apps.accounts import selectors, services
 
     if not raw:
-        raise selectors.TokenRejected("malformed Authorization header: use 'Authorization: Bearer dfp_…'")
+        raise selectors.TokenRejected(MALFORMED)
     token = selectors.token_authenticate(raw=raw)
     services.token_touch(token=token)
     return token.owner, token

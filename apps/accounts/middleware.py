@@ -1,8 +1,9 @@
 """Bearer tokens on plain (non-DRF) Django views.
 
 Django's own views (pages, admin, allauth) know only the session. A request that presents a
-bearer token to such a view is refused with 403 rather than served as whoever the session
-cookie says, so a token never "works" somewhere by accident. A plain view may opt in with
+valid bearer token to such a view is refused with 403, and any other ``Authorization`` header
+(a bad token, another scheme) with 401, rather than served as whoever the session cookie says,
+so a token never "works" somewhere by accident. A plain view may opt in with
 ``apps.accounts.permissions.accepts_tokens`` (e.g. an async streaming view): then the token is
 authenticated here, scopes are checked, and the request runs as the token's owner without CSRF
 (no cookie is involved). DRF views are left to DRF's authentication classes.
@@ -22,6 +23,12 @@ from apps.accounts.permissions import TOKEN_NOT_ALLOWED, TokenRefused, check_tok
 from apps.accounts.selectors import TokenRejected
 
 
+def _unauthorized(detail: str) -> JsonResponse:
+    response = JsonResponse({"detail": detail}, status=401)
+    response["WWW-Authenticate"] = WWW_AUTHENTICATE
+    return response
+
+
 def is_drf_view(view_func) -> bool:
     cls = getattr(view_func, "cls", None)
     return isinstance(cls, type) and issubclass(cls, APIView)
@@ -32,15 +39,14 @@ class BearerTokenMiddleware(MiddlewareMixin):
         raw = bearer_credential(request)
         if raw is None or is_drf_view(view_func):
             return None
-        token_scopes = view_token_scopes(view_func)
-        if not token_scopes:
-            return JsonResponse({"detail": TOKEN_NOT_ALLOWED}, status=403)
+        # Any Authorization header that is not a valid token is a 401, here as on the API.
         try:
             user, token = authenticate_bearer(raw)
         except TokenRejected as rejected:
-            response = JsonResponse({"detail": str(rejected)}, status=401)
-            response["WWW-Authenticate"] = WWW_AUTHENTICATE
-            return response
+            return _unauthorized(str(rejected))
+        token_scopes = view_token_scopes(view_func)
+        if not token_scopes:
+            return JsonResponse({"detail": TOKEN_NOT_ALLOWED}, status=403)
         try:
             check_token_scope(token=token, token_scopes=token_scopes, method=request.method)
         except TokenRefused as refused:

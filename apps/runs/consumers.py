@@ -11,7 +11,8 @@ Messages are JSON objects with a ``type``:
   included), ``{"type": "idle"}`` when there is no active run to follow, and
   ``{"type": "error", "status", "detail"}`` when a request is refused.
 
-The session authenticates the socket; a thread that is not the user's closes it with 4404.
+The session authenticates the socket: without one the socket is accepted and closed with 4401,
+and a thread that is not the user's closes it with 4404.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from apps.runs.serializers import run_json
 from apps.runs.services import run_cancel, start_run
 from apps.threads.selectors import thread_get_for_user
 from deerflow_site.errors import DomainError, NotFound
+from deerflow_site.json_input import load_json
 from harness.runtime.stream_bridge import HEARTBEAT
 
 logger = logging.getLogger(__name__)
@@ -43,18 +45,33 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
         self.thread_id = self.scope["url_route"]["kwargs"]["thread_id"]
         self.follow_task: asyncio.Task | None = None
         if self.user is None or not self.user.is_authenticated:
-            await self.close(code=CLOSE_UNAUTHENTICATED)
+            await self._refuse(CLOSE_UNAUTHENTICATED)
             return
         try:
             self.thread = await database_sync_to_async(thread_get_for_user)(user=self.user, thread_id=self.thread_id)
         except NotFound:
-            await self.close(code=CLOSE_NOT_FOUND)
+            await self._refuse(CLOSE_NOT_FOUND)
             return
         await self.accept()
+
+    async def _refuse(self, code: int) -> None:
+        # Accepted first: a close before the handshake completes reaches the client as a plain
+        # HTTP 403 (Daphne), and the code would be lost.
+        await self.accept()
+        await self.close(code=code)
 
     async def disconnect(self, code: int) -> None:
         if self.follow_task is not None:
             self.follow_task.cancel()
+
+    async def receive(self, text_data=None, bytes_data=None, **kwargs) -> None:
+        # The same door as the HTTP API: lone surrogates and deep nesting are refused here.
+        try:
+            content = load_json(text_data if text_data is not None else bytes_data)
+        except DomainError as exc:
+            await self.send_json({"type": "error", "status": exc.status_code, "detail": exc.detail})
+            return
+        await self.receive_json(content, **kwargs)
 
     async def receive_json(self, content, **kwargs) -> None:
         kind = content.get("type") if isinstance(content, dict) else None

@@ -75,6 +75,16 @@ def _check_checkpoint(thread: Thread, checkpoint_id: str) -> None:
         raise NotFound(f"Checkpoint {checkpoint_id} not found in thread {thread.pk}")
 
 
+def _has_state(thread: Thread) -> bool:
+    runtime = get_runtime()
+
+    async def _latest() -> bool:
+        saver = await runtime.checkpointer()
+        return await saver.aget_tuple(graphs.thread_config(thread.pk)) is not None
+
+    return runtime.call(_latest)
+
+
 def _insert(thread: Thread, user, request: RunCreate, kwargs: dict, model_name: str) -> Run:
     from apps.runs.executors import get_executor
 
@@ -112,6 +122,9 @@ def start_run(*, user, thread_id: str | None, request: RunCreate, stateless: boo
         raise InvalidRequest(f"command.resume: thread {thread.pk} is not waiting for input (status: {thread.status})")
     if request.checkpoint_selector:
         _check_checkpoint(thread, request.checkpoint_selector)
+    elif request.input is None and request.command is None and not _has_state(thread):
+        # LangGraph would admit it and then fail with EmptyInputError: nothing to continue from.
+        raise InvalidRequest(f"input: required, thread {thread.pk} has no state to continue from")
     kwargs, secrets = _redact(request)
 
     deadline = time.monotonic() + REPLACE_WAIT_SECONDS

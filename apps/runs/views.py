@@ -14,7 +14,6 @@ from channels.db import DatabaseSyncToAsync
 from django.http import StreamingHttpResponse
 from drf_spectacular.utils import OpenApiTypes, extend_schema
 from rest_framework import status
-from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -26,9 +25,10 @@ from apps.runs.sse import EventStreamRenderer, RunBody, run_events, sse_response
 from apps.threads.selectors import thread_get_for_user
 from apps.threads.state import thread_values
 from deerflow_site.errors import InvalidRequest
+from deerflow_site.json_input import SafeJSONRenderer
 from harness.runtime.stream_bridge import END, GAP
 
-RENDERERS = [JSONRenderer, EventStreamRenderer]
+RENDERERS = [SafeJSONRenderer, EventStreamRenderer]
 
 
 def _flag(value: str | None, name: str, default: bool = False) -> bool:

@@ -18,7 +18,6 @@ from urllib.parse import quote
 from django.http import StreamingHttpResponse
 from django.utils.http import http_date
 from drf_spectacular.utils import OpenApiTypes, extend_schema
-from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -26,6 +25,7 @@ from apps.runs.selectors import run_get_for_user
 from apps.threads import artifacts
 from apps.threads.selectors import thread_get_for_user
 from deerflow_site.errors import InvalidRequest
+from deerflow_site.json_input import StrictJSONParser
 
 CHUNK = 256 * 1024
 
@@ -52,7 +52,7 @@ def _disposition(kind: str, filename: str) -> str:
 
 
 class ThreadArtifactView(APIView):
-    parser_classes = [JSONParser]
+    parser_classes = [StrictJSONParser]
     token_scopes = {"GET": "threads:read", "PUT": "threads:write"}
 
     @extend_schema(responses={(200, "application/octet-stream"): OpenApiTypes.BINARY})

@@ -78,6 +78,8 @@ def validate_upload_name(name: Any) -> str:
         raise InvalidRequest("a file name is required")
     if "\x00" in name:
         raise InvalidRequest("file names must not contain NUL bytes")
+    if any(0xD800 <= ord(ch) <= 0xDFFF for ch in name):
+        raise InvalidRequest("file names must be valid Unicode: this one holds a lone UTF-16 surrogate")
     if "/" in name or "\\" in name:
         raise InvalidRequest(f"{name!r} is not a plain file name: remove the directory part")
     if name in {".", ".."}:

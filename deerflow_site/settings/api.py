@@ -1,12 +1,24 @@
-"""DRF and the OpenAPI schema."""
+"""DRF, the OpenAPI schema and request size limits."""
+
+from deerflow_site.settings.environment import env
+
+# Request bodies (deerflow_site/body_limits.py): without credentials, and JSON/form bodies with
+# them (parsed in memory, so Django's own cap is the same). Uploads follow config.yaml. The JSON
+# limit leaves room for a full-size artifact edit (uploads.artifact_edit_max_bytes, 2 MiB) once
+# JSON-escaped.
+DEERFLOW_MAX_ANONYMOUS_BODY = env.int("DEERFLOW_MAX_ANONYMOUS_BODY", default=64 * 1024)
+DEERFLOW_MAX_JSON_BODY = env.int("DEERFLOW_MAX_JSON_BODY", default=4 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = DEERFLOW_MAX_JSON_BODY
+# JSON nested deeper than this is refused (422) before it reaches a view.
+DEERFLOW_MAX_JSON_DEPTH = env.int("DEERFLOW_MAX_JSON_DEPTH", default=64)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
-    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_RENDERER_CLASSES": ["deerflow_site.json_input.SafeJSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["deerflow_site.json_input.StrictJSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "deerflow_site.errors.api_exception_handler",
     "UNAUTHENTICATED_USER": "django.contrib.auth.models.AnonymousUser",

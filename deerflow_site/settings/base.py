@@ -1,6 +1,6 @@
 """Apps, middleware, templates, static files, i18n."""
 
-from deerflow_site.settings.environment import BASE_DIR, DEBUG, DEER_FLOW_HOME, env  # noqa: F401
+from deerflow_site.settings.environment import BASE_DIR, DEBUG, DEER_FLOW_HOME, LOCAL_DEV, env  # noqa: F401
 
 INSTALLED_APPS = [
     "daphne",
@@ -81,7 +81,7 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 # Serve straight from the source folders: `make run` needs no collectstatic step, and the
 # files are few. Operators who collectstatic can turn this off.
 WHITENOISE_USE_FINDERS = env.bool("WHITENOISE_USE_FINDERS", default=True)
-WHITENOISE_AUTOREFRESH = DEBUG
+WHITENOISE_AUTOREFRESH = LOCAL_DEV
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 

@@ -30,7 +30,13 @@ DEER_FLOW_HOME = Path(env.str("DEER_FLOW_HOME", default=str(BASE_DIR / ".deer-fl
 # and a missing secret key stops startup, as production needs.
 LOCAL_SECRET_KEY_FILE = DEER_FLOW_HOME / "secret_key"
 LOCAL_HOME = LOCAL_SECRET_KEY_FILE.is_file()
-DEBUG = env.bool("DJANGO_DEBUG", default=LOCAL_HOME)
+
+# DJANGO_DEBUG: a local development server (`make run`): an insecure default secret key, local
+# hosts, no secure-cookie rules. It never shows Django's debug pages to the product's users;
+# those (tracebacks, the URL list on a 404) are DEERFLOW_DEBUG_PAGES, for developers, and only
+# together with DJANGO_DEBUG. DEBUG is Django's setting: the pages.
+LOCAL_DEV = env.bool("DJANGO_DEBUG", default=LOCAL_HOME)
+DEBUG = LOCAL_DEV and env.bool("DEERFLOW_DEBUG_PAGES", default=False)
 
 
 def local_secret_key() -> str:

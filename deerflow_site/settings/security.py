@@ -2,9 +2,9 @@
 
 from django.core.exceptions import ImproperlyConfigured
 
-from deerflow_site.settings.environment import DEBUG, env, local_secret_key
+from deerflow_site.settings.environment import LOCAL_DEV, env, local_secret_key
 
-if DEBUG:
+if LOCAL_DEV:
     SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="") or local_secret_key() or "django-insecure-local-development-only"
     ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]", "testserver"])
 else:

@@ -33,7 +33,8 @@ def _request(method: str, path: str, **kwargs) -> httpx.Response:
 
 
 def test_daphne_serves_the_sync_chain_handler():
-    assert isinstance(_application().application_mapping["http"], SyncChainASGIHandler)
+    # Behind the request guard (deerflow_site/body_limits.py).
+    assert isinstance(_application().application_mapping["http"].app, SyncChainASGIHandler)
 
 
 def test_bearer_request_passes_the_middleware_chain(user):
@@ -177,3 +178,29 @@ def test_a_request_cancelled_mid_view_does_not_hold_up_the_next_one(settings):
         return b"".join(body)
 
     assert async_to_sync(go)() == b"fast"
+
+
+def test_a_query_string_that_is_not_utf8_is_422(user):
+    token = token_create(owner=user, name="script", scopes=["threads:read"]).token
+    response = _request("GET", "/api/threads/t1/runs?status=%ED%A0%80", headers={"Authorization": f"Bearer {token}"})
+    assert response.status_code == 422
+    assert "UTF-8" in response.json()["detail"]
+
+
+def test_the_guard_refuses_oversize_bodies_under_any_server(user, settings):
+    """Without our Daphne request class (another ASGI server, this in-process transport), the
+    guard in front of Django still answers 413 by Content-Length and by counting chunks."""
+    settings.DEERFLOW_MAX_JSON_BODY = 1000
+    token = token_create(owner=user, name="script", scopes=["threads:write"]).token
+    auth = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+    declared = _request("POST", "/api/threads", content=b"{" + b" " * 2000 + b"}", headers=auth)
+    assert declared.status_code == 413 and "1000 bytes" in declared.json()["detail"]
+
+    async def chunks():
+        for _ in range(10):
+            yield b" " * 500
+
+    counted = _request("POST", "/api/threads", content=chunks(), headers=auth)
+    assert counted.status_code == 413 and "1000 bytes" in counted.json()["detail"]
+    anonymous = _request("POST", "/accounts/login/", content=b"x" * (settings.DEERFLOW_MAX_ANONYMOUS_BODY + 1))
+    assert anonymous.status_code == 413 and "without credentials" in anonymous.json()["detail"]

@@ -89,7 +89,7 @@ def _database_url(home: Path) -> str:
 
 
 def _daphne(env: dict, port: int, log) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "deerflow_site.asgi:application"],
+    return subprocess.Popen([sys.executable, "-m", "deerflow_site.daphne_server", "-b", "127.0.0.1", "-p", str(port), "deerflow_site.asgi:application"],
                             cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
 
 

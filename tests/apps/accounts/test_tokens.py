@@ -6,9 +6,11 @@ import re
 from datetime import timedelta
 
 import pytest
+from django.test import Client
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from apps.accounts.authentication import MALFORMED
 from apps.accounts.models import PersonalAccessToken
 from apps.accounts.services import token_digest
 
@@ -86,8 +88,11 @@ def test_expired_token_is_401(user, issue_token, bearer_client):
         ("Bearer ghp_abcdefghijklmnopqrstuvwxyz0123456789ABCD", "not a DeerFlow personal access token (they start with dfp_)"),
         ("Bearer dfp_short", "malformed personal access token"),
         ("Bearer dfp_" + "A" * 43, "invalid personal access token"),
-        ("Bearer", "malformed Authorization header: use 'Authorization: Bearer dfp_…'"),
-        ("Bearer dfp_a dfp_b", "malformed Authorization header: use 'Authorization: Bearer dfp_…'"),
+        ("Bearer", MALFORMED),
+        ("Bearer dfp_a dfp_b", MALFORMED),
+        ("Basic YWxpY2U6cHctYWxpY2UtMTIz", MALFORMED),
+        ("Token dfp_" + "A" * 43, MALFORMED),
+        ("dfp_" + "A" * 43, MALFORMED),
     ],
 )
 def test_bad_bearer_credentials_are_401(header, detail):
@@ -204,3 +209,26 @@ def test_bearer_authentication_loads_the_token_and_its_owner_as_the_orm_does(use
         assert getattr(owner, field.attname) == getattr(expected.owner, field.attname), field.name
     assert token.owner is owner and owner.pk == user.pk and not token._state.adding
     assert token.scopes == ["runs:read", "threads:write"] and timezone.is_aware(token.expires_at)
+
+
+@pytest.mark.parametrize("header", ["Basic YWxpY2U6cHctYWxpY2UtMTIz", "Token {token}", "{token}", "Bearer", "Bearer dfp_" + "A" * 43])
+def test_an_authorization_header_that_is_not_a_valid_bearer_is_401_even_with_a_session(user, issue_token, header):
+    """A script that believes it sends a limited token must not get the session's full rights."""
+    token = issue_token(user, scopes=["threads:read"]).token
+    client = Client()
+    client.force_login(user)
+    assert client.get("/api/me").status_code == 200  # the session alone works
+    for path in ("/api/me", "/api/threads/search", "/api/tokens/"):
+        response = client.get(path, HTTP_AUTHORIZATION=header.format(token=token))
+        assert response.status_code == 401, (path, response.content)
+        assert response["WWW-Authenticate"] == 'Bearer realm="api"'
+    # A plain Django page too: the header decides, not the cookie.
+    page = client.get("/", HTTP_AUTHORIZATION=header.format(token=token))
+    assert page.status_code == 401 and "detail" in page.json()
+
+
+def test_an_unsupported_method_with_a_token_is_405(user, issue_token, bearer_client):
+    client = bearer_client(issue_token(user).token)
+    response = client.put("/api/threads/search", {}, format="json")
+    assert response.status_code == 405, response.content
+    assert client.delete("/api/me").status_code == 405

@@ -71,10 +71,11 @@ async def test_run_subscribe_resume_and_cancel(user, scripted_agent):
 
 async def test_refusals(user, other_user):
     await database_sync_to_async(thread_create)(owner=user, thread_id="alice-only")
-    _, connected, code = await connect(AnonymousUser(), "alice-only")
-    assert not connected and code == 4401
-    _, connected, code = await connect(other_user, "alice-only")
-    assert not connected and code == 4404
+    for who, expected in ((AnonymousUser(), 4401), (other_user, 4404)):
+        ws, connected, _ = await connect(who, "alice-only")
+        # Accepted, then closed: a client sees the code only after the handshake.
+        assert connected
+        assert await ws.receive_output() == {"type": "websocket.close", "code": expected}
     ws, connected, _ = await connect(user, "alice-only")
     await ws.send_json_to({"type": "run", "payload": {"stream_mode": "events"}})
     error = await ws.receive_json_from()

@@ -201,7 +201,8 @@ def test_directory_parts_in_multipart_names_never_leave_the_uploads_dir(user_cli
 def test_service_refuses_names_with_separators_nul_or_dots(user, thread_of):
     thread = Thread.objects.get(pk=thread_of())
     for name, expected in [("../x", "not a plain file name"), ("a\\b", "not a plain file name"), ("a\x00b", "NUL"),
-                           ("..", "not a file name"), ("tab\there", "control characters"), ("", "name is required")]:
+                           ("..", "not a file name"), ("tab\there", "control characters"), ("", "name is required"),
+                           ("bad\ud800.txt", "lone UTF-16 surrogate")]:
         with pytest.raises(uploads.InvalidRequest, match=expected):
             uploads.upload_files(thread=thread, files=[uploads.IncomingFile(name, up("x", b"1"))])
     assert names_in(uploads.uploads_dir(thread)) == []

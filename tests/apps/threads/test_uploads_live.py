@@ -1,10 +1,9 @@
 """Under Daphne (the production ASGI path): the startup sweep runs, a 50 MB upload arrives
 whole, and artifacts stream with ranges.
 
-Server memory is printed, not asserted: Daphne 4.2 puts every chunk of a request body on the
-application queue at once (daphne/http_protocol.py, ``process``), so the server holds the
-body in memory for a moment whatever the app does. What this code adds is asserted in-process
-by test_uploads_memory.py (a 2 MiB peak for 50 MiB)."""
+Server memory is printed here; tests/site/test_body_limits_live.py asserts it (the server,
+deerflow_site/daphne_server.py, streams bodies to the app), and test_uploads_memory.py asserts
+what the upload view adds in-process (a 2 MiB peak for 50 MiB)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,226 @@
+"""The server: Daphne, with request bodies bounded as they arrive and streamed to the app.
+
+``python -m deerflow_site.daphne_server`` takes Daphne's command line (``-b``, ``-p``, the
+application path) and runs Daphne with three changes to how it handles an HTTP request body.
+Daphne 4.2 on Twisted, left alone:
+
+1. Twisted writes the body to a temp file (past 100 kB) and only then hands the request to
+   Daphne — with no limit, so any client can fill the disk;
+2. Twisted parses a ``multipart/form-data`` POST itself (``Request.requestReceived``) by
+   reading the whole body into memory, for ``request.args`` that Daphne never uses;
+3. Daphne then reads the whole file onto the application's receive queue at once
+   (``WebRequest.process``), so the body is in memory again, chunk by chunk, whatever the
+   application reads.
+
+A 99 MiB upload grew the process by 1.2 GiB; a 200 MiB anonymous POST by 200 MiB. Here:
+
+1. ``BoundedRequest`` decides the request's limit from its headers (deerflow_site.body_limits)
+   as soon as they are in: a declared length past it, or a chunked body that counts past it,
+   is answered with 413 at once and the rest of the body is read and dropped, never stored.
+   A body that may pass the anonymous limit is held back until the credentials it presents
+   are checked; forged ones get the anonymous limit;
+2. Twisted's own form parsing is switched off (``_parsePOSTFormSubmission``);
+3. the application's receive queue (``_PulledBody``) reads the next chunk from the temp file
+   only when the application asks for it.
+
+Everything else — websockets, timeouts, the access log — is Daphne's. The memory bounds are
+asserted against this server by tests/site/test_body_limits_live.py, so a Daphne upgrade that
+changes these internals fails there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import logging
+from functools import partial
+
+from daphne.cli import CommandLineInterface
+from daphne.http_protocol import HTTPFactory, WebRequest
+from daphne.server import Server
+from twisted.internet.threads import deferToThread
+
+# Chunks handed to the application: large enough that a 100 MiB body is ~1,600 reads.
+BODY_CHUNK = 64 * 1024
+# A refused body is read and dropped so that the client can read the 413 (a server that closes
+# on unread data makes the kernel reset the connection, answer included); past this much the
+# connection is closed anyway.
+DISCARD_MAX = 256 * 1024 * 1024
+
+logger = logging.getLogger(__name__)
+
+
+class _Drained:
+    """Stands where Daphne looks for the body file: Daphne reads nothing from it (so it queues
+    no body), and ``_PulledBody`` reads the real file on demand."""
+
+    def __init__(self, file):
+        self.file = file
+
+    @property
+    def closed(self) -> bool:
+        return self.file.closed
+
+    def read(self, *args) -> bytes:
+        return b""
+
+    def seek(self, *args) -> int:
+        return 0
+
+    def close(self) -> None:
+        self.file.close()
+
+
+class _PulledBody(asyncio.Queue):
+    """The application's receive queue, serving the body from the request's file as it asks."""
+
+    def __init__(self, body_file):
+        super().__init__()
+        self._file = body_file
+        self._more = True
+
+    def put_nowait(self, item):
+        if item.get("type") == "http.request":
+            return  # Daphne's own (empty) body message: the body comes from get() below
+        super().put_nowait(item)
+
+    def _read(self) -> bytes:
+        return self._file.read(BODY_CHUNK)
+
+    async def get(self):
+        if self._more and self.empty():
+            try:
+                chunk = await asyncio.to_thread(self._read)
+            except (ValueError, OSError):  # the file is closed: the client went away
+                self._more = False
+                return {"type": "http.disconnect"}
+            self._more = len(chunk) == BODY_CHUNK
+            return {"type": "http.request", "body": chunk, "more_body": self._more}
+        return await super().get()
+
+
+class BoundedRequest(WebRequest):
+    _refused = False
+    _received = 0
+    _declared: int | None = None
+    # While the credentials are checked: no more of the body is read, and the app not started.
+    _checking = False
+    _process_when_checked = False
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self._parsePOSTFormSubmission = False
+
+    def gotLength(self, length):
+        from deerflow_site.body_limits import anonymous_limit, body_limit
+
+        headers = [(name, value) for name, values in self.requestHeaders.getAllRawHeaders() for value in values]
+        self._limit = body_limit(headers)
+        self._declared = length
+        if length is not None and length > self._limit.max_bytes:
+            self._refuse()
+            return
+        super().gotLength(length)
+        anonymous = anonymous_limit()
+        if self._limit.max_bytes > anonymous.max_bytes and (length is None or length > anonymous.max_bytes):
+            self._check_credentials(headers, anonymous)
+
+    def _check_credentials(self, headers, anonymous) -> None:
+        """More than the anonymous limit is accepted only once the credentials are known to be
+        real (a database lookup, on Twisted's thread pool); the body waits in the socket."""
+        from deerflow_site.body_limits import credentials_valid
+
+        self._checking = True
+        self.channel._networkProducer.pauseProducing()
+        deferToThread(credentials_valid, headers).addBoth(self._credentials_checked, anonymous)
+
+    def _credentials_checked(self, valid, anonymous) -> None:
+        self._checking = False
+        if getattr(self, "_disconnected", False) or self.channel is None:
+            return
+        if valid is not True:
+            if valid is not False:  # a Failure: the lookup itself failed (the database, say)
+                logger.warning("credentials check for a large request body failed: %s", valid.getErrorMessage())
+            self._limit = anonymous
+            if max(self._declared or 0, self._received) > anonymous.max_bytes and not self._refused:
+                self._refuse()
+        channel = self.channel
+        if not channel._handlingRequest and not channel._waitingForTransport:
+            channel._networkProducer.resumeProducing()
+        if self._process_when_checked:
+            self._process_when_checked = False
+            self.process()
+
+    def handleContentChunk(self, data):
+        self._received += len(data)
+        if self._refused:
+            if self._received > DISCARD_MAX:
+                self.channel.transport.loseConnection()
+            return
+        if self._received > self._limit.max_bytes:
+            self._refuse()
+            return
+        super().handleContentChunk(data)
+
+    def _refuse(self) -> None:
+        from deerflow_site.body_limits import too_large_body
+
+        self._refused = True
+        if getattr(self, "content", None) is not None:
+            self.content.close()  # a temp file: gone from the disk with its handle
+        self.content = io.BytesIO()
+        # Twisted would send "100 Continue" after our final answer.
+        self.requestHeaders.removeHeader(b"expect")
+        body = too_large_body(self._limit.detail)
+        self.channel.transport.write(
+            b"HTTP/1.1 413 Request Entity Too Large\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body)
+        )
+
+    def process(self):
+        if self._checking:
+            self._process_when_checked = True
+            return None
+        if self._refused:
+            self.channel.transport.loseConnection()
+            return None
+        self.content = _Drained(self.content)
+        return super().process()
+
+
+class _Factory(HTTPFactory):
+    def buildProtocol(self, addr):
+        protocol = super().buildProtocol(addr)
+        protocol.requestFactory = BoundedRequest
+        return protocol
+
+
+class BoundedServer(Server):
+    # Daphne's run() builds its HTTPFactory itself; this swaps in ours as it is assigned.
+    @property
+    def http_factory(self):
+        return self._http_factory
+
+    @http_factory.setter
+    def http_factory(self, factory):
+        self._http_factory = _Factory(self)
+
+    def create_application(self, protocol, scope):
+        """Daphne's, with a ``_PulledBody`` as the receive queue of plain HTTP requests."""
+        assert "application_instance" not in self.connections[protocol]
+        body = getattr(protocol, "content", None)
+        input_queue = _PulledBody(body.file) if scope["type"] == "http" and isinstance(body, _Drained) else asyncio.Queue()
+        scope.setdefault("asgi", {"version": "3.0"})
+        application_instance = self.application(scope=scope, receive=input_queue.get, send=partial(self.handle_reply, protocol))
+        if protocol not in self.connections:
+            return None
+        self.connections[protocol]["application_instance"] = asyncio.ensure_future(application_instance, loop=asyncio.get_event_loop())
+        return input_queue
+
+
+class BoundedCommandLine(CommandLineInterface):
+    server_class = BoundedServer
+
+
+if __name__ == "__main__":
+    BoundedCommandLine.entrypoint()
