@@ -29,6 +29,22 @@ national weather service links to a northward shift of the storm track.</p>
 <footer>Copyright Weather Weekly. FOOTER-BOILERPLATE. All rights reserved. Privacy | Terms</footer>
 </body></html>"""
 
+# The markup html.duckduckgo.com answers with, as the ddgs engine parses it.
+DDG_HTML = """<html><body><div class="serp__results"><div id="links" class="results">
+<div class="result results_links results_links_deep web-result"><div class="links_main links_deep result__body">
+<h2 class="result__title"><a rel="nofollow" class="result__a" href="{base}/article">Rainfall in <b>Lisbon</b></a></h2>
+<a class="result__snippet" href="{base}/article">Lisbon receives about <b>750 millimetres</b> of rain a year.</a>
+</div></div>
+<div class="result results_links results_links_deep web-result"><div class="links_main links_deep result__body">
+<h2 class="result__title"><a rel="nofollow" class="result__a" href="https://duckduckgo.com/y.js?ad_domain=x">Sponsored</a></h2>
+<a class="result__snippet" href="https://duckduckgo.com/y.js?ad_domain=x">An advert.</a>
+</div></div>
+<div class="result results_links results_links_deep web-result"><div class="links_main links_deep result__body">
+<h2 class="result__title"><a rel="nofollow" class="result__a" href="https://example.org/climate">Portugal climate</a></h2>
+<a class="result__snippet" href="https://example.org/climate">An overview of Portugal's climate.</a>
+</div></div>
+</div></div></body></html>"""
+
 SEARX_RESULTS = [
     {"url": "{base}/article", "title": "Rainfall in Lisbon", "content": "Lisbon receives about 750 mm of rain a year.",
      "engine": "duckduckgo", "publishedDate": "2026-03-01T00:00:00"},
@@ -152,6 +168,8 @@ class FakeWeb:
             return self._endless(h, chunk=b"<p>still loading</p>", pause=0.2, declared=None, limit=None)
         if path == "/searxng/search":
             return self._searxng(h, query)
+        if path == "/ddg/html/":
+            return self._send(h, 200, DDG_HTML.replace("{base}", self.base).encode(), "text/html; charset=utf-8")
         if path == "/tavily/search":
             return self._tavily(h, body)
         return self._send(h, 404, b"no such page", "text/plain")
