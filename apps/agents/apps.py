@@ -9,12 +9,9 @@ class AgentsConfig(AppConfig):
     def ready(self) -> None:
         # Validate config.yaml once at startup so a broken file stops the server with a
         # clear message instead of failing the first run. Later edits are re-read per run.
-        import logging
-
         from harness.config import get_app_config
         from harness.tools.web import check_web_tools
 
-        # A web tool whose provider lacks its key stays listed as unavailable; say so now
-        # rather than at the first search.
-        for problem in check_web_tools(get_app_config()):
-            logging.getLogger("harness.tools.web").warning("config.yaml: %s", problem)
+        # A web tool whose provider lacks its key stays listed as unavailable; building the
+        # tools now puts that in the startup log rather than at the first search.
+        check_web_tools(get_app_config())

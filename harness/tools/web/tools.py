@@ -89,7 +89,9 @@ class _WebTool(BaseTool):
     def from_app_config(cls, app: Any, **options: Any) -> _WebTool:
         return cls(web=app.web, **options)
 
-    def _build(self, names: list[str], *, images: bool = False) -> None:
+    def _build(self, names: list[str], *, images: bool = False, keyless_fallback: bool = False) -> None:
+        """Providers for *names*; with none usable (and no ``keyless_fallback``, the
+        direct fetch) the tool stays listed but unavailable, with the reason."""
         from harness.config.app_config import WebConfig
 
         web = self.web if self.web is not None else WebConfig()
@@ -101,10 +103,12 @@ class _WebTool(BaseTool):
                 raise ValueError(f"{self.name}: provider {name!r} has no image search")
             if provider.unavailable_reason:
                 reasons.append(f"{name}: {provider.unavailable_reason}")
-                logger.warning("%s: provider %s is unavailable: %s", self.name, name, provider.unavailable_reason)
+                logger.info("%s: provider %s is unavailable: %s", self.name, name, provider.unavailable_reason)
             else:
                 self._providers.append(provider)
-        if not self._providers and names:
+        if reasons and (self._providers or keyless_fallback):
+            logger.warning("%s: skipping unavailable provider(s): %s", self.name, "; ".join(reasons))
+        elif not self._providers and names:
             self.unavailable_reason = "; ".join(reasons)
             self.description = f"(Unavailable: {self.unavailable_reason}) " + self.description
             logger.warning("%s is unavailable: %s", self.name, self.unavailable_reason)
@@ -238,19 +242,14 @@ class WebFetchTool(_WebTool):
     provider: str = "direct"
     fallback: list[str] = Field(default_factory=list)
     max_chars: int = Field(20000, ge=500, le=200000)
-    _direct: bool = PrivateAttr(False)
     _order: list[str] = PrivateAttr(default_factory=list)
 
     def model_post_init(self, context: Any) -> None:
         for name in [self.provider, *self.fallback]:
             if name not in FETCH_PROVIDERS:
                 raise ValueError(f"web_fetch provider {name!r} is not one of {', '.join(FETCH_PROVIDERS)}")
-        names = [n for n in dict.fromkeys([self.provider, *self.fallback]) if n != "direct"]
-        self._build(names)
-        self._direct = "direct" in (self.provider, *self.fallback)
         self._order = list(dict.fromkeys([self.provider, *self.fallback]))
-        if self._direct and self.unavailable_reason:
-            self.unavailable_reason = None  # direct fetching needs no key
+        self._build([n for n in self._order if n != "direct"], keyless_fallback="direct" in self._order)
 
     async def _direct_fetch(self, url: str) -> dict[str, Any]:
         response = await guarded_fetch(url, policy=self._http.policy, timeout=self._http.timeout, max_bytes=self._http.max_bytes,
@@ -308,7 +307,8 @@ class WebFetchTool(_WebTool):
 
 
 def check_web_tools(app: Any) -> list[str]:
-    """Problems with the configured web tools, for the startup log (never raises)."""
+    """Problems with the configured web tools (never raises). Building each tool logs its
+    own unavailability; a tool that cannot be built at all is logged here."""
     problems = []
     for entry in getattr(app, "tools", []):
         if not str(entry.use).startswith("harness.tools.web"):
@@ -319,6 +319,7 @@ def check_web_tools(app: Any) -> list[str]:
             tool = load_config_tool(entry, config=app)
         except Exception as exc:
             problems.append(f"tool '{entry.name}': {exc}")
+            logger.warning("config.yaml: tool '%s' cannot be built (runs will fail until it is fixed): %s", entry.name, exc)
             continue
         if getattr(tool, "unavailable_reason", None):
             problems.append(f"tool '{entry.name}' is unavailable: {tool.unavailable_reason}")

@@ -146,3 +146,61 @@ async def test_guarded_client_checks_every_request(fake_web):
     async with guarded_client(LOOPBACK) as client:
         response = await client.get(f"{fake_web.base}/redirect")
         assert response.status_code == 200 and isinstance(response, httpx.Response)
+
+
+@pytest.fixture
+def tls_server(tmp_path):
+    """An HTTPS server on 127.0.0.1 whose certificate names only ``secure.test``."""
+    import http.server
+    import shutil
+    import ssl
+    import subprocess
+    import threading
+
+    if not shutil.which("openssl"):
+        pytest.skip("needs the openssl command to make a test certificate")
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=secure.test",
+                    "-addext", "subjectAltName=DNS:secure.test", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = f"hello {self.headers['Host']}".encode()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    httpd.socket = context.wrap_socket(httpd.socket, server_side=True)
+    thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield httpd.server_address[1], cert
+    httpd.shutdown()
+    httpd.server_close()
+
+
+async def test_https_to_the_pinned_address_still_verifies_the_host_name(tls_server):
+    import ssl
+
+    from harness.net import GuardedTransport
+
+    port, cert = tls_server
+
+    async def resolver(host, port):
+        return ["127.0.0.1"]
+
+    trust = ssl.create_default_context(cafile=str(cert))
+    transport = GuardedTransport(LOOPBACK, resolver=resolver, verify=trust)
+    async with httpx.AsyncClient(transport=transport) as client:
+        response = await client.get(f"https://secure.test:{port}/")
+        assert response.status_code == 200 and response.text == f"hello secure.test:{port}"
+        # same address, another name: the certificate is checked against the name, not the IP
+        with pytest.raises(httpx.ConnectError, match="certificate verify failed|Hostname mismatch"):
+            await client.get(f"https://other.test:{port}/")

@@ -316,3 +316,11 @@ async def test_ddgs_failure_is_a_provider_error_naming_ddgs():
     tool = WebSearchTool.from_app_config(AppConfig.model_validate({"web": {"providers": {"ddgs": {"proxy": "http://127.0.0.1:9", "timeout": 2}}}}))
     msg = await run_tool(tool, {"query": "lisbon"})
     assert msg.status == "error" and msg.content.startswith("Error: web_search failed: ddgs: ")
+
+
+def test_fetch_provider_without_key_falls_back_to_direct(monkeypatch, caplog):
+    monkeypatch.delenv("JINA_API_KEY", raising=False)
+    with caplog.at_level(logging.WARNING):
+        tool = WebFetchTool.from_app_config(AppConfig(), provider="jina", fallback=["direct"])
+    assert tool.unavailable_reason is None and not tool.description.startswith("(Unavailable")
+    assert "skipping unavailable provider(s): jina: no API key" in caplog.text
