@@ -174,6 +174,8 @@ class FakeWeb:
             return self._send(h, 200, DDG_HTML.replace("{base}", self.base).encode(), "text/html; charset=utf-8")
         if path == "/tavily/search":
             return self._tavily(h, body)
+        if path.startswith(("/brave/", "/jina", "/firecrawl/", "/tavily/extract")):
+            return self._api(h, path, query, body)
         return self._send(h, 404, b"no such page", "text/plain")
 
     def _endless(self, h, *, chunk: bytes, pause: float, declared: int | None, limit: int | None) -> None:
@@ -213,6 +215,42 @@ class FakeWeb:
             results = [{**r, "url": r["url"].replace("{base}", self.base)} for r in SEARX_RESULTS]
         self._json(h, 200, {"query": q, "number_of_results": len(results), "results": results, "answers": [],
                             "corrections": [], "infoboxes": [], "suggestions": [], "unresponsive_engines": []})
+
+    def _api(self, h, path: str, query, body: bytes | None) -> None:
+        """Brave, Jina (search and reader), Firecrawl v2 and Tavily extract, each checking its key."""
+        article = f"{self.base}/article"
+        auth = h.headers.get("Authorization", "")
+        if path.startswith("/brave/"):
+            if h.headers.get("X-Subscription-Token") != "brave-key":
+                return self._json(h, 401, {"type": "ErrorResponse", "error": {"status": 401, "code": "SUBSCRIPTION_TOKEN_INVALID"}})
+            if path == "/brave/res/v1/images/search":
+                return self._json(h, 200, {"type": "images", "results": [{"type": "image_result", "title": "Tram 28", "url": "https://example.org/tram",
+                                           "source": "example.org", "thumbnail": {"src": "https://imgs.search.brave.com/t.jpg"},
+                                           "properties": {"url": "https://example.org/tram.jpg", "width": 800, "height": 600}}]})
+            return self._json(h, 200, {"type": "search", "query": {"original": query["q"][0]}, "web": {"type": "search", "results": [
+                {"title": "Rainfall in Lisbon", "url": article, "description": "About <strong>750 mm</strong> a year.", "page_age": "2026-03-01T00:00:00"}]}})
+        if path.startswith("/jina-reader/"):
+            target = h.path.split("/jina-reader/", 1)[1]
+            return self._json(h, 200, {"code": 200, "status": 20000, "data": {"title": "Rainfall in Lisbon", "url": target,
+                                       "content": "Lisbon receives about 750 millimetres of rain.", "publishedTime": None}})
+        if path.startswith("/jina"):
+            if auth != "Bearer jina-key":
+                return self._json(h, 401, {"code": 401, "name": "AuthenticationRequiredError", "message": "Authentication is required"})
+            return self._json(h, 200, {"code": 200, "status": 20000, "data": [
+                {"title": "Rainfall in Lisbon", "url": article, "description": "About 750 mm a year.", "content": ""}]})
+        if path.startswith("/firecrawl/"):
+            if auth != "Bearer fc-key":
+                return self._json(h, 401, {"success": False, "error": "Unauthorized: Invalid token"})
+            if path == "/firecrawl/v2/scrape":
+                return self._json(h, 200, {"success": True, "data": {"markdown": "# Rainfall in Lisbon\n\nAbout 750 mm.",
+                                           "metadata": {"title": "Rainfall in Lisbon", "sourceURL": json.loads(body)["url"], "statusCode": 200}}})
+            return self._json(h, 200, {"success": True, "data": {"web": [{"url": article, "title": "Rainfall in Lisbon",
+                                                                          "description": "About 750 mm a year.", "position": 1}]}})
+        if auth != f"Bearer {self.tavily_key}":
+            return self._json(h, 401, {"detail": {"error": "Unauthorized: missing or invalid API key."}})
+        urls = json.loads(body)["urls"]
+        return self._json(h, 200, {"results": [{"url": urls[0], "raw_content": "Lisbon receives about 750 millimetres of rain.", "images": []}],
+                                   "failed_results": [], "response_time": 0.1})
 
     def _tavily(self, h, body: bytes | None) -> None:
         if self.tavily_status != 200:

@@ -356,15 +356,17 @@ class FirecrawlProvider(Provider):
         body: dict[str, Any] = {"query": query, "limit": max_results}
         if time_range:
             body["tbs"] = self._TBS[time_range]
-        data = await self.request_json("POST", "/v1/search", headers=self._auth(), body=body)
+        data = await self.request_json("POST", "/v2/search", headers=self._auth(), body=body)
         rows = data.get("data") if isinstance(data, dict) else None
+        if isinstance(rows, dict):  # v2 groups results by source: {"web": [...], "news": [...]}
+            rows = rows.get("web")
         if not isinstance(rows, list):
             raise ProviderError(self.name, f"the search failed: {data.get('error') if isinstance(data, dict) else 'no data'}")
         return [SearchResult(title=str(r.get("title") or r.get("url")), url=str(r["url"]), snippet=str(r.get("description") or ""))
                 for r in rows if isinstance(r, dict) and r.get("url")]
 
     async def extract(self, url: str) -> dict[str, Any]:
-        data = await self.request_json("POST", "/v1/scrape", headers=self._auth(),
+        data = await self.request_json("POST", "/v2/scrape", headers=self._auth(),
                                        body={"url": url, "formats": ["markdown"], "onlyMainContent": True})
         page = data.get("data") if isinstance(data, dict) else None
         if not isinstance(page, dict):

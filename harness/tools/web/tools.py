@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from harness.agents.markers import run_value
 from harness.net import BlockedURL, GuardError, GuardPolicy, check_url, guarded_fetch
+from harness.net.guard import resolve_checked
 from harness.tools.web.extract import ExtractError, bound, convert
 from harness.tools.web.providers import HttpSettings, Provider, ProviderError, build_provider
 
@@ -260,6 +261,18 @@ class WebFetchTool(_WebTool):
         return {"title": title, "content": text, "final_url": response.final_url, "content_type": kind,
                 "redirects": response.redirects}
 
+    async def _screen_for_provider(self, url: str) -> None:
+        """An extraction service fetches the URL itself, and a self-hosted one sits inside
+        the network: the address rules apply to what we ask it to fetch, too. A name we
+        cannot resolve is left to the provider (it may see DNS we do not)."""
+        parsed = check_url(url)
+        try:
+            await resolve_checked(parsed.host, parsed.port or (443 if parsed.scheme == "https" else 80), self._http.policy)
+        except BlockedURL:
+            raise
+        except GuardError:
+            pass
+
     async def _fetch(self, url: str) -> dict[str, Any]:
         try:
             check_url(url)
@@ -272,6 +285,7 @@ class WebFetchTool(_WebTool):
                 if name == "direct":
                     return await self._direct_fetch(url)
                 if name in by_name:
+                    await self._screen_for_provider(url)
                     page = await by_name[name].extract(url)  # type: ignore[attr-defined]
                     return {**page, "content_type": "markdown", "redirects": [], "via": name}
             except BlockedURL as exc:

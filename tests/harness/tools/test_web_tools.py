@@ -324,3 +324,63 @@ def test_fetch_provider_without_key_falls_back_to_direct(monkeypatch, caplog):
         tool = WebFetchTool.from_app_config(AppConfig(), provider="jina", fallback=["direct"])
     assert tool.unavailable_reason is None and not tool.description.startswith("(Unavailable")
     assert "skipping unavailable provider(s): jina: no API key" in caplog.text
+
+
+# ---------------------------------------------------------------- the other providers
+
+
+def keyed_web(fake_web):
+    return app_with({"providers": {
+        "brave": {"base_url": f"{fake_web.base}/brave", "api_key": "brave-key"},
+        "jina": {"base_url": f"{fake_web.base}/jina", "api_key": "jina-key", "reader_url": f"{fake_web.base}/jina-reader"},
+        "firecrawl": {"base_url": f"{fake_web.base}/firecrawl", "api_key": "fc-key"},
+        "tavily": {"base_url": f"{fake_web.base}/tavily", "api_key": fake_web.tavily_key},
+    }})
+
+
+@pytest.mark.parametrize("provider,path", [("brave", "/brave/res/v1/web/search"), ("jina", "/jina/"), ("firecrawl", "/firecrawl/v2/search")])
+async def test_keyed_search_providers(fake_web, provider, path):
+    msg = await run_tool(WebSearchTool.from_app_config(keyed_web(fake_web), provider=provider), {"query": "lisbon rain", "time_range": "week"})
+    assert msg.status != "error", msg.content
+    assert fake_web.requests[-1]["path"] == path
+    assert msg.artifact["results"][0]["url"] == f"{fake_web.base}/article"
+    assert msg.artifact["results"][0]["title"] == "Rainfall in Lisbon"
+
+
+@pytest.mark.parametrize("provider", ["brave", "jina", "firecrawl"])
+async def test_keyed_providers_report_a_refused_key(fake_web, provider):
+    app = keyed_web(fake_web)
+    app.web.providers[provider]["api_key"] = "wrong"
+    msg = await run_tool(WebSearchTool.from_app_config(app, provider=provider), {"query": "x"})
+    assert msg.status == "error" and f"{provider}: the API key was refused (HTTP 401)" in msg.content
+
+
+async def test_brave_image_search(fake_web):
+    msg = await run_tool(ImageSearchTool.from_app_config(keyed_web(fake_web), provider="brave"), {"query": "tram"})
+    assert msg.artifact["results"][0] == {"title": "Tram 28", "image_url": "https://example.org/tram.jpg", "source_url": "https://example.org/tram",
+                                          "thumbnail_url": "https://imgs.search.brave.com/t.jpg", "width": 800, "height": 600}
+
+
+@pytest.mark.parametrize("provider", ["jina", "firecrawl", "tavily"])
+async def test_fetch_through_an_extraction_provider(fake_web, provider):
+    target = f"{fake_web.base}/article"
+    msg = await run_tool(WebFetchTool.from_app_config(keyed_web(fake_web), provider=provider), {"url": target})
+    assert msg.status != "error", msg.content
+    assert "750 m" in msg.content and msg.artifact["final_url"] == target
+    assert fake_web.hits("/article") == 0  # the provider fetched it, not us
+
+
+async def test_extraction_providers_are_not_sent_private_urls(fake_web):
+    """A self-hosted extraction service inside the network would fetch what it is given."""
+    app = keyed_web(fake_web)
+    tool = WebFetchTool.from_app_config(app, provider="firecrawl")
+    msg = await run_tool(tool, {"url": "http://10.1.2.3/admin"})
+    assert msg.status == "error" and "10.1.2.3 is a private address" in msg.content
+    assert not any(r["path"].startswith("/firecrawl") for r in fake_web.requests)
+
+
+async def test_fetch_provider_failure_falls_back_to_direct(fake_web):
+    app = keyed_web(fake_web)
+    app.web.providers["firecrawl"]["api_key"] = "wrong"
+    msg = await run_tool(WebFetchTool.from_app_config(app, provider="firecrawl", fallback=["direct"]), {"url": f"{fake_web.base}/article"})
+    assert msg.status != "error" and "750 millimetres" in msg.content
