@@ -384,3 +384,10 @@ async def test_fetch_provider_failure_falls_back_to_direct(fake_web):
     app.web.providers["firecrawl"]["api_key"] = "wrong"
     msg = await run_tool(WebFetchTool.from_app_config(app, provider="firecrawl", fallback=["direct"]), {"url": f"{fake_web.base}/article"})
     assert msg.status != "error" and "750 millimetres" in msg.content
+
+
+def test_the_prompt_asks_for_cited_sources_only_when_web_tools_are_there():
+    from harness.agents.lead_agent.prompt import build_system_prompt
+
+    assert "[title](url)" in build_system_prompt(tool_names=["bash", "web_search", "web_fetch"])
+    assert "Research on the web" not in build_system_prompt(tool_names=["bash"])
