@@ -35,31 +35,42 @@ FETCH_PROVIDERS = ("direct", "jina", "firecrawl", "tavily")
 
 
 class RunCache:
-    """Results per run id, bounded in runs and entries; only successes are kept."""
+    """Results per run id, bounded in runs, entries per run and total characters (a page
+    can be megabytes of text); only successes are kept."""
 
-    def __init__(self, max_runs: int = 64, max_entries: int = 128) -> None:
-        self._runs: OrderedDict[str, OrderedDict[tuple, Any]] = OrderedDict()
+    def __init__(self, max_runs: int = 32, max_entries: int = 64, max_chars: int = 32_000_000) -> None:
+        self._runs: OrderedDict[str, OrderedDict[tuple, tuple[Any, int]]] = OrderedDict()
         self._lock = threading.Lock()
-        self.max_runs, self.max_entries = max_runs, max_entries
+        self._chars = 0
+        self.max_runs, self.max_entries, self.max_chars = max_runs, max_entries, max_chars
 
     def get(self, run_id: str | None, key: tuple) -> Any:
         if not run_id:
             return None
         with self._lock:
             entries = self._runs.get(run_id)
-            return entries.get(key) if entries else None
+            hit = entries.get(key) if entries else None
+            return hit[0] if hit else None
 
-    def put(self, run_id: str | None, key: tuple, value: Any) -> None:
-        if not run_id:
+    def put(self, run_id: str | None, key: tuple, value: Any, size: int = 0) -> None:
+        if not run_id or size > self.max_chars // 4:
             return
         with self._lock:
             entries = self._runs.setdefault(run_id, OrderedDict())
             self._runs.move_to_end(run_id)
-            entries[key] = value
+            old = entries.pop(key, None)
+            self._chars += size - (old[1] if old else 0)
+            entries[key] = (value, size)
             while len(entries) > self.max_entries:
-                entries.popitem(last=False)
-            while len(self._runs) > self.max_runs:
-                self._runs.popitem(last=False)
+                self._chars -= entries.popitem(last=False)[1][1]
+            while len(self._runs) > self.max_runs or (self._chars > self.max_chars and len(self._runs) > 1):
+                _, dropped = self._runs.popitem(last=False)
+                self._chars -= sum(size for _, size in dropped.values())
+
+    def clear(self) -> None:
+        with self._lock:
+            self._runs.clear()
+            self._chars = 0
 
 
 RUN_CACHE = RunCache()
@@ -308,7 +319,7 @@ class WebFetchTool(_WebTool):
         page = RUN_CACHE.get(_run_id(), key)
         if page is None:
             page = {**await self._fetch(url), "fetched_at": datetime.now(UTC).replace(microsecond=0).isoformat()}
-            RUN_CACHE.put(_run_id(), key, page)
+            RUN_CACHE.put(_run_id(), key, page, size=len(page["content"]))
         text, truncated = bound(page["content"], limit)
         artifact = {"kind": "web_fetch", "url": url, "final_url": page["final_url"], "title": page["title"],
                     "fetched_at": page["fetched_at"], "content_type": page["content_type"], "chars": len(page["content"]),

@@ -38,7 +38,7 @@ async def run_tool(tool, args, run_id="run-1"):
 
 @pytest.fixture(autouse=True)
 def fresh_cache():
-    RUN_CACHE._runs.clear()
+    RUN_CACHE.clear()
 
 
 # ---------------------------------------------------------------- web_fetch
@@ -391,3 +391,21 @@ def test_the_prompt_asks_for_cited_sources_only_when_web_tools_are_there():
 
     assert "[title](url)" in build_system_prompt(tool_names=["bash", "web_search", "web_fetch"])
     assert "Research on the web" not in build_system_prompt(tool_names=["bash"])
+
+
+def test_the_run_cache_is_bounded():
+    from harness.tools.web.tools import RunCache
+
+    cache = RunCache(max_runs=2, max_entries=2, max_chars=100)
+    for i in range(3):
+        cache.put("a", ("k", i), i, size=5)
+    assert cache.get("a", ("k", 0)) is None and cache.get("a", ("k", 2)) == 2
+    cache.put("b", ("k",), "b", size=20)
+    cache.put("c", ("k",), "c", size=20)
+    assert cache.get("a", ("k", 2)) is None  # oldest run dropped
+    cache.put("c", ("big",), "x", size=90)  # over a quarter of the budget: not kept
+    assert cache.get("c", ("big",)) is None
+    cache.put("c", ("mid",), "m", size=24)
+    cache.put("d", ("mid",), "m", size=24)
+    cache.put("e", ("mid",), "m", size=24)
+    assert cache._chars <= 100
