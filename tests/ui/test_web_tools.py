@@ -25,6 +25,7 @@ def web_live(live):
         config["tools"] = [
             {"name": "web_search", "group": "web", "use": "harness.tools.web:WebSearchTool", "provider": "searxng"},
             {"name": "web_fetch", "group": "web", "use": "harness.tools.web:WebFetchTool"},
+            {"name": "image_search", "group": "web", "use": "harness.tools.web:ImageSearchTool", "provider": "searxng"},
         ]
         config["web"] = {"allowed_private_networks": ["127.0.0.0/8"], "timeout_seconds": 10,
                          "providers": {"searxng": {"base_url": f"{web.base}/searxng"}}}
@@ -35,11 +36,12 @@ def web_live(live):
             live.config_path.write_text(original)
 
 
-def research_script(script, web):
+def research_script(script, web, *, images=False):
     article = f"{web.base}/article"
     script(
         tool_reply(call("web_search", query="lisbon rainfall"), text="Searching the web."),
         tool_reply(call("web_fetch", url=article)),
+        *([tool_reply(call("image_search", query="lisbon tram"))] if images else []),
         Reply(text=f"Lisbon gets about **750 mm** of rain a year, most of it from October to April ([Rainfall in Lisbon]({article}))."),
     )
     return article
@@ -64,7 +66,7 @@ def check_research(page, article):
 
 
 def test_web_cards_and_sources_at_desktop_width(page, script, web_live, doc_shot):
-    article = research_script(script, web_live)
+    article = research_script(script, web_live, images=True)
     page.goto("/")
     send(page, "Search the web for Lisbon rainfall and summarise")
     search, fetch, _ = check_research(page, article)
@@ -86,6 +88,14 @@ def test_web_cards_and_sources_at_desktop_width(page, script, web_live, doc_shot
     expect(fetch.locator(".web-page .web-result-title")).to_have_attribute("href", article)
     expect(fetch.locator(".web-page")).to_contain_text("html")
     fetch.locator(":scope > summary").click()
+    images = page.locator('.tool-card[data-tool="image_search"]')
+    expect(images.locator(".web-headline")).to_have_text("1 image")
+    images.locator(":scope > summary").click()
+    expect(images.locator(".web-result-title")).to_have_attribute("href", "https://img.example.org/tram.jpg")
+    expect(images.locator(".web-result")).to_contain_text("1600×1200")
+    expect(images.locator(".web-source a")).to_have_attribute("href", "https://example.org/photos/tram")
+    expect(images.locator("img")).to_have_count(0)  # links only: showing results never loads remote images
+    images.locator(":scope > summary").click()
     assert page.js_errors == []
     assistant(page).last.scroll_into_view_if_needed()
     doc_shot(page, "web-research")

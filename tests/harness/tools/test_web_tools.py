@@ -409,3 +409,16 @@ def test_the_run_cache_is_bounded():
     cache.put("d", ("mid",), "m", size=24)
     cache.put("e", ("mid",), "m", size=24)
     assert cache._chars <= 100
+
+
+def test_the_example_config_gives_a_fresh_install_all_three_web_tools_without_keys(monkeypatch):
+    from pathlib import Path
+
+    for var in ("TAVILY_API_KEY", "BRAVE_API_KEY", "JINA_API_KEY", "FIRECRAWL_API_KEY", "SEARXNG_BASE_URL", "OPENAI_API_KEY"):
+        monkeypatch.delenv(var, raising=False)
+    app = parse_config((Path(__file__).resolve().parents[3] / "config.example.yaml").read_text())
+    tools = {t.name: t for t in get_available_tools(config=app, include_sandbox=False, include_builtins=False)}
+    assert set(tools) == {"web_search", "web_fetch", "image_search"}
+    assert all(t.unavailable_reason is None for t in tools.values())
+    assert check_web_tools(app) == []
+    assert app.web.allowed_private_networks == []  # the guard is closed by default
