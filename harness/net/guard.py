@@ -278,6 +278,7 @@ async def guarded_fetch(url: str, *, policy: GuardPolicy = DEFAULT_POLICY, metho
     """One request with the body read into memory. Raises :class:`GuardError` subclasses
     (refused, too large, timed out, too many redirects, network error), never httpx's."""
     check_url(url)
+    await asyncio.to_thread(_ssl_context)  # the first call reads the CA bundle: off the loop
     try:
         async with asyncio.timeout(timeout):
             async with guarded_client(policy, timeout=timeout, follow_redirects=follow_redirects, resolver=resolver) as client:

@@ -14,6 +14,7 @@ reason, instead of failing the whole tool set.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import json
 import logging
 import os
@@ -161,7 +162,10 @@ class DdgsProvider(Provider):
         return DDGS(proxy=self.options.get("proxy"), timeout=int(max(1, self.timeout)))
 
     async def _call(self, method: str, query: str, **kwargs: Any) -> list[dict[str, Any]]:
-        from ddgs.exceptions import DDGSException, RatelimitException, TimeoutException
+        # the first import of ddgs loads its HTTP client and parser: not on the event loop
+        errors = await asyncio.to_thread(importlib.import_module, "ddgs.exceptions")
+        DDGSException, RatelimitException, TimeoutException = (  # noqa: N806
+            errors.DDGSException, errors.RatelimitException, errors.TimeoutException)
 
         def run() -> list[dict[str, Any]]:
             return getattr(self._client(), method)(query, **kwargs)
