@@ -10,5 +10,8 @@ class AgentsConfig(AppConfig):
         # Validate config.yaml once at startup so a broken file stops the server with a
         # clear message instead of failing the first run. Later edits are re-read per run.
         from harness.config import get_app_config
+        from harness.tools.web import check_web_tools
 
-        get_app_config()
+        # A web tool whose provider lacks its key stays listed as unavailable; building the
+        # tools now puts that in the startup log rather than at the first search.
+        check_web_tools(get_app_config())

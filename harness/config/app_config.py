@@ -206,6 +206,42 @@ class UploadsConfig(_Section):
     archive_max_bytes: PositiveInt = 500 * 1024 * 1024  # uncompressed bytes in that ZIP
 
 
+WEB_PROVIDERS = ("ddgs", "tavily", "searxng", "brave", "jina", "firecrawl")
+
+
+class WebConfig(_Section):
+    """Settings shared by the web tools and the SSRF guard (``harness.net.guard``).
+
+    ``providers`` holds each provider's keys (``api_key``, ``base_url``, ``timeout`` …);
+    the tools' ``tools:`` entries pick which provider they use."""
+
+    allowed_private_networks: list[str] = Field(default_factory=list)
+    timeout_seconds: float = Field(20, gt=0, le=300)
+    max_response_bytes: PositiveInt = 10 * 1024 * 1024
+    user_agent: str = "Mozilla/5.0 (compatible; DeerFlow/1.0; +https://github.com/bytedance/deer-flow)"
+    providers: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+    @field_validator("allowed_private_networks")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        import ipaddress
+
+        for item in value:
+            try:
+                ipaddress.ip_network(str(item).strip(), strict=False)
+            except ValueError:
+                raise ValueError(f"{item!r} is not an IP network (write e.g. 10.0.0.0/8 or 127.0.0.1/32)") from None
+        return value
+
+    @field_validator("providers")
+    @classmethod
+    def _known_providers(cls, value: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        unknown = sorted(set(value) - set(WEB_PROVIDERS))
+        if unknown:
+            raise ValueError(f"unknown web provider(s) {', '.join(unknown)}; known: {', '.join(WEB_PROVIDERS)}")
+        return value
+
+
 class AppConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -222,6 +258,7 @@ class AppConfig(BaseModel):
     channels: ChannelsConfig = Field(default_factory=ChannelsConfig)
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
     uploads: UploadsConfig = Field(default_factory=UploadsConfig)
+    web: WebConfig = Field(default_factory=WebConfig)
 
     @model_validator(mode="after")
     def _cross_references(self) -> AppConfig:

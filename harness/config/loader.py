@@ -69,11 +69,32 @@ def parse_yaml(text: str, display: str) -> dict[str, Any]:
 def _resolve_env(data: dict[str, Any], display: str) -> dict[str, Any]:
     """Resolve ``$VAR`` references.
 
-    A model whose variable is missing stays listed but unavailable, so a fresh install
-    without API keys still starts; anywhere else a missing variable is an error.
+    A model or web provider whose variable is missing stays listed but unavailable, so a
+    fresh install without API keys still starts; anywhere else a missing variable is an
+    error.
     """
     resolved: dict[str, Any] = {}
     for key, value in data.items():
+        if key == "web" and isinstance(value, dict) and isinstance(value.get("providers"), dict):
+            web = {k: v for k, v in value.items() if k != "providers"}
+            try:
+                web = resolve_tree(web, "web")
+            except MissingEnvVar as exc:
+                raise ConfigError(str(exc), path=display, field=exc.field) from None
+            providers: dict[str, Any] = {}
+            for name, settings in value["providers"].items():
+                try:
+                    providers[name] = resolve_tree(settings, f"web.providers.{name}")
+                except MissingEnvVar as exc:
+                    kept = {k: v for k, v in settings.items()} if isinstance(settings, dict) else {}
+                    kept.pop(exc.field.rsplit(".", 1)[-1], None)
+                    try:
+                        kept = resolve_tree(kept, f"web.providers.{name}")
+                    except MissingEnvVar:
+                        kept = {}
+                    providers[name] = {**kept, "unavailable_reason": f"{exc.field}: {exc}"}
+            resolved[key] = {**web, "providers": providers}
+            continue
         if key == "models" and isinstance(value, list):
             models = []
             for i, entry in enumerate(value):

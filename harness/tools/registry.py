@@ -22,9 +22,11 @@ class ToolLoadError(ValueError):
     pass
 
 
-def load_config_tool(entry: Any) -> BaseTool:
+def load_config_tool(entry: Any, config: AppConfig | None = None) -> BaseTool:
     """A ``tools:`` entry: ``use`` names a BaseTool instance, a BaseTool subclass
-    (instantiated with the entry's extra keys) or a plain function (wrapped)."""
+    (instantiated with the entry's extra keys) or a plain function (wrapped). A class with
+    a ``from_app_config(app, **extra)`` classmethod is built through it, for tools that
+    read a config section of their own (the web tools read ``web:``)."""
     try:
         obj = class_path.resolve(entry.use)
     except class_path.ClassPathError as exc:
@@ -34,7 +36,8 @@ def load_config_tool(entry: Any) -> BaseTool:
         tool = obj
     elif isinstance(obj, type) and issubclass(obj, BaseTool):
         try:
-            tool = obj(**extra)
+            factory = getattr(obj, "from_app_config", None)
+            tool = factory(config or get_app_config(), **extra) if callable(factory) else obj(**extra)
         except Exception as exc:
             raise ToolLoadError(f"tool '{entry.name}' ({entry.use}) could not be created: {exc}") from exc
     elif callable(obj):
@@ -86,7 +89,7 @@ def get_available_tools(
     wanted = set(groups) if groups is not None else None
     for entry in cfg.tools:
         if wanted is None or entry.group in wanted:
-            tools.append(load_config_tool(entry))
+            tools.append(load_config_tool(entry, cfg))
     tools += list(extra_tools)
     if non_interactive:
         tools = [t for t in tools if t.name != "ask_clarification"]

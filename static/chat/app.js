@@ -256,6 +256,7 @@
     if (entry.painted !== entry.text) {
       md().render(entry.body, entry.text);
       entry.painted = entry.text;
+      if (web()) web().sources(entry);
     }
     entry.body.hidden = !entry.text;
   }
@@ -302,7 +303,9 @@
     return "";
   }
 
-  const TOOL_LABELS = { write_todos: "Update plan", ask_clarification: "Question", present_files: "Present files", bash: "Run command" };
+  const TOOL_LABELS = { write_todos: "Update plan", ask_clarification: "Question", present_files: "Present files", bash: "Run command",
+    web_search: "Web search", web_fetch: "Read page", image_search: "Image search" };
+  const web = () => window.DFWebTools; // web_tools.js: result lists on web cards, sources under answers
 
   function upsertToolCard(entry, call) {
     let card = S.toolCards.get(call.id);
@@ -356,12 +359,13 @@
     const text = textOf(msg.content);
     const res = card.querySelector(".tool-result");
     res.hidden = false;
-    card.querySelector(".result-label").hidden = false;
+    if (!card.querySelector(".web-raw")) card.querySelector(".result-label").hidden = false;
     res.textContent = text;
     const meta = (msg.additional_kwargs || {}).deerflow_tool_meta || {};
     const failed = msg.status === "error" || meta.status === "error";
     card.dataset.done = "1";
     setToolStatus(card, failed ? "error" : "success");
+    if (web()) web().onResult(card, msg, failed);
   }
 
   function renderRow(row, container) {
@@ -846,6 +850,7 @@
     el.messages.replaceChildren();
     S.messages.clear();
     S.toolCards.clear();
+    if (web()) web().reset();
     await loadHistory();
     await loadThreadMeta();
   }

@@ -37,11 +37,20 @@ You can delegate independent subtasks with the `task` tool, at most {max_concurr
 """
 
 
+WEB_SECTION = """
+## Research on the web
+- Search with `web_search`, then read the most relevant pages with `web_fetch` before you rely on them: a snippet is not a source.
+- Cite the pages you used as Markdown links, [title](url), where you use them, and end a research answer with a short list of those sources.
+"""
+
+
 def build_system_prompt(*, agent_name: str | None = None, tool_names: Sequence[str] = (), subagent_enabled: bool = False,
                         max_concurrent_subagents: int = 3, soul: str | None = None) -> str:
     prompt = BASE_PROMPT.format(agent_name=agent_name or "DeerFlow")
     if subagent_enabled and "task" in tool_names:
         prompt += SUBAGENT_SECTION.format(max_concurrent=max_concurrent_subagents)
+    if "web_search" in tool_names or "web_fetch" in tool_names:
+        prompt += WEB_SECTION
     if soul:
         prompt += f"\n## Your persona\n{soul.strip()}\n"
     if tool_names:
