@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.sandbox import locks
+from harness.sandbox.command import CommandPolicy
 from harness.sandbox.errors import SandboxError, SandboxPathError
 from harness.sandbox.paths import WORKSPACE, ResolvedPath, VirtualFS
 from harness.sandbox.process import CommandResult
@@ -98,6 +99,8 @@ class Sandbox(ABC):
 
     #: Told to the model on a timeout: whether a backgrounded process survives the call.
     background_processes_survive = True
+    #: Limits, disk quota and environment of commands; the provider sets it from its config.
+    policy: CommandPolicy = CommandPolicy()
 
     # -- helpers -----------------------------------------------------------------------
 
