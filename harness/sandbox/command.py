@@ -82,7 +82,9 @@ def _explain(result: CommandResult, limits: ResourceLimits, hit: str | None, quo
                 "(sandbox.max_memory_mb). Process the data in smaller pieces or stream it instead of loading it whole.")
     if quota is not None and quota.enabled:
         usage = quota.usage()
-        if usage.exceeded() or (result.exit_code in _SIGXFSZ_CODES and usage.remaining is not None):
+        # A file stopped at the RLIMIT_FSIZE cap: bash reports the signal, the command may still exit 0.
+        capped = result.exit_code in _SIGXFSZ_CODES or _hint(result, ("File size limit exceeded",))
+        if usage.exceeded() or (capped and usage.remaining is not None):
             return quota_message(usage, stopped=False)
     if hit == "processes":
         return (f"Error: the command reached the limit of {limits.processes} processes and threads "
@@ -100,6 +102,39 @@ def _explain(result: CommandResult, limits: ResourceLimits, hit: str | None, quo
     return None
 
 
+# The watcher looks at the filesystem's used space every _WATCH_INTERVAL seconds (one
+# statvfs call) and walks the thread's folders only when that grew by _WALK_TRIGGER bytes,
+# or _WALK_AT_LEAST seconds went by, since the last walk: writes by anyone on the same
+# filesystem trigger a walk, and the walk decides. Overshoot is what the command writes in
+# one interval plus one walk.
+_WATCH_INTERVAL = 0.02
+_WALK_TRIGGER = 1024 * 1024
+_WALK_AT_LEAST = 1.0
+
+
+def _fs_used(path: str) -> int:
+    try:
+        info = os.statvfs(path)
+    except OSError:
+        return 0
+    return (info.f_blocks - info.f_bfree) * info.f_frsize
+
+
+def _quota_watch(quota: ThreadQuota):
+    path = str(quota.user_data_dir)
+    last = {"used": _fs_used(path), "at": time.monotonic()}
+
+    def watch() -> str | None:
+        used, now = _fs_used(path), time.monotonic()
+        if used - last["used"] < _WALK_TRIGGER and now - last["at"] < _WALK_AT_LEAST:
+            return None
+        usage = quota.usage()
+        last.update(used=_fs_used(path), at=time.monotonic())
+        return quota_message(usage, stopped=True) if usage.exceeded() else None
+
+    return watch
+
+
 def run_limited(argv: list[str], *, policy: CommandPolicy, cwd: str, env: dict[str, str], timeout: float,
                 max_chars: int, cancel: threading.Event | None = None) -> CommandResult:
     quota = policy.quota if policy.quota is not None and policy.quota.enabled else None
@@ -107,10 +142,7 @@ def run_limited(argv: list[str], *, policy: CommandPolicy, cwd: str, env: dict[s
     watch = None
     if quota is not None:
         file_cap = quota.usage().remaining
-
-        def watch() -> str | None:
-            usage = quota.usage()
-            return quota_message(usage, stopped=True) if usage.exceeded() else None
+        watch = _quota_watch(quota)
 
     limits = policy.limits
     controllers = cgroup_controllers() if (limits.processes or limits.memory_bytes) else {}
@@ -125,7 +157,7 @@ def run_limited(argv: list[str], *, policy: CommandPolicy, cwd: str, env: dict[s
     argv = (prefix or []) + argv
     try:
         result = run_command(argv, cwd=cwd, env=env, timeout=timeout, max_chars=max_chars, cancel=cancel,
-                             preexec=preexec, watch=watch)
+                             preexec=preexec, watch=watch, watch_interval=_WATCH_INTERVAL)
         hit = group.limit_hit() if group is not None else None
     finally:
         if group is not None:

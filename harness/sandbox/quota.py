@@ -87,6 +87,14 @@ class QuotaUsage:
             left.append(self.user_limit - self.user_bytes)
         return max(0, min(left)) if left else None
 
+    def tightest(self) -> str:
+        """The quota with the least room left ("thread" or "user")."""
+        thread_left = self.thread_limit - self.thread_bytes if self.thread_limit else None
+        user_left = self.user_limit - self.user_bytes if self.user_limit else None
+        if user_left is not None and (thread_left is None or user_left < thread_left):
+            return "user"
+        return "thread"
+
     def exceeded(self) -> str | None:
         """Which quota is over ("thread" or "user"), if any."""
         if self.thread_limit and self.thread_bytes > self.thread_limit:
@@ -101,7 +109,7 @@ class QuotaUsage:
 
 
 def quota_message(usage: QuotaUsage, *, stopped: bool) -> str:
-    which = usage.exceeded() or ("thread" if usage.thread_limit and usage.remaining == 0 else "user")
+    which = usage.exceeded() or usage.tightest()
     if which == "thread":
         what = f"this thread's files reached the disk quota of {human(usage.thread_limit)} (sandbox.thread_quota_mb)"
         used = human(usage.thread_bytes)
@@ -144,7 +152,7 @@ class ThreadQuota:
         return QuotaUsage(thread_bytes, self.thread_limit, thread_bytes + others, self.user_limit)
 
     def check_write(self, size: int) -> None:
-        """Refuse a write of ``size`` new bytes that would go over a quota."""
+        """Refuse a write of ``size`` new bytes that would go over a quota (size <= 0: frees space)."""
         if not self.enabled:
             return
         usage = self.usage()
