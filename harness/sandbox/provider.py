@@ -19,7 +19,7 @@ from harness.config.app_config import SandboxConfig
 from harness.config.paths import REPO_ROOT, thread_user_data_dir
 from harness.sandbox.command import CommandPolicy
 from harness.sandbox.paths import DEFAULT_SKILLS, USER_DATA_SUBDIRS, VirtualFS, check_id
-from harness.sandbox.quota import MIB, ThreadQuota
+from harness.sandbox.quota import quota_for
 from harness.sandbox.sandbox import Sandbox
 
 
@@ -85,9 +85,7 @@ class HostSandboxProvider(SandboxProvider):
             (user_data / name).mkdir(parents=True, exist_ok=True)
         fs = VirtualFS(user_data, self.skills_dir, self.skills_container_path)
         sandbox = self._make_sandbox(self._sandbox_id(user_id, thread_id), user_id, thread_id, fs)
-        quota = ThreadQuota(fs.user_data_dir, thread_limit=int(getattr(self.config, "thread_quota_mb", 0) or 0) * MIB,
-                            user_limit=int(getattr(self.config, "user_quota_mb", 0) or 0) * MIB)
-        sandbox.policy = CommandPolicy.from_config(self.config, quota)
+        sandbox.policy = CommandPolicy.from_config(self.config, quota_for(user_id, thread_id, self.config))
         return sandbox
 
     def _remember(self, sandbox: Sandbox) -> Sandbox:

@@ -130,6 +130,15 @@ class QuotaExceeded(SandboxError):
         super().__init__(quota_message(usage, stopped=False) + extra)
 
 
+def quota_for(user_id: str | int, thread_id: str, config: object) -> ThreadQuota:
+    """The quota of one thread from a ``SandboxConfig`` (for callers outside a sandbox: uploads)."""
+    from harness.config.paths import thread_user_data_dir
+
+    return ThreadQuota(thread_user_data_dir(user_id, thread_id),
+                       thread_limit=int(getattr(config, "thread_quota_mb", 0) or 0) * MIB,
+                       user_limit=int(getattr(config, "user_quota_mb", 0) or 0) * MIB)
+
+
 class ThreadQuota:
     """Measures one thread's usage (and its user's) against the configured quotas."""
 
