@@ -16,8 +16,9 @@ from harness.tools.sandbox_tools import format_command_result, write_file_tool
 from tests.harness.sandbox.conftest import make_provider
 
 MIB = 1024 * 1024
-# What a command may write past the quota before the watcher stops it (docs/sandbox.md).
-OVERSHOOT = 64 * MIB
+# What a command may write past the quota before the watcher stops it (docs/sandbox.md):
+# a few MiB typically, more when the machine is so loaded that the watcher runs late.
+OVERSHOOT = 128 * MIB
 
 
 @pytest.fixture(autouse=True)
