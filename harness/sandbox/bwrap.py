@@ -106,7 +106,7 @@ def runtime_mount_args(*, allow_network: bool, extra_ro_paths: list[str] | tuple
     return args
 
 
-def base_args(bwrap: str, *, allow_network: bool) -> list[str]:
+def base_args(bwrap: str, *, allow_network: bool, tmp_size: int = 0) -> list[str]:
     args = [bwrap, "--unshare-all"]
     if allow_network:
         args.append("--share-net")
@@ -118,6 +118,9 @@ def base_args(bwrap: str, *, allow_network: bool) -> list[str]:
         "--hostname", "sandbox",
         "--proc", "/proc",
         "--dev", "/dev",
+        # /tmp is memory: bounded like the command's memory, also where no memory cgroup
+        # can be made to charge it to.
+        *(["--size", str(tmp_size)] if tmp_size else []),
         "--tmpfs", "/tmp",
         "--dir", USER_DATA,
     ]
@@ -169,7 +172,7 @@ class BwrapSandbox(Sandbox):
         self.extra_ro_paths = extra_ro_paths
 
     def command_argv(self, command: str) -> list[str]:
-        args = base_args(self.bwrap, allow_network=self.allow_network)
+        args = base_args(self.bwrap, allow_network=self.allow_network, tmp_size=self.policy.limits.memory_bytes)
         args += runtime_mount_args(allow_network=self.allow_network, extra_ro_paths=self.extra_ro_paths)
         for name in USER_DATA_SUBDIRS:
             host = self.fs.host_dir(name)

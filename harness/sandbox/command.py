@@ -19,7 +19,7 @@ from harness.sandbox.limits import (
     MIB, CommandGroup, ResourceLimits, cgroup_controllers, limit_prefix, make_preexec, user_task_count,
 )
 from harness.sandbox.process import CommandResult, run_command
-from harness.sandbox.quota import ThreadQuota, quota_message
+from harness.sandbox.quota import QuotaUsage, ThreadQuota, quota_message
 
 _SIGXFSZ_CODES = (-25, 128 + 25)  # killed by SIGXFSZ directly, or as reported by bash
 _MEMORY_HINTS = ("MemoryError", "Cannot allocate memory", "cannot allocate memory", "std::bad_alloc",
@@ -74,14 +74,13 @@ def _hint(result: CommandResult, hints: tuple[str, ...]) -> bool:
     return any(h in text for h in hints)
 
 
-def _explain(result: CommandResult, limits: ResourceLimits, hit: str | None, quota: ThreadQuota | None) -> str | None:
+def _explain(result: CommandResult, limits: ResourceLimits, hit: str | None, usage: QuotaUsage | None) -> str | None:
     if result.limit_message:
         return result.limit_message
     if hit == "memory":
         return (f"Error: the command was killed because it used more than {limits.memory_bytes // MIB} MiB of memory "
                 "(sandbox.max_memory_mb). Process the data in smaller pieces or stream it instead of loading it whole.")
-    if quota is not None and quota.enabled:
-        usage = quota.usage()
+    if usage is not None:
         # A file stopped at the RLIMIT_FSIZE cap: bash reports the signal, the command may still exit 0.
         capped = result.exit_code in _SIGXFSZ_CODES or _hint(result, ("File size limit exceeded",))
         if usage.exceeded() or (capped and usage.remaining is not None):
@@ -120,19 +119,32 @@ def _fs_used(path: str) -> int:
     return (info.f_blocks - info.f_bfree) * info.f_frsize
 
 
-def _quota_watch(quota: ThreadQuota):
-    path = str(quota.user_data_dir)
-    last = {"used": _fs_used(path), "at": time.monotonic()}
+class _QuotaWatch:
+    """The quota watcher of one command; remembers its last measurement for the verdict."""
 
-    def watch() -> str | None:
-        used, now = _fs_used(path), time.monotonic()
-        if used - last["used"] < _WALK_TRIGGER and now - last["at"] < _WALK_AT_LEAST:
+    def __init__(self, quota: ThreadQuota):
+        self.quota = quota
+        self.path = str(quota.user_data_dir)
+        self.usage = quota.usage()
+        self.fs_used = _fs_used(self.path)
+        self.at = time.monotonic()
+
+    def _measure(self) -> QuotaUsage:
+        self.usage = self.quota.usage()
+        self.fs_used, self.at = _fs_used(self.path), time.monotonic()
+        return self.usage
+
+    def __call__(self) -> str | None:
+        if _fs_used(self.path) - self.fs_used < _WALK_TRIGGER and time.monotonic() - self.at < _WALK_AT_LEAST:
             return None
-        usage = quota.usage()
-        last.update(used=_fs_used(path), at=time.monotonic())
+        usage = self._measure()
         return quota_message(usage, stopped=True) if usage.exceeded() else None
 
-    return watch
+    def final(self) -> QuotaUsage:
+        """Usage after the command; a walk is saved when nothing on the filesystem grew."""
+        if abs(_fs_used(self.path) - self.fs_used) < _WALK_TRIGGER // 16:
+            return self.usage
+        return self._measure()
 
 
 def run_limited(argv: list[str], *, policy: CommandPolicy, cwd: str, env: dict[str, str], timeout: float,
@@ -141,8 +153,8 @@ def run_limited(argv: list[str], *, policy: CommandPolicy, cwd: str, env: dict[s
     file_cap = None
     watch = None
     if quota is not None:
-        file_cap = quota.usage().remaining
-        watch = _quota_watch(quota)
+        watch = _QuotaWatch(quota)
+        file_cap = watch.usage.remaining
 
     limits = policy.limits
     controllers = cgroup_controllers() if (limits.processes or limits.memory_bytes) else {}
@@ -162,5 +174,5 @@ def run_limited(argv: list[str], *, policy: CommandPolicy, cwd: str, env: dict[s
     finally:
         if group is not None:
             group.close()
-    message = _explain(result, limits, hit, quota)
+    message = _explain(result, limits, hit, watch.final() if watch is not None else None)
     return replace(result, limit_message=message) if message != result.limit_message else result

@@ -202,15 +202,12 @@ class CommandGroup:
 
     def close(self) -> None:
         # A background process left by a local command keeps its group; it is retried later.
-        for _controller, path in self.dirs.values():
-            if not _remove(path):
-                _leftover.append(path)
-        retry, _leftover[:] = list(_leftover), []
-        for path in retry:
-            if path.exists() and not _remove(path):
-                _leftover.append(path)
+        with _leftover_lock:
+            retry = [path for _c, path in self.dirs.values()] + _leftover
+            _leftover[:] = [path for path in retry if not _remove(path)][-1000:]
 
 
+_leftover_lock = threading.Lock()
 _leftover: list[Path] = []
 
 
