@@ -108,7 +108,7 @@ def _explain(result: CommandResult, limits: ResourceLimits, hit: str | None, usa
 # one interval plus one walk.
 _WATCH_INTERVAL = 0.02
 _WALK_TRIGGER = 1024 * 1024
-_WALK_AT_LEAST = 1.0
+_WALK_AT_LEAST = 10.0
 
 
 def _fs_used(path: str) -> int:
