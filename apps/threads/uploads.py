@@ -28,7 +28,7 @@ from urllib.parse import quote
 
 from deerflow_site.errors import Conflict, Forbidden, InvalidRequest, NotFound, PayloadTooLarge
 from harness.config import deer_flow_home, get_app_config, thread_user_data_dir
-from harness.sandbox.quota import QuotaExceeded, quota_for
+from harness.sandbox.quota import QuotaExceeded, quota_for, quota_message
 from harness.uploads import STAGING_SUFFIX, is_staging_name
 
 logger = logging.getLogger(__name__)
@@ -270,6 +270,10 @@ def upload_files(*, thread, files: list[IncomingFile]) -> dict[str, Any]:
         total = sum(p.stat().st_size for p, _ in staged)
         if total > limits["max_total_size"]:
             raise PayloadTooLarge(f"the files add up to {total} bytes; the limit per request is {limits['max_total_size']} bytes")
+        # Declared sizes can be wrong: the staged files are on disk now, so the quota sees them.
+        usage = _quota(thread).usage()
+        if usage.exceeded():
+            raise PayloadTooLarge(quota_message(usage, stopped=False).removeprefix("Error: "))
         for staging, name in staged:
             os.replace(staging, directory / name)
     except BaseException:

@@ -66,3 +66,22 @@ def test_listing_reports_quota_usage(user_client, thread_of, quota_config):
     assert quota["thread_limit"] == 2 * MIB and quota["user_limit"] == 5 * MIB
     assert 300_000 <= quota["thread_bytes"] <= 400_000
     assert quota["user_bytes"] >= quota["thread_bytes"]
+
+
+def test_a_file_longer_than_it_said_cannot_pass_the_quota(user, thread_of, quota_config):
+    from apps.threads import uploads
+    from apps.threads.models import Thread
+
+    quota_config(thread_quota_mb=1, user_quota_mb=100)
+    thread = Thread.objects.get(pk=thread_of())
+
+    class Liar:
+        size = 10
+
+        def chunks(self, n):
+            for _ in range(3):
+                yield b"x" * 500_000
+
+    with pytest.raises(uploads.PayloadTooLarge, match="disk quota"):
+        uploads.upload_files(thread=thread, files=[uploads.IncomingFile("liar.bin", Liar())])
+    assert os.listdir(uploads.uploads_dir(thread)) == []
