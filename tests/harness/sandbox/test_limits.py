@@ -112,3 +112,23 @@ def test_bwrap_tmp_is_bounded_like_memory(home, skills_dir):
     assert "No space left on device" in text or "killed because it used more than 64 MiB" in text
     big = _sandbox("bwrap", skills_dir, "t-tmp2", max_memory_mb=0)
     assert "rc=0" in _tool_text(big, command)[1]
+
+
+@pytest.mark.parametrize("mode", ["dash", "sh+prlimit", "preexec"])
+def test_every_way_of_applying_limits_gives_the_same_limits(provider_kind, home, skills_dir, monkeypatch, mode):
+    import harness.sandbox.limits as limits_module
+
+    if mode != "dash":
+        monkeypatch.setattr(limits_module, "_DASH", None)
+    if mode == "preexec":
+        monkeypatch.setattr(limits_module, "_PRLIMIT", None)
+    elif limits_module._DASH is None and mode == "dash" or limits_module._PRLIMIT is None and mode == "sh+prlimit":
+        pytest.skip(f"{mode} is not installed here")
+    sandbox = _sandbox(provider_kind, skills_dir, f"t-mode-{mode.replace('+', '-')}", max_open_files=64,
+                       max_memory_mb=300, thread_quota_mb=5)
+    out = sandbox.execute_command("ulimit -S -n; ulimit -H -n; ulimit -d; ulimit -f; cat /proc/self/cgroup 2>/dev/null "
+                                  "| grep -c deerflow-sandbox").output.render().split()
+    assert out[:3] == ["64", "64", str(300 * 1024)]
+    assert 0 < int(out[3]) <= 5 * 1024  # bash reports 1024-byte blocks: the space left under the quota
+    if provider_kind == "local" and cgroup_controllers():
+        assert int(out[4]) == len(cgroup_controllers())  # inside bwrap /proc/self/cgroup is namespaced
