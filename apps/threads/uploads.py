@@ -28,6 +28,7 @@ from urllib.parse import quote
 
 from deerflow_site.errors import Conflict, Forbidden, InvalidRequest, NotFound, PayloadTooLarge
 from harness.config import deer_flow_home, get_app_config, thread_user_data_dir
+from harness.sandbox.quota import QuotaExceeded, quota_for, quota_message
 from harness.uploads import STAGING_SUFFIX, is_staging_name
 
 logger = logging.getLogger(__name__)
@@ -57,6 +58,19 @@ _CONVERTERS = {
 def upload_limits() -> dict[str, int]:
     cfg = get_app_config().uploads
     return {"max_files": cfg.max_files, "max_file_size": cfg.max_file_size, "max_total_size": cfg.max_total_size}
+
+
+def _quota(thread):
+    return quota_for(thread.owner_id, thread.pk, get_app_config().sandbox)
+
+
+def _check_quota(thread, size: int) -> None:
+    """Uploads share the sandbox's disk quota: refuse what would not fit, before writing."""
+    try:
+        _quota(thread).check_write(size)
+    except QuotaExceeded as exc:
+        # The harness words it for the model; the API client gets the same facts.
+        raise PayloadTooLarge(str(exc).removeprefix("Error: ")) from None
 
 
 def uploads_dir(thread) -> Path:
@@ -243,6 +257,7 @@ def _stage(item: IncomingFile, directory: Path, max_file_size: int) -> Path:
 def upload_files(*, thread, files: list[IncomingFile]) -> dict[str, Any]:
     """Write the request's files into the thread's uploads, then convert documents."""
     _check_request(files)
+    _check_quota(thread, sum(int(f.file.size or 0) for f in files))
     limits = upload_limits()
     directory = _safe_uploads_dir(thread)
     directory.mkdir(parents=True, exist_ok=True)
@@ -257,6 +272,10 @@ def upload_files(*, thread, files: list[IncomingFile]) -> dict[str, Any]:
         total = sum(p.stat().st_size for p, _ in staged)
         if total > limits["max_total_size"]:
             raise PayloadTooLarge(f"the files add up to {total} bytes; the limit per request is {limits['max_total_size']} bytes")
+        # Declared sizes can be wrong: the staged files are on disk now, so the quota sees them.
+        usage = _quota(thread).usage()
+        if usage.exceeded():
+            raise PayloadTooLarge(quota_message(usage, stopped=False).removeprefix("Error: "))
         for staging, name in staged:
             os.replace(staging, directory / name)
     except BaseException:
@@ -328,7 +347,7 @@ def delete_upload(*, thread, filename: str) -> dict[str, Any]:
 def list_uploads(*, thread) -> dict[str, Any]:
     directory = _safe_uploads_dir(thread)
     if not directory.is_dir():
-        return {"files": [], "count": 0}
+        return {"files": [], "count": 0, "quota": _quota(thread).usage().as_dict()}
     entries = []
     for item in sorted(os.scandir(directory), key=lambda e: e.name):
         if item.name.startswith(".") or not item.is_file(follow_symlinks=False):
@@ -336,7 +355,7 @@ def list_uploads(*, thread) -> dict[str, Any]:
         entry = _file_entry(thread.pk, Path(item.path), item.stat(follow_symlinks=False))
         _add_companion(entry, thread.pk, directory)
         entries.append(entry)
-    return {"files": entries, "count": len(entries)}
+    return {"files": entries, "count": len(entries), "quota": _quota(thread).usage().as_dict()}
 
 
 # --- startup ---------------------------------------------------------------------------------

@@ -6,11 +6,15 @@ setting silently ignored. Later features add their fields here.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, field_validator, model_validator
 
 from harness.config import class_path
+
+
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
 
 
 class _Section(BaseModel):
@@ -107,6 +111,33 @@ class SandboxConfig(BaseModel):
     # Isolated provider only: extra host directories mounted read-only at the same path
     # (e.g. /opt/toolchain). The system runtime under /usr is always mounted.
     isolated_ro_paths: list[str] = Field(default_factory=list)
+    # Commands see an allow-listed environment (docs/sandbox.md); these add to it: fixed
+    # values, and names copied from the server's environment (secret-looking ones still dropped).
+    env: dict[str, str] = Field(default_factory=dict)
+    env_passthrough: list[str] = Field(default_factory=list)
+    # Per-command resource limits; 0 turns one off.
+    max_memory_mb: NonNegativeInt = 2048
+    max_processes: NonNegativeInt = 512
+    max_open_files: NonNegativeInt = 1024
+    # Disk quota on the writable user-data folders, per thread and summed over a user's threads.
+    thread_quota_mb: NonNegativeInt = 1024
+    user_quota_mb: NonNegativeInt = 10240
+
+    @field_validator("env_passthrough")
+    @classmethod
+    def _env_names(cls, value: list[str]) -> list[str]:
+        for name in value:
+            if not _ENV_NAME.match(name):
+                raise ValueError(f"env_passthrough entries must be environment variable names, got {name!r}")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env_values(cls, value: dict[str, str]) -> dict[str, str]:
+        for name, item in value.items():
+            if not _ENV_NAME.match(name) or "\x00" in item:
+                raise ValueError(f"sandbox.env: {name!r} must be a variable name with a value without NUL bytes")
+        return value
 
     @field_validator("isolated_ro_paths")
     @classmethod

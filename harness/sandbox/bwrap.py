@@ -27,10 +27,10 @@ import threading
 from collections.abc import Mapping
 from pathlib import Path
 
-from harness.sandbox.env_policy import build_sandbox_env
+from harness.sandbox.command import run_limited
 from harness.sandbox.errors import SandboxUnavailable
 from harness.sandbox.paths import USER_DATA, USER_DATA_SUBDIRS, VirtualFS
-from harness.sandbox.process import CommandResult, run_command
+from harness.sandbox.process import CommandResult
 from harness.sandbox.provider import HostSandboxProvider
 from harness.sandbox.sandbox import Sandbox
 
@@ -48,9 +48,6 @@ _ETC_FILES = (
     "locale.alias", "locale.gen", "papersize", "java-17-openjdk", "python3", "gitconfig",
 )
 _NETWORK_ETC_FILES = ("resolv.conf", "hosts", "host.conf")
-# Inherited variables that point at host locations the sandbox cannot see.
-_DROP_VARS = ("VIRTUAL_ENV", "PYTHONPATH", "PYTHONHOME", "LD_PRELOAD", "LD_LIBRARY_PATH", "CONDA_PREFIX",
-              "DEER_FLOW_HOME", "DEER_FLOW_CONFIG_PATH", "DEER_FLOW_EXTENSIONS_CONFIG_PATH", "OLDPWD")
 
 
 def bwrap_path() -> str | None:
@@ -109,7 +106,7 @@ def runtime_mount_args(*, allow_network: bool, extra_ro_paths: list[str] | tuple
     return args
 
 
-def base_args(bwrap: str, *, allow_network: bool) -> list[str]:
+def base_args(bwrap: str, *, allow_network: bool, tmp_size: int = 0) -> list[str]:
     args = [bwrap, "--unshare-all"]
     if allow_network:
         args.append("--share-net")
@@ -121,6 +118,9 @@ def base_args(bwrap: str, *, allow_network: bool) -> list[str]:
         "--hostname", "sandbox",
         "--proc", "/proc",
         "--dev", "/dev",
+        # /tmp is memory: bounded like the command's memory, also where no memory cgroup
+        # can be made to charge it to.
+        *(["--size", str(tmp_size)] if tmp_size else []),
         "--tmpfs", "/tmp",
         "--dir", USER_DATA,
     ]
@@ -172,7 +172,7 @@ class BwrapSandbox(Sandbox):
         self.extra_ro_paths = extra_ro_paths
 
     def command_argv(self, command: str) -> list[str]:
-        args = base_args(self.bwrap, allow_network=self.allow_network)
+        args = base_args(self.bwrap, allow_network=self.allow_network, tmp_size=self.policy.limits.memory_bytes)
         args += runtime_mount_args(allow_network=self.allow_network, extra_ro_paths=self.extra_ro_paths)
         for name in USER_DATA_SUBDIRS:
             host = self.fs.host_dir(name)
@@ -185,15 +185,14 @@ class BwrapSandbox(Sandbox):
 
     def execute_command(self, command: str, env: Mapping[str, str] | None = None, timeout: float | None = None,
                         cancel: threading.Event | None = None) -> CommandResult:
-        base = {k: v for k, v in os.environ.items() if k not in _DROP_VARS}
-        sandbox_env = build_sandbox_env(
+        sandbox_env = self.policy.environment(
             env,
-            base=base,
-            overrides={"PATH": SANDBOX_PATH, "HOME": "/tmp", "TMPDIR": "/tmp", "USER": "sandbox",
-                       "LOGNAME": "sandbox", "SHELL": "/bin/bash", "PWD": f"{USER_DATA}/workspace"},
+            {"PATH": SANDBOX_PATH, "HOME": "/tmp", "TMPDIR": "/tmp", "USER": "sandbox",
+             "LOGNAME": "sandbox", "SHELL": "/bin/bash", "PWD": f"{USER_DATA}/workspace"},
         )
-        return run_command(
+        return run_limited(
             self.command_argv(command),
+            policy=self.policy,
             cwd="/",
             env=sandbox_env,
             timeout=timeout or self.default_timeout,

@@ -1,17 +1,21 @@
 """The environment a sandboxed command sees, and masking of injected secrets.
 
-The server's own environment holds model keys, database URLs and the Django secret. A
-command the model runs (possibly under a prompt injection) must not be able to print them,
-so the inherited environment is filtered by name and by value before any command runs.
-Request-scoped secrets that a caller deliberately passes in are layered on top, and their
-values are masked in whatever output the model sees.
+The server's own environment holds model keys, database URLs, the Django secret and a lot
+of harmless-looking detail about the deployment (settings module, port, sign-up switches,
+package-index settings, the container's name). A command the model runs (possibly under a
+prompt injection) should learn none of it, so the environment is built from an allow-list:
+the locale and terminal names below, the provider's own settings (PATH, HOME, TMPDIR, …),
+the names the operator passes through or sets in ``sandbox.env``, and the request's
+injected variables. A deny-list of secret-looking names still applies to everything copied
+from the server, as a second fence. Request-scoped secrets are masked in whatever output
+the model sees.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 # A name containing any of these is treated as a credential. Substring matching is
 # deliberately broad: dropping a harmless variable costs little, leaking a key costs a lot.
@@ -41,6 +45,22 @@ def is_secret_name(name: str) -> bool:
     return any(part in upper for part in _SECRET_NAME_PARTS)
 
 
+# Copied from the server when set: they change how programs format text, not what they reach.
+_INHERITED_NAMES = frozenset({"LANG", "LANGUAGE", "TZ", "TERM", "COLORTERM", "NO_COLOR"})
+_INHERITED_PREFIXES = ("LC_",)
+# The local provider runs host programs, which need the host's PATH and a HOME and TMPDIR
+# that exist; the bubblewrap provider replaces all three with its own.
+HOST_RUNTIME_NAMES = ("PATH", "HOME", "TMPDIR")
+
+
+def is_env_name(name: object) -> bool:
+    return isinstance(name, str) and bool(_ENV_NAME.match(name))
+
+
+def _inheritable(name: str, passthrough: frozenset[str]) -> bool:
+    return name in _INHERITED_NAMES or name.startswith(_INHERITED_PREFIXES) or name in passthrough
+
+
 def scrub_environment(environ: Mapping[str, str] | None = None) -> dict[str, str]:
     """The inherited environment without secret-looking names or credential-bearing values."""
     source = os.environ if environ is None else environ
@@ -64,10 +84,16 @@ def check_injected_env(env: Mapping[str, str] | None) -> dict[str, str]:
 
 
 def build_sandbox_env(env: Mapping[str, str] | None = None, *, base: Mapping[str, str] | None = None,
-                      overrides: Mapping[str, str] | None = None) -> dict[str, str]:
-    """Scrubbed inheritance, then provider overrides, then the request's injected variables."""
-    result = scrub_environment(base)
+                      overrides: Mapping[str, str] | None = None, extra: Mapping[str, str] | None = None,
+                      passthrough: Iterable[str] = ()) -> dict[str, str]:
+    """The allow-listed part of ``base`` (the server's environment by default), then the
+    provider's ``overrides``, the operator's ``extra`` (``sandbox.env``), and last the
+    request's injected variables."""
+    source = os.environ if base is None else base
+    allowed = frozenset(passthrough)
+    result = scrub_environment({name: value for name, value in source.items() if _inheritable(name, allowed)})
     result.update(overrides or {})
+    result.update(extra or {})
     result.update(check_injected_env(env))
     return result
 

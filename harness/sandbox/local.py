@@ -8,14 +8,17 @@ in a warning at startup.
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
+import tempfile
 import threading
 from collections.abc import Mapping
 
-from harness.sandbox.env_policy import build_sandbox_env
+from harness.sandbox.command import run_limited
+from harness.sandbox.env_policy import HOST_RUNTIME_NAMES
 from harness.sandbox.output import BoundedText
 from harness.sandbox.paths import VirtualFS
-from harness.sandbox.process import CommandResult, run_command
+from harness.sandbox.process import CommandResult
 from harness.sandbox.provider import HostSandboxProvider
 from harness.sandbox.sandbox import Sandbox
 
@@ -32,22 +35,26 @@ class LocalSandbox(Sandbox):
                         cancel: threading.Event | None = None) -> CommandResult:
         workspace = self.fs.host_dir("workspace")
         workspace.mkdir(parents=True, exist_ok=True)
-        result = run_command(
+        host = {"PATH": os.defpath, "HOME": str(workspace), "TMPDIR": tempfile.gettempdir()}
+        host.update({name: os.environ[name] for name in HOST_RUNTIME_NAMES if name in os.environ})
+        result = run_limited(
             [_BASH, "-c", self.fs.translate_command(command)],
+            policy=self.policy,
             cwd=str(workspace),
-            env=build_sandbox_env(env),
+            env=self.policy.environment(env, {**host, "PWD": str(workspace)}),
             timeout=timeout or self.default_timeout,
             max_chars=self.max_chars,
             cancel=cancel,
         )
         # The model knows virtual paths only; host paths in output (pwd, tracebacks)
         # would confuse it and leak the server's layout.
+        message = result.limit_message and self.fs.untranslate_output(result.limit_message)
         output = BoundedText(
             self.fs.untranslate_output(result.output.head),
             self.fs.untranslate_output(result.output.tail),
             result.output.omitted_chars,
         )
-        return dataclasses.replace(result, output=output)
+        return dataclasses.replace(result, output=output, limit_message=message)
 
 
 class LocalSandboxProvider(HostSandboxProvider):

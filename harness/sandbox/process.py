@@ -3,6 +3,8 @@
 - stdin is /dev/null, so a command waiting for input gets EOF instead of hanging.
 - The command leads its own process group; on the wall-clock timeout the whole group is
   SIGKILLed, so children it spawned do not outlive the call.
+- An optional ``watch`` callable is polled while the command runs (the disk-quota watcher);
+  when it returns a message the group is killed the same way and the message is kept.
 - Output (stdout and stderr interleaved, as in a terminal) is drained by a thread into a
   bounded buffer. The call returns when the command's own process exits, not when the pipe
   reaches EOF: a backgrounded server keeps the pipe's write end open forever, and waiting
@@ -16,7 +18,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from harness.runtime.cpu_affinity import original_cpus_for_children
@@ -35,6 +37,8 @@ class CommandResult:
     timeout: float
     duration: float
     cancelled: bool = False
+    # Why a limit stopped or hampered the command, worded for the model (quota, memory, processes).
+    limit_message: str | None = None
 
 
 def _drain(fd: int, capture: OutputCapture) -> None:
@@ -59,9 +63,18 @@ def _kill_group(pgid: int) -> None:
         pass
 
 
+Watch = Callable[[], "str | None"]
+
+
 def run_command(argv: Sequence[str], *, cwd: str, env: dict[str, str], timeout: float, max_chars: int,
-                cancel: threading.Event | None = None) -> CommandResult:
-    """Run ``argv``; ``cancel`` (set from another thread) kills it like a timeout does."""
+                cancel: threading.Event | None = None, preexec: Callable[[], None] | None = None,
+                watch: Watch | None = None, watch_interval: float = 0.2) -> CommandResult:
+    """Run ``argv``; ``cancel`` (set from another thread) kills it like a timeout does.
+
+    ``preexec`` runs in the child before exec (resource limits). ``watch`` is called about
+    every ``watch_interval`` seconds, less often when one call takes long, so a big tree
+    to measure cannot keep a core busy.
+    """
     started = time.monotonic()
     read_fd, write_fd = os.pipe()
     try:
@@ -75,6 +88,7 @@ def run_command(argv: Sequence[str], *, cwd: str, env: dict[str, str], timeout: 
                 env=env,
                 start_new_session=True,
                 close_fds=True,
+                preexec_fn=preexec,
             )
     except BaseException:
         os.close(read_fd)
@@ -99,17 +113,32 @@ def run_command(argv: Sequence[str], *, cwd: str, env: dict[str, str], timeout: 
                 reason.append(why)
                 _kill_group(proc.pid)
 
+    watch_message: list[str] = []
+    next_watch = [started + watch_interval]
+
     def watchdog() -> None:
         deadline = started + timeout
         while not finished.is_set():
             if cancel is not None and cancel.is_set():
                 fire("cancelled")
                 return
-            remaining = deadline - time.monotonic()
+            now = time.monotonic()
+            remaining = deadline - now
             if remaining <= 0:
                 fire("timeout")
                 return
-            finished.wait(remaining if cancel is None else min(remaining, 0.05))
+            if watch is not None and now >= next_watch[0]:
+                message = watch()
+                spent = time.monotonic() - now
+                if message:
+                    watch_message.append(message)
+                    fire("limit")
+                    return
+                next_watch[0] = time.monotonic() + max(watch_interval, 2 * spent)
+            wait = remaining if cancel is None else min(remaining, 0.05)
+            if watch is not None:
+                wait = min(wait, max(0.0, next_watch[0] - time.monotonic()))
+            finished.wait(wait)
 
     guard = threading.Thread(target=watchdog, name=f"sandbox-watchdog-{proc.pid}", daemon=True)
     guard.start()
@@ -140,4 +169,5 @@ def run_command(argv: Sequence[str], *, cwd: str, env: dict[str, str], timeout: 
         timeout=timeout,
         duration=time.monotonic() - started,
         cancelled=reason == ["cancelled"],
+        limit_message=watch_message[0] if watch_message else None,
     )

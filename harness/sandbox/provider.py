@@ -17,7 +17,9 @@ from pathlib import Path
 
 from harness.config.app_config import SandboxConfig
 from harness.config.paths import REPO_ROOT, thread_user_data_dir
+from harness.sandbox.command import CommandPolicy
 from harness.sandbox.paths import DEFAULT_SKILLS, USER_DATA_SUBDIRS, VirtualFS, check_id
+from harness.sandbox.quota import quota_for
 from harness.sandbox.sandbox import Sandbox
 
 
@@ -82,7 +84,9 @@ class HostSandboxProvider(SandboxProvider):
         for name in USER_DATA_SUBDIRS:
             (user_data / name).mkdir(parents=True, exist_ok=True)
         fs = VirtualFS(user_data, self.skills_dir, self.skills_container_path)
-        return self._make_sandbox(self._sandbox_id(user_id, thread_id), user_id, thread_id, fs)
+        sandbox = self._make_sandbox(self._sandbox_id(user_id, thread_id), user_id, thread_id, fs)
+        sandbox.policy = CommandPolicy.from_config(self.config, quota_for(user_id, thread_id, self.config))
+        return sandbox
 
     def _remember(self, sandbox: Sandbox) -> Sandbox:
         with self._lock:

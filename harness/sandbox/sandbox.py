@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from harness.sandbox import locks
+from harness.sandbox.command import CommandPolicy
 from harness.sandbox.errors import SandboxError, SandboxPathError
 from harness.sandbox.paths import WORKSPACE, ResolvedPath, VirtualFS
 from harness.sandbox.process import CommandResult
@@ -98,6 +99,8 @@ class Sandbox(ABC):
 
     #: Told to the model on a timeout: whether a backgrounded process survives the call.
     background_processes_survive = True
+    #: Limits, disk quota and environment of commands; the provider sets it from its config.
+    policy: CommandPolicy = CommandPolicy()
 
     # -- helpers -----------------------------------------------------------------------
 
@@ -176,7 +179,19 @@ class Sandbox(ABC):
         with self.path_lock(path) as resolved:
             return self._write_locked(resolved, data, append)
 
+    def _check_quota(self, resolved: ResolvedPath, size: int, append: bool) -> None:
+        quota = self.policy.quota
+        if quota is None or not quota.enabled:
+            return
+        try:
+            current = 0 if append else os.lstat(resolved.real).st_size
+        except OSError:
+            current = 0
+        if size - current > 0:
+            quota.check_write(size - current)
+
     def _write_locked(self, resolved: ResolvedPath, data: bytes, append: bool) -> int:
+        self._check_quota(resolved, len(data), append)
         flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
         try:
             fd = self._open(resolved, flags, make_parents=True)

@@ -77,6 +77,11 @@ def format_command_result(result: CommandResult, secrets: dict[str, str], *, bac
             f"(it and every process it started were killed). {advice}"
         )
         return f"{head}\nOutput before it was stopped:\n{body}" if body else head
+    if result.limit_message:
+        # The limit leads, so the model reads why before it reads a bare "Killed".
+        if result.exit_code is None:
+            return f"{result.limit_message}\nOutput before it was stopped:\n{body}" if body else result.limit_message
+        return f"{result.limit_message}\n{body or '(no output)'}\n[exit code: {result.exit_code}]"
     return f"{body or '(no output)'}\n[exit code: {result.exit_code}]"
 
 

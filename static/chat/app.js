@@ -51,7 +51,7 @@
     uploadEmpty: $("upload-empty"), preview: $("preview"), previewBody: $("preview-body"),
     previewName: $("preview-name"), previewDownload: $("preview-download"), attachments: $("attachments"),
     fileInput: $("file-input"), dropHint: $("drop-hint"), loadEarlier: $("load-earlier"), sidebar: $("sidebar"),
-    scrim: $("scrim"),
+    scrim: $("scrim"), storage: $("storage"), storageFull: $("storage-full"),
   };
 
   // ---------------------------------------------------------------- small helpers
@@ -142,7 +142,8 @@
     if (!Number.isFinite(bytes)) return "";
     if (bytes < 1024) return bytes + " B";
     if (bytes < 1024 * 1024) return (bytes / 1024).toFixed(1) + " KB";
-    return (bytes / 1024 / 1024).toFixed(1) + " MB";
+    if (bytes < 1024 * 1024 * 1024) return (bytes / 1024 / 1024).toFixed(1) + " MB";
+    return (bytes / 1024 / 1024 / 1024).toFixed(1) + " GB";
   }
 
   function basename(path) { return String(path).split("/").pop(); }
@@ -469,6 +470,7 @@
   }
 
   function openFiles(open) {
+    if (open && el.filesPanel.hidden) refreshUploads();  // the agent may have written since
     el.filesPanel.hidden = !open;
     el.filesToggle.setAttribute("aria-expanded", String(open));
     document.body.classList.toggle("files-open", open);
@@ -996,8 +998,34 @@
     try {
       const data = await api("GET", `/threads/${encodeURIComponent(S.threadId)}/uploads/list`);
       S.uploads = data.files || [];
+      S.quota = data.quota || null;
     } catch (e) { S.uploads = S.uploads || []; }
     renderFileLists();
+    renderQuota();
+  }
+
+  // The sandbox's disk quota (sandbox.thread_quota_mb / user_quota_mb); a limit of 0 is "none".
+  function renderQuota() {
+    const q = S.quota;
+    const rows = [["thread", "This chat"], ["user", "All your chats"]];
+    let shown = false;
+    const full = [];
+    for (const [key, label] of rows) {
+      const used = (q && q[key + "_bytes"]) || 0, limit = (q && q[key + "_limit"]) || 0;
+      const row = $(`storage-${key}-row`), meter = $(`storage-${key}`);
+      row.hidden = meter.hidden = !limit;
+      if (!limit) continue;
+      shown = true;
+      meter.value = Math.min(used / limit, 1);
+      $(`storage-${key}-text`).textContent = `${formatSize(used)} of ${formatSize(limit)}`;
+      meter.setAttribute("aria-valuetext", `${formatSize(used)} of ${formatSize(limit)} used`);
+      if (used >= limit) full.push(label.toLowerCase());
+    }
+    el.storage.hidden = !shown;
+    el.storageFull.hidden = full.length === 0;
+    el.storageFull.textContent = full.length
+      ? `Storage is full (${full.join(", ")}): commands that write files stop and uploads are refused until files are deleted.`
+      : "";
   }
 
   // ---------------------------------------------------------------- composer and controls

@@ -3,7 +3,9 @@ size check before sending, and opening an artifact the agent presented."""
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
@@ -90,3 +92,46 @@ def test_open_a_presented_artifact(page, script, doc_shot):
     assert response.status == 200
     assert b"Quarterly report" in response.body()
     assert "attachment" in response.headers.get("content-disposition", "")
+
+
+def _thread_dir(live, page) -> Path:
+    thread_id = re.search(r"/c/([0-9a-f-]{36})/", page.url).group(1)
+    found = list(Path(live.env["DEER_FLOW_HOME"]).glob(f"users/*/threads/{thread_id}/user-data"))
+    assert len(found) == 1
+    return found[0]
+
+
+def _storage_panel_shows_usage_and_a_full_quota(page, live, doc_shot, shot_name):
+    page.goto("/")
+    page.locator("#file-input").set_input_files([{"name": "data.csv", "mimeType": "text/csv", "buffer": b"a,b\n" * 20_000}])
+    expect(page.locator(".attachment")).to_have_class(re.compile(r"\bdone\b"))
+    page.get_by_role("button", name="Files", exact=True).click()
+    storage = page.get_by_role("region", name="Storage")
+    expect(storage).to_be_visible()
+    # The default quotas: 1 GiB per chat, 10 GiB over all of a user's chats.
+    expect(storage.locator("#storage-thread-text")).to_have_text(re.compile(r"^\d+(\.\d)? KB of 1\.0 GB$"))
+    expect(storage.locator("#storage-user-text")).to_have_text(re.compile(r" of 10\.0 GB$"))
+    expect(storage.get_by_role("status")).to_be_hidden()
+    # Fill this chat's quota on disk, as a command would, and open the panel again.
+    filler = _thread_dir(live, page) / "workspace" / "filler.bin"
+    filler.parent.mkdir(exist_ok=True)
+    with open(filler, "wb") as fh:
+        os.posix_fallocate(fh.fileno(), 0, 1024 * 1024 * 1024 + 1024 * 1024)
+    try:
+        page.get_by_role("button", name="Close files").click()
+        page.get_by_role("button", name="Files", exact=True).click()
+        expect(storage.locator("#storage-thread-text")).to_have_text(re.compile(r"^1\.0 GB of 1\.0 GB$"))
+        expect(storage.get_by_role("status")).to_contain_text("Storage is full (this chat)")
+        box = storage.bounding_box()
+        assert box["width"] <= page.viewport_size["width"]
+        doc_shot(page, shot_name)
+    finally:
+        filler.unlink()
+
+
+def test_files_panel_shows_storage_quota(page, live, doc_shot):
+    _storage_panel_shows_usage_and_a_full_quota(page, live, doc_shot, "files-storage-quota")
+
+
+def test_files_panel_shows_storage_quota_on_a_phone(phone, live, doc_shot):
+    _storage_panel_shows_usage_and_a_full_quota(phone, live, doc_shot, "files-storage-quota-phone")

@@ -96,7 +96,7 @@ def test_scrub_drops_credentials_in_values_and_layers_injected_env():
     env = scrub_environment({"PATH": "/bin", "UPSTREAM": "https://user:pw@host/", "PLAIN": "https://host/", "MY_TOKEN": "t"})
     assert env == {"PATH": "/bin", "PLAIN": "https://host/"}
     built = build_sandbox_env({"ERP_TOKEN": "v"}, base={"PATH": "/bin", "API_KEY": "k"}, overrides={"HOME": "/tmp"})
-    assert built == {"PATH": "/bin", "HOME": "/tmp", "ERP_TOKEN": "v"}
+    assert built == {"HOME": "/tmp", "ERP_TOKEN": "v"}
 
 
 def test_mask_secrets_longest_first():
