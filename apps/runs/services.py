@@ -31,7 +31,6 @@ from harness.config.loader import get_app_config
 
 logger = logging.getLogger(__name__)
 
-LEASE_SECONDS = 30
 # How long interrupt/rollback waits for the run it replaces to let go of the thread.
 REPLACE_WAIT_SECONDS = 30
 

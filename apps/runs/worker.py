@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from channels.db import DatabaseSyncToAsync
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -31,8 +32,6 @@ from harness.runtime.serialize import to_jsonable
 
 logger = logging.getLogger(__name__)
 
-LEASE_SECONDS = 30
-LEASE_RENEW_SECONDS = 10
 CANCEL_POLL_SECONDS = 1.0
 # Wire event name of each LangGraph stream mode.
 WIRE_MODE = {"messages-tuple": "messages"}
@@ -72,6 +71,12 @@ def database_sync_to_async(fn):
     return DatabaseSyncToAsync(fn, thread_sensitive=False)
 
 
+def lease_seconds() -> int:
+    """A running run's lease (settings.RUN_LEASE_SECONDS); renewed every third of it, so two
+    renewals may fail before recovery takes the run for dead."""
+    return settings.RUN_LEASE_SECONDS
+
+
 def _raise_if_cancelled(run_id: str) -> None:
     """asgiref lets the thread finish and may then return its result to a task that was
     cancelled meanwhile, swallowing the cancel. The runtime records every cancel before it
@@ -87,7 +92,7 @@ def _claim(run_id: str) -> dict | None:
     now = timezone.now()
     updated = Run.objects.filter(pk=run_id, status=Run.Status.PENDING, cancel_requested_at__isnull=True).update(
         status=Run.Status.RUNNING, started_at=now, lease_owner=PROCESS_ID,
-        lease_expires_at=now + timedelta(seconds=LEASE_SECONDS),
+        lease_expires_at=now + timedelta(seconds=lease_seconds()),
     )
     if not updated:
         return None
@@ -103,7 +108,7 @@ def _leases_tick(run_ids: list[str], *, renew: bool) -> dict[str, str]:
     """Extend the leases of these runs when due; returns {run_id: cancel action} for those
     someone asked to cancel. One query (two when renewing) however many runs are held."""
     if renew:
-        Run.objects.filter(pk__in=run_ids, lease_owner=PROCESS_ID).update(lease_expires_at=timezone.now() + timedelta(seconds=LEASE_SECONDS))
+        Run.objects.filter(pk__in=run_ids, lease_owner=PROCESS_ID).update(lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds()))
     flagged = Run.objects.filter(pk__in=run_ids, cancel_requested_at__isnull=False).values_list("pk", "cancel_action")
     return {str(pk): action or "interrupt" for pk, action in flagged}
 
@@ -111,7 +116,7 @@ def _leases_tick(run_ids: list[str], *, renew: bool) -> dict[str, str]:
 async def keep_leases_forever() -> None:
     """The process's lease keeper, on the runs loop: every CANCEL_POLL_SECONDS it looks for
     cancel flags on the runs this process executes (the backstop when a cancel signal is
-    lost or never sent, as without Redis), and every LEASE_RENEW_SECONDS it renews their
+    lost or never sent, as without Redis), and every third of the lease it renews their
     leases. Idle processes do not query."""
     runtime = get_runtime()
     loop = asyncio.get_running_loop()
@@ -119,7 +124,7 @@ async def keep_leases_forever() -> None:
     while True:
         await asyncio.sleep(CANCEL_POLL_SECONDS)
         held = runtime.held_runs()
-        renew = loop.time() - last_renewal >= LEASE_RENEW_SECONDS
+        renew = loop.time() - last_renewal >= lease_seconds() / 3
         if not held:
             continue
         try:
