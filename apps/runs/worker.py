@@ -11,18 +11,16 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 import logging
-from dataclasses import dataclass, field
 from typing import Any
 
 from channels.db import DatabaseSyncToAsync
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.types import Command
 
 from apps.runs import graphs
-from apps.runs.journal import JournalEvent, journal_append, journal_insert
+from apps.runs.journal import JournalBuffer, JournalEvent, RunProgress, journal_insert, message_events, message_id
 from apps.runs.models import Run
 from apps.runs.runtime import PROCESS_ID, get_runtime
 from apps.runs.scheduling.services import scheduled_run_settled
@@ -37,29 +35,6 @@ CANCEL_POLL_SECONDS = 1.0
 WIRE_MODE = {"messages-tuple": "messages"}
 GRAPH_MODE = {"messages-tuple": "messages"}
 _METADATA_KEEP_PREFIXES = ("langgraph_", "ls_", "run_id", "thread_id", "assistant_id", "tags", "checkpoint_ns")
-
-
-@dataclass
-class RunProgress:
-    """What the worker accumulates while streaming."""
-
-    seen_message_ids: set[str] = field(default_factory=set)
-    last_values: Any = None
-    usage: dict[str, dict[str, int]] = field(default_factory=dict)
-    llm_calls: int = 0
-    message_count: int = 0
-    stop_reason: str = ""
-
-    def add_usage(self, model: str, usage: dict) -> None:
-        entry = self.usage.setdefault(model, {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "total_tokens": 0, "calls": 0})
-        inp = int(usage.get("input_tokens") or 0)
-        out = int(usage.get("output_tokens") or 0)
-        cache = int((usage.get("input_token_details") or {}).get("cache_read") or 0)
-        entry["input_tokens"] += inp
-        entry["output_tokens"] += out
-        entry["cache_read_tokens"] += cache
-        entry["total_tokens"] += int(usage.get("total_tokens") or inp + out)
-        entry["calls"] += 1
 
 
 # -- database steps (each runs in a thread) ----------------------------------------------
@@ -141,11 +116,6 @@ async def keep_leases_forever() -> None:
 
 
 @database_sync_to_async
-def _journal(thread_id: str, run_id: str, events: list[JournalEvent]) -> None:
-    journal_append(thread_id=thread_id, run_id=run_id, events=events)
-
-
-@database_sync_to_async
 def _finish(run_id: str, *, status: str, thread_status: str, error: str, progress: RunProgress, title: str | None,
             thread_id: str, metadata: dict, events: list[JournalEvent]) -> None:
     """The last journal entries and the final row state, in one transaction."""
@@ -180,69 +150,7 @@ def _finish(run_id: str, *, status: str, thread_status: str, error: str, progres
                 raise
 
 
-class JournalBuffer:
-    """Batches journal writes: one database round trip per second of a run (or per 50
-    events) instead of one per graph step; the rest is written with the final row."""
-
-    FLUSH_SECONDS = 1.0
-    FLUSH_EVENTS = 50
-
-    def __init__(self, thread_id: str, run_id: str):
-        self.thread_id = thread_id
-        self.run_id = run_id
-        self.pending: list[JournalEvent] = []
-        self._last_flush = asyncio.get_running_loop().time()
-
-    async def add(self, events: list[JournalEvent]) -> None:
-        self.pending.extend(events)
-        now = asyncio.get_running_loop().time()
-        if len(self.pending) >= self.FLUSH_EVENTS or now - self._last_flush >= self.FLUSH_SECONDS:
-            await self.flush()
-
-    async def flush(self) -> None:
-        if self.pending:
-            events, self.pending = self.pending, []
-            await _journal(self.thread_id, self.run_id, events)
-            _raise_if_cancelled(self.run_id)
-        self._last_flush = asyncio.get_running_loop().time()
-
-    def take(self) -> list[JournalEvent]:
-        events, self.pending = self.pending, []
-        return events
-
-
 # -- translating graph output ---------------------------------------------------------
-
-
-def _message_id(msg: Any) -> str | None:
-    return getattr(msg, "id", None) if isinstance(msg, BaseMessage) else (msg.get("id") if isinstance(msg, dict) else None)
-
-
-def _message_events(messages: list, progress: RunProgress, default_model: str) -> list[JournalEvent]:
-    """Journal events for messages not seen before; counts usage once per AI message."""
-    events = []
-    for msg in messages:
-        mid = _message_id(msg)
-        if mid is None or mid in progress.seen_message_ids or not isinstance(msg, BaseMessage):
-            continue
-        progress.seen_message_ids.add(mid)
-        progress.message_count += 1
-        data = to_jsonable(msg)
-        if isinstance(msg, HumanMessage):
-            events.append(JournalEvent("llm.human.input", "message", data, {"caller": "lead_agent"}))
-        elif isinstance(msg, AIMessage):
-            usage = dict(msg.usage_metadata or {})
-            meta = msg.response_metadata or {}
-            # The agent stamps the config.yaml name; the provider's model id is the fallback.
-            model = meta.get("deerflow_model") or default_model or meta.get("model_name") or "unknown"
-            progress.llm_calls += 1
-            if usage:
-                progress.add_usage(model, usage)
-            events.append(JournalEvent("llm.ai.response", "message", data,
-                                       {"caller": "lead_agent", "usage": usage or None, "latency_ms": None, "llm_call_index": progress.llm_calls, "model_name": model}))
-        elif isinstance(msg, ToolMessage):
-            events.append(JournalEvent("llm.tool.result", "message", data, {}))
-    return events
 
 
 def _callback_metadata(meta: Any) -> dict:
@@ -364,7 +272,7 @@ async def _execute(run_id: str) -> None:
     graph = None
     runtime.hold_lease(run_id)
     journal = JournalBuffer(thread_id, run_id)
-    journal.pending.append(JournalEvent("run.start", "trace", {"chain": meta["assistant_id"] or graphs.LEAD_AGENT}, {"caller": "lead_agent"}))
+    journal.hold(JournalEvent("run.start", "trace", {"chain": meta["assistant_id"] or graphs.LEAD_AGENT}, {"caller": "lead_agent"}))
     try:
         checkpointer = await runtime.checkpointer()
         graph = await graphs.build_graph(config, checkpointer)
@@ -373,7 +281,7 @@ async def _execute(run_id: str) -> None:
         if before is not None:
             pre_run_config = before.config
             for msg in (before.checkpoint.get("channel_values") or {}).get("messages", []):
-                mid = _message_id(msg)
+                mid = message_id(msg)
                 if mid:
                     progress.seen_message_ids.add(mid)
         stream_kwargs: dict[str, Any] = {"stream_mode": graph_modes, "subgraphs": subgraphs, "context": context}
@@ -389,9 +297,10 @@ async def _execute(run_id: str) -> None:
             if mode == "values" and not namespace:
                 progress.last_values = data
                 if isinstance(data, dict):
-                    events = _message_events(list(data.get("messages") or []), progress, meta.get("model_name") or "")
+                    events = message_events(list(data.get("messages") or []), progress, meta.get("model_name") or "")
                     if events:
                         await journal.add(events)
+                        _raise_if_cancelled(run_id)
             if wire not in wire_requested:
                 continue
             name = "|".join([wire, *namespace]) if namespace else wire
@@ -409,7 +318,7 @@ async def _execute(run_id: str) -> None:
         if state and state.next:
             status, thread_status = Run.Status.INTERRUPTED, Thread.Status.INTERRUPTED
             progress.stop_reason = progress.stop_reason or "human_input_required"
-        journal.pending.append(JournalEvent("run.end", "outputs", to_jsonable(state.values if state else None), {"status": "success"}))
+        journal.hold(JournalEvent("run.end", "outputs", to_jsonable(state.values if state else None), {"status": "success"}))
     except asyncio.CancelledError:
         runtime.mark_settling(run_id)
         action = runtime.cancel_action(run_id) or "interrupt"
@@ -418,19 +327,19 @@ async def _execute(run_id: str) -> None:
         if action == "rollback" and graph is not None:
             await _rollback(graph, thread_id, pre_run_config)
         reason = "run rolled back by request" if action == "rollback" else "run cancelled by request"
-        journal.pending.append(JournalEvent("run.error", "error", reason, {"error_type": "cancelled"}))
+        journal.hold(JournalEvent("run.error", "error", reason, {"error_type": "cancelled"}))
     except Exception as exc:  # the run failed; the server keeps going and the client is told why
         logger.warning("Run %s failed: %s: %s", run_id, type(exc).__name__, exc, exc_info=not isinstance(exc, ConfigError))
         status, thread_status = Run.Status.ERROR, Thread.Status.ERROR
         error = f"{type(exc).__name__}: {exc}"
         progress.stop_reason = "error"
         await _publish_quietly(run_id, "error", {"error": type(exc).__name__, "message": str(exc), "name": type(exc).__name__})
-        journal.pending.append(JournalEvent("run.error", "error", str(exc), {"error_type": type(exc).__name__}))
+        journal.hold(JournalEvent("run.error", "error", str(exc), {"error_type": type(exc).__name__}))
     finally:
         runtime.mark_settling(run_id)  # finishing now: a late cancel changes nothing
     try:
         await _finish(run_id, status=status, thread_status=thread_status, error=error, progress=progress, title=title,
-                      thread_id=thread_id, metadata=meta["metadata"], events=journal.take())
+                      thread_id=thread_id, metadata=meta["metadata"], events=await journal.drain())
     finally:
         await _end_stream(run_id)
 

@@ -3,15 +3,17 @@
 import os
 import subprocess
 import sys
+import time
 from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.utils import timezone
 
-from apps.runs.models import Run
+from apps.runs.models import Run, RunEvent
 from apps.runs.services import runs_recover_orphans
 from apps.threads.services import thread_create
+from harness.testing import call, tool_reply
 
 ROOT = Path(__file__).resolve().parents[3]
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
@@ -51,3 +53,27 @@ def test_the_server_recovers_orphans_when_it_starts(tmp_path):
     )
     py("import deerflow_site.asgi")  # what Daphne does when it starts
     assert py(f"import django; django.setup()\nfrom apps.runs.models import Run; r = Run.objects.get(pk='{run_id}'); print(r.status, r.stop_reason)") == "error orphan_recovered"
+
+
+def _wait_until(condition, what, timeout=10):
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.05)
+
+
+def test_events_are_journaled_while_the_run_waits_for_no_further_event(user, user_client, scripted_agent):
+    # A tool that runs for a long time: nothing else happens in the run to push the buffer
+    # out, yet what came before must reach the database about a second later.
+    scripted_agent(tool_reply(call("slow", seconds=60)), "done")
+    thread = thread_create(owner=user)
+    run_id = user_client.post(f"/api/threads/{thread.pk}/runs", {"input": {"messages": [{"role": "user", "content": "take your time"}]}},
+                              format="json").json()["run_id"]
+
+    def journaled():
+        return set(RunEvent.objects.filter(run_id=run_id).values_list("event_type", flat=True))
+
+    _wait_until(lambda: {"run.start", "llm.human.input", "llm.ai.response"} <= journaled(), "the journal to be written")
+    assert Run.objects.get(pk=run_id).status == "running"  # written by the timer, not by the finish
+    assert user_client.post(f"/api/threads/{thread.pk}/runs/{run_id}/cancel?wait=true").status_code == 204
+
