@@ -179,7 +179,8 @@ class JournalBuffer:
 
     async def flush(self) -> None:
         """Write what is pending now, after any write in flight."""
-        if self._writing is not None:
+        # A loop: the timer may start another write before this task resumes.
+        while self._writing is not None:
             await asyncio.shield(self._writing)
         if self.pending:
             await asyncio.shield(self._start_write())
@@ -192,7 +193,7 @@ class JournalBuffer:
 
     async def drain(self) -> list[JournalEvent]:
         """What is left for the final write, once any write in flight has landed."""
-        if self._writing is not None:
+        while self._writing is not None:
             try:
                 await asyncio.shield(self._writing)
             except Exception:  # already logged; its events are pending again
