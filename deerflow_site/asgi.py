@@ -33,14 +33,16 @@ from deerflow_site.body_limits import RequestGuard  # noqa: E402
 from deerflow_site.routing import websocket_urlpatterns  # noqa: E402
 from apps.runs.handoff import serve_offered_runs  # noqa: E402
 from apps.runs.recovery import recover_on_startup  # noqa: E402
+from apps.runs.runtime import get_runtime  # noqa: E402
 from apps.threads.uploads import sweep_staging_files  # noqa: E402
 
 from harness.sandbox import get_sandbox_provider  # noqa: E402
 
 from deerflow_site.gc_tuning import tune_gc  # noqa: E402
 
-# Runs a crashed process left active would hold their threads forever: settle them now.
-recover_on_startup()
+# Runs a crashed process left active would hold their threads forever: settle them now, and
+# from now on whenever a lease lapses (the runs loop's sweep, started here, not by a first run).
+recover_on_startup(get_runtime())
 # Runs a Celery worker admits (beat's firings) are executed here, where clients can watch them.
 serve_offered_runs()
 # Upload staging files a crash left behind are never anyone's file: remove them.

@@ -24,7 +24,9 @@ class Executor(Protocol):
 class EmbeddedExecutor:
     """Runs execute as asyncio tasks on this process's runs loop."""
 
-    pending_lease_seconds = 30
+    @property
+    def pending_lease_seconds(self) -> int:
+        return settings.RUN_LEASE_SECONDS
 
     def prepare(self, run_id: str) -> None:
         from apps.runs.runtime import get_runtime

@@ -1,4 +1,5 @@
-"""The durable event journal (RunEvent rows) and its message projection.
+"""The durable event journal (RunEvent rows), its message projection, and the buffer a run
+writes it through.
 
 ``seq`` is thread-global and allocated as max+1 inside the write transaction. Only one run
 per thread is active (uq_runs_thread_active) and a worker writes its last events before it
@@ -8,13 +9,21 @@ race that does happen into a retry rather than a duplicate.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import asyncio
+import logging
+import weakref
+from dataclasses import dataclass, field
 from typing import Any
 
+from channels.db import DatabaseSyncToAsync
 from django.db import IntegrityError, transaction
 from django.db.models import Max
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from apps.runs.models import RunEvent
+from harness.runtime.serialize import to_jsonable
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -23,6 +32,66 @@ class JournalEvent:
     category: str
     content: Any
     metadata: dict
+
+
+@dataclass
+class RunProgress:
+    """What the worker accumulates while streaming."""
+
+    seen_message_ids: set[str] = field(default_factory=set)
+    last_values: Any = None
+    usage: dict[str, dict[str, int]] = field(default_factory=dict)
+    llm_calls: int = 0
+    message_count: int = 0
+    stop_reason: str = ""
+
+    def add_usage(self, model: str, usage: dict) -> None:
+        entry = self.usage.setdefault(model, {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "total_tokens": 0, "calls": 0})
+        inp = int(usage.get("input_tokens") or 0)
+        out = int(usage.get("output_tokens") or 0)
+        cache = int((usage.get("input_token_details") or {}).get("cache_read") or 0)
+        entry["input_tokens"] += inp
+        entry["output_tokens"] += out
+        entry["cache_read_tokens"] += cache
+        entry["total_tokens"] += int(usage.get("total_tokens") or inp + out)
+        entry["calls"] += 1
+
+
+def message_id(msg: Any) -> str | None:
+    return getattr(msg, "id", None) if isinstance(msg, BaseMessage) else (msg.get("id") if isinstance(msg, dict) else None)
+
+
+def message_events(messages: list, progress: RunProgress, default_model: str) -> list[JournalEvent]:
+    """Journal events for messages not seen before; counts usage once per AI message."""
+    events = []
+    for msg in messages:
+        mid = message_id(msg)
+        if mid is None or mid in progress.seen_message_ids or not isinstance(msg, BaseMessage):
+            continue
+        progress.seen_message_ids.add(mid)
+        progress.message_count += 1
+        data = to_jsonable(msg)
+        if isinstance(msg, HumanMessage):
+            events.append(JournalEvent("llm.human.input", "message", data, {"caller": "lead_agent"}))
+        elif isinstance(msg, AIMessage):
+            usage = dict(msg.usage_metadata or {})
+            meta = msg.response_metadata or {}
+            # The agent stamps the config.yaml name; the provider's model id is the fallback.
+            model = meta.get("deerflow_model") or default_model or meta.get("model_name") or "unknown"
+            progress.llm_calls += 1
+            if usage:
+                progress.add_usage(model, usage)
+            events.append(JournalEvent("llm.ai.response", "message", data,
+                                       {"caller": "lead_agent", "usage": usage or None, "latency_ms": None, "llm_call_index": progress.llm_calls, "model_name": model}))
+        elif isinstance(msg, ToolMessage):
+            events.append(JournalEvent("llm.tool.result", "message", data, {}))
+    return events
+
+
+def journaled_message_ids(*, thread_id: str) -> set[str]:
+    """Ids of the thread's messages the journal holds (what ``/messages/page`` can show)."""
+    ids = RunEvent.objects.filter(thread_id=thread_id, category="message").values_list("content__id", flat=True)
+    return {str(i) for i in ids if i}
 
 
 def journal_append(*, thread_id: str, run_id: str, events: list[JournalEvent]) -> list[int]:
@@ -64,3 +133,137 @@ def event_record(event: RunEvent) -> dict:
         "metadata": event.metadata,
         "created_at": event.created_at.isoformat(),
     }
+
+
+# -- the buffer a run writes through ------------------------------------------------------
+
+
+class JournalBuffer:
+    """Batches a run's journal writes: at most one database round trip per FLUSH_SECONDS of a
+    run (or per FLUSH_EVENTS events) instead of one per graph step; what is left goes with the
+    final row. An event never waits longer than about FLUSH_SECONDS: when no later event comes
+    to write it (the model is thinking, a tool is running), the loop's flush timer does, so a
+    crash loses at most that much.
+
+    Writes of one buffer never overlap: seq is allocated at write time, so two writes in
+    flight could commit later events before earlier ones.
+    """
+
+    FLUSH_SECONDS = 1.0
+    FLUSH_EVENTS = 50
+
+    def __init__(self, thread_id: str, run_id: str):
+        self.thread_id = thread_id
+        self.run_id = run_id
+        self.pending: list[JournalEvent] = []
+        self._loop = asyncio.get_running_loop()
+        self._last_flush = self._loop.time()
+        self._writing: asyncio.Task | None = None
+        self._flusher = _flusher(self._loop)
+
+    @property
+    def due(self) -> float:
+        return self._last_flush + self.FLUSH_SECONDS
+
+    def hold(self, *events: JournalEvent) -> None:
+        """Queue events for the next write (the timer's at the latest)."""
+        if not self.pending:
+            self._flusher.watch(self)
+        self.pending.extend(events)
+
+    async def add(self, events: list[JournalEvent]) -> None:
+        """Queue events, and write them now when the batch is due."""
+        self.hold(*events)
+        if len(self.pending) >= self.FLUSH_EVENTS or self._loop.time() >= self.due:
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Write what is pending now, after any write in flight."""
+        # A loop: the timer may start another write before this task resumes.
+        while self._writing is not None:
+            await asyncio.shield(self._writing)
+        if self.pending:
+            await asyncio.shield(self._start_write())
+        self._last_flush = self._loop.time()
+
+    def flush_in_background(self) -> None:
+        """The timer's flush: a task of its own, so it is nobody's to cancel."""
+        if self._writing is None and self.pending:
+            self._start_write()
+
+    async def drain(self) -> list[JournalEvent]:
+        """What is left for the final write, once any write in flight has landed."""
+        while self._writing is not None:
+            try:
+                await asyncio.shield(self._writing)
+            except Exception:  # already logged; its events are pending again
+                pass
+        events, self.pending = self.pending, []
+        return events
+
+    def _start_write(self) -> asyncio.Task:
+        events, self.pending = self.pending, []
+        self._last_flush = self._loop.time()
+        task = self._writing = self._loop.create_task(_write(self.thread_id, self.run_id, events))
+
+        def _written(done: asyncio.Task) -> None:
+            self._writing = None
+            if done.cancelled() or done.exception() is not None:
+                # Not lost: they go with the next write, or with the final row.
+                self.pending[:0] = events
+                self._flusher.watch(self)
+                if not done.cancelled():
+                    logger.warning("Could not journal %d events of run %s (retrying with the next write): %s",
+                                   len(events), self.run_id, done.exception())
+
+        task.add_done_callback(_written)
+        return task
+
+
+_write = DatabaseSyncToAsync(lambda thread_id, run_id, events: journal_append(thread_id=thread_id, run_id=run_id, events=events),
+                             thread_sensitive=False)
+
+
+class _Flusher:
+    """One timer per loop for every buffer holding events: no task or timer per event."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop):
+        self.loop = loop
+        self.buffers: set[JournalBuffer] = set()
+        self.timer: asyncio.TimerHandle | None = None
+
+    def watch(self, buffer: JournalBuffer) -> None:
+        self.buffers.add(buffer)
+        due = buffer.due
+        if self.timer is not None and self.timer.when() > due:
+            self.timer.cancel()
+            self.timer = None
+        if self.timer is None:
+            self.timer = self.loop.call_at(due, self._fire)
+
+    def _fire(self) -> None:
+        self.timer = None
+        now = self.loop.time()
+        next_due: float | None = None
+        for buffer in list(self.buffers):
+            if not buffer.pending:
+                self.buffers.discard(buffer)  # written meanwhile (or the run finished)
+                continue
+            if buffer.due <= now:
+                buffer.flush_in_background()
+                due = now + buffer.FLUSH_SECONDS  # look again then, in case that write failed
+            else:
+                due = buffer.due
+            next_due = due if next_due is None else min(next_due, due)
+        if next_due is not None:
+            self.timer = self.loop.call_at(next_due, self._fire)
+
+
+_flushers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Flusher] = weakref.WeakKeyDictionary()
+
+
+def _flusher(loop: asyncio.AbstractEventLoop) -> _Flusher:
+    flusher = _flushers.get(loop)
+    if flusher is None:
+        flusher = _flushers[loop] = _Flusher(loop)
+    return flusher

@@ -1,39 +1,163 @@
-"""Settling runs whose process died: once at startup, then periodically on the runs loop.
+"""Settling runs whose process died: at startup, whenever the next lease lapses, and when a
+request finds its thread held by such a run.
 
-A worker renews its run's lease every 10 s (lease: 30 s), so only runs whose owner stopped
-renewing are touched; runs of other live processes are left alone.
+A worker renews its run's lease every third of ``RUN_LEASE_SECONDS``, so only runs whose
+process stopped renewing are touched; runs of other live processes are left alone. The
+sweep does not wait for traffic: every process that serves the API runs it on its runs loop
+from startup, and sleeps until the earliest lease of an active run is due (at most
+SWEEP_SECONDS), so a dead process's thread is free about one lease after its last renewal.
+
+Settling an orphan also reconciles the journal with the checkpoint: what the run's graph
+had checkpointed but the journal had not yet written (the user's prompt, above all, when the
+process died in its first second) is journaled as the run's events, in the same transaction
+that frees the thread, so the next run's events cannot come before them.
+
+The runtime is handed in: recovery reads the checkpointer and ends streams through it, and
+is itself started by it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import threading
+from typing import Any
 
 from channels.db import DatabaseSyncToAsync
-from django.db import DatabaseError
+from django.db import DatabaseError, IntegrityError, transaction
+from django.db.models import Min, Q
+from django.utils import timezone
+
+from apps.runs.journal import JournalEvent, RunProgress, journal_insert, journaled_message_ids, message_events
+from apps.runs.models import Run
+from apps.runs.scheduling.services import scheduled_run_settled
+from apps.threads.models import Thread
 
 logger = logging.getLogger(__name__)
 
 SWEEP_SECONDS = 15
+# The sweep never spins: after a pass it sleeps at least this long.
+MIN_SLEEP_SECONDS = 0.5
+ORPHAN_ERROR = "The process executing this run stopped before it finished."
+
+# Set once the first sweep of this process is over (startup waits for it).
+_first_sweep = threading.Event()
 
 
-def recover_on_startup() -> int:
-    from apps.runs.services import runs_recover_orphans
+def _lapsed(now) -> Q:
+    return Q(lease_expires_at__lt=now) | Q(lease_expires_at__isnull=True)
+
+
+def _checkpoint_messages(runtime: Any, thread_id: str) -> list:
+    """The thread's messages as its checkpoint has them; [] when it has none or cannot be read
+    (the run is settled regardless: a lost message is better than a stuck thread)."""
+
+    async def _read() -> list:
+        saver = await runtime.checkpointer()
+        checkpoint = await saver.aget_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
+        if checkpoint is None:
+            return []
+        return list((checkpoint.checkpoint.get("channel_values") or {}).get("messages") or [])
 
     try:
-        return runs_recover_orphans()
-    except DatabaseError as exc:  # not migrated yet: `make run` migrates first; say it once
-        logger.warning("Skipped run recovery at startup: %s", exc)
-        return 0
+        return runtime.call(_read, timeout=30)
+    except Exception:
+        logger.warning("Could not read the checkpoint of thread %s to reconcile its journal", thread_id, exc_info=True)
+        return []
 
 
-async def sweep_forever() -> None:
-    from apps.runs.services import runs_recover_orphans
-
-    recover = DatabaseSyncToAsync(runs_recover_orphans, thread_sensitive=False)
-    while True:
-        await asyncio.sleep(SWEEP_SECONDS)
+def _settle(*, run_id: str, thread_id: str, model_name: str, messages: list) -> bool:
+    """Mark the run as an error if its lease has still lapsed, journal what the checkpoint has
+    and the journal lacks, and free the thread: one transaction. False when the run was
+    settled or renewed meanwhile."""
+    for attempt in range(5):
+        now = timezone.now()
         try:
-            await recover()
-        except Exception as exc:  # a failed sweep is retried on the next tick
+            with transaction.atomic():
+                updated = Run.objects.filter(_lapsed(now), pk=run_id, status__in=Run.ACTIVE_STATUSES).update(
+                    status=Run.Status.ERROR, stop_reason="orphan_recovered", finished_at=now, error=ORPHAN_ERROR,
+                    lease_expires_at=None, updated_at=now,
+                )
+                if not updated:
+                    return False
+                progress = RunProgress(seen_message_ids=journaled_message_ids(thread_id=thread_id))
+                events = message_events(messages, progress, model_name)
+                events.append(JournalEvent("run.error", "error", ORPHAN_ERROR, {"error_type": "orphan_recovered",
+                                                                              "recovered_messages": len(events)}))
+                journal_insert(thread_id=thread_id, run_id=run_id, events=events)
+                Thread.objects.filter(pk=thread_id, status=Thread.Status.BUSY).update(status=Thread.Status.ERROR, updated_at=now)
+                scheduled_run_settled(run_id)
+            return True
+        except IntegrityError:  # lost a seq allocation race: the whole transaction again
+            if attempt == 4:
+                raise
+    return False
+
+
+def _end_stream(runtime: Any, run_id: str) -> None:
+    try:
+        runtime.bridge.end(run_id)
+    except RuntimeError:  # already ended
+        pass
+    except Exception:  # the bridge (Redis) is down: the row is settled, which is what counts
+        logger.warning("Could not publish the end of recovered run %s", run_id, exc_info=True)
+
+
+def recover_orphans(runtime: Any, *, run_id: str | None = None) -> list[str]:
+    """Settle active runs whose lease has lapsed (only ``run_id`` when given); returns the ids
+    settled. Blocking: call it from a thread that is not the runs loop."""
+    rows = Run.objects.filter(_lapsed(timezone.now()), status__in=Run.ACTIVE_STATUSES)
+    if run_id is not None:
+        rows = rows.filter(pk=run_id)
+    recovered = []
+    for orphan in list(rows.values("pk", "thread_id", "model_name")):
+        messages = _checkpoint_messages(runtime, orphan["thread_id"])
+        if _settle(run_id=orphan["pk"], thread_id=orphan["thread_id"], model_name=orphan["model_name"] or "", messages=messages):
+            recovered.append(str(orphan["pk"]))
+            _end_stream(runtime, str(orphan["pk"]))
+    if recovered:
+        logger.warning("Recovered %d orphaned run(s): marked as error", len(recovered))
+    return recovered
+
+
+def _seconds_to_next_lapse() -> float:
+    soonest = Run.objects.filter(status__in=Run.ACTIVE_STATUSES, lease_expires_at__isnull=False).aggregate(m=Min("lease_expires_at"))["m"]
+    if soonest is None:
+        return SWEEP_SECONDS
+    # A little past the lapse: the comparison is strict, and clocks of processes differ.
+    wait = (soonest - timezone.now()).total_seconds() + 0.2
+    return min(SWEEP_SECONDS, max(MIN_SLEEP_SECONDS, wait))
+
+
+def _sweep_once(runtime: Any) -> float:
+    recover_orphans(runtime)
+    return _seconds_to_next_lapse()
+
+
+async def sweep_forever(runtime: Any) -> None:
+    """On the runs loop, from the process's start: sweep, then sleep until the next lapse."""
+    sweep = DatabaseSyncToAsync(_sweep_once, thread_sensitive=False)
+    while True:
+        try:
+            delay = await sweep(runtime)
+        except asyncio.CancelledError:
+            raise
+        except DatabaseError as exc:
+            # Not migrated yet (`make run` migrates first), or the database is away: say it once a sweep.
             logger.warning("Run recovery sweep failed (retrying in %ss): %s", SWEEP_SECONDS, exc)
+            delay = SWEEP_SECONDS
+        except Exception:
+            logger.exception("Run recovery sweep failed (retrying in %ss)", SWEEP_SECONDS)
+            delay = SWEEP_SECONDS
+        finally:
+            _first_sweep.set()
+        await asyncio.sleep(delay)
+
+
+def recover_on_startup(runtime: Any, timeout: float = 60.0) -> None:
+    """Start the runs loop, whose sweep settles the runs a crashed process left active, and
+    wait for its first pass. Recovery must not wait for a run to start the loop: a thread
+    held by a dead process's run would stay stuck until some other thread's run came along."""
+    runtime.loop  # noqa: B018 -- starting the loop starts the sweep
+    if not _first_sweep.wait(timeout):
+        logger.warning("Run recovery at startup is still going after %ss; the server starts meanwhile", timeout)

@@ -106,7 +106,7 @@ class RunsRuntime:
                     from apps.runs.recovery import sweep_forever
                     from apps.runs.worker import keep_leases_forever
 
-                    loop.call_soon_threadsafe(self._keep_running, sweep_forever, "run-recovery")
+                    loop.call_soon_threadsafe(self._keep_running, lambda: sweep_forever(self), "run-recovery")
                     loop.call_soon_threadsafe(self._keep_running, keep_leases_forever, "run-leases")
                     if self.distributed:
                         loop.call_soon_threadsafe(self._keep_running, self._listen_for_cancels, "run-cancels")

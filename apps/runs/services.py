@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from apps.runs import graphs
 from apps.runs.models import Run
+from apps.runs.recovery import recover_orphans
 from apps.runs.runtime import PROCESS_ID, get_runtime
 from apps.runs.schemas import RunCreate
 from apps.runs.scheduling.services import scheduled_run_settled
@@ -31,7 +32,6 @@ from harness.config.loader import get_app_config
 
 logger = logging.getLogger(__name__)
 
-LEASE_SECONDS = 30
 # How long interrupt/rollback waits for the run it replaces to let go of the thread.
 REPLACE_WAIT_SECONDS = 30
 
@@ -136,6 +136,8 @@ def start_run(*, user, thread_id: str | None, request: RunCreate, stateless: boo
             active = Run.objects.filter(thread=thread, status__in=Run.ACTIVE_STATUSES).first()
             if active is None:
                 continue  # it finished between our insert and this read: try again
+            if _lease_lapsed(active) and recover_orphans(get_runtime(), run_id=str(active.pk)):
+                continue  # its process died, and no sweep had settled it yet: the thread is free
             if request.multitask_strategy == "reject":
                 raise ThreadBusy(f"Thread {thread.pk} already has an active run") from None
             if time.monotonic() > deadline:
@@ -225,25 +227,14 @@ def run_settle_cancelled(*, run_id: str, statuses: tuple[str, ...] = Run.ACTIVE_
     return bool(finished)
 
 
+def _lease_lapsed(run: Run) -> bool:
+    return run.lease_expires_at is None or run.lease_expires_at < timezone.now()
+
+
 def runs_recover_orphans() -> int:
-    """Mark runs whose executing process is gone (lease expired) as errors; free their threads."""
-    now = timezone.now()
-    orphans = list(Run.objects.filter(status__in=Run.ACTIVE_STATUSES, lease_expires_at__lt=now).values_list("pk", "thread_id"))
-    orphans += list(Run.objects.filter(status__in=Run.ACTIVE_STATUSES, lease_expires_at__isnull=True).values_list("pk", "thread_id"))
-    count = 0
-    for run_id, thread_id in orphans:
-        with transaction.atomic():
-            updated = Run.objects.filter(pk=run_id, status__in=Run.ACTIVE_STATUSES).update(
-                status=Run.Status.ERROR, stop_reason="orphan_recovered", finished_at=now,
-                error="The process executing this run stopped before it finished.", lease_expires_at=None,
-            )
-            if updated:
-                Thread.objects.filter(pk=thread_id, status=Thread.Status.BUSY).update(status=Thread.Status.ERROR, updated_at=now)
-                scheduled_run_settled(run_id)
-                count += updated
-    if count:
-        logger.warning("Recovered %d orphaned run(s): marked as error", count)
-    return count
+    """Mark runs whose executing process is gone (lease expired) as errors, journal what their
+    checkpoint holds, free their threads (see ``recovery``); the number settled."""
+    return len(recover_orphans(get_runtime()))
 
 
 def run_delete(*, run: Run) -> None:

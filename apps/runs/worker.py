@@ -11,17 +11,16 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 import logging
-from dataclasses import dataclass, field
 from typing import Any
 
 from channels.db import DatabaseSyncToAsync
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.types import Command
 
 from apps.runs import graphs
-from apps.runs.journal import JournalEvent, journal_append, journal_insert
+from apps.runs.journal import JournalBuffer, JournalEvent, RunProgress, journal_insert, message_events, message_id
 from apps.runs.models import Run
 from apps.runs.runtime import PROCESS_ID, get_runtime
 from apps.runs.scheduling.services import scheduled_run_settled
@@ -31,36 +30,11 @@ from harness.runtime.serialize import to_jsonable
 
 logger = logging.getLogger(__name__)
 
-LEASE_SECONDS = 30
-LEASE_RENEW_SECONDS = 10
 CANCEL_POLL_SECONDS = 1.0
 # Wire event name of each LangGraph stream mode.
 WIRE_MODE = {"messages-tuple": "messages"}
 GRAPH_MODE = {"messages-tuple": "messages"}
 _METADATA_KEEP_PREFIXES = ("langgraph_", "ls_", "run_id", "thread_id", "assistant_id", "tags", "checkpoint_ns")
-
-
-@dataclass
-class RunProgress:
-    """What the worker accumulates while streaming."""
-
-    seen_message_ids: set[str] = field(default_factory=set)
-    last_values: Any = None
-    usage: dict[str, dict[str, int]] = field(default_factory=dict)
-    llm_calls: int = 0
-    message_count: int = 0
-    stop_reason: str = ""
-
-    def add_usage(self, model: str, usage: dict) -> None:
-        entry = self.usage.setdefault(model, {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "total_tokens": 0, "calls": 0})
-        inp = int(usage.get("input_tokens") or 0)
-        out = int(usage.get("output_tokens") or 0)
-        cache = int((usage.get("input_token_details") or {}).get("cache_read") or 0)
-        entry["input_tokens"] += inp
-        entry["output_tokens"] += out
-        entry["cache_read_tokens"] += cache
-        entry["total_tokens"] += int(usage.get("total_tokens") or inp + out)
-        entry["calls"] += 1
 
 
 # -- database steps (each runs in a thread) ----------------------------------------------
@@ -70,6 +44,12 @@ def database_sync_to_async(fn):
     """ORM calls from the runs loop. Not thread-sensitive: the runs loop is not inside any
     request's sync context, and one shared thread would serialize every run's writes."""
     return DatabaseSyncToAsync(fn, thread_sensitive=False)
+
+
+def lease_seconds() -> int:
+    """A running run's lease (settings.RUN_LEASE_SECONDS); renewed every third of it, so two
+    renewals may fail before recovery takes the run for dead."""
+    return settings.RUN_LEASE_SECONDS
 
 
 def _raise_if_cancelled(run_id: str) -> None:
@@ -87,7 +67,7 @@ def _claim(run_id: str) -> dict | None:
     now = timezone.now()
     updated = Run.objects.filter(pk=run_id, status=Run.Status.PENDING, cancel_requested_at__isnull=True).update(
         status=Run.Status.RUNNING, started_at=now, lease_owner=PROCESS_ID,
-        lease_expires_at=now + timedelta(seconds=LEASE_SECONDS),
+        lease_expires_at=now + timedelta(seconds=lease_seconds()),
     )
     if not updated:
         return None
@@ -103,7 +83,7 @@ def _leases_tick(run_ids: list[str], *, renew: bool) -> dict[str, str]:
     """Extend the leases of these runs when due; returns {run_id: cancel action} for those
     someone asked to cancel. One query (two when renewing) however many runs are held."""
     if renew:
-        Run.objects.filter(pk__in=run_ids, lease_owner=PROCESS_ID).update(lease_expires_at=timezone.now() + timedelta(seconds=LEASE_SECONDS))
+        Run.objects.filter(pk__in=run_ids, lease_owner=PROCESS_ID).update(lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds()))
     flagged = Run.objects.filter(pk__in=run_ids, cancel_requested_at__isnull=False).values_list("pk", "cancel_action")
     return {str(pk): action or "interrupt" for pk, action in flagged}
 
@@ -111,7 +91,7 @@ def _leases_tick(run_ids: list[str], *, renew: bool) -> dict[str, str]:
 async def keep_leases_forever() -> None:
     """The process's lease keeper, on the runs loop: every CANCEL_POLL_SECONDS it looks for
     cancel flags on the runs this process executes (the backstop when a cancel signal is
-    lost or never sent, as without Redis), and every LEASE_RENEW_SECONDS it renews their
+    lost or never sent, as without Redis), and every third of the lease it renews their
     leases. Idle processes do not query."""
     runtime = get_runtime()
     loop = asyncio.get_running_loop()
@@ -119,7 +99,7 @@ async def keep_leases_forever() -> None:
     while True:
         await asyncio.sleep(CANCEL_POLL_SECONDS)
         held = runtime.held_runs()
-        renew = loop.time() - last_renewal >= LEASE_RENEW_SECONDS
+        renew = loop.time() - last_renewal >= lease_seconds() / 3
         if not held:
             continue
         try:
@@ -133,11 +113,6 @@ async def keep_leases_forever() -> None:
             last_renewal = loop.time()
         for run_id, action in flagged.items():
             runtime.cancel_here(run_id, action)
-
-
-@database_sync_to_async
-def _journal(thread_id: str, run_id: str, events: list[JournalEvent]) -> None:
-    journal_append(thread_id=thread_id, run_id=run_id, events=events)
 
 
 @database_sync_to_async
@@ -175,69 +150,7 @@ def _finish(run_id: str, *, status: str, thread_status: str, error: str, progres
                 raise
 
 
-class JournalBuffer:
-    """Batches journal writes: one database round trip per second of a run (or per 50
-    events) instead of one per graph step; the rest is written with the final row."""
-
-    FLUSH_SECONDS = 1.0
-    FLUSH_EVENTS = 50
-
-    def __init__(self, thread_id: str, run_id: str):
-        self.thread_id = thread_id
-        self.run_id = run_id
-        self.pending: list[JournalEvent] = []
-        self._last_flush = asyncio.get_running_loop().time()
-
-    async def add(self, events: list[JournalEvent]) -> None:
-        self.pending.extend(events)
-        now = asyncio.get_running_loop().time()
-        if len(self.pending) >= self.FLUSH_EVENTS or now - self._last_flush >= self.FLUSH_SECONDS:
-            await self.flush()
-
-    async def flush(self) -> None:
-        if self.pending:
-            events, self.pending = self.pending, []
-            await _journal(self.thread_id, self.run_id, events)
-            _raise_if_cancelled(self.run_id)
-        self._last_flush = asyncio.get_running_loop().time()
-
-    def take(self) -> list[JournalEvent]:
-        events, self.pending = self.pending, []
-        return events
-
-
 # -- translating graph output ---------------------------------------------------------
-
-
-def _message_id(msg: Any) -> str | None:
-    return getattr(msg, "id", None) if isinstance(msg, BaseMessage) else (msg.get("id") if isinstance(msg, dict) else None)
-
-
-def _message_events(messages: list, progress: RunProgress, default_model: str) -> list[JournalEvent]:
-    """Journal events for messages not seen before; counts usage once per AI message."""
-    events = []
-    for msg in messages:
-        mid = _message_id(msg)
-        if mid is None or mid in progress.seen_message_ids or not isinstance(msg, BaseMessage):
-            continue
-        progress.seen_message_ids.add(mid)
-        progress.message_count += 1
-        data = to_jsonable(msg)
-        if isinstance(msg, HumanMessage):
-            events.append(JournalEvent("llm.human.input", "message", data, {"caller": "lead_agent"}))
-        elif isinstance(msg, AIMessage):
-            usage = dict(msg.usage_metadata or {})
-            meta = msg.response_metadata or {}
-            # The agent stamps the config.yaml name; the provider's model id is the fallback.
-            model = meta.get("deerflow_model") or default_model or meta.get("model_name") or "unknown"
-            progress.llm_calls += 1
-            if usage:
-                progress.add_usage(model, usage)
-            events.append(JournalEvent("llm.ai.response", "message", data,
-                                       {"caller": "lead_agent", "usage": usage or None, "latency_ms": None, "llm_call_index": progress.llm_calls, "model_name": model}))
-        elif isinstance(msg, ToolMessage):
-            events.append(JournalEvent("llm.tool.result", "message", data, {}))
-    return events
 
 
 def _callback_metadata(meta: Any) -> dict:
@@ -359,7 +272,7 @@ async def _execute(run_id: str) -> None:
     graph = None
     runtime.hold_lease(run_id)
     journal = JournalBuffer(thread_id, run_id)
-    journal.pending.append(JournalEvent("run.start", "trace", {"chain": meta["assistant_id"] or graphs.LEAD_AGENT}, {"caller": "lead_agent"}))
+    journal.hold(JournalEvent("run.start", "trace", {"chain": meta["assistant_id"] or graphs.LEAD_AGENT}, {"caller": "lead_agent"}))
     try:
         checkpointer = await runtime.checkpointer()
         graph = await graphs.build_graph(config, checkpointer)
@@ -368,7 +281,7 @@ async def _execute(run_id: str) -> None:
         if before is not None:
             pre_run_config = before.config
             for msg in (before.checkpoint.get("channel_values") or {}).get("messages", []):
-                mid = _message_id(msg)
+                mid = message_id(msg)
                 if mid:
                     progress.seen_message_ids.add(mid)
         stream_kwargs: dict[str, Any] = {"stream_mode": graph_modes, "subgraphs": subgraphs, "context": context}
@@ -384,9 +297,10 @@ async def _execute(run_id: str) -> None:
             if mode == "values" and not namespace:
                 progress.last_values = data
                 if isinstance(data, dict):
-                    events = _message_events(list(data.get("messages") or []), progress, meta.get("model_name") or "")
+                    events = message_events(list(data.get("messages") or []), progress, meta.get("model_name") or "")
                     if events:
                         await journal.add(events)
+                        _raise_if_cancelled(run_id)
             if wire not in wire_requested:
                 continue
             name = "|".join([wire, *namespace]) if namespace else wire
@@ -404,7 +318,7 @@ async def _execute(run_id: str) -> None:
         if state and state.next:
             status, thread_status = Run.Status.INTERRUPTED, Thread.Status.INTERRUPTED
             progress.stop_reason = progress.stop_reason or "human_input_required"
-        journal.pending.append(JournalEvent("run.end", "outputs", to_jsonable(state.values if state else None), {"status": "success"}))
+        journal.hold(JournalEvent("run.end", "outputs", to_jsonable(state.values if state else None), {"status": "success"}))
     except asyncio.CancelledError:
         runtime.mark_settling(run_id)
         action = runtime.cancel_action(run_id) or "interrupt"
@@ -413,19 +327,19 @@ async def _execute(run_id: str) -> None:
         if action == "rollback" and graph is not None:
             await _rollback(graph, thread_id, pre_run_config)
         reason = "run rolled back by request" if action == "rollback" else "run cancelled by request"
-        journal.pending.append(JournalEvent("run.error", "error", reason, {"error_type": "cancelled"}))
+        journal.hold(JournalEvent("run.error", "error", reason, {"error_type": "cancelled"}))
     except Exception as exc:  # the run failed; the server keeps going and the client is told why
         logger.warning("Run %s failed: %s: %s", run_id, type(exc).__name__, exc, exc_info=not isinstance(exc, ConfigError))
         status, thread_status = Run.Status.ERROR, Thread.Status.ERROR
         error = f"{type(exc).__name__}: {exc}"
         progress.stop_reason = "error"
         await _publish_quietly(run_id, "error", {"error": type(exc).__name__, "message": str(exc), "name": type(exc).__name__})
-        journal.pending.append(JournalEvent("run.error", "error", str(exc), {"error_type": type(exc).__name__}))
+        journal.hold(JournalEvent("run.error", "error", str(exc), {"error_type": type(exc).__name__}))
     finally:
         runtime.mark_settling(run_id)  # finishing now: a late cancel changes nothing
     try:
         await _finish(run_id, status=status, thread_status=thread_status, error=error, progress=progress, title=title,
-                      thread_id=thread_id, metadata=meta["metadata"], events=journal.take())
+                      thread_id=thread_id, metadata=meta["metadata"], events=await journal.drain())
     finally:
         await _end_stream(run_id)
 

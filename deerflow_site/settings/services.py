@@ -49,9 +49,14 @@ SCHEDULED_TASK_MAX_PROMPT_CHARS = env.int("SCHEDULED_TASK_MAX_PROMPT_CHARS", def
 RUN_EXECUTOR = env.str("RUN_EXECUTOR", default="embedded")
 # How long a queued (pending) run may wait for a Celery worker before recovery gives up on it.
 RUN_QUEUE_TIMEOUT = env.int("RUN_QUEUE_TIMEOUT", default=600)
+# A running run's lease: its process renews it every third of this; once it lapses (the process
+# died), recovery settles the run as an error and its thread takes runs again.
+RUN_LEASE_SECONDS = env.int("RUN_LEASE_SECONDS", default=30)
 # Where run events travel to subscribers: Redis Streams whenever Redis is configured, so any
 # process can serve any run's stream; otherwise this process's memory.
 RUN_STREAM_BRIDGE = env.str("RUN_STREAM_BRIDGE", default="redis" if REDIS_URL else "memory")
+if RUN_LEASE_SECONDS < 3:
+    raise ImproperlyConfigured(f"RUN_LEASE_SECONDS must be at least 3, not {RUN_LEASE_SECONDS}")
 if RUN_EXECUTOR not in ("embedded", "celery"):
     raise ImproperlyConfigured(f"RUN_EXECUTOR must be 'embedded' or 'celery', not {RUN_EXECUTOR!r}")
 if RUN_STREAM_BRIDGE not in ("memory", "redis"):

@@ -75,7 +75,8 @@ return id
 
 # KEYS[1] stream; ARGV: XRANGE start, count. The watermarks and the entries are read in one
 # atomic step, so "nothing after the cursor was trimmed" holds for exactly the entries returned.
-# Returns false for a missing stream, else {last-generated, max-deleted, first id, last id, entries}.
+# Returns false for a missing stream, else {last-generated, max-deleted, first id, last id, entries,
+# ended}: ended is 1 when the last entry is `end`.
 _READ_LUA = """
 local key = KEYS[1]
 if redis.call('EXISTS', key) == 0 then return false end
@@ -83,10 +84,18 @@ local info = redis.call('XINFO', 'STREAM', key)
 local f = {}
 for i = 1, #info, 2 do f[info[i]] = info[i + 1] end
 local first, last = f['first-entry'], f['last-entry']
+local ended = 0
+if last then
+  local fields = last[2]
+  for i = 1, #fields, 2 do
+    if fields[i] == 'event' and fields[i + 1] == 'end' then ended = 1 end
+  end
+end
 return {
   f['last-generated-id'], f['max-deleted-entry-id'],
   first and first[1] or '', last and last[1] or '',
   redis.call('XRANGE', key, ARGV[1], '+', 'COUNT', ARGV[2]),
+  ended,
 }
 """
 
@@ -384,7 +393,7 @@ class RedisStreamBridge:
             if reply is None:
                 yield StreamItem(END, None)
                 return
-            last_generated, max_deleted, first_id, last_id, entries = reply
+            last_generated, max_deleted, first_id, last_id, entries, ended = reply
             if cursor is not None:
                 if cursor > _parse_stream_id(last_generated):
                     # Above the watermark (made up, or from a stream since recreated).
@@ -410,6 +419,10 @@ class RedisStreamBridge:
                 cursor = _parse_stream_id(entries[-1][0])
                 if len(entries) == _READ_BATCH:
                     continue
+            elif ended:
+                # Resumed after the `end` entry itself: nothing will come, so end now.
+                yield StreamItem(END, None)
+                return
             # XREAD is only the wake-up; the next atomic read decides what is delivered, so
             # entries trimmed while we waited become a gap rather than a silent hole.
             after = "0-0" if cursor is None else _fmt(cursor)

@@ -203,7 +203,11 @@ class MemoryStreamBridge:
                         pending = list(itertools.islice(stream.buffer, next_counter - first, None))
                         next_counter += len(pending)
                         waiter = None
-                        if not pending:
+                        if not pending and stream.ended:
+                            # Resumed after the last event (a client that lost its connection
+                            # just after `end`): nothing will come, so end now.
+                            pending = [StreamItem(END, None)]
+                        elif not pending:
                             waiter = loop.create_future()
                             stream.waiters.append((loop, waiter))
             for item in pending:

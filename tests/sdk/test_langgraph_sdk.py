@@ -166,6 +166,20 @@ def test_resumable_streams_asked_for_the_sdk_way(sdk, script):
     assert text == "a b c d e f g h i j k l"
 
 
+def test_resuming_a_finished_run_after_its_last_event_ends_at_once(sdk, script):
+    # A client whose connection dropped just after `end` reconnects with that event's id.
+    script("All done.")
+    tid = sdk.threads.create()["thread_id"]
+    run = sdk.runs.create(tid, "lead_agent", input=USER)
+    sdk.runs.join(tid, run["run_id"])
+    ids = first_event_ids(sdk.http.client.base_url, dict(sdk.http.client.headers), tid, run["run_id"], 10_000)
+    # The read timeout is below the server's heartbeat: a stream that waits fails the test.
+    with httpx.Client(base_url=sdk.http.client.base_url, headers=dict(sdk.http.client.headers), timeout=10) as raw:
+        with raw.stream("GET", f"/threads/{tid}/runs/{run['run_id']}/stream", headers={"Last-Event-ID": ids[-1]}) as response:
+            lines = [line for line in response.iter_lines() if line]
+    assert lines[0] == "event: end"
+
+
 def test_clarification_interrupt_resumed_with_command(sdk, script):
     script(tool_reply(call("ask_clarification", question="Which city should the trip start from?", options=["Paris", "Berlin"])),
            "Great, starting from Berlin.")

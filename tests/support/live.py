@@ -61,6 +61,20 @@ class LiveServer:
     def log(self) -> str:
         return self.log_path.read_text(errors="replace")
 
+    def crash(self) -> None:
+        """SIGKILL the first Daphne process, as the OOM killer or a power cut would: no
+        shutdown code runs."""
+        self.process.kill()
+        self.process.wait(10)
+
+    def restart(self) -> None:
+        """Start the first Daphne process again after ``crash``, on the same database and
+        home (on a new port: the old one may linger in TIME_WAIT)."""
+        port = free_port()
+        self.process = _daphne(self.env, port, open(self.log_path, "a"))
+        self.url = self.urls[0] = f"http://127.0.0.1:{port}"
+        _wait_healthy(self, self.url, self.process, time.monotonic() + 60)
+
     def stop(self) -> None:
         for process in [self.process, *self.others]:
             process.terminate()

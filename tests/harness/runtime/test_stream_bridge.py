@@ -188,6 +188,18 @@ async def test_ended_streams_refuse_more_events_but_stay_replayable(make_bridge)
     assert [i.data for i in await collect(bridge, "r")] == [1, None]
 
 
+@pytest.mark.parametrize("heartbeat", [15.0, None])
+async def test_resuming_after_the_last_event_of_an_ended_stream_ends_at_once(make_bridge, heartbeat):
+    # A client whose connection dropped just after it read `end` (or whatever came last)
+    # reconnects with that id: there is nothing left to send, so it gets `end` again rather
+    # than heartbeats until it gives up.
+    bridge = make_bridge()
+    bridge.publish("r", "values", 1)
+    last = bridge.end("r")
+    items = await asyncio.wait_for(collect(bridge, "r", last_event_id=last, heartbeat=heartbeat), 10)
+    assert [(i.event, i.data) for i in items] == [(END, None)]
+
+
 # -- in-memory only ------------------------------------------------------------------------
 
 
