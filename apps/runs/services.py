@@ -120,12 +120,13 @@ def start_run(*, user, thread_id: str | None, request: RunCreate, stateless: boo
     model_name = _check_model(request)
     if request.command is not None and thread.status != Thread.Status.INTERRUPTED:
         raise InvalidRequest(f"command.resume: thread {thread.pk} is not waiting for input (status: {thread.status})")
+    # The request's own shape first; then what needs the checkpointer.
+    kwargs, secrets = _redact(request)
     if request.checkpoint_selector:
         _check_checkpoint(thread, request.checkpoint_selector)
     elif request.input is None and request.command is None and not _has_state(thread):
         # LangGraph would admit it and then fail with EmptyInputError: nothing to continue from.
         raise InvalidRequest(f"input: required, thread {thread.pk} has no state to continue from")
-    kwargs, secrets = _redact(request)
 
     deadline = time.monotonic() + REPLACE_WAIT_SECONDS
     while True:
