@@ -1,7 +1,31 @@
 """Graph factories for benchmarks: the real lead agent with an instant scripted model."""
 
+from pathlib import Path
+
 from harness.agents import make_lead_agent
 from harness.testing import ScriptedChatModel
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# The live server's config.yaml: one model entry (its agent factory below replaces the model)
+# and the local sandbox.
+INSTANT_CONFIG = """\
+config_version: 1
+models:
+  - name: instant
+    use: langchain_openai:ChatOpenAI
+    model: unused
+    api_key: unused
+sandbox:
+  use: local
+"""
+
+
+def instant_server_env() -> dict[str, str]:
+    """The environment of a benchmark server: production settings (DJANGO_DEBUG off, since
+    debug mode logs every SQL query) and the instant lead agent."""
+    return {"DEERFLOW_AGENT_FACTORY": "benchmarks.bench_support:make_instant_lead_agent", "PYTHONPATH": str(ROOT),
+            "DJANGO_DEBUG": "false", "DJANGO_SECRET_KEY": "benchmark-only-" + "x" * 40, "ALLOWED_HOSTS": "127.0.0.1,localhost"}
 
 
 def make_instant_lead_agent(config):

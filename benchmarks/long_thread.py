@@ -28,18 +28,9 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.bench_support import INSTANT_CONFIG, instant_server_env  # noqa: E402
 from tests.support.live import start_live_server  # noqa: E402
 
-CONFIG = """\
-config_version: 1
-models:
-  - name: instant
-    use: langchain_openai:ChatOpenAI
-    model: unused
-    api_key: unused
-sandbox:
-  use: local
-"""
 
 
 def db_bytes(home: Path) -> int:
@@ -64,9 +55,8 @@ def main(argv: list[str] | None = None) -> dict:
         parser.error("--turns must be at least 10")
 
     home = Path(tempfile.mkdtemp(prefix="deerflow-long-thread-"))
-    env = {"DEERFLOW_AGENT_FACTORY": "benchmarks.bench_support:make_instant_lead_agent", "PYTHONPATH": str(ROOT),
-           "DJANGO_DEBUG": "false", "DJANGO_SECRET_KEY": "benchmark-only-" + "x" * 40, "ALLOWED_HOSTS": "127.0.0.1,localhost"}
-    server = start_live_server(home, config_text=CONFIG, extra_env=env)
+    env = instant_server_env()
+    server = start_live_server(home, config_text=INSTANT_CONFIG, extra_env=env)
     try:
         token = server.create_user_token("bench")
         client = httpx.Client(base_url=f"{server.url}/api", headers={"Authorization": f"Bearer {token}"}, timeout=60)

@@ -37,18 +37,9 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.bench_support import INSTANT_CONFIG, instant_server_env  # noqa: E402
 from tests.support.live import start_live_server  # noqa: E402
 
-CONFIG = """\
-config_version: 1
-models:
-  - name: instant
-    use: langchain_openai:ChatOpenAI
-    model: unused
-    api_key: unused
-sandbox:
-  use: local
-"""
 
 BODY = {"assistant_id": "lead_agent", "input": {"messages": [{"role": "user", "content": "hi"}]}, "stream_mode": ["values", "messages-tuple"]}
 
@@ -133,9 +124,7 @@ def start_postgres(home: Path) -> tuple[str, Callable[[], None]]:
 
 async def main(args: argparse.Namespace) -> dict:
     home = Path(tempfile.mkdtemp(prefix="deerflow-bench-"))
-    # Production settings (DJANGO_DEBUG off): debug mode logs every SQL query.
-    env = {"DEERFLOW_AGENT_FACTORY": "benchmarks.bench_support:make_instant_lead_agent", "PYTHONPATH": str(ROOT),
-           "DJANGO_DEBUG": "false", "DJANGO_SECRET_KEY": "benchmark-only-" + "x" * 40, "ALLOWED_HOSTS": "127.0.0.1,localhost"}
+    env = instant_server_env()
     redis = None
     servers, workers = 1, 0
     if args.stack == "distributed":
@@ -149,7 +138,7 @@ async def main(args: argparse.Namespace) -> dict:
         env["DATABASE_URL"], stop_postgres = start_postgres(home)
     elif args.database_url:
         env["DATABASE_URL"] = args.database_url
-    server = start_live_server(home, config_text=CONFIG, extra_env=env, servers=servers, celery_workers=workers,
+    server = start_live_server(home, config_text=INSTANT_CONFIG, extra_env=env, servers=servers, celery_workers=workers,
                                celery_concurrency=args.burst + 4)
     try:
         token = server.create_user_token("bench")
