@@ -7,13 +7,14 @@ import asyncio
 import uuid
 
 import pytest
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import ToolMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from harness.agents.lead_agent import make_lead_agent
 from harness.config import parse_config
 from harness.testing import Reply, ScriptedChatModel, call, tool_reply
+from tests.support.subagents import Router, task_call
 
 BASE = """
 config_version: 1
@@ -30,44 +31,6 @@ subagents:
 
 def app(extra: str = ""):
     return parse_config(BASE + extra)
-
-
-def is_subagent(messages) -> bool:
-    return bool(messages) and messages[0].type == "system" and "subagent of DeerFlow" in str(messages[0].content)
-
-
-def task_prompt(messages) -> str:
-    for m in messages:
-        if isinstance(m, HumanMessage):
-            return str(m.content)
-    return ""
-
-
-def turns(messages) -> int:
-    return sum(1 for m in messages if isinstance(m, AIMessage))
-
-
-class Router:
-    """``lead`` answers the lead's requests by turn; ``subs[key]`` answers the subagent whose
-    prompt contains ``key``, by its turn. A list runs out into its last item."""
-
-    def __init__(self, lead, subs):
-        self.lead, self.subs = list(lead), {k: list(v) for k, v in subs.items()}
-
-    def __call__(self, messages):
-        if is_subagent(messages):
-            prompt = task_prompt(messages)
-            for key, replies in self.subs.items():
-                if key in prompt:
-                    item = replies[min(turns(messages), len(replies) - 1)]
-                    return item(messages) if callable(item) else item
-            raise AssertionError(f"no script for subagent prompt {prompt!r}")
-        item = self.lead[min(turns(messages), len(self.lead) - 1)]
-        return item(messages) if callable(item) else item
-
-
-def task_call(description, prompt, **extra):
-    return call("task", description=description, prompt=prompt, **extra)
 
 
 class Barrier:
