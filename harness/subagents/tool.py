@@ -21,7 +21,7 @@ from langgraph.types import Command
 
 from harness.agents.markers import run_value
 from harness.config.app_config import SubagentsConfig
-from harness.subagents.executor import SubagentResult, run_subagent
+from harness.subagents.executor import SubagentResult, build_subagent_graph, run_subagent
 from harness.subagents.types import NEVER_DELEGATED, available_types
 
 logger = logging.getLogger(__name__)
@@ -85,6 +85,9 @@ def subagent_tools(lead_tools: Sequence[BaseTool], wanted: Sequence[str] | None)
 
 def build_task_tool(*, config: SubagentsConfig, lead_tools: Sequence[BaseTool], model_factory: ModelFactory) -> BaseTool:
     types = available_types(config)
+    # Compiled subagent graphs, per (type, model): building one costs about ten milliseconds,
+    # and a graph without a checkpointer holds nothing of any run.
+    graphs: dict[tuple[str, str], Any] = {}
 
     async def task(description: str, prompt: str, runtime: ToolRuntime[Any, Any], subagent_type: str = "general-purpose",
                    model: str | None = None) -> Command | ToolMessage:
@@ -125,8 +128,11 @@ def build_task_tool(*, config: SubagentsConfig, lead_tools: Sequence[BaseTool], 
             context[DEPTH_KEY] = 1
             parent = runtime.state or {}
             state = {k: parent[k] for k in ("sandbox", "thread_data") if parent.get(k)}
+            key = (stype.name, model_name)
+            if key not in graphs:
+                graphs[key] = build_subagent_graph(stype, chat_model, subagent_tools(lead_tools, stype.tools), model_name)
             out = await run_subagent(task_id=call_id, description=description, prompt=prompt, stype=stype, model=chat_model,
-                                     model_name=model_name, tools=subagent_tools(lead_tools, stype.tools), context=context, state=state, emit=emit)
+                                     model_name=model_name, tools=(), context=context, state=state, emit=emit, graph=graphs[key])
         entry = {"id": call_id, "run_id": run_id, "description": description, "subagent_type": stype.name, "status": out.status,
                  "stop_reason": out.stop_reason, "model_name": out.model_name, "usage": dict(out.usage), "steps": out.steps}
         update: dict[str, Any] = {"messages": [result_message(out, call_id)], "delegations": [entry]}
