@@ -45,6 +45,7 @@ class RunProgress:
     message_count: int = 0
     stop_reason: str = ""
     subagent_tokens: int = 0
+    open_tasks: dict[str, str] = field(default_factory=dict)  # subagents started, not ended: task_id -> model
 
     def add_subagent_usage(self, model: str, usage: dict) -> None:
         """A subagent's summed usage (``calls`` model calls) from its end event."""

@@ -32,6 +32,7 @@ def subagent_events(data: Any, progress: RunProgress) -> list[JournalEvent]:
     if kind == "task_started":
         content = {"task_id": task_id, "description": str(data.get("description") or "")[:500],
                    "subagent_type": data.get("subagent_type"), "model_name": data.get("model_name")}
+        progress.open_tasks[task_id] = str(data.get("model_name") or "")
         return [JournalEvent("subagent.start", "subagent", content, meta)]
     if kind == "task_running":
         step = dict(data.get("step") or {})
@@ -45,6 +46,7 @@ def subagent_events(data: Any, progress: RunProgress) -> list[JournalEvent]:
             content["tool_name"] = step.get("tool_name") or ""
         return [JournalEvent("subagent.step", "subagent", content, {**meta, "message_index": index})]
     if kind in _END_TYPES:
+        progress.open_tasks.pop(task_id, None)
         usage = data.get("usage") or {}
         model = data.get("model_name") or "unknown"
         if usage.get("calls"):
@@ -56,3 +58,13 @@ def subagent_events(data: Any, progress: RunProgress) -> list[JournalEvent]:
                 content[key], content[f"{key}_truncated"] = _bounded(data[key])
         return [JournalEvent("subagent.end", "subagent", content, meta)]
     return []
+
+
+def cancelled_ends(progress: RunProgress, reason: str) -> list[JournalEvent]:
+    """``subagent.end`` for subagents a cancelled run left open: their own end events die
+    with the run's stream, and a reload must not show them as still running."""
+    events = [JournalEvent("subagent.end", "subagent", {"task_id": task_id, "status": "cancelled", "model_name": model or None,
+                                                         "error": reason}, {"task_id": task_id})
+              for task_id, model in progress.open_tasks.items()]
+    progress.open_tasks.clear()
+    return events

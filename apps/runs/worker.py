@@ -24,7 +24,7 @@ from apps.runs.journal import JournalBuffer, JournalEvent, RunProgress, journal_
 from apps.runs.models import Run
 from apps.runs.runtime import PROCESS_ID, get_runtime
 from apps.runs.scheduling.services import scheduled_run_settled
-from apps.runs.subagent_journal import subagent_events
+from apps.runs.subagent_journal import cancelled_ends, subagent_events
 from apps.threads.models import Thread
 from harness.config import ConfigError
 from harness.runtime.serialize import to_jsonable
@@ -334,7 +334,7 @@ async def _execute(run_id: str) -> None:
         if action == "rollback" and graph is not None:
             await _rollback(graph, thread_id, pre_run_config)
         reason = "run rolled back by request" if action == "rollback" else "run cancelled by request"
-        journal.hold(JournalEvent("run.error", "error", reason, {"error_type": "cancelled"}))
+        journal.hold(*cancelled_ends(progress, reason), JournalEvent("run.error", "error", reason, {"error_type": "cancelled"}))
     except Exception as exc:  # the run failed; the server keeps going and the client is told why
         logger.warning("Run %s failed: %s: %s", run_id, type(exc).__name__, exc, exc_info=not isinstance(exc, ConfigError))
         status, thread_status = Run.Status.ERROR, Thread.Status.ERROR

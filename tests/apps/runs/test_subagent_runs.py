@@ -87,3 +87,34 @@ def test_without_the_run_option_there_is_no_task_tool(user_client, lead_with_sub
     assert "task" not in model.requests[0].tools
     stream(user_client, f"/api/threads/{tid}/runs/stream", run_body())
     assert "task" in model.requests[-1].tools and "Delegation" in model.requests[-1].system_text
+
+
+def test_with_stream_subgraphs_task_events_stay_root_and_subagents_send_no_frames(user_client, lead_with_subagents):
+    lead_with_subagents(two_subagents(), loop=True)
+    tid = new_thread(user_client)
+    body = {**run_body(), "stream_mode": ["custom", "values", "messages-tuple"], "stream_subgraphs": True}
+    _, events = stream(user_client, f"/api/threads/{tid}/runs/stream", body)
+    names = {e["event"] for e in events}
+    assert "custom" in names and not any(n.startswith("custom|") for n in names)
+    # a subagent is its own graph, not a subgraph: none of its tokens pose as the lead's
+    texts = "".join(e["data"][0].get("content") or "" for e in events if e["event"].split("|")[0] == "messages"
+                    and e["data"][0].get("type") == "AIMessageChunk" and isinstance(e["data"][0].get("content"), str))
+    assert "A: the workspace is empty" not in texts and "Both done." in texts
+    assert not any("|" in n for n in names)
+
+
+def test_cancelling_the_run_cancels_its_subagent_and_records_it(user_client, lead_with_subagents):
+    from .test_runs_api import wait_for_model_calls
+
+    router = Router(lead=[tool_reply(task_call("Wait", "job W")), "unreachable"],
+                    subs={"job W": [tool_reply(call("bash", description="wait", command="sleep 30")), "unreachable"]})
+    model = lead_with_subagents(router, loop=True)
+    tid = new_thread(user_client)
+    run = user_client.post(f"/api/threads/{tid}/runs", run_body(), format="json").json()
+    wait_for_model_calls(model, 2)  # the lead's call, then the subagent's: the subagent is running its command
+    assert user_client.post(f"/api/threads/{tid}/runs/{run['run_id']}/cancel?wait=true").status_code == 204
+    row = Run.objects.get(pk=run["run_id"])
+    assert row.status == "interrupted" and row.stop_reason == "cancelled"
+    ends = RunEvent.objects.filter(run_id=run["run_id"], event_type="subagent.end")
+    assert [e.content["status"] for e in ends] == ["cancelled"]
+    assert len(model.requests) == 2  # nothing ran after the cancel
