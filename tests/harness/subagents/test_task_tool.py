@@ -222,3 +222,13 @@ async def test_custom_type_from_config_gets_its_prompt_tools_and_limits(lead_fac
     sub_requests = [r for r in lead.model.requests if "research subagent" in r.system_text]
     assert sub_requests and sub_requests[0].tools == ["lookup"]  # `task` is never given to a subagent
     assert state["delegations"][0]["subagent_type"] == "researcher"
+
+
+async def test_the_runs_token_budget_counts_its_subagents(lead_factory):
+    router = Router(lead=[tool_reply(task_call("Big", "job big"), usage={"input_tokens": 50, "output_tokens": 10}), "should not be called"],
+                    subs={"job big": [Reply(text="a long answer", usage={"input_tokens": 800, "output_tokens": 200})]})
+    lead = lead_factory(router, configurable={"token_budget": 500})
+    state = await lead.send("go")
+    assert state["stop_reason"] == "token_budget_exhausted"
+    assert "used its token budget (1060 of 500 tokens)" in state["messages"][-1].content
+    assert state["token_usage"]["test-model"]["total_tokens"] == 1060  # lead 60 + subagent 1000, in thread state too
