@@ -61,3 +61,25 @@ def test_subagent_card_on_a_phone(phone, script, doc_shot):
     check_card_live_then_after_reload(phone, doc_shot, "subagent-card-phone")
     assert phone.evaluate("document.documentElement.scrollWidth") <= 375
     expect(phone.get_by_label("Subagents")).to_be_in_viewport()
+
+
+def test_subagent_card_after_a_reload_mid_run(page, script):
+    script(
+        tool_reply(call("task", description="Wait a little", prompt="Wait three seconds, then report.", subagent_type="bash")),
+        tool_reply(call("bash", command="sleep 3; echo waited", description="Wait")),
+        Reply(text="I waited three seconds."),
+        Reply(text="The subagent waited."),
+    )
+    page.goto("/")
+    page.get_by_label("Subagents").check()
+    send(page, "Wait using a subagent.")
+    card = page.locator(".tool-card.subagent-card")
+    expect(card).to_have_attribute("data-subagent-status", "running")
+    page.reload()  # the resumed stream replays the task events into the rebuilt card
+    card = page.locator(".tool-card.subagent-card")
+    expect(assistant(page).last).to_contain_text("The subagent waited.", timeout=20_000)
+    expect(card).to_have_attribute("data-subagent-status", "completed")
+    card.locator("summary").click()
+    expect(card.locator(".subagent-step")).to_have_count(3)  # replayed and loaded steps are not doubled
+    expect(page.locator(".tool-card.subagent-card")).to_have_count(1)
+    assert not page.js_errors
