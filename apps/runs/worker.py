@@ -204,8 +204,11 @@ def _stream_modes(kwargs: dict) -> tuple[list[str], list[str]]:
     """(requested wire modes, graph modes to ask LangGraph for). Values are always streamed:
     the worker journals messages and keeps the final state from them."""
     requested = kwargs.get("stream_mode") or ["values"]
-    # custom too: subagent progress is journaled whether or not the client asked for it.
-    graph_modes = list(dict.fromkeys([GRAPH_MODE.get(m, m) for m in requested] + ["values", "custom"]))
+    # custom too when the run may delegate: subagent progress is journaled whether or not the
+    # client asked for it. Other runs do not pay for a mode nobody reads.
+    configurable = (kwargs.get("config") or {}).get("configurable") or {}
+    delegating = bool((kwargs.get("context") or {}).get("subagent_enabled") or configurable.get("subagent_enabled"))
+    graph_modes = list(dict.fromkeys([GRAPH_MODE.get(m, m) for m in requested] + ["values"] + (["custom"] if delegating else [])))
     return requested, graph_modes
 
 
