@@ -44,6 +44,17 @@ class RunProgress:
     llm_calls: int = 0
     message_count: int = 0
     stop_reason: str = ""
+    subagent_tokens: int = 0
+    open_tasks: dict[str, str] = field(default_factory=dict)  # subagents started, not ended: task_id -> model
+
+    def add_subagent_usage(self, model: str, usage: dict) -> None:
+        """A subagent's summed usage (``calls`` model calls) from its end event."""
+        calls = int(usage.get("calls") or 1)
+        self.add_usage(model, {"input_tokens": usage.get("input_tokens"), "output_tokens": usage.get("output_tokens"),
+                               "total_tokens": usage.get("total_tokens"), "input_token_details": {"cache_read": usage.get("cache_read")}})
+        self.usage[model]["calls"] += calls - 1
+        self.llm_calls += calls
+        self.subagent_tokens += int(usage.get("total_tokens") or 0)
 
     def add_usage(self, model: str, usage: dict) -> None:
         entry = self.usage.setdefault(model, {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "total_tokens": 0, "calls": 0})

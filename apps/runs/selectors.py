@@ -73,3 +73,20 @@ def thread_token_usage(*, thread) -> dict:
         "total_runs": totals["n"],
         "by_model": by_model,
     }
+
+
+def run_events_page(*, run: Run, event_types: list[str] | None = None, task_id: str | None = None,
+                    limit: int = 500, after_seq: int | None = None) -> list[dict]:
+    """A run's journal in ``seq`` order; page on with ``after_seq`` = the last ``seq`` seen."""
+    if not 1 <= limit <= 2000:
+        raise InvalidRequest("limit must be from 1 to 2000")
+    qs = RunEvent.objects.filter(thread_id=run.thread_id, run_id=run.pk)
+    if event_types:
+        qs = qs.filter(event_type__in=event_types)
+    if task_id:
+        qs = qs.filter(metadata__task_id=task_id)
+    if after_seq is not None:
+        qs = qs.filter(seq__gt=after_seq)
+    from apps.runs.journal import event_record
+
+    return [event_record(r) for r in qs.order_by("seq")[:limit]]

@@ -23,6 +23,8 @@ def run_json(run: Run) -> dict:
         "total_tokens": run.input_tokens + run.output_tokens,
         "cache_read_tokens": run.cache_read_tokens,
         "llm_call_count": usage.get("llm_call_count", 0),
+        "subagent_tokens": usage.get("subagent_tokens", 0),
+        "lead_agent_tokens": run.input_tokens + run.output_tokens - usage.get("subagent_tokens", 0),
         "message_count": usage.get("message_count", 0),
         "token_usage": usage.get("by_model", {}),
         "stop_reason": run.stop_reason or None,

@@ -206,3 +206,29 @@ class RunJoinStreamView(APIView):
     @extend_schema(request=None, responses={(200, "text/event-stream"): OpenApiTypes.STR})
     def post(self, request, thread_id, run_id):
         return self._stream(request, thread_id, run_id)
+
+
+def _int_param(value: str | None, name: str, default: int | None) -> int | None:
+    if value in (None, ""):
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise InvalidRequest(f"{name} must be an integer") from None
+
+
+class RunEventsView(APIView):
+    """The run's journal (API_CONTRACT §5), e.g. one subagent's steps:
+    ``?event_types=subagent.step&task_id=…``; page with ``after_seq``."""
+
+    token_scopes = {"GET": "runs:read"}
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, thread_id, run_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        run = selectors.run_get_for_user(user=request.user, thread_id=thread.pk, run_id=run_id)
+        params = request.query_params
+        types = [t.strip() for t in (params.get("event_types") or "").split(",") if t.strip()] or None
+        return Response(selectors.run_events_page(run=run, event_types=types, task_id=params.get("task_id") or None,
+                                                  limit=_int_param(params.get("limit"), "limit", 500),
+                                                  after_seq=_int_param(params.get("after_seq"), "after_seq", None)))

@@ -24,6 +24,7 @@ from apps.runs.journal import JournalBuffer, JournalEvent, RunProgress, journal_
 from apps.runs.models import Run
 from apps.runs.runtime import PROCESS_ID, get_runtime
 from apps.runs.scheduling.services import scheduled_run_settled
+from apps.runs.subagent_journal import cancelled_ends, subagent_events
 from apps.threads.models import Thread
 from harness.config import ConfigError
 from harness.runtime.serialize import to_jsonable
@@ -129,7 +130,8 @@ def _finish(run_id: str, *, status: str, thread_status: str, error: str, progres
     written = {"status": status, "error": error, "stop_reason": progress.stop_reason, "finished_at": now, "lease_expires_at": None,
                "input_tokens": totals["input_tokens"], "output_tokens": totals["output_tokens"],
                "cache_read_tokens": totals["cache_read_tokens"], "updated_at": now,
-               "token_usage": {"by_model": progress.usage, "llm_call_count": progress.llm_calls, "message_count": progress.message_count}}
+               "token_usage": {"by_model": progress.usage, "llm_call_count": progress.llm_calls, "message_count": progress.message_count,
+                               "subagent_tokens": progress.subagent_tokens}}
     thread_updates: dict[str, Any] = {"status": thread_status, "updated_at": now}
     if title:
         thread_updates["title"] = title[:255]
@@ -202,7 +204,11 @@ def _stream_modes(kwargs: dict) -> tuple[list[str], list[str]]:
     """(requested wire modes, graph modes to ask LangGraph for). Values are always streamed:
     the worker journals messages and keeps the final state from them."""
     requested = kwargs.get("stream_mode") or ["values"]
-    graph_modes = list(dict.fromkeys([GRAPH_MODE.get(m, m) for m in requested] + ["values"]))
+    # custom too when the run may delegate: subagent progress is journaled whether or not the
+    # client asked for it. Other runs do not pay for a mode nobody reads.
+    configurable = (kwargs.get("config") or {}).get("configurable") or {}
+    delegating = bool((kwargs.get("context") or {}).get("subagent_enabled") or configurable.get("subagent_enabled"))
+    graph_modes = list(dict.fromkeys([GRAPH_MODE.get(m, m) for m in requested] + ["values"] + (["custom"] if delegating else [])))
     return requested, graph_modes
 
 
@@ -301,6 +307,10 @@ async def _execute(run_id: str) -> None:
                     if events:
                         await journal.add(events)
                         _raise_if_cancelled(run_id)
+            elif mode == "custom" and not namespace:
+                events = subagent_events(data, progress)
+                if events:
+                    await journal.add(events)
             if wire not in wire_requested:
                 continue
             name = "|".join([wire, *namespace]) if namespace else wire
@@ -327,7 +337,7 @@ async def _execute(run_id: str) -> None:
         if action == "rollback" and graph is not None:
             await _rollback(graph, thread_id, pre_run_config)
         reason = "run rolled back by request" if action == "rollback" else "run cancelled by request"
-        journal.hold(JournalEvent("run.error", "error", reason, {"error_type": "cancelled"}))
+        journal.hold(*cancelled_ends(progress, reason), JournalEvent("run.error", "error", reason, {"error_type": "cancelled"}))
     except Exception as exc:  # the run failed; the server keeps going and the client is told why
         logger.warning("Run %s failed: %s: %s", run_id, type(exc).__name__, exc, exc_info=not isinstance(exc, ConfigError))
         status, thread_status = Run.Status.ERROR, Thread.Status.ERROR

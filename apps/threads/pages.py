@@ -14,6 +14,7 @@ from django.views.decorators.csrf import ensure_csrf_cookie
 
 from apps.agents.selectors import model_list
 from apps.threads.selectors import thread_get_for_user
+from harness.config import get_app_config
 from harness.config.paths import resolve_config_path
 from deerflow_site.errors import NotFound
 
@@ -47,6 +48,7 @@ def _chat(request, *, thread_id: str | None):
         "boot": boot,
         "models": models,
         "has_model": any(m["available"] for m in models),
+        "subagents_enabled": get_app_config().subagents.enabled,
         # where to fix a missing model; the path is shown to staff only (it is server detail)
         "config_path": str(resolve_config_path()) if request.user.is_staff else "",
     })

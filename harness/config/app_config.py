@@ -194,10 +194,29 @@ class TitleConfig(_Section):
     model_name: str | None = None  # null: fast local title, no model call
 
 
+class SubagentTypeConfig(_Section):
+    """A custom subagent type (``subagents.types.<name>``); unset limits fall back to the
+    section's defaults, an unset model to the lead's."""
+
+    description: str = ""
+    prompt: str
+    tools: list[str] | None = None  # names from the lead's tool set; null: all of them but `task`
+    model: str | None = None
+    timeout_seconds: PositiveInt | None = None
+    max_turns: PositiveInt | None = None
+    max_tokens: PositiveInt | None = None
+
+
 class SubagentsConfig(_Section):
-    enabled: bool = False  # not available yet: see harness/config/availability.py
-    max_concurrent: PositiveInt = 3
+    """The ``task`` tool (harness/subagents); docs/subagents.md."""
+
+    enabled: bool = False
+    max_concurrent: int = Field(3, ge=1, le=8)
+    max_total_per_run: int = Field(6, ge=1, le=50)
     timeout_seconds: PositiveInt = 900
+    max_turns: PositiveInt = 30
+    max_tokens: PositiveInt | None = None
+    types: dict[str, SubagentTypeConfig] = Field(default_factory=dict)
 
 
 class ChannelsConfig(BaseModel):

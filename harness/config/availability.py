@@ -23,8 +23,6 @@ def inactive_settings(config: AppConfig) -> list[str]:
     found = []
     if config.memory.enabled:
         found.append(_say("memory.enabled: true", "long-term memory"))
-    if config.subagents.enabled:
-        found.append(_say("subagents.enabled: true", "subagents (the task tool)", "are"))
     if config.channels.enabled or config.channels.model_extra:
         found.append(_say("channels", "IM channels", "are"))
     priced = [m.name for m in config.models if m.pricing is not None]

@@ -43,7 +43,7 @@
   const el = {
     messages: $("messages"), conversation: $("conversation"), input: $("input"), composer: $("composer"),
     send: $("send"), stop: $("stop"), note: $("composer-note"), title: $("thread-title"), welcome: $("welcome"),
-    model: $("model"), thinking: $("thinking"), plan: $("plan-mode"), threadList: $("thread-list"),
+    model: $("model"), thinking: $("thinking"), plan: $("plan-mode"), subagents: $("subagents"), threadList: $("thread-list"),
     threadEmpty: $("thread-empty"), search: $("thread-search"), connection: $("connection"),
     todos: $("todos"), todoList: $("todo-list"), todosProgress: $("todos-progress"),
     filesPanel: $("files-panel"), filesToggle: $("files-toggle"), filesCount: $("files-count"),
@@ -307,6 +307,7 @@
   const TOOL_LABELS = { write_todos: "Update plan", ask_clarification: "Question", present_files: "Present files", bash: "Run command",
     web_search: "Web search", web_fetch: "Read page", image_search: "Image search" };
   const web = () => window.DFWebTools; // web_tools.js: result lists on web cards, sources under answers
+  const subs = () => window.DFSubagents; // subagents.js: the task tool's card
 
   function upsertToolCard(entry, call) {
     let card = S.toolCards.get(call.id);
@@ -335,6 +336,7 @@
     card.querySelector(".tool-args").textContent = args !== undefined ? JSON.stringify(args, null, 2) : (call.argsText || "");
     if (call.error) setToolStatus(card, "error", call.error);
     else if (!card.dataset.done && card.dataset.status !== "waiting") setToolStatus(card, "running");
+    if (name === "task" && subs()) subs().onCall(card, args);
     if (name === "present_files" && args && Array.isArray(args.filepaths)) {
       // presented files stay visible under the (collapsed) card, one click from a preview
       if (!card.presented) {
@@ -365,6 +367,7 @@
     const meta = (msg.additional_kwargs || {}).deerflow_tool_meta || {};
     const failed = msg.status === "error" || meta.status === "error";
     card.dataset.done = "1";
+    if (subs() && subs().onResult(card, msg)) return;
     setToolStatus(card, failed ? "error" : "success");
     if (web()) web().onResult(card, msg, failed);
   }
@@ -381,6 +384,7 @@
     if (typeof values.title === "string" && values.title && !S.titleFromUser) setTitle(values.title);
     if ("todos" in values) renderTodos(values.todos);
     if (Array.isArray(values.artifacts)) { S.artifacts = values.artifacts; renderFileLists(); }
+    if (Array.isArray(values.delegations) && subs()) subs().onLedger(values.delegations);
     if (Array.isArray(values.messages)) {
       let seenKnown = false;
       for (const msg of values.messages) {
@@ -576,6 +580,7 @@
 
   function context() {
     const ctx = { thinking_enabled: el.thinking.checked, is_plan_mode: el.plan.checked };
+    if (el.subagents) ctx.subagent_enabled = el.subagents.checked;
     if (el.model && el.model.value) ctx.model_name = el.model.value;
     return ctx;
   }
@@ -747,6 +752,7 @@
     const base = event.split("|")[0];
     if (base === "messages" && Array.isArray(data)) applyChunk(data[0]);
     else if (base === "values") applyValues(data);
+    else if (base === "custom" && event === "custom" && subs()) subs().onEvent(data);
     else if (base === "updates" && data && typeof data === "object") {
       if (Array.isArray(data.__interrupt__)) for (const it of data.__interrupt__) showClarification(it && it.value);
       for (const v of Object.values(data)) {
@@ -842,6 +848,7 @@
       if ("todos" in state.values) renderTodos(state.values.todos);
       S.artifacts = state.values.artifacts || [];
       renderFileLists();
+      if (subs()) subs().onLedger(state.values.delegations);
     }
     if (state && Array.isArray(state.interrupts) && thread.status === "interrupted") {
       for (const it of state.interrupts) showClarification(it && it.value);
@@ -853,6 +860,7 @@
     S.messages.clear();
     S.toolCards.clear();
     if (web()) web().reset();
+    if (subs()) subs().reset();
     await loadHistory();
     await loadThreadMeta();
   }
@@ -1044,15 +1052,18 @@
     }
     el.thinking.checked = !!saved.thinking;
     el.plan.checked = !!saved.plan;
+    if (el.subagents) el.subagents.checked = !!saved.subagents;
     const syncThinking = () => {
       const m = (boot.models || []).find((x) => x.name === el.model.value);
       el.thinking.disabled = !!m && !m.supports_thinking;
       el.thinking.parentElement.title = el.thinking.disabled ? "This model does not support thinking" : "";
     };
-    const save = () => localStorage.setItem("deerflow.prefs", JSON.stringify({ model: el.model.value, thinking: el.thinking.checked, plan: el.plan.checked }));
+    const save = () => localStorage.setItem("deerflow.prefs", JSON.stringify({ model: el.model.value, thinking: el.thinking.checked, plan: el.plan.checked,
+      subagents: el.subagents ? el.subagents.checked : false }));
     el.model.addEventListener("change", () => { syncThinking(); save(); });
     el.thinking.addEventListener("change", save);
     el.plan.addEventListener("change", save);
+    if (el.subagents) el.subagents.addEventListener("change", save);
     syncThinking();
 
     el.composer.addEventListener("submit", (ev) => { ev.preventDefault(); send(el.input.value); });
@@ -1109,6 +1120,7 @@
 
   async function start() {
     setupControls();
+    if (subs()) subs().init({ api, threadId: () => S.threadId, setToolStatus });
     loadThreads();
     if (S.threadId) {
       try {

@@ -5,7 +5,7 @@ import pytest
 from harness.testing import loopback_config_text
 from tests.support.live import start_live_server
 
-LOCAL_SANDBOX = "sandbox:\n  use: local\n  bash_command_timeout: 30\n"
+LOCAL_SANDBOX = "sandbox:\n  use: local\n  bash_command_timeout: 30\nsubagents:\n  enabled: true\n"
 
 
 

@@ -23,7 +23,8 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 PASSWORD = "pw-ui-tester-123"
 # Thinking on (the reasoning model shows its thoughts), a small upload cap for the size test.
-UI_EXTRA_YAML = "    supports_thinking: true\nsandbox:\n  use: local\n  bash_command_timeout: 30\nuploads:\n  max_file_size: 200000\n"
+UI_EXTRA_YAML = ("    supports_thinking: true\nsandbox:\n  use: local\n  bash_command_timeout: 30\nuploads:\n  max_file_size: 200000\n"
+                 "subagents:\n  enabled: true\n")
 
 
 

@@ -137,6 +137,27 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
     return [m for m in chain if m is not None]
 
 
+def _delegation(options: LeadAgentOptions, app: AppConfig, entry: ModelConfig, model: BaseChatModel,
+                tools: Sequence[BaseTool]) -> tuple:
+    """(task tool, its limit middleware) when both config.yaml and the run allow subagents."""
+    if not options.subagent_enabled:
+        return ()
+    if not app.subagents.enabled:
+        logger.info("Run option subagent_enabled is ignored: subagents.enabled is false in config.yaml")
+        return ()
+    from harness.subagents import SubagentLimitMiddleware, build_task_tool
+
+    def models(name: str | None) -> tuple[BaseChatModel, str]:
+        if not name or name == entry.name:
+            return model, entry.name
+        return create_chat_model(name, config=app), name
+
+    cfg = app.subagents
+    concurrent = options.max_concurrent_subagents or cfg.max_concurrent
+    total = options.max_total_subagents or cfg.max_total_per_run
+    return (build_task_tool(config=cfg, lead_tools=tools, model_factory=models), SubagentLimitMiddleware(concurrent, total))
+
+
 def make_lead_agent(config: RunnableConfig | None = None, *, model: BaseChatModel | None = None,
                     tools: Sequence[BaseTool] | None = None, extra_tools: Sequence[BaseTool] = (),
                     checkpointer: Any = None, app_config: AppConfig | None = None,
@@ -166,11 +187,14 @@ def make_lead_agent(config: RunnableConfig | None = None, *, model: BaseChatMode
         tools = [*tools, *extra_tools]
         if options.non_interactive:
             tools = [t for t in tools if t.name != "ask_clarification"]
-    if options.subagent_enabled and not any(t.name == "task" for t in tools):
-        logger.warning("Run option subagent_enabled has no effect: subagents (the task tool) are not available yet")
+    delegation = _delegation(options, app, entry, model, tools)
+    if delegation:
+        tools = [*tools, delegation[0]]
     extensions = load_extension_middlewares(get_extensions_config().middlewares)
-    middleware = build_middlewares(options, app=app, entry=entry, model=model, extra=[*extra_middlewares, *extensions])
+    middleware = build_middlewares(options, app=app, entry=entry, model=model,
+                                   extra=[*delegation[1:], *extra_middlewares, *extensions])
     prompt = build_system_prompt(agent_name=options.agent_name, tool_names=[t.name for t in tools],
-                                 subagent_enabled=options.subagent_enabled, max_concurrent_subagents=options.max_concurrent_subagents)
+                                 subagent_enabled=bool(delegation),
+                                 max_concurrent_subagents=delegation[1].max_concurrent if delegation else 3)
     return create_agent(model, tools=list(tools), system_prompt=prompt, middleware=middleware,
                         state_schema=ThreadState, checkpointer=checkpointer, name="lead_agent")

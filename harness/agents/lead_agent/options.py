@@ -13,7 +13,9 @@ class LeadAgentOptions:
     thinking_enabled: bool = False
     is_plan_mode: bool = False
     subagent_enabled: bool = False
-    max_concurrent_subagents: int = 3
+    # None: the config's subagents.max_concurrent / max_total_per_run.
+    max_concurrent_subagents: int | None = None
+    max_total_subagents: int | None = None
     agent_name: str | None = None
     non_interactive: bool = False
     tool_groups: tuple[str, ...] | None = None
@@ -36,5 +38,8 @@ class LeadAgentOptions:
         values = {k: v for k, v in configurable.items() if k in known and v is not None}
         if values.get("tool_groups") is not None:
             values["tool_groups"] = tuple(values["tool_groups"])
-        values["max_concurrent_subagents"] = max(1, min(4, int(values.get("max_concurrent_subagents", 3))))
+        if values.get("max_concurrent_subagents") is not None:
+            values["max_concurrent_subagents"] = max(1, min(4, int(values["max_concurrent_subagents"])))
+        if values.get("max_total_subagents") is not None:
+            values["max_total_subagents"] = max(1, min(50, int(values["max_total_subagents"])))
         return cls(**values)

@@ -1,7 +1,7 @@
 """A per-run token cap.
 
 Before each model call the tokens this run has used (AI messages stamped with its run id
-by the token-usage middleware) are summed; at or above the budget the model is not called:
+by the token-usage middleware, plus its subagents' usage from the delegation ledger) are summed; at or above the budget the model is not called:
 the reply is an assistant message saying so (no tool calls, so the run ends) and
 ``stop_reason = token_budget_exhausted``. The budget is ``token_budget`` from the run
 context/configurable, else the constructor default; none means unlimited.
@@ -30,6 +30,14 @@ def run_tokens(messages: list[Any], run_id: str | None) -> int:
     return sum(int((m.usage_metadata or {}).get("total_tokens") or 0) for m in scope)
 
 
+def delegated_tokens(state: Any, run_id: str | None) -> int:
+    """Tokens this run's subagents used (their ``delegations`` entries): a run's budget covers
+    the work it delegated too."""
+    if not run_id:
+        return 0
+    return sum(int((d.get("usage") or {}).get("total_tokens") or 0) for d in (state or {}).get("delegations") or [] if d.get("run_id") == run_id)
+
+
 class TokenBudgetMiddleware(AgentMiddleware):
     def __init__(self, default_budget: int | None = None) -> None:
         super().__init__()
@@ -39,7 +47,8 @@ class TokenBudgetMiddleware(AgentMiddleware):
         budget = run_value(request.runtime, "token_budget", self.default_budget)
         if not budget:
             return None
-        used = run_tokens((request.state or {}).get("messages") or [], str(run_value(request.runtime, "run_id", "") or "") or None)
+        run_id = str(run_value(request.runtime, "run_id", "") or "") or None
+        used = run_tokens((request.state or {}).get("messages") or [], run_id) + delegated_tokens(request.state, run_id)
         if used < int(budget):
             return None
         note = AIMessage(id=f"deerflow-budget-{uuid.uuid4().hex}",

@@ -98,9 +98,9 @@ def test_reload_on_content_change_even_when_mtime_is_unchanged(tmp_path):
 
 def test_config_path_from_environment_and_defaults_when_missing(tmp_path, monkeypatch):
     path = tmp_path / "elsewhere.yaml"
-    path.write_text("subagents:\n  max_concurrent: 9\n")
+    path.write_text("subagents:\n  max_concurrent: 7\n")
     monkeypatch.setenv("DEER_FLOW_CONFIG_PATH", str(path))
-    assert get_app_config().subagents.max_concurrent == 9
+    assert get_app_config().subagents.max_concurrent == 7
     monkeypatch.setenv("DEER_FLOW_CONFIG_PATH", str(tmp_path / "absent.yaml"))
     assert get_app_config().models == []
 
@@ -167,7 +167,7 @@ def test_switches_of_missing_features_are_logged_as_having_no_effect(tmp_path, c
         get_app_config(path)
     warned = "\n".join(r.getMessage() for r in caplog.records)
     assert f"{path}: memory.enabled: true has no effect: long-term memory is not available yet" in warned
-    assert "subagents.enabled: true has no effect: subagents (the task tool) are not available yet" in warned
+    assert "subagents" not in warned  # subagents work now
     assert "channels has no effect: IM channels are not available yet" in warned
     assert "models[].pricing (on m) has no effect: the usage and cost console is not available yet" in warned
 

@@ -1,0 +1,63 @@
+"""Caps on delegation, applied to the lead's model response before any tool runs.
+
+``max_concurrent`` bounds the ``task`` calls of one response; ``max_total`` bounds a run's
+delegations, counted from the ``delegations`` ledger in thread state (checkpointed, so a
+resumed or long run cannot step around it). Calls past either cap do not run: each gets an
+answering ToolMessage that says why, so the model sees the limit and works with what it
+has instead of asking again. Admitted calls enter the ledger as ``running`` at once.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware
+from langchain_core.messages import AIMessage, ToolMessage
+
+from harness.agents.markers import run_value
+from harness.agents.thread_state import ThreadState
+
+
+def run_delegations(state: Any, run_id: str) -> int:
+    return sum(1 for d in (state.get("delegations") or []) if d.get("run_id") == run_id)
+
+
+class SubagentLimitMiddleware(AgentMiddleware):
+    state_schema = ThreadState
+
+    def __init__(self, max_concurrent: int, max_total: int) -> None:
+        super().__init__()
+        self.max_concurrent = max_concurrent
+        self.max_total = max_total
+
+    def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        messages = state.get("messages") or []
+        ai = messages[-1] if messages else None
+        if not isinstance(ai, AIMessage):
+            return None
+        calls = [c for c in ai.tool_calls if c.get("name") == "task"]
+        if not calls:
+            return None
+        run_id = str(run_value(runtime, "run_id", "") or "")
+        used = run_delegations(state, run_id)
+        room = max(0, self.max_total - used)
+        allowed = min(self.max_concurrent, room)
+        keep, dropped = calls[:allowed], calls[allowed:]
+        notes = []
+        for call in dropped:
+            if room <= self.max_concurrent and len(calls) > room:
+                why = (f"this run's limit of {self.max_total} subagents is reached ({used} already ran)." if room == 0 else
+                       f"only {room} more subagent(s) may run in this run (limit {self.max_total}).")
+            else:
+                why = f"at most {self.max_concurrent} subagents run at once; this response asked for {len(calls)}."
+            notes.append(ToolMessage(content=f"Not run: {why} Do not retry it now; continue with the results you have.",
+                                     tool_call_id=call["id"], name="task", status="error",
+                                     additional_kwargs={"subagent_status": "failed", "subagent_skipped": "limit"}))
+        ledger = [{"id": c["id"], "run_id": run_id, "status": "running", "subagent_type": (c.get("args") or {}).get("subagent_type") or "general-purpose",
+                   "description": str((c.get("args") or {}).get("description") or "")[:200]} for c in keep]
+        update: dict[str, Any] = {}
+        if notes:
+            update["messages"] = notes
+        if ledger:
+            update["delegations"] = ledger
+        return update or None
