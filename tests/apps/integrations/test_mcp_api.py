@@ -116,3 +116,10 @@ def test_status_and_test_connection_against_a_real_server(admin_client, ext):
     broken = admin_client.post("/api/mcp/servers/broken/test").json()
     assert broken["status"] == "error" and broken["last_error"]
     assert admin_client.post("/api/mcp/servers/nope/test").status_code == 404
+
+
+def test_the_settings_page_is_for_admins_only(client, user, admin_client, ext):
+    assert client.get("/settings/mcp").status_code == 302  # signed out: to the login page
+    client.force_login(user)
+    assert client.get("/settings/mcp").status_code == 403
+    assert admin_client.get("/settings/mcp").status_code == 200
