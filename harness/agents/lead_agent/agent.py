@@ -168,8 +168,11 @@ def make_lead_agent(config: RunnableConfig | None = None, *, model: BaseChatMode
             tools = [t for t in tools if t.name != "ask_clarification"]
     if options.subagent_enabled and not any(t.name == "task" for t in tools):
         logger.warning("Run option subagent_enabled has no effect: subagents (the task tool) are not available yet")
+    from harness.mcp.deferred import apply_tool_search
+
+    tools, deferred = apply_tool_search(tools, app.tool_search.enabled)
     extensions = load_extension_middlewares(get_extensions_config().middlewares)
-    middleware = build_middlewares(options, app=app, entry=entry, model=model, extra=[*extra_middlewares, *extensions])
+    middleware = build_middlewares(options, app=app, entry=entry, model=model, extra=[*extra_middlewares, *extensions, *deferred])
     prompt = build_system_prompt(agent_name=options.agent_name, tool_names=[t.name for t in tools],
                                  subagent_enabled=options.subagent_enabled, max_concurrent_subagents=options.max_concurrent_subagents)
     return create_agent(model, tools=list(tools), system_prompt=prompt, middleware=middleware,
