@@ -9,6 +9,7 @@ edit is noticed by every process on its next build, without a restart.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import threading
@@ -31,6 +32,9 @@ def get_runtime():
     with _lock:
         if _runtime is None:
             _runtime = McpRuntime()
+            # stdio servers run in sessions of their own, so they would outlive this process
+            # (and keep their resources) unless their sessions are closed on the way out.
+            atexit.register(reset_mcp)
         return _runtime
 
 
