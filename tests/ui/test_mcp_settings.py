@@ -62,7 +62,9 @@ def test_mcp_settings_on_a_phone(phone, mcp_live, doc_shot):
 
 
 def test_toggling_a_server_from_the_page(page, mcp_live):
-    page.goto("/settings/mcp")
+    page.goto("/")
+    page.get_by_role("link", name="MCP servers").click()  # staff find the page from the chat
+    page.wait_for_url("**/settings/mcp")
     row = page.locator('tr[data-server="drafts"]')
     row.get_by_role("button", name="Enable").click()
     expect(page.locator("#mcp-error")).to_contain_text("mcp_servers.drafts: a http server needs 'url'")
