@@ -144,3 +144,20 @@ async def test_no_server_costs_nothing_and_an_unchanged_file_returns_the_same_to
     first = await asyncio.to_thread(get_mcp_tools, app_config=app())
     again = await asyncio.to_thread(get_mcp_tools, app_config=app())
     assert first is again and get_extensions_config().mcp_servers["calc"].enabled
+
+
+async def test_a_server_that_never_answers_times_out_is_killed_and_does_not_hold_up_the_others(ext, tmp_path):
+    pid_file = tmp_path / "mute.pid"
+    mute = stdio_server("mute", connect_timeout=2)
+    mute["args"].append(str(pid_file))
+    ext.write({"mute": mute, "calc": stdio_server()})
+    tools = await asyncio.to_thread(get_mcp_tools, app_config=app())
+    assert "add" in [t.name for t in tools]
+    state = status_of("mute")
+    assert state["status"] == "error" and state["last_error"] == "no answer within 2 seconds"
+    pid = int(pid_file.read_text())
+    for _ in range(200):
+        if not _alive(pid):
+            break
+        await asyncio.sleep(0.05)
+    assert not _alive(pid)
