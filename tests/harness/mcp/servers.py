@@ -55,8 +55,8 @@ def build(kind: str = "calc", **settings) -> FastMCP:
     return server
 
 
-def serve_http(kind: str = "calc", *, auth_check=None):
-    """Start streamable HTTP on 127.0.0.1 in a daemon thread; return (url, stop)."""
+def serve_http(kind: str = "calc", *, auth_check=None, transport: str = "http"):
+    """Start streamable HTTP (or SSE) on 127.0.0.1 in a daemon thread; return (url, stop)."""
     import socket
 
     import uvicorn
@@ -64,7 +64,8 @@ def serve_http(kind: str = "calc", *, auth_check=None):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    app = build(kind, host="127.0.0.1", port=port).streamable_http_app()
+    server_app = build(kind, host="127.0.0.1", port=port)
+    app = server_app.sse_app() if transport == "sse" else server_app.streamable_http_app()
     if auth_check is not None:
         app = auth_check(app)
     config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error", lifespan="on")
@@ -78,7 +79,7 @@ def serve_http(kind: str = "calc", *, auth_check=None):
         server.should_exit = True
         thread.join(10)
 
-    return f"http://127.0.0.1:{port}/mcp", stop
+    return f"http://127.0.0.1:{port}/{'sse' if transport == 'sse' else 'mcp'}", stop
 
 
 if __name__ == "__main__":

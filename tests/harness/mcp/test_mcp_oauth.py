@@ -34,7 +34,10 @@ class TokenIssuer:
 
             form = {k: v[0] for k, v in parse_qs(body.decode()).items()}
             self.grants.append(form)
-            if form.get("client_id") != "deerflow" or form.get("client_secret") != "s3cret":
+            if form.get("grant_type") == "refresh_token":
+                if form.get("refresh_token") != "rt-1":
+                    return await self._reply(send, 400, {"error": "invalid_grant"})
+            elif form.get("client_id") != "deerflow" or form.get("client_secret") != "s3cret":
                 return await self._reply(send, 401, {"error": "invalid_client"})
             token = secrets.token_hex(8)
             self.tokens[token] = time.monotonic() + self.lifetime
@@ -85,5 +88,18 @@ async def test_a_wrong_client_secret_is_reported_for_that_server(ext, monkeypatc
         assert await asyncio.to_thread(get_mcp_tools, app_config=app()) == ()
         state = next(s for s in mcp_status() if s["name"] == "secure")
         assert state["status"] == "error" and "token endpoint answered 401" in state["last_error"]
+    finally:
+        stop()
+
+
+async def test_the_refresh_token_grant(ext):
+    issuers = []
+    url, stop = serve_http(auth_check=lambda inner: issuers.append(TokenIssuer(inner, lifetime=60)) or issuers[-1])
+    try:
+        ext.write({"secure": {"type": "http", "url": url, "oauth": {
+            "token_url": url.removesuffix("/mcp") + "/token", "grant_type": "refresh_token", "refresh_token": "rt-1"}}})
+        tools = {t.name: t for t in await asyncio.to_thread(get_mcp_tools, app_config=app())}
+        assert await tools["add"].ainvoke({"a": 3, "b": 4}) == "sum=7"
+        assert issuers[0].grants[0] == {"grant_type": "refresh_token", "refresh_token": "rt-1"}
     finally:
         stop()

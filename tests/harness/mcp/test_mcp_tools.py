@@ -47,6 +47,16 @@ async def test_streamable_http_tools_load_and_run_through_the_agent(ext):
         stop()
 
 
+async def test_sse_tools_load_and_run(ext):
+    url, stop = serve_http(transport="sse")
+    try:
+        ext.write({"events": {"type": "sse", "url": url}})
+        tools = {t.name: t for t in await asyncio.to_thread(get_mcp_tools, app_config=app())}
+        assert await tools["add"].ainvoke({"a": 5, "b": 6}) == "sum=11"
+    finally:
+        stop()
+
+
 async def test_an_http_server_on_a_private_address_is_refused_without_the_allow_list(ext):
     url, stop = serve_http()
     try:
