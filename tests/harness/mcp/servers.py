@@ -77,6 +77,7 @@ def serve_http(kind: str = "calc", *, auth_check=None, transport: str = "http"):
 
     def stop():
         server.should_exit = True
+        server.force_exit = True  # do not wait for the client's open stream
         thread.join(10)
 
     return f"http://127.0.0.1:{port}/{'sse' if transport == 'sse' else 'mcp'}", stop
