@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from deerflow_site.errors import InvalidRequest
+from harness.config import ConfigError
 from harness.config.extensions import McpServerConfig, parse_extensions
 from harness.config.paths import resolve_extensions_path
 from harness.sandbox.env_policy import MASK, is_secret_name
@@ -31,10 +33,14 @@ def server_masked(config: McpServerConfig) -> dict[str, Any]:
 
 
 def extensions_raw():
-    """The file as written ($VAR references unresolved)."""
+    """The file as written ($VAR references unresolved). A broken file is the operator's to
+    fix on disk: answered as 422 with the file, field and reason, never a 500."""
     path = resolve_extensions_path()
     text = path.read_text(encoding="utf-8") if path.exists() else ""
-    return parse_extensions(text, str(path), resolve_env=False)
+    try:
+        return parse_extensions(text, str(path), resolve_env=False)
+    except ConfigError as exc:
+        raise InvalidRequest(f"extensions_config.json is invalid, fix it on disk first: {exc}") from None
 
 
 def mcp_config_get() -> dict[str, Any]:
@@ -45,4 +51,8 @@ def mcp_status_list() -> dict[str, Any]:
     from harness.config import get_extensions_config
     from harness.mcp import mcp_status
 
-    return {"servers": mcp_status(get_extensions_config())}
+    try:
+        extensions = get_extensions_config()
+    except ConfigError as exc:
+        raise InvalidRequest(f"extensions_config.json is invalid, fix it on disk first: {exc}") from None
+    return {"servers": mcp_status(extensions)}

@@ -13,17 +13,14 @@ from pydantic import ValidationError
 
 from apps.integrations.selectors import extensions_raw, server_masked
 from deerflow_site.errors import InvalidRequest, NotFound
-from harness.config import ConfigError, save_extensions_config
+from harness.config import save_extensions_config
 from harness.config.extensions import McpServerConfig
 from harness.config.loader import validation_message
 from harness.sandbox.env_policy import MASK
 
 
 def _current():
-    try:
-        return extensions_raw()
-    except ConfigError as exc:
-        raise InvalidRequest(f"extensions_config.json is invalid, fix it on disk first: {exc}") from None
+    return extensions_raw()
 
 
 def _unmask(new: Any, old: Any) -> Any:

@@ -101,6 +101,15 @@ class McpServerConfig(BaseModel):
     # file failing, so one server's missing secret never takes the others down.
     unresolved: str | None = Field(default=None, exclude=True)
 
+    @model_validator(mode="before")
+    @classmethod
+    def _transport_alias(cls, data: Any) -> Any:
+        # DeerFlow's older MCP files name the transport "transport" instead of "type".
+        if isinstance(data, dict) and "transport" in data and "type" not in data:
+            data = {**data, "type": data["transport"]}
+            data.pop("transport")
+        return data
+
     @model_validator(mode="after")
     def _transport_needs(self) -> McpServerConfig:
         # A disabled entry may be a half-filled template (DeerFlow's example has one).

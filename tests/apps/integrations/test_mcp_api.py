@@ -123,3 +123,12 @@ def test_the_settings_page_is_for_admins_only(client, user, admin_client, ext):
     client.force_login(user)
     assert client.get("/settings/mcp").status_code == 403
     assert admin_client.get("/settings/mcp").status_code == 200
+
+
+def test_a_broken_file_on_disk_is_a_422_not_a_500(admin_client, ext):
+    ext.write_text("{broken")
+    for path in ("/api/mcp/config", "/api/mcp/status"):
+        response = admin_client.get(path)
+        assert response.status_code == 422 and "invalid JSON" in response.json()["detail"]
+    assert admin_client.put("/api/mcp/config", {"mcp_servers": {}}, format="json").status_code == 422
+    assert ext.read_text() == "{broken"

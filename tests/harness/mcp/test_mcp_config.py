@@ -30,6 +30,11 @@ def test_a_deerflow_extensions_file_loads_unchanged():
     assert servers["files"].unresolved is None
 
 
+def test_the_older_transport_key_is_read_as_type():
+    config = parse_extensions(json.dumps({"mcpServers": {"gh": {"transport": "sse", "url": "https://a/sse"}}}))
+    assert config.mcp_servers["gh"].type == "sse"
+
+
 def test_a_bad_entry_names_the_server_and_field():
     with pytest.raises(ConfigError, match=r"mcpServers.x.oauth"):
         parse_extensions(json.dumps({"mcpServers": {"x": {"type": "http", "url": "https://a/mcp", "oauth": {"grant_type": "password"}}}}))
