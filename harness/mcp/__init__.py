@@ -75,20 +75,26 @@ def get_mcp_tools(extensions: ExtensionsConfig | None = None, *, app_config: Any
                                      [c.model_dump(mode="json") for c in wanted.values()],
                                      [c.unresolved for c in wanted.values()]], default=str).encode()).hexdigest()
     last = _last
-    if not retry and last is not None and last[0] == key and not _needs_retry(rt):
+    if not retry and last is not None and last[0] == key and not _needs_retry(rt) and last[1]._ready == _fingerprint(key, rt):
         return last[1]
     rt.submit(rt.sync(wanted, policy, retry=retry))
     tools: list[BaseTool] = []
     for name, state in list(rt.servers.items()):
         tools += [wrap_tool(rt, name, state.config, t) for t in state.tools.values()]
-    ready = [(n, s.status, tuple(s.tools)) for n, s in rt.servers.items()]
-    full_key = hashlib.sha256(f"{key}{ready}".encode()).hexdigest()
-    if last is not None and last[0] == key and getattr(last[1], "_ready", None) == full_key:
+    full_key = _fingerprint(key, rt)
+    if last is not None and last[0] == key and last[1]._ready == full_key:
         return last[1]
     result = _ToolSet(tools)
     result._ready = full_key
     _last = (key, result)
     return result
+
+
+def _fingerprint(key: str, rt) -> str:
+    # Which servers are ready with which tools: a server that came back in the background
+    # changes it, so the next build gets its tools.
+    ready = [(n, s.status == "ready", tuple(s.tools)) for n, s in list(rt.servers.items())]
+    return f"{key}{ready}"
 
 
 class _ToolSet(tuple):

@@ -110,17 +110,25 @@ class McpRuntime:
             if signatures.get(name) != self.servers[name].signature:
                 await self._stop(self.servers.pop(name))
         now = time.monotonic()
+        waiting = []
         for name, cfg in wanted.items():
             state = self.servers.get(name)
             if state is None:
                 state = self.servers[name] = ServerState(name, cfg, signatures[name], policy)
                 self._start(state)
+                waiting.append(state)
             elif state.status == "error" and (retry or now - state.failed_at_monotonic > RETRY_AFTER_SECONDS):
                 await self._stop(state)
                 self._start(state)
-        waits = [s.ready.wait() for s in self.servers.values() if s.ready is not None]
-        if waits:
-            await asyncio.gather(*waits)
+                # A periodic retry reconnects in the background: a server that stays down
+                # must not hold up every agent build by its connect timeout. Its tools join
+                # the next build after it comes back.
+                if retry:
+                    waiting.append(state)
+            elif state.status == "connecting" and state.last_error is None:
+                waiting.append(state)  # another build's first connect: its tools are due now
+        if waiting:
+            await asyncio.gather(*(s.ready.wait() for s in waiting))
 
     def _start(self, state: ServerState) -> None:
         state.status = "connecting"

@@ -1,6 +1,7 @@
 """MCP tools against real FastMCP servers over stdio and streamable HTTP."""
 
 import asyncio
+import sys
 import os
 import uuid
 
@@ -171,3 +172,27 @@ async def test_a_server_that_never_answers_times_out_is_killed_and_does_not_hold
             break
         await asyncio.sleep(0.05)
     assert not _alive(pid)
+
+
+async def test_a_failed_server_is_retried_in_the_background_and_its_tools_join_later(ext, tmp_path, monkeypatch):
+    import shutil
+
+    from harness.mcp import runtime as mcp_runtime
+    from tests.harness.mcp.conftest import SERVERS
+
+    monkeypatch.setattr(mcp_runtime, "RETRY_AFTER_SECONDS", 0)
+    late = tmp_path / "late_server.py"
+    ext.write({"late": {"type": "stdio", "command": sys.executable, "args": [str(late), "stdio"]}, "calc": stdio_server()})
+    first = await asyncio.to_thread(get_mcp_tools, app_config=app())
+    assert status_of("late")["status"] == "error" and not [t for t in first if t.metadata["mcp_server"] == "late"]
+    shutil.copy(SERVERS, late)
+    # this build starts the retry and does not wait for it
+    during = await asyncio.to_thread(get_mcp_tools, app_config=app())
+    assert not [t for t in during if t.metadata["mcp_server"] == "late"]
+    for _ in range(400):
+        if status_of("late")["status"] == "ready":
+            break
+        await asyncio.sleep(0.05)
+    after = await asyncio.to_thread(get_mcp_tools, app_config=app())
+    assert "add" in [t.name for t in after if t.metadata["mcp_server"] == "late"]
+    assert after is not first
