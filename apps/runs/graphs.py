@@ -46,6 +46,15 @@ def _cache_key(config: dict) -> tuple | None:
         return None
 
 
+def _read_sources() -> tuple:
+    app_config, extensions = get_app_config(), get_extensions_config()
+    # MCP servers connect here, in a worker thread, so the factory finds them ready; the
+    # tools object changes when a server's tool set does, which retires cached graphs.
+    from harness.mcp import get_mcp_tools
+
+    return app_config, extensions, get_mcp_tools(extensions, app_config=app_config)
+
+
 async def build_graph(config: dict, checkpointer: Any) -> Any:
     """The compiled graph for these run options, with the checkpointer attached.
 
@@ -56,8 +65,8 @@ async def build_graph(config: dict, checkpointer: Any) -> Any:
     """
     key = _cache_key(config)
     # Reading the config files (to notice edits) is file IO: not on the event loop.
-    app_config, extensions = await asyncio.to_thread(lambda: (get_app_config(), get_extensions_config()))
-    sources = (app_config, extensions, checkpointer)
+    app_config, extensions, mcp_tools = await asyncio.to_thread(_read_sources)
+    sources = (app_config, extensions, mcp_tools, checkpointer)
     if key is not None:
         with _graphs_lock:
             cached = _graphs.get(key)

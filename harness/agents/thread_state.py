@@ -97,6 +97,11 @@ def merge_token_usage(current: dict[str, dict[str, int]] | None, update: dict[st
     return out
 
 
+def merge_promoted(current: list[str] | None, update: list[str] | None) -> list[str]:
+    """Deferred tools the model loaded with tool_search: a union, in first-loaded order."""
+    return list(dict.fromkeys([*(current or []), *(update or [])]))
+
+
 class ThreadState(AgentState):
     sandbox: NotRequired[SandboxState | None]
     thread_data: NotRequired[ThreadDataState | None]
@@ -110,6 +115,7 @@ class ThreadState(AgentState):
     skill_context: NotRequired[Annotated[list[dict[str, Any]], merge_skill_context]]
     summary_text: NotRequired[str | None]
     token_usage: NotRequired[Annotated[dict[str, dict[str, int]], merge_token_usage]]
+    promoted: NotRequired[Annotated[list[str], merge_promoted]]
     # Why the last run stopped early (model_length_capped, loop_capped, token_budget_exhausted,
     # error_fallback); reset at the start of every run.
     stop_reason: NotRequired[str | None]

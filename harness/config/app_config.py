@@ -259,6 +259,13 @@ class UploadsConfig(_Section):
 WEB_PROVIDERS = ("ddgs", "tavily", "searxng", "brave", "jina", "firecrawl")
 
 
+class ToolSearchConfig(_Section):
+    """``enabled``: MCP tools are shown by name only until the model loads them with
+    ``tool_search`` (docs/mcp.md)."""
+
+    enabled: bool = False
+
+
 class WebConfig(_Section):
     """Settings shared by the web tools and the SSRF guard (``harness.net.guard``).
 
@@ -309,6 +316,7 @@ class AppConfig(BaseModel):
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
     uploads: UploadsConfig = Field(default_factory=UploadsConfig)
     web: WebConfig = Field(default_factory=WebConfig)
+    tool_search: ToolSearchConfig = Field(default_factory=ToolSearchConfig)
 
     @model_validator(mode="after")
     def _cross_references(self) -> AppConfig:

@@ -34,8 +34,6 @@ def inactive_settings(config: AppConfig) -> list[str]:
 def inactive_extensions(config: ExtensionsConfig) -> list[str]:
     """What in ``extensions_config.json`` asks for a missing feature."""
     found = []
-    if config.mcp_servers:
-        found.append(_say(f"mcpServers ({', '.join(sorted(config.mcp_servers))})", "MCP tools", "are"))
     if config.skills:
         found.append(_say(f"skills ({', '.join(sorted(config.skills))})", "skills", "are"))
     return found

@@ -15,7 +15,8 @@ import threading
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError, field_validator, model_validator
+from pydantic import (BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat, ValidationError, field_validator,
+                      model_validator)
 
 from harness.config import class_path
 from harness.config.env import MissingEnvVar, resolve_tree
@@ -24,25 +25,102 @@ from harness.config.loader import validation_message
 from harness.config.paths import resolve_extensions_path
 
 
-class McpServerConfig(BaseModel):
+class McpOAuthConfig(BaseModel):
+    """A token endpoint the harness calls for an HTTP/SSE server's bearer token (DeerFlow's keys)."""
+
     model_config = ConfigDict(extra="forbid")
 
     enabled: bool = True
-    type: Literal["stdio", "sse", "http", "streamable_http"] = "stdio"
+    token_url: str = ""
+    grant_type: Literal["client_credentials", "refresh_token"] = "client_credentials"
+    client_id: str | None = None
+    client_secret: str | None = None
+    refresh_token: str | None = None
+    scope: str | None = None
+    audience: str | None = None
+    token_field: str = "access_token"
+    token_type_field: str = "token_type"
+    expires_in_field: str = "expires_in"
+    default_token_type: str = "Bearer"
+    refresh_skew_seconds: NonNegativeInt = 60
+    extra_token_params: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _needs(self) -> McpOAuthConfig:
+        if self.enabled and not self.token_url:
+            raise ValueError("oauth needs 'token_url'")
+        if self.enabled and self.grant_type == "refresh_token" and not self.refresh_token:
+            raise ValueError("the refresh_token grant needs 'refresh_token'")
+        return self
+
+
+class McpToolPolicy(BaseModel):
+    """``tools``: which of a server's tools the agent gets, and per-tool routing hints.
+
+    ``allow`` (when given) and ``deny`` hold tool names or fnmatch patterns; any other key is
+    a tool name mapping to ``{"enabled": bool, "routing": ...}``."""
+
+    model_config = ConfigDict(extra="allow")
+
+    allow: list[str] | None = None
+    deny: list[str] = Field(default_factory=list)
+
+    def tool_settings(self, name: str) -> dict[str, Any]:
+        entry = (self.model_extra or {}).get(name)
+        return entry if isinstance(entry, dict) else {}
+
+    def permits(self, name: str) -> bool:
+        from fnmatch import fnmatchcase
+
+        if self.tool_settings(name).get("enabled") is False:
+            return False
+        if self.allow is not None and not any(fnmatchcase(name, p) for p in self.allow):
+            return False
+        return not any(fnmatchcase(name, p) for p in self.deny)
+
+
+class McpServerConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    enabled: bool = True
+    type: Literal["stdio", "sse", "http", "streamable_http", "streamable-http"] = "stdio"
     command: str | None = None
     args: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
+    oauth: McpOAuthConfig | None = None
     description: str = ""
-    tool_call_timeout: PositiveInt | None = None
+    tool_call_timeout: PositiveFloat | None = None
+    connect_timeout: PositiveFloat | None = None
+    tools: McpToolPolicy = Field(default_factory=McpToolPolicy)
+    # DeerFlow's soft preference metadata (keywords, a hint sentence); see docs/mcp.md.
+    routing: Any = None
+    # Set when a $VAR of this server is missing: the server reports it instead of the whole
+    # file failing, so one server's missing secret never takes the others down.
+    unresolved: str | None = Field(default=None, exclude=True)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _transport_alias(cls, data: Any) -> Any:
+        # DeerFlow's older MCP files name the transport "transport" instead of "type".
+        if isinstance(data, dict) and "transport" in data and "type" not in data:
+            data = {**data, "type": data["transport"]}
+            data.pop("transport")
+        return data
 
     @model_validator(mode="after")
     def _transport_needs(self) -> McpServerConfig:
+        # A disabled entry may be a half-filled template (DeerFlow's example has one).
+        if not self.enabled:
+            return self
         if self.type == "stdio" and not self.command:
             raise ValueError("a stdio server needs 'command'")
         if self.type != "stdio" and not self.url:
             raise ValueError(f"a {self.type} server needs 'url'")
+        if self.type == "stdio" and self.oauth is not None and self.oauth.enabled:
+            raise ValueError("oauth applies to sse and http servers only")
         return self
 
 
@@ -81,13 +159,29 @@ def parse_extensions(text: str, display: str = "extensions_config.json", *, reso
         raise ConfigError(f"invalid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}", path=display) from None
     if not isinstance(data, dict):
         raise ConfigError("the top level must be an object", path=display)
+    unresolved: dict[str, str] = {}
     if resolve_env:
+        servers = data.get("mcpServers")
+        rest = {k: v for k, v in data.items() if k != "mcpServers"}
         try:
-            data = resolve_tree(data)
+            data = resolve_tree(rest)
         except MissingEnvVar as exc:
             raise ConfigError(str(exc), path=display, field=exc.field) from None
+        if isinstance(servers, dict):
+            data["mcpServers"] = {}
+            for name, server in servers.items():
+                try:
+                    data["mcpServers"][name] = resolve_tree(server, f"mcpServers.{name}")
+                except MissingEnvVar as exc:
+                    data["mcpServers"][name] = server
+                    unresolved[name] = f"{exc} ({exc.field})"
+        elif servers is not None:
+            data["mcpServers"] = servers
     try:
-        return ExtensionsConfig.model_validate(data)
+        config = ExtensionsConfig.model_validate(data)
+        for name, reason in unresolved.items():
+            config.mcp_servers[name].unresolved = reason
+        return config
     except ValidationError as exc:
         field, reason = validation_message(exc)
         raise ConfigError(reason, path=display, field=field) from None

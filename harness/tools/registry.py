@@ -1,6 +1,7 @@
 """The tool set a lead agent gets: sandbox tools, built-ins and tools from config.yaml.
 
-MCP and subagent tools plug in through ``extra_tools``. Names must be unique; a config
+MCP tools come from ``harness.mcp`` (``extensions_config.json``); subagent tools plug in
+through ``extra_tools``. Names must be unique; a config
 tool that cannot be loaded is an error naming the entry, not a silently missing tool.
 """
 
@@ -67,6 +68,12 @@ def _builtin_tools(include_clarification: bool, include_view_image: bool) -> lis
     return list(get_builtin_tools(include_clarification=include_clarification, include_view_image=include_view_image))
 
 
+def _mcp_tools(config: AppConfig) -> list[BaseTool]:
+    from harness.mcp import get_mcp_tools
+
+    return list(get_mcp_tools(app_config=config))
+
+
 def get_available_tools(
     *,
     config: AppConfig | None = None,
@@ -76,6 +83,7 @@ def get_available_tools(
     include_view_image: bool = True,
     non_interactive: bool = False,
     extra_tools: Sequence[BaseTool] = (),
+    include_mcp: bool = True,
 ) -> list[BaseTool]:
     """``groups`` limits config tools to those groups (a custom agent's tool groups);
     ``non_interactive`` (scheduled or channel runs nobody watches) drops
@@ -91,6 +99,8 @@ def get_available_tools(
         if wanted is None or entry.group in wanted:
             tools.append(load_config_tool(entry, cfg))
     tools += list(extra_tools)
+    if include_mcp:
+        tools += _mcp_tools(cfg)
     if non_interactive:
         tools = [t for t in tools if t.name != "ask_clarification"]
     unique: dict[str, BaseTool] = {}

@@ -190,9 +190,12 @@ def make_lead_agent(config: RunnableConfig | None = None, *, model: BaseChatMode
     delegation = _delegation(options, app, entry, model, tools)
     if delegation:
         tools = [*tools, delegation[0]]
+    from harness.mcp.deferred import apply_tool_search
+
+    tools, deferred = apply_tool_search(tools, app.tool_search.enabled)
     extensions = load_extension_middlewares(get_extensions_config().middlewares)
     middleware = build_middlewares(options, app=app, entry=entry, model=model,
-                                   extra=[*delegation[1:], *extra_middlewares, *extensions])
+                                   extra=[*delegation[1:], *extra_middlewares, *extensions, *deferred])
     prompt = build_system_prompt(agent_name=options.agent_name, tool_names=[t.name for t in tools],
                                  subagent_enabled=bool(delegation),
                                  max_concurrent_subagents=delegation[1].max_concurrent if delegation else 3)

@@ -209,6 +209,12 @@ NO_USER_OBJECTS = {
     ("GET", "/api/assistants/<str:assistant_id>"),
     ("GET", "/api/assistants/<str:assistant_id>/graph"),
     ("GET", "/api/assistants/<str:assistant_id>/schemas"),
+    # Admin-only operator settings (tests/apps/integrations): nothing in them belongs to a user.
+    ("GET", "/api/mcp/config"),
+    ("PUT", "/api/mcp/config"),
+    ("PATCH", "/api/mcp/config"),
+    ("GET", "/api/mcp/status"),
+    ("POST", "/api/mcp/servers/<str:name>/test"),
 }
 
 
