@@ -178,8 +178,20 @@ class BwrapSandbox(Sandbox):
             host = self.fs.host_dir(name)
             host.mkdir(parents=True, exist_ok=True)
             args += ["--bind", str(host), f"{USER_DATA}/{name}"]
+        # The skills directory is read-only, so the custom mount point cannot be made inside
+        # it: /mnt/skills is a small tmpfs of its own, the sources are mounted below it, and
+        # then it is made read-only too.
+        has_skills = self.fs.skills_dir is not None or self.fs.custom_skills_dir is not None
+        if has_skills:
+            args += ["--tmpfs", self.fs.skills_virtual]
         if self.fs.skills_dir is not None:
-            args += ["--ro-bind", str(self.fs.skills_dir), self.fs.skills_virtual]
+            for child in sorted(self.fs.skills_dir.iterdir()):
+                if child.is_dir() and not child.name.startswith(".") and child.name != "custom":
+                    args += ["--ro-bind", str(child), f"{self.fs.skills_virtual}/{child.name}"]
+        if self.fs.custom_skills_dir is not None and self.fs.custom_skills_dir.is_dir():
+            args += ["--ro-bind", str(self.fs.custom_skills_dir), f"{self.fs.skills_virtual}/custom"]
+        if has_skills:
+            args += ["--remount-ro", self.fs.skills_virtual]
         args += ["--chdir", f"{USER_DATA}/workspace", "--", "/bin/bash", "-c", command]
         return args
 

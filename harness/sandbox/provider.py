@@ -16,7 +16,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from harness.config.app_config import SandboxConfig
-from harness.config.paths import REPO_ROOT, thread_user_data_dir
+from harness.config.paths import REPO_ROOT, deer_flow_home, thread_user_data_dir
 from harness.sandbox.command import CommandPolicy
 from harness.sandbox.paths import DEFAULT_SKILLS, USER_DATA_SUBDIRS, VirtualFS, check_id
 from harness.sandbox.quota import quota_for
@@ -48,6 +48,12 @@ def default_skills_dir(path: str | None) -> Path | None:
     if not directory.is_absolute():
         directory = REPO_ROOT / directory
     return directory if directory.is_dir() else None
+
+
+def custom_skills_dir(user_id: str) -> Path:
+    """Where a user's installed skills live (``harness.skills.loader.custom_root``; kept
+    here too so the sandbox does not import the skills package)."""
+    return deer_flow_home() / "users" / str(user_id) / "skills" / "custom"
 
 
 class HostSandboxProvider(SandboxProvider):
@@ -83,7 +89,9 @@ class HostSandboxProvider(SandboxProvider):
         user_data = thread_user_data_dir(user_id, thread_id)
         for name in USER_DATA_SUBDIRS:
             (user_data / name).mkdir(parents=True, exist_ok=True)
-        fs = VirtualFS(user_data, self.skills_dir, self.skills_container_path)
+        custom = custom_skills_dir(user_id)
+        custom.mkdir(parents=True, exist_ok=True)
+        fs = VirtualFS(user_data, self.skills_dir, self.skills_container_path, custom_skills_dir=custom)
         sandbox = self._make_sandbox(self._sandbox_id(user_id, thread_id), user_id, thread_id, fs)
         sandbox.policy = CommandPolicy.from_config(self.config, quota_for(user_id, thread_id, self.config))
         return sandbox
