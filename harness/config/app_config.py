@@ -158,6 +158,7 @@ class SandboxConfig(BaseModel):
 class SkillsConfig(_Section):
     path: str | None = None  # host directory; default: skills/ in the repo root
     container_path: str = "/mnt/skills"
+    deferred_discovery: bool = False  # list names only; the agent looks skills up with describe_skill
 
 
 class MemoryConfig(_Section):
