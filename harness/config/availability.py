@@ -38,6 +38,4 @@ def inactive_extensions(config: ExtensionsConfig) -> list[str]:
     found = []
     if config.mcp_servers:
         found.append(_say(f"mcpServers ({', '.join(sorted(config.mcp_servers))})", "MCP tools", "are"))
-    if config.skills:
-        found.append(_say(f"skills ({', '.join(sorted(config.skills))})", "skills", "are"))
     return found

@@ -19,6 +19,7 @@ import asyncio
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware
+from langchain.tools import ToolRuntime, tool
 from langchain_core.messages import AIMessage, SystemMessage, ToolMessage
 from langgraph.types import Command
 
@@ -44,6 +45,7 @@ class SkillsMiddleware(AgentMiddleware):
         self.skills_path = skills_path
         self.container_path = container_path
         self.deferred = deferred
+        self.tools = [_describe_skill_tool(self)] if deferred else []
 
     # -- the run's skill set ----------------------------------------------------------
 
@@ -181,3 +183,24 @@ def _tool_name(tool: Any) -> str | None:
     if isinstance(tool, dict):
         return tool.get("name") or (tool.get("function") or {}).get("name")
     return getattr(tool, "name", None)
+
+
+def _describe_skill_tool(middleware: SkillsMiddleware):
+    @tool("describe_skill", parse_docstring=True)
+    def describe_skill(query: str, runtime: ToolRuntime[Any, Any]) -> str:
+        """Find enabled skills and show their description and SKILL.md path.
+
+        Args:
+            query: `select:name-a,name-b` for exact names, `+prefix` for names starting with it, or words to match in names and descriptions.
+        """
+        skills = middleware._skills(runtime)
+        found = activation.search_skills(skills.enabled(), query)
+        if not found:
+            return "No enabled skill matches. Enabled skills: " + (", ".join(s.name for s in skills.enabled()) or "none")
+        return "\n".join(f"- {s.name}: {s.meta.description} (read {s.skill_md_path})" for s in found)
+
+    async def _adescribe(query: str, runtime: ToolRuntime[Any, Any]) -> str:
+        return await asyncio.to_thread(describe_skill.func, query, runtime)
+
+    describe_skill.coroutine = _adescribe
+    return describe_skill

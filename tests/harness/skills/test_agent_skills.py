@@ -157,3 +157,15 @@ async def test_unrelated_secret_never_reaches_bash(skills):
     await h.send("/erp go", secrets={"ERP_TOKEN": SECRET, "UNRELATED_KEY": "zzz-unrelated-999"})
     out = [m for m in h.state()["messages"] if isinstance(m, ToolMessage)]
     assert "other=none" in out[0].content
+
+
+async def test_deferred_discovery_lists_names_and_describe_skill_searches(skills):
+    h = SkillAgent([tool_reply(call("describe_skill", query="select:alpha,erp")), tool_reply(call("describe_skill", query="+nar")),
+                    "done"], tools=get_sandbox_tools(), app=app_config(f"skills:\n  path: {skills}\n  deferred_discovery: true\n"))
+    await h.send("what can you do")
+    block = skills_block(h.model.requests[0])
+    assert "Enabled skills: alpha, erp, narrow" in block and "The alpha skill." not in block
+    assert "describe_skill" in h.model.requests[0].tools
+    out = [m.content for m in h.state()["messages"] if isinstance(m, ToolMessage)]
+    assert "- alpha: The alpha skill. (read /mnt/skills/public/alpha/SKILL.md)" in out[0] and "erp" in out[0]
+    assert "narrow" in out[1] and "alpha" not in out[1]
