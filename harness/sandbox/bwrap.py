@@ -31,7 +31,7 @@ from harness.sandbox.command import run_limited
 from harness.sandbox.errors import SandboxUnavailable
 from harness.sandbox.paths import USER_DATA, USER_DATA_SUBDIRS, VirtualFS
 from harness.sandbox.process import CommandResult
-from harness.sandbox.provider import HostSandboxProvider
+from harness.sandbox.provider import TOOLBOX_VIRTUAL, HostSandboxProvider
 from harness.sandbox.sandbox import Sandbox
 
 logger = logging.getLogger(__name__)
@@ -192,6 +192,8 @@ class BwrapSandbox(Sandbox):
             args += ["--ro-bind", str(self.fs.custom_skills_dir), f"{self.fs.skills_virtual}/custom"]
         if has_skills:
             args += ["--remount-ro", self.fs.skills_virtual]
+        if self.toolbox is not None:
+            args += ["--ro-bind", str(self.toolbox), TOOLBOX_VIRTUAL]
         args += ["--chdir", f"{USER_DATA}/workspace", "--", "/bin/bash", "-c", command]
         return args
 
@@ -199,7 +201,7 @@ class BwrapSandbox(Sandbox):
                         cancel: threading.Event | None = None) -> CommandResult:
         sandbox_env = self.policy.environment(
             env,
-            {"PATH": SANDBOX_PATH, "HOME": "/tmp", "TMPDIR": "/tmp", "USER": "sandbox",
+            {"PATH": f"{TOOLBOX_VIRTUAL}/bin:{SANDBOX_PATH}" if self.toolbox is not None else SANDBOX_PATH, "HOME": "/tmp", "TMPDIR": "/tmp", "USER": "sandbox",
              "LOGNAME": "sandbox", "SHELL": "/bin/bash", "PWD": f"{USER_DATA}/workspace"},
         )
         return run_limited(

@@ -3,6 +3,8 @@ scripts really run in the sandbox (both providers), and what they write opens.""
 
 from __future__ import annotations
 
+import json
+import subprocess
 import zipfile
 
 import pytest
@@ -42,7 +44,7 @@ def tool_outputs(h):
 
 def test_the_public_skills_are_found():
     names = {s.name for s in load_public_skills()}
-    assert {"deep-research", "data-analysis", "skill-creator"} <= names
+    assert names >= {"deep-research", "data-analysis", "skill-creator", "report-writer", "slide-deck"}
 
 
 async def test_data_analysis_charts_an_uploaded_csv(sandbox_kind):
@@ -118,3 +120,105 @@ async def test_deep_research_checks_the_reports_citations(sandbox_kind):
     await h.send("/deep-research how big is Oslo?")
     out = tool_outputs(h)[-1]
     assert "problem: [2] is cited but not listed under Sources" in out and "[exit code: 1]" in out
+
+
+def needs_toolbox():
+    from harness.config.app_config import SandboxConfig
+    from harness.sandbox.provider import toolbox_dir
+
+    if toolbox_dir(SandboxConfig()) is None:
+        pytest.skip("the sandbox toolbox is not built (scripts/bootstrap.sh builds .toolbox/)")
+
+
+REPORT = """# Quarterly report
+
+Sales grew **12%** in the *third* quarter, led by `Oslo`.
+
+## Highlights
+- Oslo up 20%
+- Bergen flat
+
+## Numbers
+| city | sales |
+|---|---|
+| Oslo | 120 |
+| Bergen | 80 |
+
+1. Keep the Oslo team
+2. Review Bergen
+"""
+
+
+async def test_report_writer_makes_a_docx_and_a_pdf(sandbox_kind):
+    needs_toolbox()
+    h = SkillAgent([
+        tool_reply(call("write_file", description="report", path="/mnt/user-data/workspace/q3.md", content=REPORT)),
+        bash(f"python3 {PUBLIC}/report-writer/scripts/render_report.py /mnt/user-data/workspace/q3.md --out /mnt/user-data/outputs"),
+        "Here is the report.",
+    ], tools=get_sandbox_tools(), app=app_config())
+    await h.send("/report-writer write the Q3 report")
+    out = tool_outputs(h)[-1]
+    assert "[exit code: 0]" in out and "q3.pdf (1 page)" in out, out
+    # Opened with python-docx and pypdf, from the toolbox (the test environment lacks them).
+    probe = (
+        "import json, sys, docx, pypdf\n"
+        "d = docx.Document(sys.argv[1])\n"
+        "print(json.dumps({'first': d.paragraphs[0].text, 'bullets': [p.text for p in d.paragraphs if p.style.name == 'List Bullet'],"
+        " 'cell': d.tables[0].cell(1, 0).text, 'pdf': pypdf.PdfReader(sys.argv[2]).pages[0].extract_text()}))\n"
+    )
+    from harness.config.app_config import SandboxConfig
+    from harness.sandbox.provider import toolbox_dir
+
+    done = subprocess.run([str(toolbox_dir(SandboxConfig()) / "bin" / "python"), "-c", probe, str(h.outputs / "q3.docx"), str(h.outputs / "q3.pdf")],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    opened = json.loads(done.stdout)
+    assert opened["first"] == "Quarterly report" and "Oslo up 20%" in opened["bullets"] and opened["cell"] == "Oslo"
+    assert "Quarterly report" in opened["pdf"] and "Oslo" in opened["pdf"]
+
+
+OUTLINE = """# Q3 review
+Sales and plans
+
+## Sales by city
+- Oslo leads
+- Bergen steady
+chart: bar | Sales | Oslo=120, Bergen=80, Tromso=15
+
+## Next steps
+- Hire in Oslo
+chart: line | Trend | Q1=10, Q2=12, Q3=15
+"""
+
+
+async def test_slide_deck_builds_a_pptx_with_charts(sandbox_kind):
+    needs_toolbox()
+    from pptx import Presentation
+
+    h = SkillAgent([
+        tool_reply(call("write_file", description="outline", path="/mnt/user-data/workspace/q3deck.md", content=OUTLINE)),
+        bash(f"python3 {PUBLIC}/slide-deck/scripts/build_deck.py /mnt/user-data/workspace/q3deck.md --out /mnt/user-data/outputs"),
+        "Deck ready.",
+    ], tools=get_sandbox_tools(), app=app_config())
+    await h.send("/slide-deck make a Q3 deck")
+    out = tool_outputs(h)[-1]
+    assert "[exit code: 0]" in out and "(3 slides)" in out, out
+    deck = Presentation(str(h.outputs / "q3deck.pptx"))
+    slides = list(deck.slides)
+    assert slides[0].shapes.title.text == "Q3 review"
+    assert slides[1].shapes.title.text == "Sales by city"
+    for slide in slides[1:]:
+        assert any(shape.shape_type == 13 for shape in slide.shapes)  # a picture: the chart
+    assert "Oslo leads" in "".join(s.text_frame.text for s in slides[1].shapes if s.has_text_frame)
+
+
+async def test_slide_deck_reports_a_bad_outline_line(sandbox_kind):
+    needs_toolbox()
+    h = SkillAgent([
+        tool_reply(call("write_file", description="outline", path="/mnt/user-data/workspace/bad.md", content="# T\n## S\nchart: radar | x | a=1\n")),
+        bash(f"python3 {PUBLIC}/slide-deck/scripts/build_deck.py /mnt/user-data/workspace/bad.md --out /mnt/user-data/outputs"),
+        "Fixing.",
+    ], tools=get_sandbox_tools(), app=app_config())
+    await h.send("/slide-deck deck")
+    out = tool_outputs(h)[-1]
+    assert "error: line 3:" in out and "[exit code: 1]" in out
