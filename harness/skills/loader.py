@@ -83,20 +83,25 @@ def _candidates(root: Path, depth: int = 0) -> list[Path]:
     return found
 
 
-def _signature(root: Path) -> tuple:
-    parts = []
+def _signature(root: Path, depth: int = 0) -> tuple:
+    """What a scan would read, as (path, mtime, size, inode) of each SKILL.md plus the
+    directories' mtimes: plain ``os`` calls, since this runs once per run."""
+    parts: list[tuple] = []
     try:
-        st = root.stat()
-        parts.append((st.st_mtime_ns,))
-    except FileNotFoundError:
-        return ("missing",)
-    for path in _candidates(root):
-        try:
-            md = (path / "SKILL.md").stat()
-            parts.append((str(path), md.st_mtime_ns, md.st_size, md.st_ino))
-        except FileNotFoundError:
+        entries = list(os.scandir(root))
+        parts.append((str(root), os.stat(root).st_mtime_ns))
+    except (FileNotFoundError, NotADirectoryError):
+        return ("missing",) if depth == 0 else ()
+    for entry in entries:
+        if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
             continue
-    return tuple(parts)
+        try:
+            md = os.stat(os.path.join(entry.path, "SKILL.md"))
+            parts.append((entry.path, md.st_mtime_ns, md.st_size, md.st_ino))
+        except (FileNotFoundError, NotADirectoryError):
+            if depth + 1 < MAX_DEPTH:
+                parts.extend(_signature(Path(entry.path), depth + 1))
+    return tuple(sorted(parts))
 
 
 def scan_root(root: Path, category: str, virtual_root: str) -> tuple[list[Skill], list[SkillProblem]]:
