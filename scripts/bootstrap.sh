@@ -45,5 +45,22 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
+# The sandbox toolbox: the Python packages skills' scripts use inside the sandbox, in a
+# virtualenv of the system Python (under /usr, which the isolated sandbox mounts), rebuilt
+# only when skills/toolbox-requirements.txt changes. Without it skills that need it say so.
+TOOLBOX="${TOOLBOX:-.toolbox}"
+TOOLBOX_PYTHON="${TOOLBOX_PYTHON:-/usr/bin/python3}"
+tb_stamp="$TOOLBOX/.requirements.sha256"
+tb_want=$(sha256sum skills/toolbox-requirements.txt | cut -d' ' -f1)
+if [ -x "$TOOLBOX_PYTHON" ] && { [ ! -f "$tb_stamp" ] || [ "$(cat "$tb_stamp")" != "$tb_want" ]; }; then
+  echo "Building the sandbox toolbox in $TOOLBOX (skills/toolbox-requirements.txt)"
+  if { [ -x "$TOOLBOX/bin/python" ] || "$TOOLBOX_PYTHON" -m venv "$TOOLBOX"; } \
+     && "$TOOLBOX/bin/python" -m pip install -q --disable-pip-version-check -r skills/toolbox-requirements.txt; then
+    echo "$tb_want" > "$tb_stamp"
+  else
+    echo "note: the sandbox toolbox could not be built; skills that need pandas, matplotlib, python-docx, python-pptx or reportlab will say so." >&2
+  fi
+fi
+
 # The web UI's vendored JavaScript (static/vendor/) is committed; re-fetch it only when missing.
 [ -f static/vendor/VERSIONS ] || scripts/vendor.sh || echo "note: static/vendor/ is missing and scripts/vendor.sh failed (needs npm): the chat page will not render Markdown." >&2

@@ -5,3 +5,10 @@ class SkillsConfig(AppConfig):
     name = "apps.skills"
     label = "skills"
     verbose_name = "Skills"
+
+    def ready(self) -> None:
+        # The harness reads enable state through its port; here it is the database.
+        from apps.skills.stores import OrmSkillStateStore
+        from harness.skills.state import set_skill_state_store
+
+        set_skill_state_store(OrmSkillStateStore())

@@ -111,6 +111,9 @@ class SandboxConfig(BaseModel):
     # Isolated provider only: extra host directories mounted read-only at the same path
     # (e.g. /opt/toolchain). The system runtime under /usr is always mounted.
     isolated_ro_paths: list[str] = Field(default_factory=list)
+    # The toolbox virtualenv skills' scripts use (scripts/bootstrap.sh builds .toolbox/ from
+    # skills/toolbox-requirements.txt); first on the sandbox's PATH, read-only. null: .toolbox/.
+    toolbox_path: str | None = None
     # Commands see an allow-listed environment (docs/sandbox.md); these add to it: fixed
     # values, and names copied from the server's environment (secret-looking ones still dropped).
     env: dict[str, str] = Field(default_factory=dict)
@@ -158,6 +161,7 @@ class SandboxConfig(BaseModel):
 class SkillsConfig(_Section):
     path: str | None = None  # host directory; default: skills/ in the repo root
     container_path: str = "/mnt/skills"
+    deferred_discovery: bool = False  # list names only; the agent looks skills up with describe_skill
 
 
 class MemoryConfig(_Section):

@@ -1,6 +1,6 @@
 """Settings of features that have not landed yet.
 
-They are accepted, so a config.yaml or extensions_config.json written for DeerFlow still loads,
+They are accepted, so a config.yaml written for DeerFlow still loads,
 but a setting that asks for one of those features does nothing here: each such setting is
 logged as having no effect whenever the file is (re)read, so an operator is never left
 believing it works. A feature's issue removes its line when the feature lands.
@@ -9,7 +9,6 @@ believing it works. A feature's issue removes its line when the feature lands.
 from __future__ import annotations
 
 from harness.config.app_config import AppConfig
-from harness.config.extensions import ExtensionsConfig
 
 NO_EFFECT = "has no effect: {feature} {verb} not available yet"
 
@@ -28,12 +27,4 @@ def inactive_settings(config: AppConfig) -> list[str]:
     priced = [m.name for m in config.models if m.pricing is not None]
     if priced:
         found.append(_say(f"models[].pricing (on {', '.join(priced)})", "the usage and cost console"))
-    return found
-
-
-def inactive_extensions(config: ExtensionsConfig) -> list[str]:
-    """What in ``extensions_config.json`` asks for a missing feature."""
-    found = []
-    if config.skills:
-        found.append(_say(f"skills ({', '.join(sorted(config.skills))})", "skills", "are"))
     return found

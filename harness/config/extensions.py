@@ -200,10 +200,6 @@ def get_extensions_config(path: str | Path | None = None) -> ExtensionsConfig:
         return cached[1]
     with _lock:
         config = parse_extensions(raw.decode("utf-8", errors="replace"), str(resolved))
-        from harness.config.availability import inactive_extensions
-
-        for message in inactive_extensions(config):
-            logger.warning("%s: %s", resolved, message)
         _cache[resolved] = (signature, config)
         return config
 

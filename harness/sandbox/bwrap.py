@@ -31,7 +31,7 @@ from harness.sandbox.command import run_limited
 from harness.sandbox.errors import SandboxUnavailable
 from harness.sandbox.paths import USER_DATA, USER_DATA_SUBDIRS, VirtualFS
 from harness.sandbox.process import CommandResult
-from harness.sandbox.provider import HostSandboxProvider
+from harness.sandbox.provider import TOOLBOX_VIRTUAL, HostSandboxProvider
 from harness.sandbox.sandbox import Sandbox
 
 logger = logging.getLogger(__name__)
@@ -178,8 +178,22 @@ class BwrapSandbox(Sandbox):
             host = self.fs.host_dir(name)
             host.mkdir(parents=True, exist_ok=True)
             args += ["--bind", str(host), f"{USER_DATA}/{name}"]
+        # The skills directory is read-only, so the custom mount point cannot be made inside
+        # it: /mnt/skills is a small tmpfs of its own, the sources are mounted below it, and
+        # then it is made read-only too.
+        has_skills = self.fs.skills_dir is not None or self.fs.custom_skills_dir is not None
+        if has_skills:
+            args += ["--tmpfs", self.fs.skills_virtual]
         if self.fs.skills_dir is not None:
-            args += ["--ro-bind", str(self.fs.skills_dir), self.fs.skills_virtual]
+            for child in sorted(self.fs.skills_dir.iterdir()):
+                if child.is_dir() and not child.name.startswith(".") and child.name != "custom":
+                    args += ["--ro-bind", str(child), f"{self.fs.skills_virtual}/{child.name}"]
+        if self.fs.custom_skills_dir is not None and self.fs.custom_skills_dir.is_dir():
+            args += ["--ro-bind", str(self.fs.custom_skills_dir), f"{self.fs.skills_virtual}/custom"]
+        if has_skills:
+            args += ["--remount-ro", self.fs.skills_virtual]
+        if self.toolbox is not None:
+            args += ["--ro-bind", str(self.toolbox), TOOLBOX_VIRTUAL]
         args += ["--chdir", f"{USER_DATA}/workspace", "--", "/bin/bash", "-c", command]
         return args
 
@@ -187,7 +201,7 @@ class BwrapSandbox(Sandbox):
                         cancel: threading.Event | None = None) -> CommandResult:
         sandbox_env = self.policy.environment(
             env,
-            {"PATH": SANDBOX_PATH, "HOME": "/tmp", "TMPDIR": "/tmp", "USER": "sandbox",
+            {"PATH": f"{TOOLBOX_VIRTUAL}/bin:{SANDBOX_PATH}" if self.toolbox is not None else SANDBOX_PATH, "HOME": "/tmp", "TMPDIR": "/tmp", "USER": "sandbox",
              "LOGNAME": "sandbox", "SHELL": "/bin/bash", "PWD": f"{USER_DATA}/workspace"},
         )
         return run_limited(

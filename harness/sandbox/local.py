@@ -37,6 +37,8 @@ class LocalSandbox(Sandbox):
         workspace.mkdir(parents=True, exist_ok=True)
         host = {"PATH": os.defpath, "HOME": str(workspace), "TMPDIR": tempfile.gettempdir()}
         host.update({name: os.environ[name] for name in HOST_RUNTIME_NAMES if name in os.environ})
+        if self.toolbox is not None:
+            host["PATH"] = f"{self.toolbox}/bin:{host['PATH']}"
         result = run_limited(
             [_BASH, "-c", self.fs.translate_command(command)],
             policy=self.policy,

@@ -56,7 +56,8 @@ class ResolvedPath:
 class VirtualFS:
     """The path mapping of one thread."""
 
-    def __init__(self, user_data_dir: Path, skills_dir: Path | None, skills_virtual: str = DEFAULT_SKILLS):
+    def __init__(self, user_data_dir: Path, skills_dir: Path | None, skills_virtual: str = DEFAULT_SKILLS,
+                 custom_skills_dir: Path | None = None):
         user_data = Path(os.path.realpath(user_data_dir))
         roots = [Root(f"{USER_DATA}/{name}", user_data / name, user_data / name, True) for name in USER_DATA_SUBDIRS]
         roots.append(Root(USER_DATA, user_data, user_data, False))
@@ -64,6 +65,11 @@ class VirtualFS:
         if skills_dir is not None:
             real_skills = Path(os.path.realpath(skills_dir))
             roots.append(Root(self.skills_virtual, real_skills, real_skills, False))
+        # The user's own installed skills, read-only like the public ones; another user's
+        # directory is simply not a root, so no path reaches it.
+        self.custom_skills_dir = Path(os.path.realpath(custom_skills_dir)) if custom_skills_dir is not None else None
+        if self.custom_skills_dir is not None:
+            roots.append(Root(f"{self.skills_virtual}/custom", self.custom_skills_dir, self.custom_skills_dir, False))
         # Longest first, so /mnt/user-data/workspace wins over /mnt/user-data.
         self.roots = sorted(roots, key=lambda r: len(r.virtual), reverse=True)
         self.user_data_dir = user_data
@@ -181,7 +187,7 @@ class VirtualFS:
         host = self._host_of(virtual)
         if write:
             if not root.writable:
-                if self.skills_dir is not None and root.virtual == self.skills_virtual:
+                if root.virtual == self.skills_virtual or root.virtual.startswith(self.skills_virtual + "/"):
                     raise SandboxPathError(f"Error: {self.skills_virtual} is read-only. Write to {WORKSPACE} or {OUTPUTS} instead.")
                 raise SandboxPathError(f"Error: cannot write to {virtual}. Write under {WORKSPACE}, {UPLOADS} or {OUTPUTS}.")
             if final == root.virtual:

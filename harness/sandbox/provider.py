@@ -16,7 +16,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from harness.config.app_config import SandboxConfig
-from harness.config.paths import REPO_ROOT, thread_user_data_dir
+from harness.config.paths import REPO_ROOT, deer_flow_home, thread_user_data_dir
 from harness.sandbox.command import CommandPolicy
 from harness.sandbox.paths import DEFAULT_SKILLS, USER_DATA_SUBDIRS, VirtualFS, check_id
 from harness.sandbox.quota import quota_for
@@ -50,6 +50,24 @@ def default_skills_dir(path: str | None) -> Path | None:
     return directory if directory.is_dir() else None
 
 
+TOOLBOX_VIRTUAL = "/opt/deerflow-toolbox"
+
+
+def toolbox_dir(config: SandboxConfig) -> Path | None:
+    """The toolbox virtualenv, if built: ``sandbox.toolbox_path`` or ``.toolbox/`` in the repo."""
+    raw = getattr(config, "toolbox_path", None)
+    path = Path(raw).expanduser() if raw else REPO_ROOT / ".toolbox"
+    if not path.is_absolute():
+        path = REPO_ROOT / path
+    return path if (path / "bin" / "python").exists() else None
+
+
+def custom_skills_dir(user_id: str) -> Path:
+    """Where a user's installed skills live (``harness.skills.loader.custom_root``; kept
+    here too so the sandbox does not import the skills package)."""
+    return deer_flow_home() / "users" / str(user_id) / "skills" / "custom"
+
+
 class HostSandboxProvider(SandboxProvider):
     """Per-thread sandboxes over host directories; subclasses choose how commands run."""
 
@@ -60,6 +78,7 @@ class HostSandboxProvider(SandboxProvider):
         self.config = config or SandboxConfig()
         self.skills_dir = default_skills_dir(str(skills_dir) if skills_dir is not None else None)
         self.skills_container_path = skills_container_path
+        self.toolbox = toolbox_dir(self.config)
         self._cache: OrderedDict[str, Sandbox] = OrderedDict()
         self._lock = threading.Lock()
         self.cache_size = int(getattr(self.config, "cache_size", 256))
@@ -83,9 +102,12 @@ class HostSandboxProvider(SandboxProvider):
         user_data = thread_user_data_dir(user_id, thread_id)
         for name in USER_DATA_SUBDIRS:
             (user_data / name).mkdir(parents=True, exist_ok=True)
-        fs = VirtualFS(user_data, self.skills_dir, self.skills_container_path)
+        custom = custom_skills_dir(user_id)
+        custom.mkdir(parents=True, exist_ok=True)
+        fs = VirtualFS(user_data, self.skills_dir, self.skills_container_path, custom_skills_dir=custom)
         sandbox = self._make_sandbox(self._sandbox_id(user_id, thread_id), user_id, thread_id, fs)
         sandbox.policy = CommandPolicy.from_config(self.config, quota_for(user_id, thread_id, self.config))
+        sandbox.toolbox = self.toolbox
         return sandbox
 
     def _remember(self, sandbox: Sandbox) -> Sandbox:

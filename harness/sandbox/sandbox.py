@@ -101,6 +101,7 @@ class Sandbox(ABC):
     background_processes_survive = True
     #: Limits, disk quota and environment of commands; the provider sets it from its config.
     policy: CommandPolicy = CommandPolicy()
+    toolbox: Path | None = None  # the toolbox virtualenv on the host (provider.toolbox_dir)
 
     # -- helpers -----------------------------------------------------------------------
 

@@ -49,6 +49,44 @@ def request_secrets(runtime: Any) -> dict[str, str]:
     return {str(k): v for k, v in raw.items() if isinstance(v, str)}
 
 
+def skill_secrets(runtime: Any) -> dict[str, str]:
+    """The request secrets bash may see: only those declared by skills active in this run.
+
+    Everything else in ``context.secrets`` stays out of the command's environment (it is
+    still masked in output). Blocking: resolving the skill set may stat skill folders.
+    """
+    secrets = request_secrets(runtime)
+    if not secrets:
+        return {}
+    from harness.skills import activation
+    from harness.skills.state import resolve_skill_set
+
+    context = getattr(runtime, "context", None)
+    configurable = (getattr(runtime, "config", None) or {}).get("configurable") or {}
+    run_id = _lookup(context, "run_id") or configurable.get("run_id")
+    state = getattr(runtime, "state", None)
+    entries = _lookup(state, "skill_context") or []
+    if not any(isinstance(e, Mapping) and e.get("run_id") == run_id for e in entries) and not _starts_with_slash(state):
+        return {}  # nothing can be active in this run: no lookup needed
+    skills = activation.snapshot(run_id)
+    if skills is None:
+        from harness.config import get_app_config
+
+        cfg = get_app_config().skills
+        skills = resolve_skill_set(runtime_ids(runtime)[0], skills_path=cfg.path, virtual=cfg.container_path)
+    active, _ = activation.active_skills(getattr(runtime, "state", None), skills, run_id)
+    return activation.bound_secrets(active, secrets)
+
+
+def _starts_with_slash(state: Any) -> bool:
+    from harness.agents.markers import is_real_user_message, message_text
+
+    for m in reversed(_lookup(state, "messages") or []):
+        if is_real_user_message(m):
+            return message_text(m).lstrip().startswith("/")
+    return False
+
+
 def get_sandbox(runtime: Any) -> Sandbox:
     provider = get_sandbox_provider()
     user_id, thread_id = runtime_ids(runtime)

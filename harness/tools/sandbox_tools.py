@@ -24,7 +24,7 @@ from harness.config.app_config import SandboxConfig
 from harness.sandbox import SandboxError, get_sandbox_provider
 from harness.sandbox.paths import WORKSPACE
 from harness.sandbox.process import CommandResult
-from harness.tools._context import get_sandbox, masked, request_secrets
+from harness.tools._context import get_sandbox, masked, request_secrets, skill_secrets
 
 MAX_GLOB_RESULTS = 200
 DEFAULT_GREP_RESULTS = 100
@@ -112,7 +112,9 @@ def _run_bash(command: str, runtime: ToolRuntime[Any, Any], cancel: threading.Ev
             return "Error: the command is empty."
         if "\x00" in command:
             return "Error: the command contains a NUL byte."
-        result = sandbox.execute_command(command, env=secrets or None, timeout=_sandbox_config().bash_command_timeout,
+        # Only what an active skill declared reaches the command; all of it is masked.
+        bound = skill_secrets(runtime)
+        result = sandbox.execute_command(command, env=bound or None, timeout=_sandbox_config().bash_command_timeout,
                                          cancel=cancel)
         return format_command_result(result, secrets, background_survives=sandbox.background_processes_survive)
 

@@ -26,6 +26,7 @@ from harness.agents.middlewares.remote_content import RemoteContentSanitizationM
 from harness.agents.middlewares.run_setup import RunSetupMiddleware
 from harness.agents.middlewares.sandbox import SandboxMiddleware
 from harness.agents.middlewares.summarization import DeerFlowSummarizationMiddleware
+from harness.agents.middlewares.skills import SkillsMiddleware
 from harness.agents.middlewares.system_coalescing import SystemMessageCoalescingMiddleware
 from harness.agents.middlewares.terminal_response import TerminalResponseMiddleware
 from harness.agents.middlewares.thread_data import ThreadDataMiddleware
@@ -121,6 +122,8 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
         ReadBeforeWriteMiddleware(),
         ToolErrorHandlingMiddleware(),
         DynamicContextMiddleware(),
+        SkillsMiddleware(skills_path=app.skills.path, container_path=app.skills.container_path,
+                         deferred=app.skills.deferred_discovery),
         _summarization(app, entry, model),
         PlanTodoMiddleware() if options.is_plan_mode else None,
         TokenUsageMiddleware(entry.name),

@@ -132,6 +132,33 @@ def owned_files(user) -> Owned:
                          "sha": hashlib.sha256(b"owned").hexdigest()}, marker=name)
 
 
+def owned_skill(user) -> Owned:
+    """A custom skill of A's, with an earlier version to roll back to."""
+    from harness.skills import loader
+
+    name = f"owned-{uuid.uuid4().hex[:8]}"
+    md = f"---\nname: {name}\ndescription: A's skill.\n---\nSteps.\n"
+    live = loader.custom_root(str(user.pk)) / name
+    earlier = loader.user_skills_home(str(user.pk)) / ".versions" / name / "00000000000000000001"
+    for folder in (live, earlier):
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "SKILL.md").write_text(md)
+    loader.clear_cache()
+    return Owned(kwargs={"name": name}, marker=name)
+
+
+def owned_skill_archive(user) -> Owned:
+    """A .skill archive in the outputs of A's thread."""
+    from harness.config import thread_user_data_dir
+    from tests.support.skill_archives import good
+
+    thread = owned_thread(user)
+    outputs = thread_user_data_dir(user.pk, thread.kwargs["thread_id"]) / "outputs"
+    outputs.mkdir(parents=True, exist_ok=True)
+    (outputs / "mine.skill").write_bytes(good(f"arch-{uuid.uuid4().hex[:8]}"))
+    return Owned(kwargs=thread.kwargs, marker=thread.marker)
+
+
 def _run_on(owned: Owned) -> dict:
     return {"assistant_id": "lead_agent", "input": {"messages": [{"role": "user", "content": "hi"}]}}
 
@@ -195,6 +222,15 @@ OWNED_ROUTES = [
     OwnedRoute("POST", "/api/scheduled-tasks/<str:task_id>/trigger", owned_scheduled_task),
     OwnedRoute("GET", "/api/scheduled-tasks/<str:task_id>/runs", owned_scheduled_task),
     OwnedRoute("GET", "/api/threads/<str:thread_id>/scheduled-tasks", owned_scheduled_task),
+    # Skills: a custom skill is its owner's alone; the install names a file in A's thread.
+    OwnedRoute("GET", "/api/skills", owned_skill),
+    OwnedRoute("GET", "/api/skills/<str:name>", owned_skill),
+    OwnedRoute("PUT", "/api/skills/<str:name>", owned_skill, body={"enabled": False}),
+    OwnedRoute("DELETE", "/api/skills/<str:name>", owned_skill, owner_status=204),
+    OwnedRoute("GET", "/api/skills/<str:name>/versions", owned_skill),
+    OwnedRoute("POST", "/api/skills/<str:name>/rollback", owned_skill, body={}),
+    OwnedRoute("POST", "/api/skills/install", owned_skill_archive,
+               body=lambda o: {"thread_id": o.kwargs["thread_id"], "path": "/mnt/user-data/outputs/mine.skill"}),
 ]
 
 # Routes with nothing per user: the same answer for everyone.

@@ -178,13 +178,3 @@ def test_the_example_config_asks_for_nothing_that_is_missing(caplog):
     with caplog.at_level("WARNING", logger="harness.config.loader"):
         get_app_config(REPO_ROOT / "config.example.yaml")
     assert not [r for r in caplog.records if "has no effect" in r.getMessage()]
-
-
-def test_skill_toggles_are_logged_as_having_no_effect_but_mcp_servers_are_not(tmp_path, caplog):
-    path = tmp_path / "extensions_config.json"
-    path.write_text('{"mcpServers": {"files": {"command": "npx"}}, "skills": {"deep-research": {"enabled": true}}}')
-    with caplog.at_level("WARNING", logger="harness.config.extensions"):
-        get_extensions_config(path)
-    warned = "\n".join(r.getMessage() for r in caplog.records)
-    assert "mcpServers" not in warned  # MCP tools work now
-    assert "skills (deep-research) has no effect: skills are not available yet" in warned

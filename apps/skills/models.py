@@ -1,0 +1,28 @@
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class SkillState(models.Model):
+    """A user's (or, with no owner, everyone's) choice to turn a skill on or off.
+
+    No row means the default: on. Only choices are stored; the skills themselves live on
+    disk (skills/public, users/{id}/skills/custom).
+    """
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE,
+                              related_name="skill_states", help_text="Empty: the default for every user.")
+    name = models.CharField(max_length=64)
+    enabled = models.BooleanField(default=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["owner", "name"], condition=Q(owner__isnull=False), name="uq_skill_state_owner_name"),
+            models.UniqueConstraint(fields=["name"], condition=Q(owner__isnull=True), name="uq_skill_state_global_name"),
+        ]
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        who = self.owner_id or "everyone"
+        return f"{self.name} for {who}: {'on' if self.enabled else 'off'}"

@@ -1,0 +1,91 @@
+"""Skills API (shared/API_CONTRACT.md §4): list, read, enable, install, versions, rollback, delete."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiTypes, extend_schema
+from rest_framework.parsers import MultiPartParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.skills import selectors, services
+from deerflow_site.errors import InvalidRequest
+from deerflow_site.json_input import StrictJSONParser
+
+READ, WRITE = "threads:read", "threads:write"
+
+
+class SkillListView(APIView):
+    token_scopes = {"GET": READ}
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request):
+        return Response({"skills": selectors.skill_list(user=request.user)})
+
+
+class SkillDetailView(APIView):
+    token_scopes = {"GET": READ, "PUT": WRITE, "DELETE": WRITE}
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, name):
+        return Response(selectors.skill_detail(user=request.user, name=name))
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    def put(self, request, name):
+        enabled = request.data.get("enabled") if isinstance(request.data, dict) else None
+        if not isinstance(enabled, bool):
+            raise InvalidRequest("enabled must be true or false")
+        services.skill_set_enabled(user=request.user, name=name, enabled=enabled)
+        return Response(selectors.skill_to_dict(selectors.skill_get_for_user(user=request.user, name=name)))
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, name):
+        services.skill_delete(user=request.user, name=name)
+        return Response(status=204)
+
+
+class SkillInstallView(APIView):
+    """JSON ``{thread_id, path}`` (a file in one of the user's threads) or multipart ``file``."""
+
+    token_scopes = {"POST": WRITE}
+    parser_classes = [StrictJSONParser, MultiPartParser]
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    def post(self, request):
+        try:
+            upload = request.FILES.get("file")
+            if upload is not None:
+                result = services.skill_install_upload(user=request.user, upload=upload)
+            else:
+                body = request.data if isinstance(request.data, dict) else {}
+                thread_id, path = body.get("thread_id"), body.get("path")
+                if not isinstance(thread_id, str) or not isinstance(path, str):
+                    raise InvalidRequest("send a multipart 'file', or JSON {thread_id, path}")
+                result = services.skill_install_from_thread(user=request.user, thread_id=thread_id, path=path)
+        except services.SkillRefused as exc:
+            return Response({"detail": exc.detail, "success": False, "findings": exc.findings}, status=422)
+        verb = "updated" if result.replaced else "installed"
+        return Response({
+            "success": True, "skill_name": result.name, "version": result.version, "replaced": result.replaced,
+            "message": f"Skill '{result.name}' {verb}.", "findings": [f.to_dict() for f in result.findings],
+        })
+
+
+class SkillRollbackView(APIView):
+    token_scopes = {"POST": WRITE}
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    def post(self, request, name):
+        body = request.data if isinstance(request.data, dict) else {}
+        version_id = body.get("version")
+        if version_id is not None and not isinstance(version_id, str):
+            raise InvalidRequest("version must be a version id from the versions list")
+        version = services.skill_rollback(user=request.user, name=name, version_id=version_id)
+        return Response({"success": True, "skill_name": name, "version": version, "message": f"Skill '{name}' rolled back."})
+
+
+class SkillVersionsView(APIView):
+    token_scopes = {"GET": READ}
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, name):
+        return Response({"versions": selectors.skill_detail(user=request.user, name=name)["versions"]})

@@ -1,0 +1,170 @@
+"""Installing a scanned ``.skill`` archive into a user's custom skills, and rolling back.
+
+Layout under ``users/{id}/skills/``: ``custom/{name}/`` is what the agent and the sandbox
+see; ``.versions/{name}/{stamp}/`` holds earlier versions (never mounted); ``.staging-*``
+is an install in progress. An install unpacks into staging, and only a complete tree is
+renamed into place (one ``rename`` on one filesystem), after the live version has been moved
+to ``.versions``: a reader sees the old skill or the new one, never half of either. A
+refused or failed install removes its staging directory, so nothing is left on disk.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import threading
+import time
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.skills.archive import MAX_UNCOMPRESSED_BYTES, Finding, scan_archive
+from harness.skills.loader import CUSTOM, clear_cache, user_skills_home
+from harness.skills.parser import NAME_PATTERN, parse_skill_md
+
+KEEP_VERSIONS = 5
+_locks: dict[str, threading.Lock] = {}
+_locks_guard = threading.Lock()
+
+
+class SkillInstallError(ValueError):
+    def __init__(self, message: str, findings: list[Finding] | None = None):
+        super().__init__(message)
+        self.message = message
+        self.findings = findings or []
+
+
+@dataclass
+class InstallResult:
+    name: str
+    version: str | None
+    replaced: bool
+    findings: list[Finding] = field(default_factory=list)
+
+
+def _lock(key: str) -> threading.Lock:
+    with _locks_guard:
+        return _locks.setdefault(key, threading.Lock())
+
+
+def _extract(zf: zipfile.ZipFile, infos, prefix: str, target: Path) -> None:
+    written = 0
+    for info in infos:
+        rel = info.filename[len(prefix):]
+        if not rel or info.is_dir():
+            continue
+        dest = target / rel
+        # The scan refused '..' and absolute names; this is the belt to its braces.
+        if not dest.resolve().is_relative_to(target.resolve()):
+            raise SkillInstallError(f"{info.filename} would land outside the skill")
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        executable = bool((info.external_attr >> 16) & 0o111)
+        with zf.open(info) as src, open(dest, "xb") as out:
+            while chunk := src.read(65536):
+                written += len(chunk)
+                if written > MAX_UNCOMPRESSED_BYTES:
+                    raise SkillInstallError("the archive unpacks to more bytes than its directory declares")
+                out.write(chunk)
+        os.chmod(dest, 0o755 if executable else 0o644)
+
+
+def _version_dirs(home: Path, name: str) -> list[Path]:
+    base = home / ".versions" / name
+    if not base.is_dir():
+        return []
+    return sorted((p for p in base.iterdir() if p.is_dir()), key=lambda p: p.name)
+
+
+def _retire(home: Path, name: str) -> None:
+    """Move the live version into .versions (newest last), keeping the last few."""
+    live = home / CUSTOM / name
+    if not live.exists():
+        return
+    base = home / ".versions" / name
+    base.mkdir(parents=True, exist_ok=True)
+    stamp = f"{time.time_ns():020d}"
+    os.rename(live, base / stamp)
+    for old in _version_dirs(home, name)[:-KEEP_VERSIONS]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def install_archive(archive: Path, *, user_id: str, public_names: set[str] | frozenset[str], home: Path | None = None) -> InstallResult:
+    """Scan, then install. Blocking: call it off the event loop."""
+    home = home or user_skills_home(user_id)
+    size = archive.stat().st_size
+    result = scan_archive(archive, public_names=public_names, archive_size=size)
+    if result.blocked or result.meta is None:
+        raise SkillInstallError("the archive was refused by the scan", result.findings)
+    name = result.meta.name
+    (home / CUSTOM).mkdir(parents=True, exist_ok=True)
+    with _lock(f"{home}:{name}"):
+        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=home))
+        try:
+            tree = staging / name
+            tree.mkdir()
+            with zipfile.ZipFile(archive) as zf:
+                _extract(zf, result.files, result.prefix, tree)
+            replaced = (home / CUSTOM / name).exists()
+            _retire(home, name)
+            os.rename(tree, home / CUSTOM / name)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    clear_cache()
+    return InstallResult(name, result.meta.version, replaced, result.findings)
+
+
+def _meta_of(directory: Path):
+    try:
+        return parse_skill_md((directory / "SKILL.md").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def list_versions(*, user_id: str, name: str, home: Path | None = None) -> list[dict]:
+    """Earlier versions, newest first, as {id, version, installed_at}."""
+    home = home or user_skills_home(user_id)
+    if not NAME_PATTERN.match(name):
+        return []
+    out = []
+    for path in reversed(_version_dirs(home, name)):
+        meta = _meta_of(path)
+        out.append({"id": path.name, "version": meta.version if meta else None,
+                    "installed_at": int(path.stat().st_mtime)})
+    return out
+
+
+def rollback(*, user_id: str, name: str, version_id: str | None = None, home: Path | None = None) -> str | None:
+    """Put an earlier version (the newest, or ``version_id``) back in place; the version it
+    replaces becomes the newest earlier one, so a rollback can itself be undone."""
+    home = home or user_skills_home(user_id)
+    if not NAME_PATTERN.match(name):
+        raise SkillInstallError(f"no skill named {name!r}")
+    with _lock(f"{home}:{name}"):
+        versions = _version_dirs(home, name)
+        chosen = next((v for v in versions if v.name == version_id), None) if version_id else (versions[-1] if versions else None)
+        if chosen is None:
+            raise SkillInstallError(f"{name} has no earlier version to roll back to")
+        holding = home / f".rollback-{time.time_ns()}"
+        os.rename(chosen, holding)
+        _retire(home, name)
+        os.rename(holding, home / CUSTOM / name)
+    clear_cache()
+    meta = _meta_of(home / CUSTOM / name)
+    return meta.version if meta else None
+
+
+def delete_custom(*, user_id: str, name: str, home: Path | None = None) -> bool:
+    home = home or user_skills_home(user_id)
+    if not NAME_PATTERN.match(name):
+        return False
+    live = home / CUSTOM / name
+    if not live.is_dir():
+        return False
+    with _lock(f"{home}:{name}"):
+        trash = home / f".deleting-{time.time_ns()}"
+        os.rename(live, trash)
+        shutil.rmtree(trash, ignore_errors=True)
+        shutil.rmtree(home / ".versions" / name, ignore_errors=True)
+    clear_cache()
+    return True

@@ -1,0 +1,193 @@
+// The Skills page: list, enable/disable, read SKILL.md, install (upload or a chat's file),
+// roll back and delete custom skills. Everything goes through /api/skills.
+(function () {
+  "use strict";
+
+  const API = "/api/skills";
+  const $ = (id) => document.getElementById(id);
+  const errorBox = $("skills-error");
+  let skills = [];
+
+  function csrf() {
+    const meta = document.querySelector('meta[name="csrf-token"]');
+    return meta ? meta.content : "";
+  }
+
+  async function api(method, path, body) {
+    const opts = { method, credentials: "same-origin", headers: { Accept: "application/json", "X-CSRFToken": csrf() } };
+    if (body instanceof FormData) opts.body = body;
+    else if (body !== undefined) {
+      opts.headers["Content-Type"] = "application/json";
+      opts.body = JSON.stringify(body);
+    }
+    const response = await fetch(path, opts);
+    const data = response.status === 204 ? {} : await response.json().catch(() => ({}));
+    if (!response.ok) {
+      const err = new Error(data.detail || `${response.status} ${response.statusText}`);
+      err.data = data;
+      throw err;
+    }
+    return data;
+  }
+
+  function h(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === undefined || v === null || v === false) continue;
+      if (k === "text") node.textContent = v;
+      else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+      else node.setAttribute(k, v === true ? "" : v);
+    }
+    for (const c of children) if (c !== null && c !== undefined) node.append(c);
+    return node;
+  }
+
+  function showError(message) {
+    errorBox.textContent = message || "";
+    errorBox.hidden = !message;
+  }
+
+  async function load() {
+    try {
+      skills = (await api("GET", API)).skills || [];
+      showError("");
+    } catch (err) {
+      showError(`Could not load skills: ${err.message}`);
+      skills = [];
+    }
+    render();
+  }
+
+  function render() {
+    const rows = $("skill-rows");
+    rows.replaceChildren();
+    $("skills-empty").hidden = skills.length > 0;
+    for (const s of skills) {
+      const toggle = h("input", { type: "checkbox", checked: s.enabled, "aria-label": `Enable ${s.name}` });
+      toggle.addEventListener("change", () => setEnabled(s, toggle));
+      const actions = h("div", { class: "row-actions" },
+        h("button", { type: "button", class: "small-button", text: "Read", "aria-label": `Read ${s.name}`, onclick: () => openDetail(s.name) }));
+      if (s.editable) {
+        actions.append(h("button", { type: "button", class: "small-button danger", text: "Delete", "aria-label": `Delete ${s.name}`, onclick: () => remove(s) }));
+      }
+      rows.append(h("tr", { "data-skill": s.name },
+        h("td", { "data-label": "Skill" }, h("div", { class: "skill-name", text: `/${s.name}` }), h("div", { class: "skill-desc", text: s.description })),
+        h("td", { "data-label": "Source" }, h("span", { class: `source ${s.category}`, text: s.category })),
+        h("td", { "data-label": "Version", text: s.version || "—" }),
+        h("td", { "data-label": "Enabled" }, h("label", { class: "switch" }, toggle, h("span", { text: s.enabled ? "On" : "Off" }))),
+        h("td", {}, actions)));
+    }
+  }
+
+  async function setEnabled(skill, box) {
+    box.disabled = true;
+    try {
+      const updated = await api("PUT", `${API}/${encodeURIComponent(skill.name)}`, { enabled: box.checked });
+      Object.assign(skill, updated);
+      showError("");
+    } catch (err) {
+      box.checked = !box.checked;
+      showError(`Could not change ${skill.name}: ${err.message}`);
+    }
+    render();
+  }
+
+  async function remove(skill) {
+    if (!window.confirm(`Delete the skill ${skill.name} and its earlier versions?`)) return;
+    try {
+      await api("DELETE", `${API}/${encodeURIComponent(skill.name)}`);
+      $("skill-detail").hidden = true;
+      await load();
+    } catch (err) {
+      showError(`Could not delete ${skill.name}: ${err.message}`);
+    }
+  }
+
+  async function openDetail(name) {
+    let detail;
+    try {
+      detail = await api("GET", `${API}/${encodeURIComponent(name)}`);
+    } catch (err) {
+      showError(`Could not open ${name}: ${err.message}`);
+      return;
+    }
+    $("detail-title").textContent = `${detail.name} — SKILL.md`;
+    const meta = [detail.category, detail.version && `version ${detail.version}`, detail.author && `by ${detail.author}`,
+      detail.license, detail.container_path,
+      detail.allowed_tools && `allowed tools: ${detail.allowed_tools.join(", ")}`,
+      detail.required_secrets && detail.required_secrets.length && `secrets: ${detail.required_secrets.join(", ")}`].filter(Boolean);
+    $("detail-meta").textContent = meta.join(" · ");
+    const body = $("detail-body");
+    const text = (detail.content || "").replace(/^---\n[\s\S]*?\n---\n?/, "");
+    if (window.DFMarkdown) window.DFMarkdown.render(body, text);
+    else body.textContent = text;
+    const versions = $("detail-versions");
+    versions.replaceChildren();
+    versions.hidden = !(detail.versions && detail.versions.length);
+    if (!versions.hidden) {
+      const latest = detail.versions[0];
+      versions.append(h("span", { text: `Earlier versions: ${detail.versions.map((v) => v.version || "unversioned").join(", ")}` }),
+        h("button", { type: "button", class: "small-button", text: `Roll back to ${latest.version || "the previous version"}`,
+          onclick: () => rollback(detail.name) }));
+    }
+    $("skill-detail").hidden = false;
+    $("skill-detail").scrollIntoView({ block: "nearest" });
+  }
+
+  async function rollback(name) {
+    try {
+      const done = await api("POST", `${API}/${encodeURIComponent(name)}/rollback`, {});
+      showResult(true, done.message);
+      await load();
+      await openDetail(name);
+    } catch (err) {
+      showError(`Could not roll back ${name}: ${err.message}`);
+    }
+  }
+
+  function showResult(ok, message, findings) {
+    const box = $("install-result");
+    box.replaceChildren(h("p", { class: ok ? "notice" : "alert", role: ok ? "status" : "alert", text: message }));
+    if (findings && findings.length) {
+      const list = h("ul", { class: "findings", "aria-label": "Findings" });
+      for (const f of findings) {
+        list.append(h("li", { class: f.severity }, h("span", { class: "sev", text: f.severity }),
+          h("code", { text: f.rule }), " ", `${f.file}${f.line ? `:${f.line}` : ""} — ${f.message}`));
+      }
+      box.append(list);
+    }
+  }
+
+  async function install(ev) {
+    ev.preventDefault();
+    const file = $("skill-file").files[0];
+    let body;
+    if (file) {
+      body = new FormData();
+      body.append("file", file);
+    } else {
+      const thread_id = $("install-thread").value.trim();
+      const path = $("install-path").value.trim();
+      if (!thread_id || !path) {
+        showResult(false, "Choose a .skill file, or give a chat id and the path of a file in it.");
+        return;
+      }
+      body = { thread_id, path };
+    }
+    $("install-button").disabled = true;
+    try {
+      const done = await api("POST", `${API}/install`, body);
+      showResult(true, done.message + (done.findings.length ? " Review these findings:" : ""), done.findings);
+      $("install-form").reset();
+      await load();
+    } catch (err) {
+      showResult(false, `Not installed: ${err.message}`, (err.data && err.data.findings) || []);
+    } finally {
+      $("install-button").disabled = false;
+    }
+  }
+
+  $("install-form").addEventListener("submit", install);
+  $("detail-close").addEventListener("click", () => { $("skill-detail").hidden = true; });
+  load();
+})();
