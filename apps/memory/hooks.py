@@ -35,7 +35,10 @@ async def before_run(*, meta: dict, kwargs: dict, config: dict, context: dict) -
     """Put the memory text in the run's context (never a value a client sent under its key)."""
     context.pop(MEMORY_CONTEXT_KEY, None)
     (config.get("configurable") or {}).pop(MEMORY_CONTEXT_KEY, None)
-    if not _active(context) or not get_app_config().memory.injection_enabled:
+    if not _active(context):
+        context["memory"] = False  # after_run then knows without reading the config again
+        return
+    if not get_app_config().memory.injection_enabled:
         return
     from apps.memory.selectors import memory_context
     from apps.runs.worker import database_sync_to_async
@@ -53,7 +56,7 @@ async def before_run(*, meta: dict, kwargs: dict, config: dict, context: dict) -
 
 def after_run(*, meta: dict, run_id: str, context: dict, values: Any) -> None:
     """Queue the conversation for the passive updater (in memory; no IO here)."""
-    if not _active(context):
+    if context.get("memory") is False:
         return
     from apps.memory.updates import enqueue, job_from_run
 

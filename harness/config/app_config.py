@@ -161,7 +161,8 @@ class SkillsConfig(_Section):
 
 
 class MemoryConfig(_Section):
-    enabled: bool = False  # not available yet: see harness/config/availability.py
+    # Off unless config.yaml turns it on: learning costs a model call per quiet conversation.
+    enabled: bool = False
     debounce_seconds: float = Field(30, ge=0)
     model_name: str | None = None
     max_facts: PositiveInt = 100
