@@ -49,6 +49,8 @@ class MemoryFact(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["profile", "fact_id"], name="memory_fact_profile_id_uniq")]
+        # Injection walks a profile's facts in this order and stops early: no sort of them all.
+        indexes = [models.Index(fields=["profile", "-confidence", "-created_at"], name="memory_fact_rank_idx")]
 
     def __str__(self) -> str:
         return self.content[:80]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from apps.memory.models import MemoryFact, MemoryProfile
-from apps.memory.stores import SUMMARY_FIELDS, DjangoMemoryStore, search_fact_pks
+from apps.memory.stores import SUMMARY_FIELDS, DjangoMemoryStore, search_fact_rows
 from harness.memory import MemoryDoc
 from harness.memory.injection import render
 
@@ -18,10 +18,9 @@ def memory_context(*, owner_id: int | str, agent: str, query: str, max_tokens: i
     profile = MemoryProfile.objects.filter(owner_id=int(owner_id), agent=agent).values("pk", "paused", *SUMMARY_FIELDS).first()
     if profile is None or profile["paused"]:
         return None
-    relevant = search_fact_pks(profile["pk"], query, RELEVANT_LIMIT) if query else []
-    rows = {pk: (cat, content) for pk, cat, content in MemoryFact.objects.filter(profile_id=profile["pk"], pk__in=relevant)
-            .values_list("pk", "category", "content")} if relevant else {}
-    ordered = [rows[pk] for pk in relevant if pk in rows]
+    found = search_fact_rows(profile["pk"], query, RELEVANT_LIMIT) if query else []
+    relevant = [pk for pk, _, _ in found]
+    ordered = [(category, content) for _, category, content in found]
     others = (MemoryFact.objects.filter(profile_id=profile["pk"]).exclude(pk__in=relevant)
               .order_by("-confidence", "-created_at").values_list("category", "content")[:CANDIDATE_LIMIT])
     ordered.extend(others)

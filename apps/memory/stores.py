@@ -31,23 +31,28 @@ def _fact_values(fact: Fact) -> dict:
 
 def search_fact_pks(profile_id: int, query: str, limit: int) -> list[int]:
     """Primary keys of the profile's facts matching *query*, best first."""
+    return [row[0] for row in search_fact_rows(profile_id, query, limit)]
+
+
+def search_fact_rows(profile_id: int, query: str, limit: int) -> list[tuple[int, str, str]]:
+    """(pk, category, content) of the profile's facts matching *query*, best first."""
     terms = query_terms(query)
     if not terms:
         return []
     with connection.cursor() as cur:
         if connection.vendor == "sqlite":
             match = " OR ".join(f'"{t}"' for t in terms)
-            cur.execute("SELECT f.id FROM memory_fact_fts JOIN memory_memoryfact f ON f.id = memory_fact_fts.rowid "
+            cur.execute("SELECT f.id, f.category, f.content FROM memory_fact_fts JOIN memory_memoryfact f ON f.id = memory_fact_fts.rowid "
                         "WHERE memory_fact_fts MATCH %s AND f.profile_id = %s ORDER BY bm25(memory_fact_fts) LIMIT %s",
                         [match, profile_id, limit])
         elif connection.vendor == "postgresql":
-            cur.execute("SELECT id FROM memory_memoryfact, to_tsquery('simple', %s) q "
+            cur.execute("SELECT id, category, content FROM memory_memoryfact, to_tsquery('simple', %s) q "
                         "WHERE profile_id = %s AND to_tsvector('simple', content) @@ q "
                         "ORDER BY ts_rank(to_tsvector('simple', content), q) DESC, id LIMIT %s",
                         [" | ".join(terms), profile_id, limit])
         else:
             return []
-        return [row[0] for row in cur.fetchall()]
+        return [tuple(row) for row in cur.fetchall()]
 
 
 class DjangoMemoryStore:
