@@ -15,6 +15,7 @@ urlpatterns = [
     path("api/", include("apps.runs.api_urls")),
     path("api/", include("apps.memory.api_urls")),
     path("schedules/", include("apps.runs.page_urls")),
+    path("memory/", include("apps.memory.page_urls")),
     path("accounts/", include("apps.accounts.urls")),
     path("", include("apps.threads.page_urls")),
     path("", include("apps.console.urls")),
