@@ -56,7 +56,7 @@ async def before_run(*, meta: dict, kwargs: dict, config: dict, context: dict) -
 
 def after_run(*, meta: dict, run_id: str, context: dict, values: Any) -> None:
     """Queue the conversation for the passive updater (in memory; no IO here)."""
-    if context.get("memory") is False:
+    if context.get("memory") is False or get_app_config().memory.tool_mode:
         return
     from apps.memory.updates import enqueue, job_from_run
 

@@ -169,6 +169,8 @@ class MemoryConfig(_Section):
     fact_confidence_threshold: float = Field(0.7, ge=0, le=1)
     injection_enabled: bool = True
     max_injection_tokens: PositiveInt = 2000
+    # The agent manages memory with memory_* tools instead of the passive updater.
+    tool_mode: bool = False
 
 
 class SummarizationTrigger(_Section):

@@ -116,3 +116,24 @@ def test_paused_memory_is_not_injected(user_client, user, memory_on):
     model = mem.set_agent("Ok.")
     run(user_client, new_thread(user_client), "Where do I live?")
     assert "<memory>" not in first_user_text(model.requests[0])
+
+
+def test_tool_mode_the_agent_manages_memory_itself(user_client, user, memory_on):
+    import yaml
+
+    from harness.testing import call, tool_reply
+
+    cfg = yaml.safe_load(memory_on.read_text())
+    cfg["memory"]["tool_mode"] = True
+    memory_on.write_text(yaml.safe_dump(cfg))
+    services.fact_create(user=user, content="Owns a sailboat named Aurora")
+    model = mem.set_agent(tool_reply(call("memory_add", content="Sails on weekends", category="behavior", confidence=0.9)),
+                          tool_reply(call("memory_search", query="sailboat")),
+                          "Done.")
+    tid = new_thread(user_client)
+    run(user_client, tid, "Remember that I sail on weekends")
+    assert {"memory_search", "memory_add", "memory_update", "memory_delete"} <= set(model.requests[0].tools)
+    assert "Owns a sailboat named Aurora" in str(model.requests[2].messages[-1].content)  # the search result
+    facts = {f["content"]: f for f in user_client.get("/api/memory").json()["facts"]}
+    assert facts["Sails on weekends"]["source"]["threadId"] == tid
+    assert get_queue().pending() == 0  # no passive update in tool mode
