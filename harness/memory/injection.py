@@ -78,3 +78,13 @@ def memory_provider(request) -> str | None:
 
     text = run_value(request.runtime, MEMORY_CONTEXT_KEY)
     return text if isinstance(text, str) and text else None
+
+
+def memory_text(store, owner: str, agent: str, query: str, max_tokens: int) -> str | None:
+    """The block from any MemoryStore (the embedded client's path; the server has a faster
+    query of its own in apps/memory/selectors.py)."""
+    doc = store.load(owner, agent)
+    if doc.paused or (not doc.facts and not any(doc.summaries.values())):
+        return None
+    ordered = order_facts(doc.facts, store.search(owner, agent, query, 50) if query else [])
+    return render(doc.summaries, [(f.category, f.content) for f in ordered], max_tokens)
