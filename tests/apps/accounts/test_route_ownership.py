@@ -132,6 +132,14 @@ def owned_files(user) -> Owned:
                          "sha": hashlib.sha256(b"owned").hexdigest()}, marker=name)
 
 
+def owned_memory(user) -> Owned:
+    from apps.memory.services import fact_create
+
+    marker = f"fact-of-{user.username}-{uuid.uuid4().hex[:6]}"
+    doc = fact_create(user=user, content=marker)
+    return Owned(kwargs={"fact_id": doc.facts[0].id}, marker=marker)
+
+
 def _run_on(owned: Owned) -> dict:
     return {"assistant_id": "lead_agent", "input": {"messages": [{"role": "user", "content": "hi"}]}}
 
@@ -195,6 +203,17 @@ OWNED_ROUTES = [
     OwnedRoute("POST", "/api/scheduled-tasks/<str:task_id>/trigger", owned_scheduled_task),
     OwnedRoute("GET", "/api/scheduled-tasks/<str:task_id>/runs", owned_scheduled_task),
     OwnedRoute("GET", "/api/threads/<str:thread_id>/scheduled-tasks", owned_scheduled_task),
+    # Memory: each user reaches only their own; routes without a fact id act on the caller's.
+    OwnedRoute("GET", "/api/memory", owned_memory),
+    OwnedRoute("DELETE", "/api/memory", owned_memory),
+    OwnedRoute("GET", "/api/memory/export", owned_memory),
+    OwnedRoute("GET", "/api/memory/status", owned_memory),
+    OwnedRoute("GET", "/api/memory/config", owned_memory, lists=False),
+    OwnedRoute("PATCH", "/api/memory/config", owned_memory, body={"paused": False}),
+    OwnedRoute("POST", "/api/memory/facts", owned_memory, body={"content": "fresh"}),
+    OwnedRoute("POST", "/api/memory/import", owned_memory, body={"facts": [{"content": "imported"}]}),
+    OwnedRoute("PATCH", "/api/memory/facts/<str:fact_id>", owned_memory, body={"content": "renamed"}),
+    OwnedRoute("DELETE", "/api/memory/facts/<str:fact_id>", owned_memory),
 ]
 
 # Routes with nothing per user: the same answer for everyone.
