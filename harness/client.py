@@ -18,6 +18,7 @@ saver to persist), and streams events shaped like the server's:
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -31,7 +32,8 @@ from langgraph.types import Command
 
 from harness.agents.markers import INTERNAL_KEY, message_text
 from harness.config import AppConfig, get_app_config
-from harness.models import get_model_config, list_models, model_info
+from harness.memory.injection import MEMORY_CONTEXT_KEY
+from harness.models import create_chat_model, get_model_config, list_models, model_info
 
 STREAM_MODES = ["values", "messages", "custom"]
 _STATE_KEYS = ("title", "artifacts", "todos", "uploaded_files", "goal", "summary_text", "stop_reason", "token_usage", "sandbox", "thread_data")
@@ -166,7 +168,8 @@ class DeerFlowClient:
     def __init__(self, *, checkpointer: Any = None, app_config: AppConfig | None = None, model_name: str | None = None,
                  thinking_enabled: bool = False, plan_mode: bool = False, subagent_enabled: bool = False,
                  agent_name: str | None = None, user_id: str = "default", non_interactive: bool = False,
-                 model: BaseChatModel | None = None, tools: Sequence[BaseTool] | None = None, **options: Any) -> None:
+                 model: BaseChatModel | None = None, tools: Sequence[BaseTool] | None = None,
+                 memory_store: Any = None, **options: Any) -> None:
         if checkpointer is None:
             from langgraph.checkpoint.memory import InMemorySaver
 
@@ -176,6 +179,9 @@ class DeerFlowClient:
         self.user_id = user_id
         self._model = model
         self._tools = tools
+        # A harness.memory MemoryStore (FileMemoryStore for a local client): read into each
+        # turn when memory.enabled; update_memory(thread_id) learns from a thread.
+        self.memory_store = memory_store
         self._defaults = {"model_name": model_name, "thinking_enabled": thinking_enabled, "is_plan_mode": plan_mode,
                           "subagent_enabled": subagent_enabled, "agent_name": agent_name, "non_interactive": non_interactive, **options}
         self._agents: dict[Any, Any] = {}
@@ -213,13 +219,45 @@ class DeerFlowClient:
                 cached = self._agents[key] = (app, agent)
             return cached[1]
 
-    def _prepare(self, message: str | BaseMessage | None, thread_id: str | None, resume: Any, overrides: dict[str, Any]):
+    def _memory(self, message: str | BaseMessage | None, overrides: dict[str, Any]) -> str | None:
+        cfg = self.app_config.memory
+        if self.memory_store is None or not cfg.enabled or not cfg.injection_enabled or overrides.get("memory") is False:
+            return None
+        from harness.memory.injection import memory_text
+
+        query = message_text(message) if isinstance(message, BaseMessage) else str(message or "")
+        agent = str(overrides.get("agent_name") or self._defaults.get("agent_name") or "")
+        return memory_text(self.memory_store, self.user_id, agent, query, cfg.max_injection_tokens)
+
+    def update_memory(self, thread_id: str, *, model: BaseChatModel | None = None) -> Any:
+        """Learn from a thread now (the embedded client has no background updater): one model
+        call, checked and saved like the server's passive update."""
+        from harness.memory.updater import UpdateJob, run_update
+
+        messages = []
+        for m in self.get_state(thread_id).get("messages", []):
+            if m.additional_kwargs.get(INTERNAL_KEY) or (m.type == "ai" and getattr(m, "tool_calls", None)):
+                continue
+            if m.type in ("human", "ai") and message_text(m).strip():
+                messages.append({"role": "user" if m.type == "human" else "assistant", "content": message_text(m), "id": str(m.id or "")})
+        cfg = self.app_config.memory
+        if model is None:
+            name = cfg.model_name or self._defaults.get("model_name")
+            model = create_chat_model(name, config=self.app_config) if (name or self.app_config.models) else self._model
+        job = UpdateJob(owner=self.user_id, agent=str(self._defaults.get("agent_name") or ""), thread_id=thread_id, run_id="", messages=messages)
+        return run_update(self.memory_store, model, job, threshold=cfg.fact_confidence_threshold, max_facts=cfg.max_facts)
+
+    def _prepare(self, message: str | BaseMessage | None, thread_id: str | None, resume: Any, overrides: dict[str, Any],
+                 memory: str | None = None):
         options = {**self._defaults, **overrides}
         options = {k: v for k, v in options.items() if v is not None}
         thread_id = thread_id or uuid.uuid4().hex
         agent = self._agent(options)
         config = {"configurable": {**options, "thread_id": thread_id, "user_id": self.user_id, "run_id": uuid.uuid4().hex},
                   "recursion_limit": int(options.get("recursion_limit", 100))}
+        config["configurable"].pop(MEMORY_CONTEXT_KEY, None)
+        if memory:
+            config["configurable"][MEMORY_CONTEXT_KEY] = memory
         if resume is not None:
             graph_input: Any = Command(resume=resume)
         elif message is None:
@@ -235,13 +273,14 @@ class DeerFlowClient:
 
     def stream(self, message: str | BaseMessage | None = None, thread_id: str | None = None, *, resume: Any = None, **overrides: Any) -> Iterator[StreamEvent]:
         """Run one turn and yield events; pass ``resume=`` to answer a clarification."""
-        agent, graph_input, config, tr = self._prepare(message, thread_id, resume, overrides)
+        agent, graph_input, config, tr = self._prepare(message, thread_id, resume, overrides, self._memory(message, overrides))
         for mode, chunk in agent.stream(graph_input, config, stream_mode=STREAM_MODES):
             yield from tr.feed(mode, chunk)
         yield tr.end(agent.get_state(config).interrupts)
 
     async def astream(self, message: str | BaseMessage | None = None, thread_id: str | None = None, *, resume: Any = None, **overrides: Any) -> AsyncIterator[StreamEvent]:
-        agent, graph_input, config, tr = self._prepare(message, thread_id, resume, overrides)
+        memory = await asyncio.to_thread(self._memory, message, overrides) if self.memory_store is not None else None
+        agent, graph_input, config, tr = self._prepare(message, thread_id, resume, overrides, memory)
         async for mode, chunk in agent.astream(graph_input, config, stream_mode=STREAM_MODES):
             for event in tr.feed(mode, chunk):
                 yield event

@@ -5,3 +5,9 @@ class MemoryConfig(AppConfig):
     name = "apps.memory"
     label = "memory"
     verbose_name = "Memory"
+
+    def ready(self) -> None:
+        from apps.memory.stores import DjangoMemoryStore
+        from harness.memory.tools import set_memory_store
+
+        set_memory_store(DjangoMemoryStore())

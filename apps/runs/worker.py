@@ -19,6 +19,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from langgraph.types import Command
 
+from apps.memory import hooks as memory_hooks
 from apps.runs import graphs
 from apps.runs.journal import JournalBuffer, JournalEvent, RunProgress, journal_insert, message_events, message_id
 from apps.runs.models import Run
@@ -280,6 +281,7 @@ async def _execute(run_id: str) -> None:
     journal = JournalBuffer(thread_id, run_id)
     journal.hold(JournalEvent("run.start", "trace", {"chain": meta["assistant_id"] or graphs.LEAD_AGENT}, {"caller": "lead_agent"}))
     try:
+        await memory_hooks.before_run(meta=meta, kwargs=kwargs, config=config, context=context)
         checkpointer = await runtime.checkpointer()
         graph = await graphs.build_graph(config, checkpointer)
         # The pre-run head: the rollback point, and which messages are not this run's.
@@ -352,6 +354,8 @@ async def _execute(run_id: str) -> None:
                       thread_id=thread_id, metadata=meta["metadata"], events=await journal.drain())
     finally:
         await _end_stream(run_id)
+    if status == Run.Status.SUCCESS:
+        memory_hooks.after_run(meta=meta, run_id=run_id, context=context, values=progress.last_values)
 
 
 async def _rollback(graph: Any, thread_id: str, pre_run_config: dict | None) -> None:

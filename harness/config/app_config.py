@@ -165,13 +165,16 @@ class SkillsConfig(_Section):
 
 
 class MemoryConfig(_Section):
-    enabled: bool = False  # not available yet: see harness/config/availability.py
+    # Off unless config.yaml turns it on: learning costs a model call per quiet conversation.
+    enabled: bool = False
     debounce_seconds: float = Field(30, ge=0)
     model_name: str | None = None
     max_facts: PositiveInt = 100
     fact_confidence_threshold: float = Field(0.7, ge=0, le=1)
     injection_enabled: bool = True
     max_injection_tokens: PositiveInt = 2000
+    # The agent manages memory with memory_* tools instead of the passive updater.
+    tool_mode: bool = False
 
 
 class SummarizationTrigger(_Section):

@@ -20,8 +20,6 @@ def _say(setting: str, feature: str, verb: str = "is") -> str:
 def inactive_settings(config: AppConfig) -> list[str]:
     """What in ``config.yaml`` asks for a missing feature, one sentence each."""
     found = []
-    if config.memory.enabled:
-        found.append(_say("memory.enabled: true", "long-term memory"))
     if config.channels.enabled or config.channels.model_extra:
         found.append(_say("channels", "IM channels", "are"))
     priced = [m.name for m in config.models if m.pricing is not None]

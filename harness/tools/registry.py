@@ -98,6 +98,10 @@ def get_available_tools(
     for entry in cfg.tools:
         if wanted is None or entry.group in wanted:
             tools.append(load_config_tool(entry, cfg))
+    if cfg.memory.enabled and cfg.memory.tool_mode:
+        from harness.memory.tools import memory_tools
+
+        tools += memory_tools()
     tools += list(extra_tools)
     if include_mcp:
         tools += _mcp_tools(cfg)

@@ -17,6 +17,7 @@ from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import HumanMessage
 
 from harness.agents.markers import context_block, is_real_user_message, run_value
+from harness.memory.injection import memory_provider
 
 ContextProvider = Callable[[Any], "str | None"]
 
@@ -34,7 +35,7 @@ def date_provider(request: Any) -> str:
 class DynamicContextMiddleware(AgentMiddleware):
     def __init__(self, providers: list[ContextProvider] | None = None) -> None:
         super().__init__()
-        self.providers = providers if providers is not None else [date_provider]
+        self.providers = providers if providers is not None else [date_provider, memory_provider]
 
     def _inject(self, request: Any) -> Any:
         parts = [p(request) for p in self.providers]

@@ -157,6 +157,12 @@ def owned_skill_archive(user) -> Owned:
     outputs.mkdir(parents=True, exist_ok=True)
     (outputs / "mine.skill").write_bytes(good(f"arch-{uuid.uuid4().hex[:8]}"))
     return Owned(kwargs=thread.kwargs, marker=thread.marker)
+def owned_memory(user) -> Owned:
+    from apps.memory.services import fact_create
+
+    marker = f"fact-of-{user.username}-{uuid.uuid4().hex[:6]}"
+    doc = fact_create(user=user, content=marker)
+    return Owned(kwargs={"fact_id": doc.facts[0].id}, marker=marker)
 
 
 def _run_on(owned: Owned) -> dict:
@@ -231,6 +237,17 @@ OWNED_ROUTES = [
     OwnedRoute("POST", "/api/skills/<str:name>/rollback", owned_skill, body={}),
     OwnedRoute("POST", "/api/skills/install", owned_skill_archive,
                body=lambda o: {"thread_id": o.kwargs["thread_id"], "path": "/mnt/user-data/outputs/mine.skill"}),
+    # Memory: each user reaches only their own; routes without a fact id act on the caller's.
+    OwnedRoute("GET", "/api/memory", owned_memory),
+    OwnedRoute("DELETE", "/api/memory", owned_memory),
+    OwnedRoute("GET", "/api/memory/export", owned_memory),
+    OwnedRoute("GET", "/api/memory/status", owned_memory),
+    OwnedRoute("GET", "/api/memory/config", owned_memory, lists=False),
+    OwnedRoute("PATCH", "/api/memory/config", owned_memory, body={"paused": False}),
+    OwnedRoute("POST", "/api/memory/facts", owned_memory, body={"content": "fresh"}),
+    OwnedRoute("POST", "/api/memory/import", owned_memory, body={"facts": [{"content": "imported"}]}),
+    OwnedRoute("PATCH", "/api/memory/facts/<str:fact_id>", owned_memory, body={"content": "renamed"}),
+    OwnedRoute("DELETE", "/api/memory/facts/<str:fact_id>", owned_memory),
 ]
 
 # Routes with nothing per user: the same answer for everyone.

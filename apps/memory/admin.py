@@ -1,0 +1,27 @@
+from django.contrib import admin
+
+from apps.memory.models import MemoryFact, MemoryProfile
+
+
+class MemoryFactInline(admin.TabularInline):
+    model = MemoryFact
+    extra = 0
+    fields = ("content", "category", "confidence", "source_kind", "source_thread_id", "created_at", "valid_until", "revision")
+    readonly_fields = ("source_kind", "source_thread_id", "created_at", "revision")
+
+
+@admin.register(MemoryProfile)
+class MemoryProfileAdmin(admin.ModelAdmin):
+    list_display = ("owner", "agent", "paused", "revision", "updated_at")
+    list_filter = ("paused",)
+    search_fields = ("owner__username", "agent")
+    readonly_fields = ("revision", "created_at", "updated_at")
+    inlines = [MemoryFactInline]
+
+
+@admin.register(MemoryFact)
+class MemoryFactAdmin(admin.ModelAdmin):
+    list_display = ("content", "category", "confidence", "profile", "source_thread_id", "created_at")
+    list_filter = ("category", "source_kind")
+    search_fields = ("content", "profile__owner__username")
+    readonly_fields = ("fact_id", "source_thread_id", "source_run_id", "source_message_id", "revision")

@@ -1,0 +1,68 @@
+"""The run worker's two calls into memory: before the graph runs and after it finished.
+
+Both return at once when memory is off or the run is incognito (``context.memory: false``):
+no query, no queue.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from harness.config import get_app_config
+from harness.memory.injection import MEMORY_CONTEXT_KEY
+
+logger = logging.getLogger(__name__)
+
+
+def _active(context: dict) -> bool:
+    return context.get("memory") is not False and get_app_config().memory.enabled
+
+
+def _last_user_text(kwargs: dict) -> str:
+    payload = kwargs.get("input") or {}
+    messages = payload.get("messages") if isinstance(payload, dict) else None
+    for m in reversed(messages or []):
+        if isinstance(m, dict) and m.get("role", m.get("type")) in ("user", "human"):
+            content = m.get("content")
+            if isinstance(content, list):
+                content = " ".join(str(b.get("text", "")) for b in content if isinstance(b, dict))
+            return str(content or "")[:2000]
+    return ""
+
+
+async def before_run(*, meta: dict, kwargs: dict, config: dict, context: dict) -> None:
+    """Put the memory text in the run's context (never a value a client sent under its key)."""
+    context.pop(MEMORY_CONTEXT_KEY, None)
+    (config.get("configurable") or {}).pop(MEMORY_CONTEXT_KEY, None)
+    if not _active(context):
+        context["memory"] = False  # after_run then knows without reading the config again
+        return
+    if not get_app_config().memory.injection_enabled:
+        return
+    from apps.memory.selectors import memory_context
+    from apps.runs.worker import database_sync_to_async
+
+    try:
+        text = await database_sync_to_async(memory_context)(
+            owner_id=meta["owner_id"], agent=str(context.get("agent_name") or ""), query=_last_user_text(kwargs),
+            max_tokens=get_app_config().memory.max_injection_tokens)
+    except Exception:  # memory is an aid: a failing read must not fail the run
+        logger.warning("Could not read the memory of user %s", meta["owner_id"], exc_info=True)
+        return
+    if text:
+        context[MEMORY_CONTEXT_KEY] = text
+
+
+def after_run(*, meta: dict, run_id: str, context: dict, values: Any) -> None:
+    """Queue the conversation for the passive updater (in memory; no IO here)."""
+    if context.get("memory") is False or get_app_config().memory.tool_mode:
+        return
+    from apps.memory.updates import enqueue, job_from_run
+
+    try:
+        job = job_from_run(meta=meta, run_id=run_id, context=context, values=values)
+        if job is not None:
+            enqueue(job)
+    except Exception:
+        logger.warning("Could not queue the memory update of run %s", run_id, exc_info=True)

@@ -1,0 +1,105 @@
+"""The harness's MemoryStore on the ORM (owners are user ids as strings)."""
+
+from __future__ import annotations
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from apps.memory.models import MemoryFact, MemoryProfile
+from harness.memory import Fact, MemoryDoc, RevisionConflict
+from harness.memory.store import query_terms
+from harness.memory.types import SUMMARY_KEYS
+
+SUMMARY_FIELDS = [attr for attr, _, _ in SUMMARY_KEYS]
+FACT_FIELDS = ("fact_id", "content", "category", "confidence", "source_kind", "source_thread_id", "source_run_id",
+               "source_message_id", "created_at", "last_confirmed_at", "valid_until", "revision")
+
+
+def _fact(row: MemoryFact) -> Fact:
+    return Fact(id=row.fact_id, content=row.content, category=row.category, confidence=row.confidence,
+                created_at=row.created_at, last_confirmed_at=row.last_confirmed_at, valid_until=row.valid_until,
+                source_kind=row.source_kind, source_thread_id=row.source_thread_id, source_run_id=row.source_run_id,
+                source_message_id=row.source_message_id, revision=row.revision)
+
+
+def _fact_values(fact: Fact) -> dict:
+    return {"fact_id": fact.id, "content": fact.content, "category": fact.category, "confidence": fact.confidence,
+            "source_kind": fact.source_kind, "source_thread_id": fact.source_thread_id, "source_run_id": fact.source_run_id,
+            "source_message_id": fact.source_message_id, "created_at": fact.created_at,
+            "last_confirmed_at": fact.last_confirmed_at, "valid_until": fact.valid_until, "revision": fact.revision}
+
+
+def search_fact_pks(profile_id: int, query: str, limit: int) -> list[int]:
+    """Primary keys of the profile's facts matching *query*, best first."""
+    return [row[0] for row in search_fact_rows(profile_id, query, limit)]
+
+
+def search_fact_rows(profile_id: int, query: str, limit: int) -> list[tuple[int, str, str]]:
+    """(pk, category, content) of the profile's facts matching *query*, best first."""
+    terms = query_terms(query)
+    if not terms:
+        return []
+    with connection.cursor() as cur:
+        if connection.vendor == "sqlite":
+            match = " OR ".join(f'"{t}"' for t in terms)
+            cur.execute("SELECT f.id, f.category, f.content FROM memory_fact_fts JOIN memory_memoryfact f ON f.id = memory_fact_fts.rowid "
+                        "WHERE memory_fact_fts MATCH %s AND f.profile_id = %s ORDER BY bm25(memory_fact_fts) LIMIT %s",
+                        [match, profile_id, limit])
+        elif connection.vendor == "postgresql":
+            cur.execute("SELECT id, category, content FROM memory_memoryfact, to_tsquery('simple', %s) q "
+                        "WHERE profile_id = %s AND to_tsvector('simple', content) @@ q "
+                        "ORDER BY ts_rank(to_tsvector('simple', content), q) DESC, id LIMIT %s",
+                        [" | ".join(terms), profile_id, limit])
+        else:
+            return []
+        return [tuple(row) for row in cur.fetchall()]
+
+
+class DjangoMemoryStore:
+    def load(self, owner: str, agent: str = "") -> MemoryDoc:
+        profile = MemoryProfile.objects.filter(owner_id=int(owner), agent=agent).first()
+        if profile is None:
+            return MemoryDoc(owner=owner, agent=agent)
+        doc = MemoryDoc(owner=owner, agent=agent, revision=profile.revision, paused=profile.paused, updated_at=profile.updated_at,
+                        summaries={f: getattr(profile, f) for f in SUMMARY_FIELDS})
+        doc.facts = [_fact(r) for r in profile.facts.order_by("created_at", "id")]
+        return doc
+
+    def save(self, doc: MemoryDoc) -> MemoryDoc:
+        with transaction.atomic():
+            values = {f: doc.summaries.get(f, "") for f in SUMMARY_FIELDS}
+            now = timezone.now()
+            if doc.revision == 0:
+                profile, created = MemoryProfile.objects.get_or_create(owner_id=int(doc.owner), agent=doc.agent,
+                                                                       defaults={**values, "revision": 1, "paused": doc.paused})
+                if not created:
+                    raise RevisionConflict("the profile was created meanwhile")
+            else:
+                # The compare-and-set: only the writer that still holds the stored revision wins.
+                updated = MemoryProfile.objects.filter(owner_id=int(doc.owner), agent=doc.agent, revision=doc.revision).update(
+                    **values, paused=doc.paused, revision=doc.revision + 1, updated_at=now)
+                if not updated:
+                    raise RevisionConflict(f"profile {doc.owner}/{doc.agent} changed since revision {doc.revision}")
+                profile = MemoryProfile.objects.get(owner_id=int(doc.owner), agent=doc.agent)
+            stored = {r.fact_id: r for r in profile.facts.all()}
+            wanted = {f.id: f for f in doc.facts}
+            MemoryFact.objects.filter(profile=profile).exclude(fact_id__in=list(wanted)).delete()
+            new = []
+            for fid, fact in wanted.items():
+                row = stored.get(fid)
+                if row is None:
+                    new.append(MemoryFact(profile=profile, **_fact_values(fact)))
+                elif any(getattr(row, k) != v for k, v in _fact_values(fact).items()):
+                    MemoryFact.objects.filter(pk=row.pk).update(**_fact_values(fact))
+            MemoryFact.objects.bulk_create(new)
+        saved = doc.copy()
+        saved.revision, saved.updated_at = profile.revision, profile.updated_at
+        return saved
+
+    def search(self, owner: str, agent: str, query: str, limit: int) -> list[str]:
+        profile_id = MemoryProfile.objects.filter(owner_id=int(owner), agent=agent).values_list("pk", flat=True).first()
+        if profile_id is None:
+            return []
+        pks = search_fact_pks(profile_id, query, limit)
+        ids = dict(MemoryFact.objects.filter(pk__in=pks).values_list("pk", "fact_id"))
+        return [ids[pk] for pk in pks if pk in ids]

@@ -1,0 +1,74 @@
+"""The in-process debounced update queue (the embedded stack; Celery does this otherwise).
+
+Each thread has at most one pending job: a new run on the thread replaces it (its job
+holds the whole conversation so far) and pushes its due time back by the delay, so a
+busy conversation costs one model call once it goes quiet. One daemon thread processes
+due jobs; the model call and the store's IO never touch an event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+
+from harness.memory.updater import UpdateJob
+
+logger = logging.getLogger(__name__)
+
+
+class DebouncedQueue:
+    def __init__(self, process: Callable[[UpdateJob], object], delay: float) -> None:
+        self.process = process
+        self.delay = delay
+        self._pending: dict[tuple, tuple[float, UpdateJob]] = {}
+        self._busy = 0
+        self._cond = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def add(self, job: UpdateJob) -> None:
+        with self._cond:
+            self._pending[job.key] = (time.monotonic() + self.delay, job)
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="memory-updater", daemon=True)
+                self._thread.start()
+            self._cond.notify_all()
+
+    def pending(self) -> int:
+        with self._cond:
+            return len(self._pending) + self._busy
+
+    def flush(self, timeout: float | None = None) -> bool:
+        """Make every pending job due now and wait until all are processed (tests, shutdown)."""
+        with self._cond:
+            self._pending = {k: (0.0, job) for k, (_, job) in self._pending.items()}
+            self._cond.notify_all()
+            return self._cond.wait_for(lambda: not self._pending and not self._busy, timeout)
+
+    def _take_due(self) -> UpdateJob | None:
+        while True:
+            if not self._pending:
+                self._cond.wait()
+                continue
+            key, (due, job) = min(self._pending.items(), key=lambda kv: kv[1][0])
+            wait = due - time.monotonic()
+            if wait > 0:
+                self._cond.wait(wait)
+                continue
+            del self._pending[key]
+            self._busy += 1
+            return job
+
+    def _loop(self) -> None:
+        while True:
+            with self._cond:
+                job = self._take_due()
+            try:
+                self.process(job)
+            except Exception:  # one bad update must not stop the queue
+                logger.warning("memory update for thread %s failed", job.thread_id, exc_info=True)
+            finally:
+                with self._cond:
+                    self._busy -= 1
+                    self._cond.notify_all()

@@ -1,0 +1,53 @@
+"""What a run queues, and the Celery path's dedup (only a thread's latest job works)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+
+import pytest
+from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+from apps.memory import updates
+from apps.memory.stores import DjangoMemoryStore
+from harness.agents.markers import hidden_message
+from tests.apps.memory import conftest as mem
+
+pytestmark = [pytest.mark.django_db]
+
+
+def test_a_run_queues_user_messages_and_final_answers_only(user):
+    values = {"messages": [
+        hidden_message("uploads", "files: a.txt"),
+        HumanMessage(content="I live in Porto", id="u1"),
+        AIMessage(content="", id="a1", tool_calls=[{"name": "ls", "args": {}, "id": "c1"}]),
+        ToolMessage(content="listing", tool_call_id="c1", id="t1"),
+        AIMessage(content="Nice city.", id="a2"),
+    ]}
+    job = updates.job_from_run(meta={"owner_id": user.pk, "thread_id": "th"}, run_id="r", context={"agent_name": "captain"}, values=values)
+    assert [(m["role"], m["id"]) for m in job.messages] == [("user", "u1"), ("assistant", "a2")]
+    assert (job.owner, job.agent, job.thread_id) == (str(user.pk), "captain", "th")
+
+
+@pytest.mark.django_db(transaction=True)  # the task closes its connections as a worker does
+def test_on_celery_only_the_latest_job_of_a_thread_works(user, memory_on, settings):
+    from django.core.cache import cache
+
+    from apps.memory.tasks import update_memory
+
+    settings.RUN_EXECUTOR = "celery"
+    model = mem.set_updater(json.dumps({"newFacts": [{"content": "Lives in Porto", "confidence": 0.9}]}))
+    job = updates.UpdateJob(owner=str(user.pk), agent="", thread_id="th", run_id="r",
+                            messages=[{"role": "user", "content": "I live in Porto", "id": "u1"}])
+    cache.set("memory-job:th", "newer")
+    updates.process_if_latest(asdict(job), "older")  # replaced by a later run: nothing to do
+    assert model.requests == []
+
+    eager = update_memory.app.conf.task_always_eager
+    update_memory.app.conf.task_always_eager = True
+    try:
+        updates.enqueue(job)
+    finally:
+        update_memory.app.conf.task_always_eager = eager
+    assert len(model.requests) == 1
+    assert [f.content for f in DjangoMemoryStore().load(str(user.pk)).facts] == ["Lives in Porto"]
