@@ -97,8 +97,10 @@ def _add_usage(total: dict[str, int], msg: AIMessage) -> None:
     total["calls"] += 1
 
 
-def build_subagent_graph(stype: SubagentType, model: BaseChatModel, tools: Sequence[BaseTool], model_name: str) -> Any:
-    middleware = [ToolOutputBudgetMiddleware(24000), ToolErrorHandlingMiddleware(), TokenUsageMiddleware(model_name),
+def build_subagent_graph(stype: SubagentType, model: BaseChatModel, tools: Sequence[BaseTool], model_name: str,
+                         extra_middleware: Sequence[Any] = ()) -> Any:
+    """``extra_middleware``: what the lead shares with its subagents (the user's skills)."""
+    middleware = [ToolOutputBudgetMiddleware(24000), ToolErrorHandlingMiddleware(), *extra_middleware, TokenUsageMiddleware(model_name),
                   LoopDetectionMiddleware(3, 5)]
     return create_agent(model, tools=list(tools), system_prompt=stype.prompt, middleware=middleware, state_schema=ThreadState,
                         checkpointer=None, name=f"subagent:{stype.name}")

@@ -83,7 +83,8 @@ def subagent_tools(lead_tools: Sequence[BaseTool], wanted: Sequence[str] | None)
     return [t for t in pool if t.name in names]
 
 
-def build_task_tool(*, config: SubagentsConfig, lead_tools: Sequence[BaseTool], model_factory: ModelFactory) -> BaseTool:
+def build_task_tool(*, config: SubagentsConfig, lead_tools: Sequence[BaseTool], model_factory: ModelFactory,
+                    shared_middleware: Sequence[Any] = ()) -> BaseTool:
     types = available_types(config)
     # Compiled subagent graphs, per (type, model): building one costs about ten milliseconds,
     # and a graph without a checkpointer holds nothing of any run.
@@ -130,7 +131,8 @@ def build_task_tool(*, config: SubagentsConfig, lead_tools: Sequence[BaseTool], 
             state = {k: parent[k] for k in ("sandbox", "thread_data") if parent.get(k)}
             key = (stype.name, model_name)
             if key not in graphs:
-                graphs[key] = build_subagent_graph(stype, chat_model, subagent_tools(lead_tools, stype.tools), model_name)
+                graphs[key] = build_subagent_graph(stype, chat_model, subagent_tools(lead_tools, stype.tools), model_name,
+                                                     shared_middleware)
             out = await run_subagent(task_id=call_id, description=description, prompt=prompt, stype=stype, model=chat_model,
                                      model_name=model_name, tools=(), context=context, state=state, emit=emit, graph=graphs[key])
         entry = {"id": call_id, "run_id": run_id, "description": description, "subagent_type": stype.name, "status": out.status,

@@ -158,7 +158,12 @@ def _delegation(options: LeadAgentOptions, app: AppConfig, entry: ModelConfig, m
     cfg = app.subagents
     concurrent = options.max_concurrent_subagents or cfg.max_concurrent
     total = options.max_total_subagents or cfg.max_total_per_run
-    return (build_task_tool(config=cfg, lead_tools=tools, model_factory=models), SubagentLimitMiddleware(concurrent, total))
+    # Subagents work for the same user in the same run: they see the same skills, under the same
+    # allowed-tools policy while a skill is active (the policy is keyed by the run).
+    skills = SkillsMiddleware(skills_path=app.skills.path, container_path=app.skills.container_path,
+                              deferred=app.skills.deferred_discovery)
+    return (build_task_tool(config=cfg, lead_tools=tools, model_factory=models, shared_middleware=[skills]),
+            SubagentLimitMiddleware(concurrent, total))
 
 
 def make_lead_agent(config: RunnableConfig | None = None, *, model: BaseChatModel | None = None,

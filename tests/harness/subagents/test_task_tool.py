@@ -101,7 +101,8 @@ async def test_token_cap_and_loop_guard_set_their_stop_reasons(lead_factory):
     def looping(messages):
         if "reached your limit" in str(messages[-1].content):
             return "What I have so far."
-        return tool_reply(call("same", q="x"))
+        # small fixed usage: L must reach the loop guard, whatever the size of its prompt
+        return tool_reply(call("same", q="x"), usage={"input_tokens": 10, "output_tokens": 5})
 
     router = Router(lead=[tool_reply(task_call("T", "job T"), task_call("L", "job L")), "ok"],
                     subs={"job T": [lambda m: looping(m) if "reached your limit" in str(m[-1].content) else
@@ -232,3 +233,15 @@ async def test_the_runs_token_budget_counts_its_subagents(lead_factory):
     assert state["stop_reason"] == "token_budget_exhausted"
     assert "used its token budget (1060 of 500 tokens)" in state["messages"][-1].content
     assert state["token_usage"]["test-model"]["total_tokens"] == 1060  # lead 60 + subagent 1000, in thread state too
+
+
+async def test_subagents_see_the_users_skills(lead_factory):
+    router = Router(lead=[tool_reply(task_call("A", "job A")), "Done."], subs={"job A": ["sub result"]})
+    lead = lead_factory(router)
+    await lead.send("delegate one thing")
+    sub_requests = [r for r in lead.model.requests if "subagent of DeerFlow" in r.system_text]
+    lead_requests = [r for r in lead.model.requests if "subagent of DeerFlow" not in r.system_text]
+    assert sub_requests and lead_requests
+    # the same enabled public skills, listed the same way, in the subagent's prompt as in the lead's
+    assert "/mnt/skills/public/deep-research/SKILL.md" in sub_requests[0].system_text
+    assert "/mnt/skills/public/deep-research/SKILL.md" in lead_requests[0].system_text
