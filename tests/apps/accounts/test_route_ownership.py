@@ -209,6 +209,7 @@ OWNED_ROUTES = [
     OwnedRoute("GET", "/api/threads/<str:thread_id>/runs/<str:run_id>/join", owned_run),
     OwnedRoute("GET", "/api/threads/<str:thread_id>/runs/<str:run_id>/stream", owned_run),
     OwnedRoute("POST", "/api/threads/<str:thread_id>/runs/<str:run_id>/stream", owned_run),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/runs/<str:run_id>/events", owned_run),
     # Uploads and artifacts. The walk sends JSON, so the owner's upload is a 415 (found, wrong body).
     OwnedRoute("POST", "/api/threads/<str:thread_id>/uploads", owned_files, body={}, owner_status=415),
     OwnedRoute("GET", "/api/threads/<str:thread_id>/uploads/limits", owned_files),
