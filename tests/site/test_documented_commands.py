@@ -2,7 +2,7 @@
 fresh checkout after `make run`, in a shell that has none of make run's variables.
 
 The checkout is a copy of the working tree (what a clone of it would hold) sharing this
-suite's virtualenv; `make run` really starts there and is stopped once healthy, so its data
+suite's virtualenv and sandbox toolbox; `make run` really starts there and is stopped once healthy, so its data
 home is what a user's is. A command the docs gain without a case here fails the first test.
 """
 
@@ -66,6 +66,8 @@ def checkout(tmp_path_factory):
             (dest / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / name)
     (dest / ".venv").symlink_to((ROOT / ".venv").resolve())
+    if (ROOT / ".toolbox").is_dir():  # the sandbox toolbox too: a rebuild would only cost time here
+        (dest / ".toolbox").symlink_to((ROOT / ".toolbox").resolve())
 
     port = free_port()
     server = subprocess.Popen(["make", "run"], cwd=dest, env=shell_env(PORT=str(port)), stdout=subprocess.PIPE,
