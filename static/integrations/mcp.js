@@ -3,25 +3,10 @@
 (function () {
   "use strict";
 
+  const { api } = window.DeerFlowPage;
+
   const $ = (id) => document.getElementById(id);
   const errorBox = $("mcp-error");
-
-  function csrf() {
-    const meta = document.querySelector('meta[name="csrf-token"]');
-    return meta ? meta.content : "";
-  }
-
-  async function api(method, path, body) {
-    const opts = { method, credentials: "same-origin", headers: { Accept: "application/json", "X-CSRFToken": csrf() } };
-    if (body !== undefined) {
-      opts.headers["Content-Type"] = "application/json";
-      opts.body = typeof body === "string" ? body : JSON.stringify(body);
-    }
-    const response = await fetch(path, opts);
-    const data = await response.json().catch(() => ({}));
-    if (!response.ok) throw new Error(data.detail || `${response.status} ${response.statusText}`);
-    return data;
-  }
 
   function showError(message) {
     errorBox.textContent = message || "";

@@ -3,6 +3,8 @@
 (function () {
   "use strict";
 
+  const { api, el, button } = window.DeerFlowPage;
+
   const API = "/api/memory";
   const $ = (id) => document.getElementById(id);
   const errorBox = $("memory-error");
@@ -10,41 +12,9 @@
                    recentMonths: "Recent months", earlierContext: "Earlier", longTermBackground: "Background" };
   let doc = null;
 
-  function csrf() {
-    const meta = document.querySelector('meta[name="csrf-token"]');
-    return meta ? meta.content : "";
-  }
-
-  async function api(method, path, body) {
-    const opts = { method, credentials: "same-origin", headers: { Accept: "application/json", "X-CSRFToken": csrf() } };
-    if (body !== undefined) {
-      opts.headers["Content-Type"] = "application/json";
-      opts.body = typeof body === "string" ? body : JSON.stringify(body);
-    }
-    const response = await fetch(path, opts);
-    const data = await response.json().catch(() => ({}));
-    if (!response.ok) throw new Error(data.detail || `${response.status} ${response.statusText}`);
-    return data;
-  }
-
   function showError(message) {
     errorBox.textContent = message || "";
     errorBox.hidden = !message;
-  }
-
-  function el(tag, attrs, ...children) {
-    const node = document.createElement(tag);
-    for (const [key, value] of Object.entries(attrs || {})) {
-      if (key === "class") node.className = value;
-      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-      else node.setAttribute(key, value);
-    }
-    for (const child of children) node.append(child instanceof Node ? child : document.createTextNode(child ?? ""));
-    return node;
-  }
-
-  function button(label, onclick, extra) {
-    return el("button", { type: "button", class: "small-button" + (extra ? " " + extra : ""), onclick }, label);
   }
 
   async function run(action) {

@@ -3,6 +3,8 @@
 (function () {
   "use strict";
 
+  const { api, el, button } = window.DeerFlowPage;
+
   const API = "/api/scheduled-tasks";
   const $ = (id) => document.getElementById(id);
   const pageData = JSON.parse($("schedule-page-data").textContent);
@@ -10,23 +12,6 @@
   const errorBox = $("schedule-error");
   let tasks = [];
   let historyTaskId = null;
-
-  function csrf() {
-    const meta = document.querySelector('meta[name="csrf-token"]');
-    return meta ? meta.content : "";
-  }
-
-  async function api(method, path, body) {
-    const opts = { method, credentials: "same-origin", headers: { Accept: "application/json", "X-CSRFToken": csrf() } };
-    if (body !== undefined) {
-      opts.headers["Content-Type"] = "application/json";
-      opts.body = JSON.stringify(body);
-    }
-    const response = await fetch(path, opts);
-    const data = await response.json().catch(() => ({}));
-    if (!response.ok) throw new Error(data.detail || `${response.status} ${response.statusText}`);
-    return data;
-  }
 
   function showError(message) {
     errorBox.textContent = message || "";
@@ -37,21 +22,6 @@
     if (!iso) return "—";
     const d = new Date(iso);
     return d.toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" });
-  }
-
-  function el(tag, attrs, ...children) {
-    const node = document.createElement(tag);
-    for (const [key, value] of Object.entries(attrs || {})) {
-      if (key === "class") node.className = value;
-      else if (key.startsWith("on")) node.addEventListener(key.slice(2), value);
-      else node.setAttribute(key, value);
-    }
-    for (const child of children) node.append(child instanceof Node ? child : document.createTextNode(child ?? ""));
-    return node;
-  }
-
-  function button(label, onclick, extra) {
-    return el("button", { type: "button", class: "small-button" + (extra ? " " + extra : ""), onclick }, label);
   }
 
   // -- the list ---------------------------------------------------------------------------

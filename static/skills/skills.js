@@ -3,32 +3,12 @@
 (function () {
   "use strict";
 
+  const { api } = window.DeerFlowPage;
+
   const API = "/api/skills";
   const $ = (id) => document.getElementById(id);
   const errorBox = $("skills-error");
   let skills = [];
-
-  function csrf() {
-    const meta = document.querySelector('meta[name="csrf-token"]');
-    return meta ? meta.content : "";
-  }
-
-  async function api(method, path, body) {
-    const opts = { method, credentials: "same-origin", headers: { Accept: "application/json", "X-CSRFToken": csrf() } };
-    if (body instanceof FormData) opts.body = body;
-    else if (body !== undefined) {
-      opts.headers["Content-Type"] = "application/json";
-      opts.body = JSON.stringify(body);
-    }
-    const response = await fetch(path, opts);
-    const data = response.status === 204 ? {} : await response.json().catch(() => ({}));
-    if (!response.ok) {
-      const err = new Error(data.detail || `${response.status} ${response.statusText}`);
-      err.data = data;
-      throw err;
-    }
-    return data;
-  }
 
   function h(tag, attrs, ...children) {
     const node = document.createElement(tag);
