@@ -27,7 +27,8 @@ class PricingConfig(_Section):
     currency: str = "USD"
     input_per_million: float = Field(0.0, ge=0)
     output_per_million: float = Field(0.0, ge=0)
-    cache_read_per_million: float | None = Field(None, ge=0)
+    # Price of input tokens served from the provider's prompt cache; the input price when unset.
+    input_cache_hit_per_million: float | None = Field(None, ge=0)
 
 
 # Keys the harness reads itself; everything else on a model entry goes to the class.

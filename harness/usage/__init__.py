@@ -1,0 +1,1 @@
+"""Usage accounting shared by the console and budgets: pure functions, no storage."""
