@@ -49,6 +49,10 @@ class ThreadBusy(Conflict):
     pass
 
 
+class ThreadStorageConflict(Conflict):
+    """The thread's checkpoints were written in a storage mode this server does not run."""
+
+
 class PayloadTooLarge(DomainError):
     status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
 

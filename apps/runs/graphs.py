@@ -11,6 +11,7 @@ import asyncio
 import inspect
 import json
 import threading
+import weakref
 from collections import OrderedDict
 from typing import Any
 
@@ -36,6 +37,7 @@ _PER_RUN_KEYS = frozenset({"thread_id", "run_id", "user_id", "checkpoint_id", "c
 _GRAPH_CACHE_SIZE = 32
 _graphs: OrderedDict[tuple, Any] = OrderedDict()
 _graphs_lock = threading.Lock()
+_built_from: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # graph -> its AppConfig
 
 
 def _cache_key(config: dict) -> tuple | None:
@@ -77,12 +79,30 @@ async def build_graph(config: dict, checkpointer: Any) -> Any:
     if inspect.isawaitable(graph):
         graph = await graph
     graph = graph.copy(update={"checkpointer": checkpointer})
+    _built_from[graph] = app_config
     if key is not None:
         with _graphs_lock:
             _graphs[key] = (graph, sources)
             while len(_graphs) > _GRAPH_CACHE_SIZE:
                 _graphs.popitem(last=False)
     return graph
+
+
+def default_durability(graph: Any) -> str:
+    """When a run that did not ask for one writes its checkpoints: ``checkpoints.durability``
+    of the config the graph was built from (no file IO on the loop)."""
+    app_config = _built_from.get(graph)
+    return app_config.checkpoints.durability if app_config is not None else "async"
+
+
+def state_reader(checkpointer: Any) -> Any:
+    """A state-only graph of the lead agent's thread state in this config's checkpoint mode
+    (harness/runtime/checkpoint_state.py): for reads that must not need the agent."""
+    from harness.agents.state_schema import thread_state_schema
+    from harness.runtime.checkpoint_state import schema_reader
+
+    checkpoints = get_app_config().checkpoints
+    return schema_reader(thread_state_schema(checkpoints.mode, checkpoints.snapshot_frequency), checkpointer)
 
 
 def clear_graph_cache() -> None:

@@ -21,17 +21,22 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import uuid
 from typing import Any
 
 from channels.db import DatabaseSyncToAsync
 from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import Min, Q
 from django.utils import timezone
+from langchain_core.messages import HumanMessage, convert_to_messages
 
 from apps.runs.journal import JournalEvent, RunProgress, journal_insert, journaled_message_ids, message_events
 from apps.runs.models import Run
 from apps.runs.scheduling.services import scheduled_run_settled
 from apps.threads.models import Thread
+
+from harness.runtime.checkpoint_state import materialized_values
+from harness.runtime.serialize import to_jsonable
 
 logger = logging.getLogger(__name__)
 
@@ -53,17 +58,45 @@ def _checkpoint_messages(runtime: Any, thread_id: str) -> list:
     (the run is settled regardless: a lost message is better than a stuck thread)."""
 
     async def _read() -> list:
+        from apps.runs.graphs import state_reader
+
+        config = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
         saver = await runtime.checkpointer()
-        checkpoint = await saver.aget_tuple({"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}})
-        if checkpoint is None:
+        head = await saver.aget_tuple(config)
+        if head is None:
             return []
-        return list((checkpoint.checkpoint.get("channel_values") or {}).get("messages") or [])
+        stored = (head.checkpoint.get("channel_values") or {}).get("messages")
+        if isinstance(stored, list):  # a full checkpoint holds the whole list
+            return list(stored)
+        # A delta checkpoint: replayed by a state-only graph (state_reader reads config.yaml,
+        # which is file IO: not on the loop).
+        reader = await asyncio.to_thread(state_reader, saver)
+        values = await materialized_values(reader, config)
+        return list((values or {}).get("messages") or [])
 
     try:
         return runtime.call(_read, timeout=30)
     except Exception:
         logger.warning("Could not read the checkpoint of thread %s to reconcile its journal", thread_id, exc_info=True)
         return []
+
+
+def _unjournaled_input(run_id: str) -> list[JournalEvent]:
+    """The run's own prompt when neither the journal nor the checkpoint kept it: a run that
+    writes its checkpoint at exit (checkpoints.durability) and died within the journal's
+    flush interval. The run row has the request's input."""
+    from apps.runs.models import RunEvent
+
+    if RunEvent.objects.filter(run_id=run_id, event_type="llm.human.input").exists():
+        return []
+    kwargs = Run.objects.filter(pk=run_id).values_list("kwargs", flat=True).first() or {}
+    raw = ((kwargs.get("input") or {}) if isinstance(kwargs.get("input"), dict) else {}).get("messages") or []
+    try:
+        messages = convert_to_messages(raw if isinstance(raw, list) else [raw])
+    except (ValueError, TypeError, NotImplementedError):
+        return []
+    return [JournalEvent("llm.human.input", "message", {**to_jsonable(m), "id": m.id or str(uuid.uuid4())}, {"caller": "lead_agent"})
+            for m in messages if isinstance(m, HumanMessage)]
 
 
 def _settle(*, run_id: str, thread_id: str, model_name: str, messages: list) -> bool:
@@ -82,6 +115,7 @@ def _settle(*, run_id: str, thread_id: str, model_name: str, messages: list) -> 
                     return False
                 progress = RunProgress(seen_message_ids=journaled_message_ids(thread_id=thread_id))
                 events = message_events(messages, progress, model_name)
+                events = _unjournaled_input(run_id) + events
                 events.append(JournalEvent("run.error", "error", ORPHAN_ERROR, {"error_type": "orphan_recovered",
                                                                               "recovered_messages": len(events)}))
                 journal_insert(thread_id=thread_id, run_id=run_id, events=events)

@@ -20,7 +20,7 @@ from django.utils import timezone
 from langgraph.types import Command
 
 from apps.memory import hooks as memory_hooks
-from apps.runs import graphs
+from apps.runs import graphs, run_state
 from apps.runs.journal import JournalBuffer, JournalEvent, RunProgress, journal_insert, message_events, message_id
 from apps.runs.models import Run
 from apps.runs.runtime import PROCESS_ID, get_runtime
@@ -162,6 +162,20 @@ def _callback_metadata(meta: Any) -> dict:
     return to_jsonable({k: v for k, v in meta.items() if k.startswith(_METADATA_KEEP_PREFIXES)})
 
 
+def _outputs(values: dict | None) -> Any:
+    """The run's end state for the journal, without the thread's whole message list: the
+    journal already has every message once, and a copy per run grew it with the square of
+    the thread's length. The last message stays (the run's answer)."""
+    if not values:
+        return None
+    messages = values.get("messages") or []
+    out = {k: v for k, v in values.items() if k != "messages"}
+    out["message_count"] = len(messages)
+    if messages:
+        out["last_message"] = messages[-1]
+    return to_jsonable(out)
+
+
 def _graph_input(kwargs: dict) -> Any:
     command = kwargs.get("command")
     if command is not None:
@@ -275,7 +289,7 @@ async def _execute(run_id: str) -> None:
     subgraphs = bool(kwargs.get("stream_subgraphs"))
     config, context = _run_config(run_id, meta, kwargs)
     status, thread_status, error, title = Run.Status.SUCCESS, Thread.Status.IDLE, "", None
-    pre_run_config: dict | None = None
+    pre_run = run_state.PreRun()
     graph = None
     runtime.hold_lease(run_id)
     journal = JournalBuffer(thread_id, run_id)
@@ -284,19 +298,16 @@ async def _execute(run_id: str) -> None:
         await memory_hooks.before_run(meta=meta, kwargs=kwargs, config=config, context=context)
         checkpointer = await runtime.checkpointer()
         graph = await graphs.build_graph(config, checkpointer)
+        graph_input = _graph_input(kwargs)
         # The pre-run head: the rollback point, and which messages are not this run's.
-        before = await checkpointer.aget_tuple(config)
-        if before is not None:
-            pre_run_config = before.config
-            for msg in (before.checkpoint.get("channel_values") or {}).get("messages", []):
-                mid = message_id(msg)
-                if mid:
-                    progress.seen_message_ids.add(mid)
-        stream_kwargs: dict[str, Any] = {"stream_mode": graph_modes, "subgraphs": subgraphs, "context": context}
+        pre_run = await run_state.prepare(graph, config, graph_input)
+        progress.seen_message_ids |= pre_run.message_ids
+        stream_kwargs: dict[str, Any] = {"stream_mode": graph_modes, "subgraphs": subgraphs, "context": context,
+                                         "durability": graphs.default_durability(graph)}
         for option in ("interrupt_before", "interrupt_after", "durability"):
             if kwargs.get(option):
                 stream_kwargs[option] = kwargs[option]
-        async for chunk in graph.astream(_graph_input(kwargs), config, **stream_kwargs):
+        async for chunk in graph.astream(graph_input, config, **stream_kwargs):
             if subgraphs:
                 namespace, mode, data = chunk
             else:
@@ -330,14 +341,14 @@ async def _execute(run_id: str) -> None:
         if state and state.next:
             status, thread_status = Run.Status.INTERRUPTED, Thread.Status.INTERRUPTED
             progress.stop_reason = progress.stop_reason or "human_input_required"
-        journal.hold(JournalEvent("run.end", "outputs", to_jsonable(state.values if state else None), {"status": "success"}))
+        journal.hold(JournalEvent("run.end", "outputs", _outputs(state.values if state else None), {"status": "success"}))
     except asyncio.CancelledError:
         runtime.mark_settling(run_id)
         action = runtime.cancel_action(run_id) or "interrupt"
         status, thread_status = Run.Status.INTERRUPTED, Thread.Status.IDLE
         progress.stop_reason = "rolled_back" if action == "rollback" else "cancelled"
         if action == "rollback" and graph is not None:
-            await _rollback(graph, thread_id, pre_run_config)
+            await run_state.rollback(graph, thread_id, pre_run)
         reason = "run rolled back by request" if action == "rollback" else "run cancelled by request"
         journal.hold(*cancelled_ends(progress, reason), JournalEvent("run.error", "error", reason, {"error_type": "cancelled"}))
     except Exception as exc:  # the run failed; the server keeps going and the client is told why
@@ -356,15 +367,3 @@ async def _execute(run_id: str) -> None:
         await _end_stream(run_id)
     if status == Run.Status.SUCCESS:
         memory_hooks.after_run(meta=meta, run_id=run_id, context=context, values=progress.last_values)
-
-
-async def _rollback(graph: Any, thread_id: str, pre_run_config: dict | None) -> None:
-    """Make the state from before the run the thread's head again."""
-    try:
-        if pre_run_config is None:
-            # The thread had no state before this run: remove what the run wrote.
-            await graph.checkpointer.adelete_thread(thread_id)
-        else:
-            await graph.aupdate_state(pre_run_config, None, as_node="__copy__")
-    except Exception:
-        logger.exception("Rollback of thread %s failed", thread_id)

@@ -8,13 +8,15 @@ which carries the full channel values.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
 from apps.runs import graphs
 from apps.runs.runtime import get_runtime
 from apps.threads.models import Thread
-from deerflow_site.errors import InvalidRequest, NotFound
+from deerflow_site.errors import InvalidRequest, NotFound, ThreadStorageConflict
+from harness.runtime.checkpoint_state import CheckpointModeMismatch, ensure_readable, graph_mode, write_onto_head
 from harness.runtime.serialize import to_jsonable
 
 logger = logging.getLogger(__name__)
@@ -79,15 +81,35 @@ async def _graph_or_none(config: dict) -> Any:
         return None
 
 
+async def _fallback_reader(saver: Any) -> Any:
+    """Without the agent graph: the thread-state reader of this checkpoint mode. Full
+    checkpoints carry every value, so a raw read suffices there; delta ones must be replayed."""
+    reader = await asyncio.to_thread(graphs.state_reader, saver)
+    return reader if graph_mode(reader) == "delta" else None
+
+
+async def _readable(thread: Thread, config: dict) -> tuple[Any, Any]:
+    """(checkpoint tuple or None, graph or None) after the checkpoint-mode check."""
+    saver = await get_runtime().checkpointer()
+    tup = await saver.aget_tuple(config)
+    if tup is None:
+        return None, None
+    graph = await _graph_or_none(config) or await _fallback_reader(saver)
+    mode = graph_mode(graph) if graph is not None else "full"
+    try:
+        ensure_readable(tup, mode, thread.pk)
+    except CheckpointModeMismatch as exc:
+        raise ThreadStorageConflict(str(exc)) from None
+    return tup, graph
+
+
 async def _aget_state(thread: Thread, checkpoint_id: str | None) -> dict | None:
-    runtime = get_runtime()
     config = _config_for(thread, checkpoint_id)
-    saver = await runtime.checkpointer()
-    if await saver.aget_tuple(config) is None:
+    tup, graph = await _readable(thread, config)
+    if tup is None:
         return None
-    graph = await _graph_or_none(config)
     if graph is None:
-        return _tuple_to_json(await saver.aget_tuple(config))
+        return _tuple_to_json(tup)
     return snapshot_to_json(await graph.aget_state(config))
 
 
@@ -109,8 +131,20 @@ def thread_values(*, thread: Thread) -> dict:
 async def _aupdate_state(thread: Thread, values: Any, checkpoint_id: str | None, as_node: str | None) -> dict:
     config = _config_for(thread, checkpoint_id)
     graph = await graphs.build_graph(config, await get_runtime().checkpointer())
-    if checkpoint_id and await graph.checkpointer.aget_tuple(config) is None:
+    tup = await graph.checkpointer.aget_tuple(config)
+    if checkpoint_id and tup is None:
         raise NotFound(f"Checkpoint {checkpoint_id} not found in thread {thread.pk}")
+    try:
+        ensure_readable(tup, graph_mode(graph), thread.pk)
+    except CheckpointModeMismatch as exc:
+        raise ThreadStorageConflict(str(exc)) from None
+    if checkpoint_id and graph_mode(graph) == "delta":
+        # A delta thread cannot fork (harness/runtime/checkpoint_state.py): the older
+        # checkpoint's state goes onto the head, and the update applies there.
+        head = await graph.checkpointer.aget_tuple(_config_for(thread))
+        if head.config["configurable"]["checkpoint_id"] != checkpoint_id:
+            await write_onto_head(graph, config, dict((await graph.aget_state(config)).values or {}))
+        config = _config_for(thread)
     new_config = await graph.aupdate_state(config, values, as_node=as_node)
     return {"checkpoint": _checkpoint_obj(new_config), "checkpoint_id": (new_config.get("configurable") or {}).get("checkpoint_id")}
 
@@ -125,7 +159,7 @@ def thread_state_update(*, thread: Thread, values: Any, checkpoint_id: str | Non
         raise InvalidRequest("values must be an object (or a list of updates)")
     try:
         return get_runtime().call(_aupdate_state, thread, values, checkpoint_id, as_node)
-    except (InvalidRequest, NotFound):
+    except (InvalidRequest, NotFound, ThreadStorageConflict):
         raise
     except Exception as exc:  # LangGraph rejects unknown nodes or channels with plain errors
         raise InvalidRequest(f"could not update the state: {exc}") from None
@@ -135,7 +169,7 @@ async def _ahistory(thread: Thread, limit: int, before: str | None) -> list[dict
     config = _config_for(thread)
     saver = await get_runtime().checkpointer()
     before_cfg = graphs.thread_config(thread.pk, before) if before else None
-    graph = await _graph_or_none(config)
+    _, graph = await _readable(thread, config)
     if graph is None:
         return [_tuple_to_json(t) async for t in saver.alist(config, before=before_cfg, limit=limit)]
     return [snapshot_to_json(s) async for s in graph.aget_state_history(config, before=before_cfg, limit=limit)]

@@ -307,6 +307,21 @@ class WebConfig(_Section):
         return value
 
 
+class CheckpointsConfig(_Section):
+    """How LangGraph checkpoints store a thread's messages (docs/runs.md, "Checkpoint storage").
+
+    ``delta`` stores each step's new messages once (storage linear in a thread's length);
+    ``full`` stores the whole list in every checkpoint (LangGraph's default, quadratic).
+    A delta thread cannot be read in full mode: that is refused with an error, not misread."""
+
+    mode: Literal["delta", "full"] = "delta"
+    # A full copy of the list every N message updates bounds the writes a read replays.
+    snapshot_frequency: PositiveInt = Field(50, le=10_000)
+    # When a run writes its checkpoints, unless the request says (``durability``): ``exit``
+    # once at the end (or at an interrupt), ``async``/``sync`` after every step.
+    durability: Literal["exit", "async", "sync"] = "exit"
+
+
 class AppConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -325,6 +340,7 @@ class AppConfig(BaseModel):
     uploads: UploadsConfig = Field(default_factory=UploadsConfig)
     web: WebConfig = Field(default_factory=WebConfig)
     tool_search: ToolSearchConfig = Field(default_factory=ToolSearchConfig)
+    checkpoints: CheckpointsConfig = Field(default_factory=CheckpointsConfig)
 
     @model_validator(mode="after")
     def _cross_references(self) -> AppConfig:

@@ -18,6 +18,7 @@ from urllib.parse import urlparse
 from langgraph.checkpoint.base import BaseCheckpointSaver, ChannelVersions, Checkpoint, CheckpointMetadata, CheckpointTuple
 from langgraph.checkpoint.sqlite import SqliteSaver
 
+from harness.runtime.serde_cache import CachingSerializer
 from harness.runtime.sqlite_lock import WriteLock, lockable
 
 T = TypeVar("T")
@@ -65,7 +66,8 @@ async def open_checkpointer(url: str) -> AsyncIterator[BaseCheckpointSaver]:
     if target.backend == "sqlite":
         if target.location != ":memory:":
             Path(target.location).parent.mkdir(parents=True, exist_ok=True)
-        saver = ThreadedSqliteSaver(sqlite3.connect(target.location, timeout=20, check_same_thread=False), target.location)
+        saver = ThreadedSqliteSaver(sqlite3.connect(target.location, timeout=20, check_same_thread=False), target.location,
+                                    serde=CachingSerializer())
         try:
             await saver.run(saver.setup)
             # WAL (set by setup) with NORMAL sync: a commit no longer waits for an fsync,
@@ -175,6 +177,6 @@ async def _reconnecting_postgres_saver(url: str) -> BaseCheckpointSaver:
             async with super()._cursor(pipeline=pipeline) as cursor:
                 yield cursor
 
-    saver = ReconnectingPostgresSaver(conn=await connect())
+    saver = ReconnectingPostgresSaver(conn=await connect(), serde=CachingSerializer())
     saver._reconnecting = asyncio.Lock()  # one per saver, made on the loop that uses it
     return saver

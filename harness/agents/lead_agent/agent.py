@@ -38,7 +38,7 @@ from harness.agents.middlewares.tool_errors import ToolErrorHandlingMiddleware
 from harness.agents.middlewares.tool_output_budget import ToolOutputBudgetMiddleware
 from harness.agents.middlewares.uploads import UploadsMiddleware
 from harness.agents.middlewares.view_image import ViewImageMiddleware
-from harness.agents.thread_state import ThreadState
+from harness.agents.state_schema import thread_state_schema
 from harness.agents.tracing import install_inline_trace_setup
 from harness.config import AppConfig, ModelConfig, class_path, get_app_config
 from harness.models import ModelError, create_chat_model, get_model_config
@@ -113,7 +113,7 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
     chain: list[AgentMiddleware | None] = [
         # One graph step for the run's setup; the parts' order is the order of their hooks.
         RunSetupMiddleware([InputSanitizationMiddleware(), ThreadDataMiddleware(), UploadsMiddleware(), SandboxMiddleware()],
-                           state_schema=ThreadState),
+                           state_schema=thread_state_schema(app.checkpoints.mode, app.checkpoints.snapshot_frequency)),
         ToolOutputBudgetMiddleware(options.max_tool_output_chars),
         RemoteContentSanitizationMiddleware(),
         DanglingToolCallMiddleware(),
@@ -208,4 +208,5 @@ def make_lead_agent(config: RunnableConfig | None = None, *, model: BaseChatMode
                                  subagent_enabled=bool(delegation),
                                  max_concurrent_subagents=delegation[1].max_concurrent if delegation else 3)
     return create_agent(model, tools=list(tools), system_prompt=prompt, middleware=middleware,
-                        state_schema=ThreadState, checkpointer=checkpointer, name="lead_agent")
+                        state_schema=thread_state_schema(app.checkpoints.mode, app.checkpoints.snapshot_frequency),
+                        checkpointer=checkpointer, name="lead_agent")

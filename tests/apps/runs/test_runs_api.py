@@ -113,8 +113,10 @@ def test_wait_returns_final_values_and_join_after_create(user_client, scripted_a
 
     state = user_client.get(f"/api/threads/{tid}/state").json()
     assert state["values"]["messages"][-1]["content"] == "second answer" and state["next"] == []
+    # checkpoints.durability defaults to exit: one checkpoint per run, the newest first.
     history = user_client.post(f"/api/threads/{tid}/history", {"limit": 3}, format="json").json()
-    assert len(history) == 3 and history[0]["checkpoint_id"] == state["checkpoint_id"]
+    assert len(history) == 2 and history[0]["checkpoint_id"] == state["checkpoint_id"]
+    assert [m["content"] for m in history[1]["values"]["messages"]] == ["q1", "first answer"]
 
     page = user_client.get(f"/api/threads/{tid}/messages/page?limit=3").json()
     assert page["has_more"] is True and [r["content"]["content"] for r in page["data"]] == ["first answer", "q2", "second answer"]
