@@ -12,13 +12,14 @@ parse; an edit or an install changes the signature and the next lookup reparses.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.config.paths import REPO_ROOT, deer_flow_home
+from harness.config.paths import HOME_ENV, REPO_ROOT, deer_flow_home
 from harness.skills.parser import SkillMeta, SkillParseError, parse_skill_md
 
 logger = logging.getLogger(__name__)
@@ -60,8 +61,19 @@ def public_root(skills_path: str | None = None) -> Path:
     return base / PUBLIC
 
 
+@functools.lru_cache(maxsize=8)
+def _home_for(raw: str | None) -> Path:
+    return deer_flow_home()
+
+
+def _home() -> Path:
+    # deer_flow_home() resolves the path (about 17 us); every run looks up two skill roots,
+    # so the answer is kept per value of the variable.
+    return _home_for(os.environ.get(HOME_ENV))
+
+
 def user_skills_home(user_id: str) -> Path:
-    return deer_flow_home() / "users" / str(user_id) / "skills"
+    return _home() / "users" / str(user_id) / "skills"
 
 
 def custom_root(user_id: str) -> Path:
@@ -70,7 +82,7 @@ def custom_root(user_id: str) -> Path:
 
 def global_skills_home() -> Path:
     """Skills an admin installed for everyone: ``global/{name}`` live, ``.versions`` beside it."""
-    return deer_flow_home() / "skills"
+    return _home() / "skills"
 
 
 def global_root() -> Path:
