@@ -26,3 +26,32 @@ class SkillState(models.Model):
     def __str__(self) -> str:
         who = self.owner_id or "everyone"
         return f"{self.name} for {who}: {'on' if self.enabled else 'off'}"
+
+
+class GlobalSkillChange(models.Model):
+    """One admin action on a skill installed for everyone: the audit trail the admin shows.
+
+    The skill itself lives on disk (``DEER_FLOW_HOME/skills/global``); this row records who
+    changed it, when, to which version and what the scan reported, because a global skill
+    reaches every user's agent.
+    """
+
+    class Action(models.TextChoices):
+        INSTALL = "install", "installed"
+        UPDATE = "update", "updated"
+        ROLLBACK = "rollback", "rolled back"
+        DELETE = "delete", "deleted"
+
+    name = models.CharField(max_length=64, db_index=True)
+    action = models.CharField(max_length=16, choices=Action.choices)
+    version = models.CharField(max_length=64, blank=True, default="")
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL,
+                              related_name="global_skill_changes")
+    findings = models.JSONField(default=list, blank=True, help_text="What the install scan reported (rule, severity, file, line, message).")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.get_action_display()} by {self.actor or 'a deleted user'}"

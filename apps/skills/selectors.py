@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from harness.config import get_app_config
 from harness.skills.install import list_versions
-from harness.skills.loader import PUBLIC, Skill, load_public_skills
+from harness.skills.loader import CUSTOM, GLOBAL, Skill, global_skills_home, load_global_skills, load_public_skills
 from harness.skills.state import SkillEntry, SkillSet, resolve_skill_set
 
 from deerflow_site.errors import NotFound
@@ -20,7 +20,22 @@ def public_skill_names() -> set[str]:
     return {s.name for s in load_public_skills(cfg.path, cfg.container_path)}
 
 
-def skill_to_dict(entry: SkillEntry) -> dict:
+def global_skill_names() -> set[str]:
+    cfg = get_app_config().skills
+    return {s.name for s in load_global_skills(cfg.container_path)}
+
+
+def can_manage_global(user) -> bool:
+    """Installing, rolling back and deleting skills for everyone is for admins (staff)."""
+    return bool(getattr(user, "is_staff", False))
+
+
+def skill_editable(skill: Skill, *, user) -> bool:
+    """Whether this user may replace, roll back or delete the skill (not only toggle it)."""
+    return skill.category == CUSTOM or (skill.category == GLOBAL and can_manage_global(user))
+
+
+def skill_to_dict(entry: SkillEntry, *, user=None) -> dict:
     skill: Skill = entry.skill
     meta = skill.meta
     return {
@@ -32,7 +47,7 @@ def skill_to_dict(entry: SkillEntry) -> dict:
         "compatibility": meta.compatibility,
         "category": skill.category,
         "enabled": entry.enabled,
-        "editable": skill.category != PUBLIC,
+        "editable": skill_editable(skill, user=user),
         "container_path": skill.container_path,
         "allowed_tools": list(meta.allowed_tools) if meta.allowed_tools is not None else None,
         "required_secrets": [s.name for s in meta.required_secrets],
@@ -40,7 +55,7 @@ def skill_to_dict(entry: SkillEntry) -> dict:
 
 
 def skill_list(*, user) -> list[dict]:
-    return [skill_to_dict(e) for e in skill_set_for_user(user=user).entries]
+    return [skill_to_dict(e, user=user) for e in skill_set_for_user(user=user).entries]
 
 
 def skill_get_for_user(*, user, name: str) -> SkillEntry:
@@ -57,5 +72,11 @@ def skill_detail(*, user, name: str) -> dict:
         content = (entry.skill.directory / "SKILL.md").read_text(encoding="utf-8")
     except OSError:
         content = ""
-    versions = list_versions(user_id=str(user.pk), name=name) if entry.skill.category != PUBLIC else []
-    return {**skill_to_dict(entry), "content": content, "versions": versions}
+    category = entry.skill.category
+    if category == CUSTOM:
+        versions = list_versions(user_id=str(user.pk), name=name)
+    elif category == GLOBAL and can_manage_global(user):
+        versions = list_versions(user_id=None, name=name, home=global_skills_home())
+    else:  # public, or a global skill a non-admin cannot roll back anyway
+        versions = []
+    return {**skill_to_dict(entry, user=user), "content": content, "versions": versions}

@@ -3,6 +3,11 @@
 The install itself (scan, atomic unpack, versions) is the harness's; this layer finds the
 archive (an upload or a file in one of the user's threads), checks ownership and maps the
 harness's refusals onto the API's errors.
+
+Scopes: ``user`` (default) installs into the caller's own custom skills; ``global`` installs
+for everyone and is for admins in a signed-in session only (a global skill reaches every
+user's agent, so a leaked token must not be able to plant one). Every global change is
+recorded as a ``GlobalSkillChange`` row.
 """
 
 from __future__ import annotations
@@ -13,15 +18,18 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from apps.skills.models import SkillState
-from apps.skills.selectors import public_skill_names, skill_get_for_user
+from apps.skills.models import GlobalSkillChange, SkillState
+from apps.skills.selectors import can_manage_global, global_skill_names, public_skill_names, skill_get_for_user
 from deerflow_site.errors import Forbidden, InvalidRequest, NotFound
-from harness.config import thread_user_data_dir
+from harness.config import deer_flow_home, thread_user_data_dir
 from harness.sandbox.errors import SandboxPathError
 from harness.sandbox.paths import VirtualFS
-from harness.skills.archive import MAX_ARCHIVE_BYTES
+from harness.skills.archive import MAX_ARCHIVE_BYTES, WARNING, Finding
 from harness.skills.install import InstallResult, SkillInstallError, delete_custom, install_archive, rollback
-from harness.skills.loader import PUBLIC
+from harness.skills.loader import CUSTOM, GLOBAL, PUBLIC, global_root, global_skills_home
+from harness.skills.parser import NAME_PATTERN
+
+USER_SCOPE, GLOBAL_SCOPE = "user", "global"
 
 
 class SkillRefused(InvalidRequest):
@@ -37,17 +45,70 @@ def skill_set_enabled(*, user, name: str, enabled: bool) -> None:
     SkillState.objects.update_or_create(owner=user, name=name, defaults={"enabled": bool(enabled)})
 
 
-def _install(path: Path, *, user) -> InstallResult:
+def check_install_scope(*, user, scope, via_token: bool) -> str:
+    """The scope an install (or a rollback/delete naming one) acts in; refusals name why."""
+    if scope in (None, ""):
+        return USER_SCOPE
+    if scope not in (USER_SCOPE, GLOBAL_SCOPE):
+        raise InvalidRequest("scope must be 'user' (your own skills) or 'global' (every user's; admins only)")
+    if scope == GLOBAL_SCOPE:
+        _require_global_admin(user=user, via_token=via_token)
+    return scope
+
+
+def _require_global_admin(*, user, via_token: bool) -> None:
+    if not can_manage_global(user):
+        raise Forbidden("only an admin can install, roll back or delete skills for everyone; "
+                        "install it for yourself instead (leave out scope)")
+    if via_token:
+        raise Forbidden("skills for everyone are managed from an admin's signed-in session; "
+                        "personal access tokens cannot do it")
+
+
+def users_with_own_skill(name: str) -> list[int]:
+    """Ids of users who have a custom skill of this name (theirs wins over a global one)."""
+    if not NAME_PATTERN.match(name):
+        return []
+    ids = []
+    for skill_md in (deer_flow_home() / "users").glob(f"*/skills/{CUSTOM}/{name}/SKILL.md"):
+        user_dir = skill_md.parents[3].name
+        if user_dir.isdigit():
+            ids.append(int(user_dir))
+    return sorted(ids)
+
+
+def _record(*, name: str, action: str, version: str | None, actor, findings: list | None = None) -> None:
+    GlobalSkillChange.objects.create(name=name, action=action, version=version or "", actor=actor,
+                                     findings=findings or [])
+
+
+def _install(path: Path, *, user, scope: str = USER_SCOPE) -> InstallResult:
+    public = public_skill_names()
     try:
-        result = install_archive(path, user_id=str(user.pk), public_names=public_skill_names())
+        if scope == GLOBAL_SCOPE:
+            result = install_archive(path, user_id=None, public_names=public, home=global_skills_home(), live_dir=GLOBAL)
+        else:
+            result = install_archive(path, user_id=str(user.pk), public_names=public, global_names=global_skill_names())
     except SkillInstallError as exc:
         raise SkillRefused(exc.message, [f.to_dict() for f in exc.findings]) from None
-    # A reinstall after a delete starts enabled again, like a first install.
-    SkillState.objects.filter(owner=user, name=result.name).delete()
+    if scope == GLOBAL_SCOPE:
+        shadowed = users_with_own_skill(result.name)
+        if shadowed:
+            result.findings.append(Finding(
+                "name.shadowed", WARNING, f"{result.name}/SKILL.md", None,
+                f"{len(shadowed)} user(s) have a skill of their own named '{result.name}'; theirs stays in use for them"))
+        if not result.replaced:
+            # A first install starts on for everyone, whatever an earlier skill of that name left.
+            SkillState.objects.filter(owner__isnull=True, name=result.name).delete()
+        _record(name=result.name, action=GlobalSkillChange.Action.UPDATE if result.replaced else GlobalSkillChange.Action.INSTALL,
+                version=result.version, actor=user, findings=[f.to_dict() for f in result.findings])
+    else:
+        # A reinstall after a delete starts enabled again, like a first install.
+        SkillState.objects.filter(owner=user, name=result.name).delete()
     return result
 
 
-def skill_install_upload(*, user, upload) -> InstallResult:
+def skill_install_upload(*, user, upload, scope: str = USER_SCOPE) -> InstallResult:
     if upload.size > MAX_ARCHIVE_BYTES:
         raise SkillRefused("the archive was refused by the scan", [{
             "rule": "archive.too_large", "severity": "critical", "file": upload.name, "line": None,
@@ -57,12 +118,12 @@ def skill_install_upload(*, user, upload) -> InstallResult:
         with os.fdopen(fd, "wb") as out:
             for chunk in upload.chunks():
                 out.write(chunk)
-        return _install(Path(tmp), user=user)
+        return _install(Path(tmp), user=user, scope=scope)
     finally:
         Path(tmp).unlink(missing_ok=True)
 
 
-def skill_install_from_thread(*, user, thread_id: str, path: str) -> InstallResult:
+def skill_install_from_thread(*, user, thread_id: str, path: str, scope: str = USER_SCOPE) -> InstallResult:
     from apps.threads.selectors import thread_get_for_user
 
     thread = thread_get_for_user(user=user, thread_id=thread_id)
@@ -83,24 +144,49 @@ def skill_install_from_thread(*, user, thread_id: str, path: str) -> InstallResu
                 raise SkillRefused("the archive was refused by the scan", [{
                     "rule": "archive.too_large", "severity": "critical", "file": resolved.virtual, "line": None,
                     "message": f"the archive is larger than {MAX_ARCHIVE_BYTES // (1024 * 1024)} MB"}])
-        return _install(Path(tmp), user=user)
+        return _install(Path(tmp), user=user, scope=scope)
     finally:
         Path(tmp).unlink(missing_ok=True)
 
 
-def skill_rollback(*, user, name: str, version_id: str | None = None) -> str | None:
-    entry = skill_get_for_user(user=user, name=name)
-    if entry.skill.category == PUBLIC:
+def _target(*, user, name: str, scope: str | None, via_token: bool) -> str:
+    """The category a rollback or delete acts on: the skill the user sees, or with
+    ``scope='global'`` the global one (an admin whose own skill shadows it still reaches it)."""
+    if check_install_scope(user=user, scope=scope, via_token=via_token) == GLOBAL_SCOPE:
+        if not NAME_PATTERN.match(name) or not (global_root() / name / "SKILL.md").is_file():
+            raise NotFound(f"No skill named {name!r} is installed for everyone")
+        return GLOBAL
+    category = skill_get_for_user(user=user, name=name).skill.category
+    if category == GLOBAL:
+        _require_global_admin(user=user, via_token=via_token)
+    return category
+
+
+def skill_rollback(*, user, name: str, version_id: str | None = None, scope: str | None = None,
+                   via_token: bool = False) -> str | None:
+    category = _target(user=user, name=name, scope=scope, via_token=via_token)
+    if category == PUBLIC:
         raise Forbidden("public skills have no versions to roll back to")
     try:
+        if category == GLOBAL:
+            version = rollback(user_id=None, name=name, version_id=version_id, home=global_skills_home(), live_dir=GLOBAL)
+            _record(name=name, action=GlobalSkillChange.Action.ROLLBACK, version=version, actor=user)
+            return version
         return rollback(user_id=str(user.pk), name=name, version_id=version_id)
     except SkillInstallError as exc:
         raise InvalidRequest(exc.message) from None
 
 
-def skill_delete(*, user, name: str) -> None:
-    entry = skill_get_for_user(user=user, name=name)
-    if entry.skill.category == PUBLIC:
+def skill_delete(*, user, name: str, scope: str | None = None, via_token: bool = False) -> None:
+    category = _target(user=user, name=name, scope=scope, via_token=via_token)
+    if category == PUBLIC:
         raise Forbidden("public skills cannot be deleted; turn the skill off instead")
+    if category == GLOBAL:
+        delete_custom(user_id=None, name=name, home=global_skills_home(), live_dir=GLOBAL)
+        # Choices about the global skill go with it; a user's choice about a skill of their
+        # own with the same name stays.
+        SkillState.objects.filter(name=name).exclude(owner_id__in=users_with_own_skill(name)).delete()
+        _record(name=name, action=GlobalSkillChange.Action.DELETE, version=None, actor=user)
+        return
     delete_custom(user_id=str(user.pk), name=name)
     SkillState.objects.filter(owner=user, name=name).delete()

@@ -14,6 +14,11 @@ from deerflow_site.json_input import StrictJSONParser
 READ, WRITE = "threads:read", "threads:write"
 
 
+def _via_token(request) -> bool:
+    # Token callers authenticate with a PersonalAccessToken as request.auth; sessions have none.
+    return request.auth is not None
+
+
 class SkillListView(APIView):
     token_scopes = {"GET": READ}
 
@@ -35,38 +40,44 @@ class SkillDetailView(APIView):
         if not isinstance(enabled, bool):
             raise InvalidRequest("enabled must be true or false")
         services.skill_set_enabled(user=request.user, name=name, enabled=enabled)
-        return Response(selectors.skill_to_dict(selectors.skill_get_for_user(user=request.user, name=name)))
+        return Response(selectors.skill_to_dict(selectors.skill_get_for_user(user=request.user, name=name), user=request.user))
 
     @extend_schema(responses={204: None})
     def delete(self, request, name):
-        services.skill_delete(user=request.user, name=name)
+        """``?scope=global`` (admins) deletes the skill installed for everyone."""
+        services.skill_delete(user=request.user, name=name, scope=request.query_params.get("scope"),
+                              via_token=_via_token(request))
         return Response(status=204)
 
 
 class SkillInstallView(APIView):
-    """JSON ``{thread_id, path}`` (a file in one of the user's threads) or multipart ``file``."""
+    """JSON ``{thread_id, path}`` (a file in one of the user's threads) or multipart ``file``;
+    either with ``scope``: ``user`` (default) or ``global`` (for everyone; admins only)."""
 
     token_scopes = {"POST": WRITE}
     parser_classes = [StrictJSONParser, MultiPartParser]
 
     @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
     def post(self, request):
+        body = request.data if isinstance(request.data, dict) else {}
+        # Checked before the archive is scanned: a refused scope costs no scan and writes nothing.
+        scope = services.check_install_scope(user=request.user, scope=body.get("scope"), via_token=_via_token(request))
         try:
             upload = request.FILES.get("file")
             if upload is not None:
-                result = services.skill_install_upload(user=request.user, upload=upload)
+                result = services.skill_install_upload(user=request.user, upload=upload, scope=scope)
             else:
-                body = request.data if isinstance(request.data, dict) else {}
                 thread_id, path = body.get("thread_id"), body.get("path")
                 if not isinstance(thread_id, str) or not isinstance(path, str):
                     raise InvalidRequest("send a multipart 'file', or JSON {thread_id, path}")
-                result = services.skill_install_from_thread(user=request.user, thread_id=thread_id, path=path)
+                result = services.skill_install_from_thread(user=request.user, thread_id=thread_id, path=path, scope=scope)
         except services.SkillRefused as exc:
             return Response({"detail": exc.detail, "success": False, "findings": exc.findings}, status=422)
         verb = "updated" if result.replaced else "installed"
         return Response({
             "success": True, "skill_name": result.name, "version": result.version, "replaced": result.replaced,
-            "message": f"Skill '{result.name}' {verb}.", "findings": [f.to_dict() for f in result.findings],
+            "scope": scope, "message": f"Skill '{result.name}' {verb}{' for everyone' if scope == services.GLOBAL_SCOPE else ''}.",
+            "findings": [f.to_dict() for f in result.findings],
         })
 
 
@@ -79,7 +90,8 @@ class SkillRollbackView(APIView):
         version_id = body.get("version")
         if version_id is not None and not isinstance(version_id, str):
             raise InvalidRequest("version must be a version id from the versions list")
-        version = services.skill_rollback(user=request.user, name=name, version_id=version_id)
+        version = services.skill_rollback(user=request.user, name=name, version_id=version_id, scope=body.get("scope"),
+                                          via_token=_via_token(request))
         return Response({"success": True, "skill_name": name, "version": version, "message": f"Skill '{name}' rolled back."})
 
 

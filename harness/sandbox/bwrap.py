@@ -181,15 +181,17 @@ class BwrapSandbox(Sandbox):
         # The skills directory is read-only, so the custom mount point cannot be made inside
         # it: /mnt/skills is a small tmpfs of its own, the sources are mounted below it, and
         # then it is made read-only too.
-        has_skills = self.fs.skills_dir is not None or self.fs.custom_skills_dir is not None
+        has_skills = any(d is not None for d in (self.fs.skills_dir, self.fs.custom_skills_dir, self.fs.global_skills_dir))
         if has_skills:
             args += ["--tmpfs", self.fs.skills_virtual]
         if self.fs.skills_dir is not None:
             for child in sorted(self.fs.skills_dir.iterdir()):
-                if child.is_dir() and not child.name.startswith(".") and child.name != "custom":
+                if child.is_dir() and not child.name.startswith(".") and child.name not in ("custom", "global"):
                     args += ["--ro-bind", str(child), f"{self.fs.skills_virtual}/{child.name}"]
         if self.fs.custom_skills_dir is not None and self.fs.custom_skills_dir.is_dir():
             args += ["--ro-bind", str(self.fs.custom_skills_dir), f"{self.fs.skills_virtual}/custom"]
+        if self.fs.global_skills_dir is not None and self.fs.global_skills_dir.is_dir():
+            args += ["--ro-bind", str(self.fs.global_skills_dir), f"{self.fs.skills_virtual}/global"]
         if has_skills:
             args += ["--remount-ro", self.fs.skills_virtual]
         if self.toolbox is not None:

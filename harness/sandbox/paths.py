@@ -57,7 +57,7 @@ class VirtualFS:
     """The path mapping of one thread."""
 
     def __init__(self, user_data_dir: Path, skills_dir: Path | None, skills_virtual: str = DEFAULT_SKILLS,
-                 custom_skills_dir: Path | None = None):
+                 custom_skills_dir: Path | None = None, global_skills_dir: Path | None = None):
         user_data = Path(os.path.realpath(user_data_dir))
         roots = [Root(f"{USER_DATA}/{name}", user_data / name, user_data / name, True) for name in USER_DATA_SUBDIRS]
         roots.append(Root(USER_DATA, user_data, user_data, False))
@@ -70,6 +70,10 @@ class VirtualFS:
         self.custom_skills_dir = Path(os.path.realpath(custom_skills_dir)) if custom_skills_dir is not None else None
         if self.custom_skills_dir is not None:
             roots.append(Root(f"{self.skills_virtual}/custom", self.custom_skills_dir, self.custom_skills_dir, False))
+        # Skills an admin installed for everyone: the same for every user, read-only.
+        self.global_skills_dir = Path(os.path.realpath(global_skills_dir)) if global_skills_dir is not None else None
+        if self.global_skills_dir is not None:
+            roots.append(Root(f"{self.skills_virtual}/global", self.global_skills_dir, self.global_skills_dir, False))
         # Longest first, so /mnt/user-data/workspace wins over /mnt/user-data.
         self.roots = sorted(roots, key=lambda r: len(r.virtual), reverse=True)
         self.user_data_dir = user_data

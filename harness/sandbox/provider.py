@@ -68,6 +68,11 @@ def custom_skills_dir(user_id: str) -> Path:
     return deer_flow_home() / "users" / str(user_id) / "skills" / "custom"
 
 
+def global_skills_dir() -> Path:
+    """Skills an admin installed for everyone (``harness.skills.loader.global_root``)."""
+    return deer_flow_home() / "skills" / "global"
+
+
 class HostSandboxProvider(SandboxProvider):
     """Per-thread sandboxes over host directories; subclasses choose how commands run."""
 
@@ -104,7 +109,11 @@ class HostSandboxProvider(SandboxProvider):
             (user_data / name).mkdir(parents=True, exist_ok=True)
         custom = custom_skills_dir(user_id)
         custom.mkdir(parents=True, exist_ok=True)
-        fs = VirtualFS(user_data, self.skills_dir, self.skills_container_path, custom_skills_dir=custom)
+        shared = global_skills_dir()
+        # Made now so the mount exists when an admin installs the first global skill later.
+        shared.mkdir(parents=True, exist_ok=True)
+        fs = VirtualFS(user_data, self.skills_dir, self.skills_container_path, custom_skills_dir=custom,
+                       global_skills_dir=shared)
         sandbox = self._make_sandbox(self._sandbox_id(user_id, thread_id), user_id, thread_id, fs)
         sandbox.policy = CommandPolicy.from_config(self.config, quota_for(user_id, thread_id, self.config))
         sandbox.toolbox = self.toolbox

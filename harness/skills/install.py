@@ -1,7 +1,9 @@
-"""Installing a scanned ``.skill`` archive into a user's custom skills, and rolling back.
+"""Installing a scanned ``.skill`` archive into a user's custom skills (or, for an admin,
+the global skills everyone sees), and rolling back.
 
-Layout under ``users/{id}/skills/``: ``custom/{name}/`` is what the agent and the sandbox
-see; ``.versions/{name}/{stamp}/`` holds earlier versions (never mounted); ``.staging-*``
+Layout under ``users/{id}/skills/`` (a user's) or ``skills/`` (global, in ``DEER_FLOW_HOME``):
+``custom/{name}/`` (``global/{name}/``) is what the agent and the sandbox see;
+``.versions/{name}/{stamp}/`` holds earlier versions (never mounted); ``.staging-*``
 is an install in progress. An install unpacks into staging, and only a complete tree is
 renamed into place (one ``rename`` on one filesystem), after the live version has been moved
 to ``.versions``: a reader sees the old skill or the new one, never half of either. A
@@ -19,7 +21,7 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.skills.archive import MAX_UNCOMPRESSED_BYTES, Finding, scan_archive
+from harness.skills.archive import CRITICAL, MAX_UNCOMPRESSED_BYTES, Finding, scan_archive
 from harness.skills.loader import CUSTOM, clear_cache, user_skills_home
 from harness.skills.parser import NAME_PATTERN, parse_skill_md
 
@@ -76,9 +78,9 @@ def _version_dirs(home: Path, name: str) -> list[Path]:
     return sorted((p for p in base.iterdir() if p.is_dir()), key=lambda p: p.name)
 
 
-def _retire(home: Path, name: str) -> None:
+def _retire(home: Path, name: str, live_dir: str = CUSTOM) -> None:
     """Move the live version into .versions (newest last), keeping the last few."""
-    live = home / CUSTOM / name
+    live = home / live_dir / name
     if not live.exists():
         return
     base = home / ".versions" / name
@@ -89,15 +91,25 @@ def _retire(home: Path, name: str) -> None:
         shutil.rmtree(old, ignore_errors=True)
 
 
-def install_archive(archive: Path, *, user_id: str, public_names: set[str] | frozenset[str], home: Path | None = None) -> InstallResult:
-    """Scan, then install. Blocking: call it off the event loop."""
-    home = home or user_skills_home(user_id)
+def install_archive(archive: Path, *, user_id: str | None, public_names: set[str] | frozenset[str],
+                    home: Path | None = None, live_dir: str = CUSTOM,
+                    global_names: set[str] | frozenset[str] = frozenset()) -> InstallResult:
+    """Scan, then install. Blocking: call it off the event loop.
+
+    ``global_names``: skills installed for everyone. A user may not start a new skill under
+    one of those names (it would hide the shared one from them without saying so), but may
+    keep updating a skill of their own that was there first.
+    """
+    home = home or user_skills_home(str(user_id))
     size = archive.stat().st_size
     result = scan_archive(archive, public_names=public_names, archive_size=size)
+    if result.meta is not None and result.meta.name in global_names and not (home / live_dir / result.meta.name).exists():
+        result.add("name.clash_global", CRITICAL, f"{result.prefix}SKILL.md",
+                   f"'{result.meta.name}' is the name of a skill installed for everyone; choose another name", 2)
     if result.blocked or result.meta is None:
         raise SkillInstallError("the archive was refused by the scan", result.findings)
     name = result.meta.name
-    (home / CUSTOM).mkdir(parents=True, exist_ok=True)
+    (home / live_dir).mkdir(parents=True, exist_ok=True)
     with _lock(f"{home}:{name}"):
         staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=home))
         try:
@@ -105,9 +117,9 @@ def install_archive(archive: Path, *, user_id: str, public_names: set[str] | fro
             tree.mkdir()
             with zipfile.ZipFile(archive) as zf:
                 _extract(zf, result.files, result.prefix, tree)
-            replaced = (home / CUSTOM / name).exists()
-            _retire(home, name)
-            os.rename(tree, home / CUSTOM / name)
+            replaced = (home / live_dir / name).exists()
+            _retire(home, name, live_dir)
+            os.rename(tree, home / live_dir / name)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
     clear_cache()
@@ -121,9 +133,9 @@ def _meta_of(directory: Path):
         return None
 
 
-def list_versions(*, user_id: str, name: str, home: Path | None = None) -> list[dict]:
+def list_versions(*, user_id: str | None, name: str, home: Path | None = None) -> list[dict]:
     """Earlier versions, newest first, as {id, version, installed_at}."""
-    home = home or user_skills_home(user_id)
+    home = home or user_skills_home(str(user_id))
     if not NAME_PATTERN.match(name):
         return []
     out = []
@@ -134,10 +146,11 @@ def list_versions(*, user_id: str, name: str, home: Path | None = None) -> list[
     return out
 
 
-def rollback(*, user_id: str, name: str, version_id: str | None = None, home: Path | None = None) -> str | None:
+def rollback(*, user_id: str | None, name: str, version_id: str | None = None, home: Path | None = None,
+             live_dir: str = CUSTOM) -> str | None:
     """Put an earlier version (the newest, or ``version_id``) back in place; the version it
     replaces becomes the newest earlier one, so a rollback can itself be undone."""
-    home = home or user_skills_home(user_id)
+    home = home or user_skills_home(str(user_id))
     if not NAME_PATTERN.match(name):
         raise SkillInstallError(f"no skill named {name!r}")
     with _lock(f"{home}:{name}"):
@@ -147,18 +160,18 @@ def rollback(*, user_id: str, name: str, version_id: str | None = None, home: Pa
             raise SkillInstallError(f"{name} has no earlier version to roll back to")
         holding = home / f".rollback-{time.time_ns()}"
         os.rename(chosen, holding)
-        _retire(home, name)
-        os.rename(holding, home / CUSTOM / name)
+        _retire(home, name, live_dir)
+        os.rename(holding, home / live_dir / name)
     clear_cache()
-    meta = _meta_of(home / CUSTOM / name)
+    meta = _meta_of(home / live_dir / name)
     return meta.version if meta else None
 
 
-def delete_custom(*, user_id: str, name: str, home: Path | None = None) -> bool:
-    home = home or user_skills_home(user_id)
+def delete_custom(*, user_id: str | None, name: str, home: Path | None = None, live_dir: str = CUSTOM) -> bool:
+    home = home or user_skills_home(str(user_id))
     if not NAME_PATTERN.match(name):
         return False
-    live = home / CUSTOM / name
+    live = home / live_dir / name
     if not live.is_dir():
         return False
     with _lock(f"{home}:{name}"):

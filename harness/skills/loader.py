@@ -1,4 +1,5 @@
-"""Finding skills on disk: public ones in the repo, custom ones per user.
+"""Finding skills on disk: public ones in the repo, global ones an admin installed for
+everyone, custom ones per user.
 
 A skill is a directory holding ``SKILL.md``; that directory is a package boundary, so a
 ``SKILL.md`` further down (an example, a template in skill-creator) is part of the skill,
@@ -11,19 +12,21 @@ parse; an edit or an install changes the signature and the next lookup reparses.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from harness.config.paths import REPO_ROOT, deer_flow_home
+from harness.config.paths import HOME_ENV, REPO_ROOT, deer_flow_home
 from harness.skills.parser import SkillMeta, SkillParseError, parse_skill_md
 
 logger = logging.getLogger(__name__)
 
 PUBLIC = "public"
 CUSTOM = "custom"
+GLOBAL = "global"
 SKILLS_VIRTUAL = "/mnt/skills"
 MAX_DEPTH = 3
 
@@ -31,7 +34,7 @@ MAX_DEPTH = 3
 @dataclass(frozen=True)
 class Skill:
     meta: SkillMeta
-    category: str  # public | custom
+    category: str  # public | global | custom
     directory: Path  # host directory
     container_path: str  # the directory as the sandbox sees it
 
@@ -58,12 +61,32 @@ def public_root(skills_path: str | None = None) -> Path:
     return base / PUBLIC
 
 
+@functools.lru_cache(maxsize=8)
+def _home_for(raw: str | None) -> Path:
+    return deer_flow_home()
+
+
+def _home() -> Path:
+    # deer_flow_home() resolves the path (about 17 us); every run looks up two skill roots,
+    # so the answer is kept per value of the variable.
+    return _home_for(os.environ.get(HOME_ENV))
+
+
 def user_skills_home(user_id: str) -> Path:
-    return deer_flow_home() / "users" / str(user_id) / "skills"
+    return _home() / "users" / str(user_id) / "skills"
 
 
 def custom_root(user_id: str) -> Path:
     return user_skills_home(user_id) / CUSTOM
+
+
+def global_skills_home() -> Path:
+    """Skills an admin installed for everyone: ``global/{name}`` live, ``.versions`` beside it."""
+    return _home() / "skills"
+
+
+def global_root() -> Path:
+    return global_skills_home() / GLOBAL
 
 
 def _candidates(root: Path, depth: int = 0) -> list[Path]:
@@ -158,18 +181,35 @@ def load_custom_skills(user_id: str, virtual: str = SKILLS_VIRTUAL) -> list[Skil
     return _cache.get(custom_root(user_id), CUSTOM, f"{virtual}/{CUSTOM}")[0]
 
 
+def load_global_skills(virtual: str = SKILLS_VIRTUAL) -> list[Skill]:
+    return _cache.get(global_root(), GLOBAL, f"{virtual}/{GLOBAL}")[0]
+
+
 def load_skills(user_id: str, skills_path: str | None = None, virtual: str = SKILLS_VIRTUAL) -> list[Skill]:
-    """Public skills, then the user's custom ones; a custom skill never shadows a public
-    name (install refuses the clash; one copied in by hand is ignored with a warning)."""
+    """Public skills, then global ones, then the user's custom ones, one skill per name.
+
+    Precedence is public > the user's own > global. Nothing shadows a public name (install
+    refuses the clash; one copied in by hand is ignored with a warning). A user's own skill
+    wins over a global one of the same name, so an admin's later install never swaps a skill
+    a user already relies on; install refuses a user's *new* skill under a global name.
+    """
     public = load_public_skills(skills_path, virtual)
-    names = {s.name for s in public}
+    public_names = {s.name for s in public}
     custom = []
     for skill in load_custom_skills(user_id, virtual):
-        if skill.name in names:
+        if skill.name in public_names:
             logger.warning("custom skill %s of user %s has a public skill's name; ignored", skill.name, user_id)
             continue
         custom.append(skill)
-    return [*public, *custom]
+    own = {s.name for s in custom}
+    shared = []
+    for skill in load_global_skills(virtual):
+        if skill.name in public_names:
+            logger.warning("global skill %s has a public skill's name; ignored", skill.name)
+            continue
+        if skill.name not in own:
+            shared.append(skill)
+    return [*public, *shared, *custom]
 
 
 def clear_cache() -> None:

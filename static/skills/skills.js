@@ -73,7 +73,8 @@
   }
 
   async function remove(skill) {
-    if (!window.confirm(`Delete the skill ${skill.name} and its earlier versions?`)) return;
+    const whose = skill.category === "global" ? " for every user" : "";
+    if (!window.confirm(`Delete the skill ${skill.name}${whose} and its earlier versions?`)) return;
     try {
       await api("DELETE", `${API}/${encodeURIComponent(skill.name)}`);
       $("skill-detail").hidden = true;
@@ -141,10 +142,13 @@
   async function install(ev) {
     ev.preventDefault();
     const file = $("skill-file").files[0];
+    // Only admins get the box; the API refuses the scope for anyone else anyway.
+    const everyone = $("install-global") && $("install-global").checked;
     let body;
     if (file) {
       body = new FormData();
       body.append("file", file);
+      if (everyone) body.append("scope", "global");
     } else {
       const thread_id = $("install-thread").value.trim();
       const path = $("install-path").value.trim();
@@ -153,6 +157,7 @@
         return;
       }
       body = { thread_id, path };
+      if (everyone) body.scope = "global";
     }
     $("install-button").disabled = true;
     try {

@@ -169,3 +169,15 @@ async def test_deferred_discovery_lists_names_and_describe_skill_searches(skills
     out = [m.content for m in h.state()["messages"] if isinstance(m, ToolMessage)]
     assert "- alpha: The alpha skill. (read /mnt/skills/public/alpha/SKILL.md)" in out[0] and "erp" in out[0]
     assert "narrow" in out[1] and "alpha" not in out[1]
+
+
+async def test_global_skill_is_in_every_users_prompt_and_slash_starts_it(skills):
+    write(loader.global_root(), "team-way", body="TEAM-WAY-INSTRUCTIONS\n")
+    for user in ("tester", "someone-else"):
+        h = agent(["ok"], skills)
+        h.user_id = user
+        await h.send("hello")
+        assert "- team-way: The team-way skill. (/mnt/skills/global/team-way/SKILL.md)" in skills_block(h.model.requests[0])
+    h = agent(["done"], skills)
+    await h.send("/team-way do it")
+    assert any("TEAM-WAY-INSTRUCTIONS" in str(m.content) for m in h.model.requests[0].messages)

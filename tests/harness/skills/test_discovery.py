@@ -141,3 +141,39 @@ def test_sandbox_sees_public_and_only_its_own_custom_skills(kind, roots):
     assert "name: mine" in sandbox.read_file("/mnt/skills/custom/mine/SKILL.md")
     with pytest.raises(Exception):
         sandbox.write_file("/mnt/skills/custom/mine/x", "no")
+
+
+def test_global_skills_are_seen_by_every_user_and_yield_to_public_and_own(roots):
+    skills, _ = roots
+    write_skill(loader.global_root(), "shared", "name: shared\ndescription: For everyone.\n")
+    write_skill(loader.global_root(), "alpha", "name: alpha\ndescription: Global impostor.\n")
+    write_skill(loader.global_root(), "mine", "name: mine\ndescription: Global mine.\n")
+    write_skill(custom_root("alice"), "mine", "name: mine\ndescription: Alice's own.\n")
+    alice = {s.name: s for s in load_skills("alice", str(skills))}
+    bob = {s.name: s for s in load_skills("bob", str(skills))}
+    for view in (alice, bob):
+        assert view["shared"].category == "global" and view["shared"].container_path == "/mnt/skills/global/shared"
+        assert view["alpha"].category == "public"
+    # a user's own skill wins over a global one of the same name; others get the global one
+    assert (alice["mine"].category, alice["mine"].meta.description) == ("custom", "Alice's own.")
+    assert (bob["mine"].category, bob["mine"].container_path) == ("global", "/mnt/skills/global/mine")
+    assert [s.category for s in load_skills("bob", str(skills))] == ["public", "public", "global", "global"]
+
+
+@pytest.mark.parametrize("kind", ["local", "bwrap"])
+def test_sandbox_sees_global_skills_read_only_for_every_user(kind, roots):
+    skills, _ = roots
+    write_skill(loader.global_root(), "shared", "name: shared\ndescription: For everyone.\n")
+    provider = make_provider(kind, skills, bash_command_timeout=20)
+    for user in ("alice", "bob"):
+        sandbox = provider.get(provider.acquire(user, "t1"))
+        out = sandbox.execute_command("cat /mnt/skills/global/shared/SKILL.md; ls /mnt/skills/global; "
+                                      "touch /mnt/skills/global/shared/x 2>/dev/null && echo WROTE || echo READONLY").output.render()
+        assert "name: shared" in out and "\nshared\n" in out
+        if kind == "bwrap":  # the local provider is not isolated: only its file tools refuse
+            assert "READONLY" in out
+        assert "name: shared" in sandbox.read_file("/mnt/skills/global/shared/SKILL.md")
+        with pytest.raises(Exception):
+            sandbox.write_file("/mnt/skills/global/shared/x", "no")
+    if kind == "bwrap":
+        assert not (loader.global_root() / "shared" / "x").exists()
