@@ -300,7 +300,7 @@ async def _execute(run_id: str) -> None:
         graph = await graphs.build_graph(config, checkpointer)
         graph_input = _graph_input(kwargs)
         # The pre-run head: the rollback point, and which messages are not this run's.
-        pre_run = await run_state.prepare(graph, config, graph_input)
+        pre_run = await run_state.prepare(graph, config)
         progress.seen_message_ids |= pre_run.message_ids
         stream_kwargs: dict[str, Any] = {"stream_mode": graph_modes, "subgraphs": subgraphs, "context": context,
                                          "durability": graphs.default_durability(graph)}

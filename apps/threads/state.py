@@ -16,7 +16,7 @@ from apps.runs import graphs
 from apps.runs.runtime import get_runtime
 from apps.threads.models import Thread
 from deerflow_site.errors import InvalidRequest, NotFound, ThreadStorageConflict
-from harness.runtime.checkpoint_state import CheckpointModeMismatch, ensure_readable, graph_mode, write_onto_head
+from harness.runtime.checkpoint_state import CheckpointModeMismatch, ensure_readable, graph_mode
 from harness.runtime.serialize import to_jsonable
 
 logger = logging.getLogger(__name__)
@@ -138,13 +138,6 @@ async def _aupdate_state(thread: Thread, values: Any, checkpoint_id: str | None,
         ensure_readable(tup, graph_mode(graph), thread.pk)
     except CheckpointModeMismatch as exc:
         raise ThreadStorageConflict(str(exc)) from None
-    if checkpoint_id and graph_mode(graph) == "delta":
-        # A delta thread cannot fork (harness/runtime/checkpoint_state.py): the older
-        # checkpoint's state goes onto the head, and the update applies there.
-        head = await graph.checkpointer.aget_tuple(_config_for(thread))
-        if head.config["configurable"]["checkpoint_id"] != checkpoint_id:
-            await write_onto_head(graph, config, dict((await graph.aget_state(config)).values or {}))
-        config = _config_for(thread)
     new_config = await graph.aupdate_state(config, values, as_node=as_node)
     return {"checkpoint": _checkpoint_obj(new_config), "checkpoint_id": (new_config.get("configurable") or {}).get("checkpoint_id")}
 

@@ -7,11 +7,11 @@ Three rules DeerFlow learned with delta checkpoints (docs/runs.md, "Checkpoint s
   ``ensure_readable`` refuses that with :class:`CheckpointModeMismatch`. The other way is
   safe: delta mode reads a full checkpoint's list as the base for the writes after it, so
   an old thread migrates on its next turn.
-- Delta state cannot fork. Replaying from an older checkpoint also replays the writes its
-  abandoned child left on the shared parent, so a regenerated answer would reappear beside
-  the old one. Branching, rollback and "run from this checkpoint" instead write the wanted
-  state onto the current head (``write_onto_head``), which has no siblings; the abandoned
-  turn stays in the history as the head's ancestry.
+- Forks are LangGraph's own in both modes. DeerFlow had to turn delta forks into writes on
+  the head because replays took in the writes an abandoned sibling left on the shared
+  parent (its #4458); LangGraph 1.2.24's savers replay only the fork's own line, which
+  tests/apps/threads/test_checkpoint_modes.py checks (two runs from one checkpoint, both
+  durabilities, SQLite and PostgreSQL) so an upgrade that brings the bug back fails there.
 - Whole-state replacement goes through a state-only graph with the agent's own schema and
   ``Overwrite`` for reducer channels, never a hand-written checkpoint: ancestry stays intact
   and the head stays idle (the graph's one node leads straight to the end).
@@ -105,7 +105,8 @@ def _replacement(graph: Any, values: dict[str, Any], head_values: dict[str, Any]
 
 
 async def write_onto_head(graph: Any, thread_config: dict, values: dict[str, Any]) -> dict:
-    """Make ``values`` the thread's state as a new checkpoint on its current head; returns
+    """Make ``values`` the thread's state as a new checkpoint on its current head (for
+    whole-state replacement such as compaction or restoring an edit); returns
     the new checkpoint's config. ``thread_config`` names the thread (any checkpoint id in it
     is ignored: the head is the parent)."""
     conf = {k: v for k, v in (thread_config.get("configurable") or {}).items() if k not in ("checkpoint_id", "checkpoint_map")}

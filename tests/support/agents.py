@@ -64,3 +64,10 @@ def make_scripted_lead_agent(config):
     from harness.agents import make_lead_agent
 
     return make_lead_agent(config, model=MODEL)
+
+
+def make_scripted_lead_agent_with_tools(config):
+    """The real lead agent (its state schema follows checkpoints.mode) with the test tools."""
+    from harness.agents import make_lead_agent
+
+    return make_lead_agent(config, model=MODEL, extra_tools=TOOLS)
