@@ -122,6 +122,18 @@ def start_postgres(home: Path) -> tuple[str, Callable[[], None]]:
     return f"postgresql://deerflow@127.0.0.1:{port}/deerflow", stop
 
 
+def process_cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU of these processes (all their threads) so far, from /proc."""
+    import os
+
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / tick
+
+
 async def main(args: argparse.Namespace) -> dict:
     home = Path(tempfile.mkdtemp(prefix="deerflow-bench-"))
     env = instant_server_env()
@@ -155,11 +167,23 @@ async def main(args: argparse.Namespace) -> dict:
             # One burst lasts about two seconds, so a neighbour's load can halve its rate:
             # --bursts repeats it and reports every rate and their median.
             rates, results = [], []
+            pids = [server.process.pid, *(p.pid for p in server.others)]
+            spy = None
+            if args.profile:
+                # py-spy (pip install py-spy) samples the server while it holds the GIL.
+                spy = subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "--gil", "-r", "250", "-f", "raw",
+                                        "-p", str(pids[0]), "-o", args.profile], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                time.sleep(1.0)
+            cpu_before = process_cpu_seconds(pids)
             for _ in range(args.bursts):
                 started = time.perf_counter()
                 burst = await asyncio.gather(*(one_run(next_client()) for _ in range(args.burst)))
                 rates.append(sum(1 for r in burst if "error" not in r) / (time.perf_counter() - started))
                 results += burst
+            cpu_per_run = (process_cpu_seconds(pids) - cpu_before) / max(1, len(results))
+            if spy is not None:
+                spy.send_signal(2)
+                spy.wait(timeout=60)
         finally:
             for client in clients:
                 await client.aclose()
@@ -179,6 +203,8 @@ async def main(args: argparse.Namespace) -> dict:
             "bursts": args.bursts,
             "burst_errors": len(results) - len(burst_good),
             "burst_runs_per_s": round(statistics.median(rates), 1),
+            # Every server and worker process, thread creation included (one_run makes one).
+            "server_cpu_ms_per_run": round(cpu_per_run * 1000, 1),
             **({"burst_runs_per_s_each": [round(rate, 1) for rate in rates]} if args.bursts > 1 else {}),
             "burst_first_event_ms_p50": round(pct([r["first_event"] for r in burst_good], 50) * 1000, 1) if burst_good else None,
             "burst_first_event_ms_p99": round(pct([r["first_event"] for r in burst_good], 99) * 1000, 1) if burst_good else None,
@@ -205,6 +231,7 @@ if __name__ == "__main__":
     parser.add_argument("--redis-url", default="", help="use this Redis instead of starting one")
     parser.add_argument("--database-url", default="", help="e.g. postgresql://…; default a SQLite file")
     parser.add_argument("--postgres", action="store_true", help="start a throwaway PostgreSQL cluster and use it")
+    parser.add_argument("--profile", default="", help="write a py-spy raw profile of the (first) server during the bursts here")
     arguments = parser.parse_args()
     if min(arguments.runs, arguments.burst, arguments.bursts) < 1:
         parser.error("--runs, --burst and --bursts must be at least 1")

@@ -192,7 +192,7 @@ class JournalBuffer:
         """Write what is pending now, after any write in flight."""
         # A loop: the timer may start another write before this task resumes.
         while self._writing is not None:
-            await asyncio.shield(self._writing)
+            await self._landed(self._writing)
         if self.pending:
             await asyncio.shield(self._start_write())
         self._last_flush = self._loop.time()
@@ -206,11 +206,22 @@ class JournalBuffer:
         """What is left for the final write, once any write in flight has landed."""
         while self._writing is not None:
             try:
-                await asyncio.shield(self._writing)
+                await self._landed(self._writing)
             except Exception:  # already logged; its events are pending again
                 pass
         events, self.pending = self.pending, []
         return events
+
+    @staticmethod
+    async def _landed(task: asyncio.Task) -> None:
+        """Wait for a write. A write that is done but whose done callback (which clears
+        ``_writing``) has not run yet must yield to the loop: awaiting a done task does not,
+        and the caller's loop would spin on the event loop's thread until it did."""
+        if task.done():
+            await asyncio.sleep(0)
+            task.result()
+            return
+        await asyncio.shield(task)
 
     def _start_write(self) -> asyncio.Task:
         events, self.pending = self.pending, []
@@ -242,15 +253,21 @@ class _Flusher:
         self.loop = loop
         self.buffers: set[JournalBuffer] = set()
         self.timer: asyncio.TimerHandle | None = None
+        # Kept here: uvloop's timer handles have no when().
+        self.timer_due = 0.0
 
     def watch(self, buffer: JournalBuffer) -> None:
         self.buffers.add(buffer)
         due = buffer.due
-        if self.timer is not None and self.timer.when() > due:
+        if self.timer is not None and self.timer_due > due:
             self.timer.cancel()
             self.timer = None
         if self.timer is None:
-            self.timer = self.loop.call_at(due, self._fire)
+            self._arm(due)
+
+    def _arm(self, due: float) -> None:
+        self.timer_due = due
+        self.timer = self.loop.call_at(due, self._fire)
 
     def _fire(self) -> None:
         self.timer = None
@@ -267,7 +284,7 @@ class _Flusher:
                 due = buffer.due
             next_due = due if next_due is None else min(next_due, due)
         if next_due is not None:
-            self.timer = self.loop.call_at(next_due, self._fire)
+            self._arm(next_due)
 
 
 _flushers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Flusher] = weakref.WeakKeyDictionary()

@@ -537,3 +537,4 @@ def test_a_run_whose_events_cannot_be_published_still_settles(user_client, scrip
     assert done.status == "error" and "Redis is down" in done.error
     again = user_client.post(f"/api/threads/{tid}/runs/wait", {"input": {"messages": [{"role": "user", "content": "y"}]}}, format="json")
     assert again.status_code == 200
+

@@ -1,0 +1,155 @@
+"""Held streams: many concurrent runs on a slow model, through `make run`'s stack.
+
+Starts a loopback OpenAI-compatible server whose every answer takes ``--seconds`` S, and one
+real Daphne server (SQLite, runs in the process) whose lead agent calls it through
+``ChatOpenAI``, as a real provider would be called. Runs then start at a steady rate of N/S
+per second, each streaming its events (``values`` and ``messages-tuple``), so N runs are in
+flight once the ramp is over. Prints:
+
+- errors (non-200 answers, streams without ``end``, runs that ended in error);
+- overhead per run: request -> ``end`` minus S (p50, p99, max);
+- the server's resident memory before the runs, at its peak, and the growth per held run.
+
+    .venv/bin/python benchmarks/held_streams.py [--runs 500] [--seconds 5]
+
+Issue 18's budget: 500 runs of 5 s, 0 errors, overhead p99 <= 1.5 s, RSS growth <= 0.5 MB
+per held run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.bench_support import instant_server_env  # noqa: E402
+from harness.testing import LoopbackOpenAIServer, Reply  # noqa: E402
+from tests.support.live import start_live_server  # noqa: E402
+
+BODY = {"assistant_id": "lead_agent", "input": {"messages": [{"role": "user", "content": "hi"}]},
+        "stream_mode": ["values", "messages-tuple"]}
+
+
+def config_text(base_url: str) -> str:
+    return f"""\
+config_version: 1
+models:
+  - name: slow
+    use: langchain_openai:ChatOpenAI
+    model: test-model
+    base_url: {base_url}
+    api_key: unused
+    max_retries: 0
+    timeout: 300
+sandbox:
+  use: local
+"""
+
+
+def rss_kb(pid: int) -> tuple[int, int]:
+    """(current, peak) resident set of a process, in kB."""
+    fields = dict(line.split(":", 1) for line in Path(f"/proc/{pid}/status").read_text().splitlines() if ":" in line)
+    return int(fields["VmRSS"].split()[0]), int(fields["VmHWM"].split()[0])
+
+
+async def one_run(client: httpx.AsyncClient, delay_s: float) -> dict:
+    thread = (await client.post("/threads", json={})).json()["thread_id"]
+    start = time.perf_counter()
+    ended = False
+    status = None
+    try:
+        async with client.stream("POST", f"/threads/{thread}/runs/stream", json=BODY) as response:
+            status = response.status_code
+            event = None
+            async for line in response.aiter_lines():
+                if line.startswith("event: "):
+                    event = line[7:]
+                    if event == "end":
+                        ended = True
+                elif line.startswith("data: ") and event == "error":
+                    return {"error": f"error event: {line[6:200]}"}
+    except httpx.HTTPError as exc:
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    if status != 200 or not ended:
+        return {"error": f"status {status}, end seen: {ended}"}
+    return {"overhead": time.perf_counter() - start - delay_s}
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
+
+
+async def run(args: argparse.Namespace, base_url: str, token: str, pid: int) -> dict:
+    limits = httpx.Limits(max_connections=args.runs * 2 + 10, max_keepalive_connections=args.runs * 2 + 10)
+    async with httpx.AsyncClient(base_url=f"{base_url}/api", headers={"Authorization": f"Bearer {token}"}, timeout=args.seconds + 120,
+                                 limits=limits) as client:
+        for _ in range(3):  # warm-up: imports, first graph build, the model client's connections
+            await one_run(client, args.seconds)
+        rss_before, _ = rss_kb(pid)
+        peak = [rss_before]
+        stop = threading.Event()
+
+        def watch() -> None:
+            while not stop.wait(0.2):
+                peak[0] = max(peak[0], rss_kb(pid)[0])
+
+        watcher = threading.Thread(target=watch, daemon=True)
+        watcher.start()
+        interval = args.seconds / args.runs
+        started = time.perf_counter()
+        tasks = []
+        for i in range(args.runs):
+            await asyncio.sleep(max(0.0, started + i * interval - time.perf_counter()))
+            tasks.append(asyncio.create_task(one_run(client, args.seconds)))
+        results = await asyncio.gather(*tasks)
+        stop.set()
+        watcher.join()
+    good = [r["overhead"] for r in results if "overhead" in r]
+    errors = [r["error"] for r in results if "error" in r]
+    return {
+        "runs": args.runs,
+        "model_seconds": args.seconds,
+        "errors": len(errors),
+        **({"first_errors": errors[:3]} if errors else {}),
+        "overhead_s_p50": round(statistics.median(good), 3) if good else None,
+        "overhead_s_p99": round(pct(good, 99), 3) if good else None,
+        "overhead_s_max": round(max(good), 3) if good else None,
+        "rss_mb_before": round(rss_before / 1024, 1),
+        "rss_mb_peak": round(peak[0] / 1024, 1),
+        "rss_mb_growth_per_held_run": round((peak[0] - rss_before) / 1024 / args.runs, 3),
+    }
+
+
+def main(argv: list[str] | None = None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=500)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    args = parser.parse_args(argv)
+    model = LoopbackOpenAIServer([Reply(text="A slow answer from the benchmark model.", delay=args.seconds)], loop=True).start()
+    home = Path(tempfile.mkdtemp(prefix="deerflow-held-"))
+    env = {k: v for k, v in instant_server_env().items() if k != "DEERFLOW_AGENT_FACTORY"}  # the real lead agent
+    server = start_live_server(home, config_text=config_text(model.base_url), extra_env=env)
+    try:
+        token = server.create_user_token("bench")
+        report = asyncio.run(run(args, server.url, token, server.process.pid))
+        print(json.dumps(report, indent=2))
+        return report
+    finally:
+        server.stop()
+        model.stop()
+
+
+if __name__ == "__main__":
+    main()
