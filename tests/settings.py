@@ -28,3 +28,4 @@ if DATABASES["default"]["ENGINE"] == "deerflow_site.sqlite_backend":  # noqa: F4
 # The test process is not a server: it shares the machine with the live servers it starts,
 # which take the cores (harness/runtime/cpu_affinity.py).
 CPU_PINNING = False
+SKILL_STATE_CACHE_SECONDS = 0  # the suite flushes tables between tests, which sends no signals
