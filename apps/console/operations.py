@@ -48,9 +48,11 @@ def queue_depth() -> dict:
 def schedule_health(*, scope: Scope, limit: int = 20) -> dict:
     tasks = scope.filter(ScheduledTask.objects.all())
     now = timezone.now()
-    counts = tasks.aggregate(total=Count("id"), enabled=Count("id", filter=Q(enabled=True)),
-                             failing=Count("id", filter=~Q(last_error="")),
-                             overdue=Count("id", filter=Q(enabled=True, next_run_at__lt=now - STUCK_AFTER)))
+    # Aggregate names must not shadow fields ("enabled") that the filters refer to.
+    counts = tasks.aggregate(n_total=Count("id"), n_enabled=Count("id", filter=Q(enabled=True)),
+                             n_failing=Count("id", filter=~Q(last_error="")),
+                             n_overdue=Count("id", filter=Q(enabled=True, next_run_at__lt=now - STUCK_AFTER)))
+    counts = {k.removeprefix("n_"): v for k, v in counts.items()}
     recent_errors = scope.filter(ScheduledTaskRun.objects.filter(status=ScheduledTaskRun.Status.ERROR), "task__owner_id")
     problems = tasks.filter(Q(enabled=True, next_run_at__lt=now - STUCK_AFTER) | ~Q(last_error="")).select_related("owner")
     return {
