@@ -21,6 +21,24 @@
     return n;
   }
 
+  // Drawn, not an emoji: a machine without an emoji font would show empty boxes.
+  const THUMB = "M2 21h3V9H2v12zm19-10c0-1.1-.9-2-2-2h-6.3l1-4.6v-.3c0-.4-.2-.8-.4-1.1L12.2 2 5.6 8.6C5.2 8.9 5 9.4 5 10v9c0 1.1.9 2 2 2h9c.8 0 1.5-.5 1.8-1.2l3-7.1c.1-.2.2-.5.2-.7v-2z";
+
+  function thumb(down) {
+    const ns = "http://www.w3.org/2000/svg";
+    const svg = document.createElementNS(ns, "svg");
+    svg.setAttribute("viewBox", "0 0 24 24");
+    svg.setAttribute("width", "16");
+    svg.setAttribute("height", "16");
+    svg.setAttribute("aria-hidden", "true");
+    if (down) svg.setAttribute("transform", "rotate(180)");
+    const path = document.createElementNS(ns, "path");
+    path.setAttribute("d", THUMB);
+    path.setAttribute("fill", "currentColor");
+    svg.append(path);
+    return svg;
+  }
+
   function paint(bar) {
     const rating = bar.feedback ? bar.feedback.rating : 0;
     bar.up.setAttribute("aria-pressed", String(rating === 1));
@@ -69,8 +87,10 @@
     if (!(entry.text || "").trim()) return; // a tool step, not an answer
     const bar = node("div", { class: "feedback-bar", role: "group", "aria-label": "Rate this answer" });
     Object.assign(bar, { runId, messageId, feedback: feedback || null });
-    bar.up = node("button", { type: "button", class: "thumb up", "aria-label": "Good answer", title: "Good answer", onclick: () => press(bar, 1) }, "👍");
-    bar.down = node("button", { type: "button", class: "thumb down", "aria-label": "Bad answer", title: "Bad answer", onclick: () => press(bar, -1) }, "👎");
+    bar.up = node("button", { type: "button", class: "thumb up", "aria-label": "Good answer", title: "Good answer", onclick: () => press(bar, 1) });
+    bar.down = node("button", { type: "button", class: "thumb down", "aria-label": "Bad answer", title: "Bad answer", onclick: () => press(bar, -1) });
+    bar.up.append(thumb(false));
+    bar.down.append(thumb(true));
     bar.commentToggle = node("button", { type: "button", class: "link-button small", onclick: () => {
       bar.form.hidden = !bar.form.hidden;
       if (!bar.form.hidden) { bar.text.value = (bar.feedback && bar.feedback.comment) || ""; bar.text.focus(); }

@@ -55,3 +55,14 @@ def seed_run():
 
 def utc(*args) -> datetime:
     return datetime(*args, tzinfo=dt_tz.utc)
+
+
+@pytest.fixture
+def staff_client(django_user_model):
+    from django.test import Client
+
+    admin = django_user_model.objects.create_superuser(username="root", email="root@example.com", password="pw-root-123")
+    client = Client()
+    client.force_login(admin)
+    client.admin = admin
+    return client
