@@ -4,7 +4,7 @@ the operator's views of active and failing runs, feedback, and CSV exports."""
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiTypes, extend_schema
-from rest_framework.permissions import BasePermission
+from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -46,11 +46,10 @@ def _runs_report(request, *, limit_default: int = 50, limit: int | None = None) 
                                 max_limit=limit or 500)
 
 
-class IsStaff(BasePermission):
-    message = "only administrators can use this route"
+from apps.accounts.permissions import TokenScopePermission  # noqa: E402
 
-    def has_permission(self, request, view) -> bool:
-        return bool(request.user and request.user.is_staff)
+# Staff only; tokens still confined to their scopes.
+_ADMIN = [IsAdminUser, TokenScopePermission]
 
 
 class ConsoleStatsView(APIView):
@@ -125,7 +124,7 @@ class ConsoleFeedbackExportView(APIView):
 class ConsoleOverviewView(APIView):
     """Admins: what needs acting on now, across users."""
 
-    permission_classes = [IsStaff]
+    permission_classes = _ADMIN
     token_scopes = {"GET": "runs:read"}
 
     @extend_schema(parameters=COMMON, responses=OpenApiTypes.OBJECT)
@@ -141,7 +140,7 @@ class ConsoleOverviewView(APIView):
 class ConsoleRunCancelView(APIView):
     """Admins: cancel any user's run (the owner's route is ``/api/threads/{tid}/runs/{rid}/cancel``)."""
 
-    permission_classes = [IsStaff]
+    permission_classes = _ADMIN
     token_scopes = {"POST": "runs:cancel"}
 
     @extend_schema(request=None, responses=OpenApiTypes.OBJECT)

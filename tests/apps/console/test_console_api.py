@@ -131,3 +131,18 @@ def test_exports_are_csv_of_the_same_rows(user_client, user, priced_config, seed
     usage = user_client.get("/api/console/usage/export?period=today").content.decode().splitlines()
     assert usage[0].startswith("date,model,runs") and usage[1].endswith(",1,1000000,0,0,1000000,1.0,USD")
     assert usage[-1].startswith(",lite,1,")
+
+
+def test_admin_routes_refuse_non_admins_and_cancel_any_users_queued_run(user_client, admin_client, user, seed_run):
+    from apps.runs.models import Run
+
+    run = seed_run(user, at=timezone.now(), status="pending")
+    refused = user_client.post(f"/api/console/runs/{run.pk}/cancel")
+    assert refused.status_code == 403 and "detail" in refused.json()
+    assert Run.objects.get(pk=run.pk).status == "pending"
+    overview = admin_client.get("/api/console/overview").json()
+    assert overview["queue"]["pending"] == 1 and [r["run_id"] for r in overview["active_runs"]] == [str(run.pk)]
+    done = admin_client.post(f"/api/console/runs/{run.pk}/cancel")
+    assert done.status_code == 200 and done.json()["status"] == "interrupted"
+    assert admin_client.post(f"/api/console/runs/{run.pk}/cancel").status_code == 409
+    assert admin_client.post("/api/console/runs/not-a-uuid/cancel").status_code == 404
