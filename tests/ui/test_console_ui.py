@@ -4,6 +4,8 @@ the rating in the admin Console, at desktop width and on a 375 px phone."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import yaml
 from playwright.sync_api import expect
@@ -104,3 +106,23 @@ def test_rate_an_answer_and_see_usage_cost_and_feedback(page, phone, live, scrip
     fits_phone(phone)
     doc_shot(phone, "console-phone")
     assert not page.js_errors and not phone.js_errors
+
+
+def test_the_console_cancels_a_run_that_is_going(page, script):
+    """A run stuck waiting on its model shows under Active runs; Cancel stops it, and the chat
+    that started it sees the run end."""
+    script(Reply(text="This answer comes too late.", delay=20))
+    page.goto("/")
+    send(page, "Take all the time you need")
+    expect(page.get_by_role("button", name="Stop")).to_be_visible()
+    console = page.context.new_page()
+    console.goto("/console/")
+    row = console.locator("#active-runs tbody tr[data-run-id]")
+    expect(row).to_have_count(1)
+    expect(row).to_contain_text(re.compile("running|pending"))
+    row.get_by_role("button", name="Cancel").click()
+    expect(console.locator(".message.success")).to_contain_text("cancelled (interrupted)")
+    expect(console.locator("#active-runs")).to_contain_text("Nothing running")
+    expect(page.get_by_role("button", name="Send")).to_be_visible(timeout=10_000)
+    assert "comes too late" not in page.locator("#messages").inner_text()
+    console.close()
