@@ -1,5 +1,5 @@
 import os
-from datetime import datetime, timezone as dt_tz
+from datetime import datetime, timedelta, timezone as dt_tz
 from pathlib import Path
 
 import pytest
@@ -44,9 +44,8 @@ def seed_run():
         run = Run.objects.create(thread=thread, owner=owner, status=status, model_name=model_name or next(iter(by_model), ""),
                                  input_tokens=inp, output_tokens=out, cache_read_tokens=cache, error=error,
                                  token_usage={"by_model": by_model} if by_model else {})
-        started = at
-        finished = None if status in Run.ACTIVE_STATUSES else (at if duration_s is None else at.replace() + __import__("datetime").timedelta(seconds=duration_s))
-        Run.objects.filter(pk=run.pk).update(created_at=at, started_at=started, finished_at=finished)
+        finished = None if status in Run.ACTIVE_STATUSES else at + timedelta(seconds=duration_s or 0)
+        Run.objects.filter(pk=run.pk).update(created_at=at, started_at=at, finished_at=finished)
         run.refresh_from_db()
         return run
 
