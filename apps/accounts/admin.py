@@ -2,7 +2,7 @@
 rate limits and the one sign-in page instead of being a second, unthrottled door."""
 
 from allauth.account.decorators import secure_admin_login
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.auth.admin import UserAdmin
 from django.utils import timezone
 
@@ -28,6 +28,27 @@ class PersonalAccessTokenInline(admin.TabularInline):
 @admin.register(User)
 class DeerFlowUserAdmin(UserAdmin):
     inlines = [PersonalAccessTokenInline]
+    list_display = ["username", "email", "is_active", "is_staff", "date_joined", "last_login"]
+    actions = ["disable_users", "enable_users"]
+
+    @admin.action(description="Disable selected users (and revoke their tokens)")
+    def disable_users(self, request, queryset):
+        from apps.accounts.services import user_set_active
+
+        revoked = 0
+        for user in queryset.exclude(pk=request.user.pk):
+            revoked += user_set_active(user=user, active=False)
+        if queryset.filter(pk=request.user.pk).exists():
+            self.message_user(request, "You cannot disable your own account.", level=messages.WARNING)
+        self.message_user(request, f"Disabled {queryset.exclude(pk=request.user.pk).count()} user(s); revoked {revoked} token(s).")
+
+    @admin.action(description="Enable selected users")
+    def enable_users(self, request, queryset):
+        from apps.accounts.services import user_set_active
+
+        for user in queryset:
+            user_set_active(user=user, active=True)
+        self.message_user(request, f"Enabled {queryset.count()} user(s).")
 
 
 @admin.register(PersonalAccessToken)

@@ -96,3 +96,13 @@ def token_touch(*, token: PersonalAccessToken) -> None:
     stale = Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - interval)
     if PersonalAccessToken.objects.filter(stale, pk=token.pk).update(last_used_at=now):
         token.last_used_at = now
+
+
+def user_set_active(*, user, active: bool) -> int:
+    """Disable (or re-enable) an account. Disabling also revokes its access tokens, so a
+    script holding one stops at once rather than when the token expires; the count revoked."""
+    user.is_active = active
+    user.save(update_fields=["is_active"])
+    if active:
+        return 0
+    return PersonalAccessToken.objects.filter(owner=user, revoked_at__isnull=True).update(revoked_at=timezone.now())

@@ -1,20 +1,57 @@
-from django.contrib import admin
+from django.contrib import admin, messages
 
 from apps.runs.models import Run, RunEvent
+from deerflow_site.errors import DomainError
 
 
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
-    list_display = ["id", "thread", "owner", "status", "model_name", "input_tokens", "output_tokens", "created_at", "finished_at"]
-    list_filter = ["status", "model_name", "multitask_strategy", "created_at"]
-    search_fields = ["id", "thread__id", "thread__title", "owner__username"]
+    list_display = ["id", "thread", "owner", "status", "model_name", "total_tokens", "cost", "duration", "created_at", "finished_at"]
+    list_filter = ["status", "model_name", "multitask_strategy", "stop_reason", "created_at"]
+    search_fields = ["id", "thread__id", "thread__title", "owner__username", "error"]
     date_hierarchy = "created_at"
     list_select_related = ["owner", "thread"]
-    # A run is history: editing what it did would make the journal lie.
-    readonly_fields = [f.name for f in Run._meta.fields]
+    actions = ["cancel_runs"]
 
     def has_add_permission(self, request) -> bool:
         return False
+
+    # A run is history: editing what it did would make the journal lie. Without change
+    # permission the page is read-only, with no Save buttons; actions still apply.
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    @admin.display(description="Tokens")
+    def total_tokens(self, obj: Run) -> int:
+        return obj.input_tokens + obj.output_tokens
+
+    @admin.display(description="Cost")
+    def cost(self, obj: Run) -> str:
+        from apps.console.prices import cost_of, run_usage_by_model
+        from apps.console.templatetags.console_tags import money
+
+        usage = run_usage_by_model(obj.token_usage, obj.model_name, obj.input_tokens, obj.output_tokens, obj.cache_read_tokens)
+        return money(cost_of(usage).as_dict()) if usage else "–"
+
+    @admin.display(description="Duration")
+    def duration(self, obj: Run) -> str:
+        if not (obj.started_at and obj.finished_at):
+            return "–"
+        return f"{(obj.finished_at - obj.started_at).total_seconds():.1f} s"
+
+    @admin.action(description="Cancel selected runs (interrupt)")
+    def cancel_runs(self, request, queryset):
+        from apps.runs.services import run_cancel
+
+        for run in queryset.filter(status__in=Run.ACTIVE_STATUSES):
+            try:
+                run = run_cancel(run=run, wait=True, timeout=10)
+                self.message_user(request, f"Run {run.pk}: {run.status}")
+            except DomainError as exc:
+                self.message_user(request, f"Run {run.pk}: {exc.detail}", level=messages.WARNING)
+        skipped = queryset.exclude(status__in=Run.ACTIVE_STATUSES).count()
+        if skipped:
+            self.message_user(request, f"{skipped} selected run(s) had already finished.", level=messages.WARNING)
 
 
 @admin.register(RunEvent)
@@ -34,10 +71,7 @@ class RunEventAdmin(admin.ModelAdmin):
 
 # -- scheduled tasks ---------------------------------------------------------------------------
 
-from django.contrib import messages  # noqa: E402
-
 from apps.runs.models import ScheduledTask, ScheduledTaskRun  # noqa: E402
-from deerflow_site.errors import DomainError  # noqa: E402
 
 
 class ScheduledTaskRunInline(admin.TabularInline):
@@ -92,7 +126,7 @@ class ScheduledTaskAdmin(admin.ModelAdmin):
     readonly_fields = ["id", "periodic_task", "next_run_at", "completed_at", "last_run_at", "last_run_id", "last_thread_id", "last_error",
                        "run_count", "created_at", "updated_at"]
     inlines = [ScheduledTaskRunInline]
-    actions = ["trigger_now", "enable", "disable"]
+    actions = ["trigger_now", "disable", "enable"]
 
     @admin.display(description="Schedule", ordering="cron")
     def schedule(self, obj: ScheduledTask) -> str:
@@ -122,11 +156,11 @@ class ScheduledTaskAdmin(admin.ModelAdmin):
             except DomainError as exc:
                 self.message_user(request, f"{task.title}: {exc.detail}", level=messages.WARNING)
 
-    @admin.action(description="Enable")
+    @admin.action(description="Resume (enable) selected schedules")
     def enable(self, request, queryset):
         self._set_enabled(request, queryset, True)
 
-    @admin.action(description="Disable")
+    @admin.action(description="Pause (disable) selected schedules")
     def disable(self, request, queryset):
         self._set_enabled(request, queryset, False)
 

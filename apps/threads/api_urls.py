@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.threads import artifact_views, upload_views, views
+from apps.threads import artifact_views, feedback_views, upload_views, views
 
 urlpatterns = [
     path("threads", views.ThreadCollectionView.as_view(), name="thread-collection"),
@@ -18,5 +18,6 @@ urlpatterns = [
     path("threads/<str:thread_id>/uploads/<str:filename>", upload_views.ThreadUploadDetailView.as_view(), name="thread-upload-detail"),
     path("threads/<str:thread_id>/artifacts/<path:artifact_path>", artifact_views.ThreadArtifactView.as_view(), name="thread-artifact"),
     # A run's ZIP sits under the run's URL but is served from here, beside the other artifact routes.
+    path("threads/<str:thread_id>/runs/<str:run_id>/feedback", feedback_views.RunFeedbackView.as_view(), name="run-feedback"),
     path("threads/<str:thread_id>/runs/<str:run_id>/artifacts/archive", artifact_views.RunArtifactArchiveView.as_view(), name="run-artifact-archive"),
 ]

@@ -83,3 +83,13 @@ def thread_delete(*, thread: Thread) -> None:
         thread_state_delete(thread_id=thread.pk)
         locked.delete()
     shutil.rmtree(thread_user_data_dir(thread.owner_id, thread.pk).parent, ignore_errors=True)
+
+
+def thread_mark_idle(*, thread: Thread) -> bool:
+    """Free a thread left busy (or in error) by a run that is gone. Refused while a run is
+    still active on it: that run would then write into a thread that looks free."""
+    from apps.runs.models import Run
+
+    if Run.objects.filter(thread_id=thread.pk, status__in=Run.ACTIVE_STATUSES).exists():
+        raise Conflict(f"Thread {thread.pk} has an active run; cancel the run instead")
+    return bool(Thread.objects.filter(pk=thread.pk).exclude(status=Thread.Status.IDLE).update(status=Thread.Status.IDLE))

@@ -10,6 +10,7 @@ from rest_framework.views import APIView
 
 from apps.runs.selectors import messages_page, thread_token_usage
 from apps.threads import serializers, services, state
+from apps.threads.feedback import attach_feedback
 from apps.threads.selectors import thread_get_for_user, thread_search
 from deerflow_site.errors import InvalidRequest
 
@@ -152,8 +153,10 @@ class ThreadMessagesPageView(APIView):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         if "after_seq" in request.query_params:
             raise InvalidRequest("after_seq is not supported here; page backwards with before_seq")
-        return Response(messages_page(thread=thread, limit=_int(request.query_params.get("limit"), "limit", 50),
-                                      before_seq=_int(request.query_params.get("before_seq"), "before_seq")))
+        page = messages_page(thread=thread, limit=_int(request.query_params.get("limit"), "limit", 50),
+                             before_seq=_int(request.query_params.get("before_seq"), "before_seq"))
+        attach_feedback(user=request.user, rows=page["data"])
+        return Response(page)
 
 
 class ThreadTokenUsageView(APIView):

@@ -229,6 +229,7 @@
   function renderAi(msg, container) {
     if ((msg.additional_kwargs || {}).hide_from_ui) return;
     const entry = entryFor(msg.id, "ai", container);
+    if (S.runId && !entry.runId) entry.runId = S.runId; // a live answer: rated once its run ends
     entry.text = textOf(msg.content);
     entry.reasoning = reasoningOf(msg);
     entry.final = true;
@@ -308,6 +309,7 @@
     web_search: "Web search", web_fetch: "Read page", image_search: "Image search" };
   const web = () => window.DFWebTools; // web_tools.js: result lists on web cards, sources under answers
   const subs = () => window.DFSubagents; // subagents.js: the task tool's card
+  const fb = () => window.DFFeedback; // feedback.js: thumbs under an answer
 
   function upsertToolCard(entry, call) {
     let card = S.toolCards.get(call.id);
@@ -375,8 +377,10 @@
   function renderRow(row, container) {
     const msg = row.content || {};
     if (msg.type === "human") renderHuman(msg, container);
-    else if (isAi(msg.type)) renderAi(msg, container);
-    else if (msg.type === "tool") renderTool(msg);
+    else if (isAi(msg.type)) {
+      renderAi(msg, container);
+      if (fb()) fb().attach(S.messages.get(msg.id), row.run_id, msg.id, row.feedback);
+    } else if (msg.type === "tool") renderTool(msg);
   }
 
   function applyValues(values) {
@@ -777,6 +781,8 @@
   }
 
   function finishRun() {
+    const ended = S.runId;
+    if (ended && fb()) for (const entry of S.messages.values()) if (entry.runId === ended) fb().attach(entry, ended, entry.id);
     S.runId = null;
     S.lastEventId = null;
     setRunning(false);
@@ -1121,6 +1127,7 @@
   async function start() {
     setupControls();
     if (subs()) subs().init({ api, threadId: () => S.threadId, setToolStatus });
+    if (fb()) fb().init({ api, threadId: () => S.threadId });
     loadThreads();
     if (S.threadId) {
       try {

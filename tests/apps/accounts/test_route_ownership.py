@@ -98,6 +98,16 @@ def owned_run(user) -> Owned:
     return Owned(kwargs={**thread.kwargs, "run_id": str(run.pk), "checkpoint_id": checkpoint_id}, marker=thread.marker)
 
 
+def owned_feedback(user) -> Owned:
+    """A finished run whose answer the owner rated."""
+    from apps.threads.models import Feedback
+
+    owned = owned_run(user)
+    run = Run.objects.get(pk=owned.kwargs["run_id"])
+    Feedback.objects.create(thread_id=run.thread_id, run=run, owner=user, rating=-1, comment="walk")
+    return owned
+
+
 def owned_scheduled_task(user) -> Owned:
     from apps.runs.scheduling.services import scheduled_task_create
 
@@ -210,6 +220,17 @@ OWNED_ROUTES = [
     OwnedRoute("GET", "/api/threads/<str:thread_id>/runs/<str:run_id>/stream", owned_run),
     OwnedRoute("POST", "/api/threads/<str:thread_id>/runs/<str:run_id>/stream", owned_run),
     OwnedRoute("GET", "/api/threads/<str:thread_id>/runs/<str:run_id>/events", owned_run),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/runs/<str:run_id>/feedback", owned_feedback),
+    OwnedRoute("PUT", "/api/threads/<str:thread_id>/runs/<str:run_id>/feedback", owned_run, body={"rating": 1}),
+    OwnedRoute("DELETE", "/api/threads/<str:thread_id>/runs/<str:run_id>/feedback", owned_feedback),
+    # Console: each user's own numbers; the thread id marks A's rows.
+    OwnedRoute("GET", "/api/console/stats", owned_run, lists=False),
+    OwnedRoute("GET", "/api/console/runs", owned_run),
+    OwnedRoute("GET", "/api/console/runs/export", owned_run),
+    OwnedRoute("GET", "/api/console/usage", owned_run),
+    OwnedRoute("GET", "/api/console/usage/export", owned_run, lists=False),
+    OwnedRoute("GET", "/api/console/feedback", owned_feedback),
+    OwnedRoute("GET", "/api/console/feedback/export", owned_feedback),
     # Uploads and artifacts. The walk sends JSON, so the owner's upload is a 415 (found, wrong body).
     OwnedRoute("POST", "/api/threads/<str:thread_id>/uploads", owned_files, body={}, owner_status=415),
     OwnedRoute("GET", "/api/threads/<str:thread_id>/uploads/limits", owned_files),
@@ -269,6 +290,9 @@ NO_USER_OBJECTS = {
     ("PATCH", "/api/mcp/config"),
     ("GET", "/api/mcp/status"),
     ("POST", "/api/mcp/servers/<str:name>/test"),
+    # Admin-only operator routes, 403 to everyone else (tests/apps/console/test_console_api.py).
+    ("GET", "/api/console/overview"),
+    ("POST", "/api/console/runs/<str:run_id>/cancel"),
 }
 
 

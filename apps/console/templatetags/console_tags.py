@@ -1,0 +1,44 @@
+"""Number formats for the console pages."""
+
+from datetime import datetime
+
+from django import template
+
+from apps.console.charts import compact as _compact
+
+register = template.Library()
+SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "CNY": "¥", "JPY": "¥"}
+
+
+@register.filter
+def compact(value) -> str:
+    return _compact(float(value or 0))
+
+
+@register.filter
+def money(cost: dict) -> str:
+    """A cost dict as text: "unpriced" when there is no amount, never 0 for an unknown."""
+    if not cost or cost.get("amount") is None:
+        return "unpriced" if cost and cost.get("unpriced_models") else "–"
+    amount, currency = cost["amount"], cost.get("currency") or ""
+    symbol = SYMBOLS.get(currency)
+    text = f"{amount:,.4f}" if 0 < amount < 0.01 else f"{amount:,.2f}"
+    return f"{symbol}{text}" if symbol else f"{text} {currency}"
+
+
+@register.filter
+def percent(value) -> str:
+    return f"{float(value) * 100:.1f}%"
+
+
+@register.filter
+def iso_local(value: str, tz) -> str:
+    return datetime.fromisoformat(value).astimezone(tz).strftime("%d %b %H:%M")
+
+
+@register.filter
+def seconds(value) -> str:
+    if value is None:
+        return "–"
+    value = int(value)
+    return f"{value // 3600}h {value % 3600 // 60}m" if value >= 3600 else f"{value // 60}m {value % 60}s" if value >= 60 else f"{value}s"
