@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import threading
@@ -107,6 +108,10 @@ async def run(args: argparse.Namespace, base_url: str, token: str, pid: int) -> 
 
         watcher = threading.Thread(target=watch, daemon=True)
         watcher.start()
+        spy = None
+        if args.profile:  # py-spy (pip install py-spy): the server while it holds the GIL
+            spy = subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "--gil", "-r", "250", "-f", "raw",
+                                    "-p", str(pid), "-o", args.profile], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         interval = args.seconds / args.runs
         started = time.perf_counter()
         tasks = []
@@ -114,6 +119,9 @@ async def run(args: argparse.Namespace, base_url: str, token: str, pid: int) -> 
             await asyncio.sleep(max(0.0, started + i * interval - time.perf_counter()))
             tasks.append(asyncio.create_task(one_run(client, args.seconds)))
         results = await asyncio.gather(*tasks)
+        if spy is not None:
+            spy.send_signal(2)
+            spy.wait(timeout=60)
         stop.set()
         watcher.join()
     good = [r["overhead"] for r in results if "overhead" in r]
@@ -136,6 +144,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=500)
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--profile", default="", help="write a py-spy raw profile of the server during the runs here")
     args = parser.parse_args(argv)
     model = LoopbackOpenAIServer([Reply(text="A slow answer from the benchmark model.", delay=args.seconds)], loop=True).start()
     home = Path(tempfile.mkdtemp(prefix="deerflow-held-"))
