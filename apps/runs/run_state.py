@@ -7,6 +7,8 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any
 
+from langgraph.types import Command
+
 from harness.runtime.checkpoint_state import ensure_readable, graph_mode, materialized_values
 
 logger = logging.getLogger(__name__)
@@ -16,13 +18,35 @@ logger = logging.getLogger(__name__)
 class PreRun:
     config: dict | None = None  # the head checkpoint before the run; None for a new thread
     message_ids: set[str] = field(default_factory=set)
+    # The run's first values event is the state before the run plus its input: the older
+    # messages' ids come from there instead of a read of the whole thread now.
+    ids_from_first_values: bool = False
+    input_count: int = 0
+
+
+def _input_count(graph_input: Any) -> int | None:
+    """How many messages the input appends; None when the run's first values event would
+    not be the pre-run state plus them (no input: pending steps run first)."""
+    if isinstance(graph_input, Command):
+        return 0
+    if not isinstance(graph_input, dict):
+        return None
+    messages = graph_input.get("messages")
+    if messages is None:
+        return 0
+    return len(messages) if isinstance(messages, list) else 1
+
+
+def older_ids(values: dict, pre: PreRun) -> set[str]:
+    messages = list(values.get("messages") or [])
+    return _ids(messages[: max(0, len(messages) - pre.input_count)])
 
 
 def _ids(messages: Any) -> set[str]:
     return {m.id for m in messages or () if getattr(m, "id", None)}
 
 
-async def prepare(graph: Any, config: dict) -> PreRun:
+async def prepare(graph: Any, config: dict, graph_input: Any = None) -> PreRun:
     """Check the thread can be read in this mode and read its pre-run state (at the run's
     checkpoint when it names one: LangGraph forks from there, in either mode)."""
     conf = config["configurable"]
@@ -31,6 +55,9 @@ async def prepare(graph: Any, config: dict) -> PreRun:
         return PreRun()
     ensure_readable(target, graph_mode(graph), conf["thread_id"])
     stored = (target.checkpoint.get("channel_values") or {}).get("messages")
+    count = _input_count(graph_input)
+    if count is not None:
+        return PreRun(config=target.config, ids_from_first_values=True, input_count=count)
     if isinstance(stored, list):  # full mode, or a checkpoint that holds the whole list
         return PreRun(config=target.config, message_ids=_ids(stored))
     values = await materialized_values(graph, config)

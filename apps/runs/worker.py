@@ -223,7 +223,10 @@ def _stream_modes(kwargs: dict) -> tuple[list[str], list[str]]:
     # client asked for it. Other runs do not pay for a mode nobody reads.
     configurable = (kwargs.get("config") or {}).get("configurable") or {}
     delegating = bool((kwargs.get("context") or {}).get("subagent_enabled") or configurable.get("subagent_enabled"))
-    graph_modes = list(dict.fromkeys([GRAPH_MODE.get(m, m) for m in requested] + ["values"] + (["custom"] if delegating else [])))
+    # updates too: an interrupt shows there as "__interrupt__", so the end of the run needs no
+    # state read to know it stopped for input.
+    graph_modes = list(dict.fromkeys([GRAPH_MODE.get(m, m) for m in requested] + ["values", "updates"]
+                                     + (["custom"] if delegating else [])))
     return requested, graph_modes
 
 
@@ -300,8 +303,9 @@ async def _execute(run_id: str) -> None:
         graph = await graphs.build_graph(config, checkpointer)
         graph_input = _graph_input(kwargs)
         # The pre-run head: the rollback point, and which messages are not this run's.
-        pre_run = await run_state.prepare(graph, config)
+        pre_run = await run_state.prepare(graph, config, graph_input)
         progress.seen_message_ids |= pre_run.message_ids
+        interrupted = False
         stream_kwargs: dict[str, Any] = {"stream_mode": graph_modes, "subgraphs": subgraphs, "context": context,
                                          "durability": graphs.default_durability(graph)}
         for option in ("interrupt_before", "interrupt_after", "durability"):
@@ -315,11 +319,16 @@ async def _execute(run_id: str) -> None:
             wire = WIRE_MODE.get(mode, mode)
             if mode == "values" and not namespace:
                 progress.last_values = data
+                if pre_run.ids_from_first_values and isinstance(data, dict):
+                    progress.seen_message_ids |= run_state.older_ids(data, pre_run)
+                    pre_run.ids_from_first_values = False
                 if isinstance(data, dict):
                     events = message_events(list(data.get("messages") or []), progress, meta.get("model_name") or "")
                     if events:
                         await journal.add(events)
                         _raise_if_cancelled(run_id)
+            elif mode == "updates" and not namespace:
+                interrupted = interrupted or (isinstance(data, dict) and "__interrupt__" in data)
             elif mode == "custom" and not namespace:
                 events = subagent_events(data, progress)
                 if events:
@@ -333,15 +342,16 @@ async def _execute(run_id: str) -> None:
             else:
                 payload = to_jsonable(data)
             await bridge.apublish(run_id, name, payload)
-        state = await graph.aget_state(config)
-        title = (state.values or {}).get("title") if state else None
+        # The last values event is the state the run ended with.
+        final = progress.last_values if isinstance(progress.last_values, dict) else {}
+        title = final.get("title")
         # Why the agent stopped, when it stopped early: loop_capped, token_budget_exhausted,
         # error_fallback, model_length_capped.
-        progress.stop_reason = ((state.values or {}).get("stop_reason") if state else None) or ""
-        if state and state.next:
+        progress.stop_reason = final.get("stop_reason") or ""
+        if interrupted:
             status, thread_status = Run.Status.INTERRUPTED, Thread.Status.INTERRUPTED
             progress.stop_reason = progress.stop_reason or "human_input_required"
-        journal.hold(JournalEvent("run.end", "outputs", _outputs(state.values if state else None), {"status": "success"}))
+        journal.hold(JournalEvent("run.end", "outputs", _outputs(final or None), {"status": "success"}))
     except asyncio.CancelledError:
         runtime.mark_settling(run_id)
         action = runtime.cancel_action(run_id) or "interrupt"
