@@ -29,3 +29,4 @@ if DATABASES["default"]["ENGINE"] == "deerflow_site.sqlite_backend":  # noqa: F4
 # which take the cores (harness/runtime/cpu_affinity.py).
 CPU_PINNING = False
 SKILL_STATE_CACHE_SECONDS = 0  # the suite flushes tables between tests, which sends no signals
+CONFIG_RECHECK_SECONDS = 0  # tests edit config files and run at once

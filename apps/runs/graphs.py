@@ -11,6 +11,7 @@ import asyncio
 import inspect
 import json
 import threading
+import time
 import weakref
 from collections import OrderedDict
 from typing import Any
@@ -57,6 +58,22 @@ def _read_sources() -> tuple:
     return app_config, extensions, get_mcp_tools(extensions, app_config=app_config)
 
 
+_recent_sources: tuple[float, tuple] | None = None
+
+
+async def _sources() -> tuple:
+    """The config objects, looked at again at most every ``CONFIG_RECHECK_SECONDS`` (1 s):
+    noticing an edit is file IO, so it needs a thread, and a burst of runs made one hop each."""
+    global _recent_sources
+    now = time.monotonic()
+    recent = _recent_sources
+    if recent is not None and now - recent[0] < getattr(settings, "CONFIG_RECHECK_SECONDS", 1.0):
+        return recent[1]
+    sources = await asyncio.to_thread(_read_sources)
+    _recent_sources = (now, sources)
+    return sources
+
+
 async def build_graph(config: dict, checkpointer: Any) -> Any:
     """The compiled graph for these run options, with the checkpointer attached.
 
@@ -66,8 +83,7 @@ async def build_graph(config: dict, checkpointer: Any) -> Any:
     config objects, and a cached graph built from older ones is not used.
     """
     key = _cache_key(config)
-    # Reading the config files (to notice edits) is file IO: not on the event loop.
-    app_config, extensions, mcp_tools = await asyncio.to_thread(_read_sources)
+    app_config, extensions, mcp_tools = await _sources()
     sources = (app_config, extensions, mcp_tools, checkpointer)
     if key is not None:
         with _graphs_lock:
@@ -106,8 +122,10 @@ def state_reader(checkpointer: Any) -> Any:
 
 
 def clear_graph_cache() -> None:
+    global _recent_sources
     with _graphs_lock:
         _graphs.clear()
+        _recent_sources = None
 
 
 def thread_config(thread_id: str, checkpoint_id: str | None = None, **configurable: Any) -> dict:

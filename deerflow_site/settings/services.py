@@ -52,6 +52,10 @@ RUN_QUEUE_TIMEOUT = env.int("RUN_QUEUE_TIMEOUT", default=600)
 # A running run's lease: its process renews it every third of this; once it lapses (the process
 # died), recovery settles the run as an error and its thread takes runs again.
 RUN_LEASE_SECONDS = env.int("RUN_LEASE_SECONDS", default=30)
+# How stale the run path's views of config files and skill on/off choices may be: each is
+# looked at again after this long (an edit in this process drops the skill choices at once).
+CONFIG_RECHECK_SECONDS = env.float("CONFIG_RECHECK_SECONDS", default=1.0)
+SKILL_STATE_CACHE_SECONDS = env.float("SKILL_STATE_CACHE_SECONDS", default=2.0)
 # Where run events travel to subscribers: Redis Streams whenever Redis is configured, so any
 # process can serve any run's stream; otherwise this process's memory.
 RUN_STREAM_BRIDGE = env.str("RUN_STREAM_BRIDGE", default="redis" if REDIS_URL else "memory")
