@@ -41,6 +41,7 @@ from harness.agents.middlewares.view_image import ViewImageMiddleware
 from harness.agents.thread_state import ThreadState
 from harness.agents.tracing import install_inline_trace_setup
 from harness.config import AppConfig, ModelConfig, class_path, get_app_config
+from harness.governance.gate import approval_middleware
 from harness.models import ModelError, create_chat_model, get_model_config
 
 logger = logging.getLogger(__name__)
@@ -114,6 +115,8 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
         # One graph step for the run's setup; the parts' order is the order of their hooks.
         RunSetupMiddleware([InputSanitizationMiddleware(), ThreadDataMiddleware(), UploadsMiddleware(), SandboxMiddleware()],
                            state_schema=ThreadState),
+        # Early in the chain: its after_model runs after every other one, on the final tool calls.
+        approval_middleware(app.approvals, interactive=not options.non_interactive),
         ToolOutputBudgetMiddleware(options.max_tool_output_chars),
         RemoteContentSanitizationMiddleware(),
         DanglingToolCallMiddleware(),
@@ -162,7 +165,9 @@ def _delegation(options: LeadAgentOptions, app: AppConfig, entry: ModelConfig, m
     # allowed-tools policy while a skill is active (the policy is keyed by the run).
     skills = SkillsMiddleware(skills_path=app.skills.path, container_path=app.skills.container_path,
                               deferred=app.skills.deferred_discovery)
-    return (build_task_tool(config=cfg, lead_tools=tools, model_factory=models, shared_middleware=[skills]),
+    gate = approval_middleware(app.approvals, subagent=True)  # subagents cannot ask: covered calls are refused
+    shared = [skills, gate] if gate else [skills]
+    return (build_task_tool(config=cfg, lead_tools=tools, model_factory=models, shared_middleware=shared),
             SubagentLimitMiddleware(concurrent, total))
 
 
