@@ -16,6 +16,7 @@ urlpatterns = [
     path("api/", include("apps.integrations.api_urls")),
     path("api/", include("apps.skills.api_urls")),
     path("api/", include("apps.memory.api_urls")),
+    path("api/", include("apps.governance.api_urls")),
     path("schedules/", include("apps.runs.page_urls")),
     path("settings/", include("apps.integrations.page_urls")),
     path("skills/", include("apps.skills.page_urls")),

@@ -41,6 +41,7 @@ from harness.agents.middlewares.view_image import ViewImageMiddleware
 from harness.agents.thread_state import ThreadState
 from harness.agents.tracing import install_inline_trace_setup
 from harness.config import AppConfig, ModelConfig, class_path, get_app_config
+from harness.governance.budget import budget_middleware
 from harness.governance.gate import approval_middleware
 from harness.models import ModelError, create_chat_model, get_model_config
 
@@ -135,6 +136,7 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
         SystemMessageCoalescingMiddleware(),
         LoopDetectionMiddleware(options.loop_warn_after, options.loop_stop_after),
         TokenBudgetMiddleware(options.token_budget),
+        budget_middleware(app.budgets),  # the user's daily/monthly caps; absent unless budgets.enabled
         *extra,
         TerminalResponseMiddleware(),
         LengthFinishReasonMiddleware(),
