@@ -87,6 +87,8 @@ class MyBudgetView(APIView):
 class BudgetAdminView(APIView):
     """Staff: PUT ``/api/budgets/default`` or ``/api/budgets/{user_id}`` with the caps."""
 
+    token_scopes = {"PUT": "threads:write"}  # and the token's owner must be staff
+
     @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
     def put(self, request, target: str):
         if not request.user.is_staff:
