@@ -308,6 +308,7 @@
     web_search: "Web search", web_fetch: "Read page", image_search: "Image search" };
   const web = () => window.DFWebTools; // web_tools.js: result lists on web cards, sources under answers
   const subs = () => window.DFSubagents; // subagents.js: the task tool's card
+  const gov = () => window.DFGovernance; // governance.js: approval card, budget notice
 
   function upsertToolCard(entry, call) {
     let card = S.toolCards.get(call.id);
@@ -483,6 +484,16 @@
   // ---------------------------------------------------------------- clarification
 
   function showClarification(value) {
+    if (value && value.type === "approval" && gov()) {
+      clearClarification();
+      S.interrupt = value;
+      gov().show(value, el.messages);
+      const callCard = value.tool_call_id && S.toolCards.get(value.tool_call_id);
+      if (callCard) setToolStatus(callCard, "waiting");
+      updateWelcome();
+      scrollToEnd(true);
+      return;
+    }
     if (!value || value.type !== "clarification") return;
     clearClarification();
     S.interrupt = value;
@@ -560,6 +571,7 @@
   function clearClarification() {
     const old = $("clarify");
     if (old) old.remove();
+    if (gov()) gov().clear();
     S.interrupt = null;
   }
 
@@ -611,6 +623,7 @@
     const ready = S.attachments.filter((a) => a.status === "done");
     if (!text && ready.length === 0) return;
     if (S.attachments.some((a) => a.status === "uploading")) { setNote("Wait for the uploads to finish.", "error"); return; }
+    if (S.interrupt && S.interrupt.type === "approval") { setNote("Approve or deny the action above first.", "error"); return; }
     if (S.interrupt) {
       el.input.value = "";
       autoGrow();
@@ -783,6 +796,7 @@
     if (!S.interrupt) setNote("");
     loadThreads();
     refreshUploads();
+    if (gov()) gov().refreshBudget();
     if (S.queue.length && !S.interrupt) {
       const next = S.queue.shift();
       setNote(S.queue.length ? `Queued ${S.queue.length} more.` : "");
@@ -1121,6 +1135,7 @@
   async function start() {
     setupControls();
     if (subs()) subs().init({ api, threadId: () => S.threadId, setToolStatus });
+    if (gov()) gov().init({ api, setNote, resume: (answer) => { S.interrupt = null; setNote(""); startRun({ command: { resume: answer } }); } });
     loadThreads();
     if (S.threadId) {
       try {
