@@ -19,6 +19,7 @@ from .test_chat import assistant, send
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 GOVERNANCE_YAML = """approvals:
+  user_rules: true
   rules:
     - name: risky-shell
       tool: bash
@@ -122,3 +123,36 @@ def test_the_budget_notice_warns_near_the_cap(page, script, doc_shot):
     expect(note).to_be_visible()
     expect(note).to_contain_text("of your daily token budget")
     doc_shot(page, "budget-warning")
+
+
+def test_the_approvals_page_lists_rules_and_decisions(page, doc_shot):
+    page.goto("/approvals/")
+    expect(page.locator("#operator-rows")).to_contain_text("risky-shell")
+    # the decisions the chats above made are audited and listed
+    rows = page.locator("#decision-rows")
+    expect(rows).to_contain_text("approved")
+    expect(rows).to_contain_text("do not pipe downloads into a shell")
+    form = page.get_by_role("form", name="Add a rule")
+    form.get_by_label("Name").fill("careful-python")
+    form.get_by_label("Tool").fill("bash")
+    form.get_by_label("Matches (regular expression)").fill("python(")
+    form.get_by_role("button", name="Add rule").click()
+    expect(page.locator("#gov-error")).to_contain_text("invalid regular expression")
+    form.get_by_label("Matches (regular expression)").fill("python3? ")
+    form.get_by_role("button", name="Add rule").click()
+    expect(page.locator("#rule-rows")).to_contain_text("careful-python")
+    expect(page.locator("#gov-error")).to_be_hidden()
+    page.get_by_label("Everyone's decisions").check()
+    expect(rows).to_contain_text("risky-shell")
+    doc_shot(page, "approvals-page")
+
+
+def test_the_approvals_page_on_a_phone(phone, doc_shot):
+    phone.goto("/approvals/")
+    expect(phone.locator("#operator-rows")).to_contain_text("risky-shell")
+    expect(phone.locator("#rule-rows")).to_contain_text("careful-python")
+    phone.get_by_role("row", name="careful-python").get_by_role("button", name="Delete").click()
+    expect(phone.locator("#rule-empty")).to_be_visible()
+    width = phone.evaluate("document.documentElement.scrollWidth")
+    assert width <= 375, f"the page scrolls sideways at 375 px ({width} px)"
+    doc_shot(phone, "approvals-page-phone")
