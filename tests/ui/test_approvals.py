@@ -156,3 +156,18 @@ def test_the_approvals_page_on_a_phone(phone, doc_shot):
     width = phone.evaluate("document.documentElement.scrollWidth")
     assert width <= 375, f"the page scrolls sideways at 375 px ({width} px)"
     doc_shot(phone, "approvals-page-phone")
+
+
+def test_a_scheduled_task_chooses_what_happens_to_actions_needing_approval(page):
+    page.goto("/schedules/")
+    page.get_by_label("Title").fill("Nightly sweep")
+    page.get_by_label("Prompt").fill("Sweep the outputs")
+    page.get_by_label("Cron (minute hour day month weekday)").fill("0 3 * * *")
+    select = page.get_by_label("Actions that need approval")
+    expect(select).to_have_value("deny")  # the safe default
+    select.select_option("auto_approve")
+    page.get_by_role("button", name="Create task").click()
+    expect(page.locator("#task-rows tr", has_text="Nightly sweep")).to_be_visible()
+    tasks = page.evaluate("async () => (await fetch('/api/scheduled-tasks')).json()")
+    (task,) = [t for t in tasks if t["title"] == "Nightly sweep"]
+    assert task["options"] == {"approval_policy": "auto_approve"}

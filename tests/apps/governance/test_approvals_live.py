@@ -84,3 +84,30 @@ def test_user_rules_api_validates_and_lists(api):
 def test_only_staff_read_everyones_decisions(api, admin_api):
     assert api.get("/approvals/decisions", params={"all": "1"}).status_code == 403
     assert admin_api.get("/approvals/decisions", params={"all": "1"}).status_code == 200
+
+
+@pytest.mark.parametrize("policy, expected", [("deny", "auto_denied"), ("auto_approve", "auto_approved")])
+def test_scheduled_runs_follow_the_task_setting_and_never_hang(api, sdk, script, policy, expected):
+    import time
+
+    script(tool_reply(call("bash", command="rm -f /mnt/user-data/outputs/stale.txt; echo swept")), "Nightly sweep done.")
+    options = {"approval_policy": policy} if policy != "deny" else {}
+    made = api.post("/scheduled-tasks", json={"title": f"sweep {policy}", "prompt": "Sweep the outputs", "schedule_type": "cron",
+                                              "schedule_spec": {"cron": "0 3 * * *"}, "timezone": "UTC", "options": options})
+    assert made.status_code in (200, 201), made.text
+    task_id = made.json()["id"]
+    assert api.post(f"/scheduled-tasks/{task_id}/trigger").status_code == 200
+    for _ in range(300):  # polling for completion, not a timing assertion
+        runs = api.get(f"/scheduled-tasks/{task_id}/runs").json()
+        if runs and runs[0]["status"] not in ("queued", "running"):
+            break
+        time.sleep(0.1)
+    (task_run,) = runs
+    assert task_run["status"] == "success", task_run
+    values = sdk.threads.get_state(task_run["thread_id"])["values"]
+    assert values["messages"][-1]["content"] == "Nightly sweep done."
+    tool_msg = [m for m in values["messages"] if m["type"] == "tool"][-1]
+    assert ("swept" in tool_msg["content"]) == (policy == "auto_approve")
+    decisions = api.get("/approvals/decisions", params={"thread_id": task_run["thread_id"]}).json()["decisions"]
+    assert [(d["decision"], d["decided_by"]) for d in decisions] == [(expected, "schedule")]
+    api.delete(f"/scheduled-tasks/{task_id}")
