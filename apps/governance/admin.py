@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from apps.governance.models import ApprovalDecision, ApprovalRule, Budget
+from apps.governance.models import ApprovalDecision, ApprovalRule, Budget, ModelProbe
 
 
 @admin.register(ApprovalDecision)
@@ -37,3 +37,29 @@ class BudgetAdmin(admin.ModelAdmin):
     search_fields = ["user__username", "note"]
     list_select_related = ["user"]
     autocomplete_fields = ["user"]
+
+
+@admin.register(ModelProbe)
+class ModelProbeAdmin(admin.ModelAdmin):
+    list_display = ["model_name", "status", "failed_steps", "blocks_agent", "allow_despite_failure", "probed_at"]
+    list_filter = ["status", "blocks_agent", "allow_despite_failure"]
+    readonly_fields = ["model_name", "status", "failed_steps", "steps", "blocks_agent", "probed_at"]
+    fields = ["model_name", "status", "failed_steps", "blocks_agent", "allow_despite_failure", "probed_at", "steps"]
+    actions = ["probe_again", "probe_all_configured"]
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    @admin.action(description="Probe the selected models again")
+    def probe_again(self, request, queryset):
+        from apps.governance.probes import models_probe
+
+        rows = models_probe(names=list(queryset.values_list("model_name", flat=True)))
+        self.message_user(request, "; ".join(f"{r.model_name}: {r.status}" for r in rows))
+
+    @admin.action(description="Probe every configured model")
+    def probe_all_configured(self, request, queryset):
+        from apps.governance.probes import models_probe
+
+        rows = models_probe()
+        self.message_user(request, "; ".join(f"{r.model_name}: {r.status}" for r in rows) or "No models are configured.")

@@ -8,7 +8,7 @@ class GovernanceConfig(AppConfig):
 
     def ready(self) -> None:
         # The harness records approval decisions and reads user rules and budgets through its ports.
-        from apps.governance import signals  # noqa: F401  (budget cache invalidation)
+        from apps.governance import probes, signals  # noqa: F401  (cache invalidation receivers)
         from apps.governance.stores import OrmApprovalStore, OrmBudgetStore
         from harness.governance.budget import set_budget_store
         from harness.governance.stores import set_approval_store

@@ -96,3 +96,30 @@ class Budget(models.Model):
 
     def __str__(self) -> str:
         return f"budget for {self.user or 'everyone'}"
+
+
+class ModelProbe(models.Model):
+    """The latest capability probe of one configured model (``manage.py probe_models``)."""
+
+    class Status(models.TextChoices):
+        PASSED = "passed"
+        FAILED = "failed"
+        NOT_CONFIGURED = "not_configured"
+
+    model_name = models.CharField(max_length=128, unique=True)
+    status = models.CharField(max_length=16, choices=Status.choices)
+    failed_steps = models.JSONField(default=list, blank=True)
+    steps = models.JSONField(default=list, blank=True, help_text="Each step: name, status, detail, the provider's error.")
+    blocks_agent = models.BooleanField(default=False, help_text="It failed a step the agent cannot do without (tool calls).")
+    allow_despite_failure = models.BooleanField(default=False, help_text="An admin lets users pick it for the agent anyway.")
+    probed_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["model_name"]
+
+    def __str__(self) -> str:
+        return f"{self.model_name}: {self.status}"
+
+    @property
+    def blocked(self) -> bool:
+        return self.blocks_agent and not self.allow_despite_failure

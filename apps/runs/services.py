@@ -61,6 +61,11 @@ def _check_model(request: RunCreate) -> str:
     names = [m.name for m in get_app_config().models]
     if name not in names:
         raise InvalidRequest(f"context.model_name: unknown model '{name}'; configured: {', '.join(names) or 'none'}")
+    from apps.governance.probes import blocked_models  # cached per process: no query per run
+
+    why = blocked_models().get(name)
+    if why:
+        raise InvalidRequest(f"context.model_name: model '{name}' {why}; an admin can allow it in Admin › Model probes")
     return name
 
 
