@@ -77,10 +77,14 @@ def approval_answer(*, user, thread_id: str, body: Any):
 def approval_rule_create(*, user, data: Any) -> ApprovalRule:
     if not isinstance(data, dict):
         raise InvalidRequest("body: must be an object")
+    tools = data.get("tool")
     name = data.get("name")
+    if name in (None, "") and isinstance(tools, str) and tools.strip():
+        import uuid
+
+        name = f"{tools.split(',')[0].strip()[:40]}-{uuid.uuid4().hex[:6]}"  # a name is only needed to tell rules apart
     if not isinstance(name, str) or not name.strip() or len(name.strip()) > 64:
         raise InvalidRequest("name: a name of at most 64 characters is required")
-    tools = data.get("tool")
     tools = [t.strip() for t in tools.split(",")] if isinstance(tools, str) else tools
     raw = {"name": name.strip(), "tool": tools, "match": data.get("match") or None, "action": data.get("action"), "agents": data.get("agents") or []}
     try:
