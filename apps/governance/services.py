@@ -6,6 +6,7 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.db import IntegrityError, transaction
+from django.db.models import F
 from rest_framework import status
 
 from apps.governance.models import ApprovalRule, Budget
@@ -144,3 +145,29 @@ def budget_set(*, user_id: int | None, data: Any) -> Budget:
         budget.note = str(data.get("note") or "")[:200]
         budget.save()
     return budget
+
+
+def memory_usage_record(*, run_id: str, model_name: str, usage: dict) -> None:
+    """Add a memory update's model usage to the run it learned from, so budgets (which sum the
+    user's runs) count it. The run's totals and per-model usage grow; ``memory_tokens`` says
+    how much of it was memory work."""
+    from apps.runs.models import Run
+    from harness.agents.middlewares.token_usage import usage_counts
+
+    counts = usage_counts(usage)
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(pk=run_id).only("token_usage").first()
+        if run is None:
+            return
+        token_usage = dict(run.token_usage or {})
+        by_model = dict(token_usage.get("by_model") or {})
+        entry = dict(by_model.get(model_name or "memory") or {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "total_tokens": 0, "calls": 0})
+        for key, value in (("input_tokens", counts["input_tokens"]), ("output_tokens", counts["output_tokens"]),
+                           ("cache_read_tokens", counts["cache_read"]), ("total_tokens", counts["total_tokens"]), ("calls", 1)):
+            entry[key] = int(entry.get(key) or 0) + value
+        by_model[model_name or "memory"] = entry
+        token_usage["by_model"] = by_model
+        token_usage["memory_tokens"] = int(token_usage.get("memory_tokens") or 0) + counts["total_tokens"]
+        Run.objects.filter(pk=run_id).update(token_usage=token_usage, input_tokens=F("input_tokens") + counts["input_tokens"],
+                                             output_tokens=F("output_tokens") + counts["output_tokens"],
+                                             cache_read_tokens=F("cache_read_tokens") + counts["cache_read"])
