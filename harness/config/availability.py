@@ -23,6 +23,6 @@ def inactive_settings(config: AppConfig) -> list[str]:
     if config.channels.enabled or config.channels.model_extra:
         found.append(_say("channels", "IM channels", "are"))
     priced = [m.name for m in config.models if m.pricing is not None]
-    if priced:
+    if priced and not config.budgets.enabled:  # cost budgets read the prices
         found.append(_say(f"models[].pricing (on {', '.join(priced)})", "the usage and cost console"))
     return found
