@@ -593,7 +593,8 @@
   function context() {
     const ctx = { thinking_enabled: el.thinking.checked, is_plan_mode: el.plan.checked };
     if (el.subagents) ctx.subagent_enabled = el.subagents.checked;
-    if (el.model && el.model.value) ctx.model_name = el.model.value;
+    const picked = el.model && el.model.selectedOptions[0];
+    if (picked && picked.value && !picked.disabled) ctx.model_name = picked.value; // a blocked model is never sent
     return ctx;
   }
 

@@ -4,6 +4,7 @@ this chat" stops asking, a reload keeps the card; a user near a budget cap sees 
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -171,3 +172,28 @@ def test_a_scheduled_task_chooses_what_happens_to_actions_needing_approval(page)
     tasks = page.evaluate("async () => (await fetch('/api/scheduled-tasks')).json()")
     (task,) = [t for t in tasks if t["title"] == "Nightly sweep"]
     assert task["options"] == {"approval_policy": "auto_approve"}
+
+
+NO_TOOL_CALLS = ["ready", "1, 2, 3", "again", "I think it is 42.", "alpha 1, beta 2", "read"]
+
+
+def test_a_model_that_failed_the_tool_probe_is_marked_in_the_picker(live, page, phone, script, doc_shot):
+    script(*NO_TOOL_CALLS)
+    out = live.manage("probe_models")
+    assert "failed   tool_call — the model answered without calling the tool" in out
+    try:
+        for view, name in ((page, "model-probe-picker"), (phone, "model-probe-picker-phone")):
+            view.goto("/")
+            option = view.locator("#model option", has_text="Loopback model")
+            expect(option).to_have_text(re.compile(r"\(failed tool-call probe\)"))
+            expect(option).to_be_disabled()
+            assert "tool_call" in option.get_attribute("title")
+            doc_shot(view, name)
+        models = page.evaluate("async () => (await fetch('/api/models')).json()")["models"]
+        assert models[0]["selectable"] is False and "tool_call" in models[0]["probe"]["failed_steps"]
+        # an admin's override makes it selectable again
+        live.shell("from apps.governance.models import ModelProbe; ModelProbe.objects.update(allow_despite_failure=True)")
+        page.reload()
+        expect(page.locator("#model option", has_text="Loopback model")).to_be_enabled()
+    finally:
+        live.shell("from apps.governance.models import ModelProbe; ModelProbe.objects.all().delete()")
