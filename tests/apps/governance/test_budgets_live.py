@@ -6,7 +6,7 @@ import httpx
 import pytest
 from langgraph_sdk import get_sync_client
 
-from harness.testing import Reply, call, tool_reply
+from harness.testing import Reply, call
 
 pytestmark = pytest.mark.slow
 

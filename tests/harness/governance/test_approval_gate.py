@@ -10,7 +10,7 @@ from langgraph.types import Command
 from harness.config import ConfigError, parse_config
 from harness.governance.policy import args_digest
 from harness.governance.stores import MemoryApprovalStore, set_approval_store
-from harness.testing import Reply, call, tool_reply
+from harness.testing import call, tool_reply
 from tests.harness.agents.conftest import BASE_CONFIG, AgentHarness
 
 RULES = """
@@ -200,9 +200,9 @@ def test_no_rules_means_no_gate_in_the_chain():
 
 
 async def test_subagents_cannot_run_a_covered_call(tools, ran, audit):
-    from harness.agents.lead_agent.agent import build_middlewares  # noqa: F401  (the chain under test is the real one)
-    from harness.governance.gate import approval_middleware
     from langchain.agents import create_agent
+
+    from harness.governance.gate import approval_middleware
     from harness.testing import ScriptedChatModel
 
     gate = approval_middleware(parse_config(BASE_CONFIG + RULES).approvals, subagent=True)

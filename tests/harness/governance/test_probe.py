@@ -3,8 +3,6 @@ way a real provider does: every failure is found and reported by step name with 
 
 from __future__ import annotations
 
-import pytest
-
 from harness.config import parse_config
 from harness.governance.probe import probe_model
 from harness.testing import LoopbackOpenAIServer, Reply, call, loopback_config_text, tool_reply
@@ -59,7 +57,7 @@ def test_a_model_needing_reasoning_content_back_fails_the_second_turn_with_the_p
     script = [Reply(text="ready", reasoning="thinking about it"), "1, 2, 3", "again", tool_reply(call("probe_lookup", key="alpha")),
               tool_reply(call("probe_lookup", key="alpha"), call("probe_lookup", key="beta")), "read"]
     with LoopbackOpenAIServer(script, quirks=["requires_reasoning_content"]) as server:
-        result = probe(server, extra="")
+        result = probe(server)
     step = steps(result)["reasoning_round_trip"]
     assert step.status == "failed" and "reasoning_content in the thinking mode must be passed back" in step.error
     assert "400" in step.error or "BadRequest" in step.error
@@ -73,15 +71,13 @@ def test_a_broken_stream_fails_the_streaming_step():
     assert steps(result)["streaming"].status == "failed"
 
 
-def test_a_model_without_its_key_is_not_configured_and_never_called(monkeypatch):
+def test_a_model_without_its_key_is_not_configured_and_never_called(monkeypatch, tmp_path):
     monkeypatch.delenv("PROBE_MISSING_KEY", raising=False)
     from harness.config.loader import load_config
 
     with LoopbackOpenAIServer([]) as server:
         text = loopback_config_text(server.base_url).replace("api_key: test-key", "api_key: $PROBE_MISSING_KEY")
-        import tempfile, pathlib
-
-        path = pathlib.Path(tempfile.mkdtemp()) / "config.yaml"
+        path = tmp_path / "config.yaml"
         path.write_text(text)
         result = probe_model("loopback", config=load_config(path))
         assert server.requests == []
