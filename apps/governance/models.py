@@ -87,7 +87,7 @@ class Budget(models.Model):
                                    name="ck_budget_default_has_no_user"),
             models.CheckConstraint(condition=(Q(daily_tokens__isnull=True) | Q(daily_tokens__gte=0)) & (Q(monthly_tokens__isnull=True) | Q(monthly_tokens__gte=0))
                                    & (Q(daily_cost__isnull=True) | Q(daily_cost__gte=0)) & (Q(monthly_cost__isnull=True) | Q(monthly_cost__gte=0)),
-                                   name="ck_budget_caps_not_negative"),
+                                   name="ck_budget_caps_not_negative", violation_error_message="Budget caps must be zero or more."),
         ]
 
     def save(self, *args, **kwargs):

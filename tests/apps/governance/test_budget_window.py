@@ -97,3 +97,13 @@ def test_only_one_default_row():
     Budget.objects.create(user=None, daily_tokens=1)
     with pytest.raises(IntegrityError):
         Budget.objects.create(user=None, daily_tokens=2)
+
+
+def test_the_admin_form_refuses_a_negative_cap_without_an_error_page(admin_client):
+    user = User.objects.create_user(username="b5")
+    response = admin_client.post("/admin/governance/budget/add/", {"user": user.pk, "daily_tokens": "-3", "currency": "USD"})
+    assert response.status_code == 200  # the form again, with the error; no 500
+    assert "Budget caps must be zero or more." in response.content.decode()
+    assert not Budget.objects.filter(user=user).exists()
+    ok = admin_client.post("/admin/governance/budget/add/", {"user": user.pk, "daily_tokens": "300", "currency": "USD"})
+    assert ok.status_code == 302 and Budget.objects.get(user=user).daily_tokens == 300
