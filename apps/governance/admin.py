@@ -59,7 +59,31 @@ class ModelProbeAdmin(admin.ModelAdmin):
 
     @admin.action(description="Probe every configured model")
     def probe_all_configured(self, request, queryset):
+        self._probe_all(request)
+
+    def _probe_all(self, request) -> None:
         from apps.governance.probes import models_probe
 
         rows = models_probe()
         self.message_user(request, "; ".join(f"{r.model_name}: {r.status}" for r in rows) or "No models are configured.")
+
+    # The first probe needs no selection (there are no rows yet): a button on the list.
+    change_list_template = "admin/governance/modelprobe/change_list.html"
+
+    def get_urls(self):
+        from django.urls import path
+
+        return [path("probe-all/", self.admin_site.admin_view(self.probe_all_view), name="governance_modelprobe_probe_all"), *super().get_urls()]
+
+    def probe_all_view(self, request):
+        from django.http import HttpResponseNotAllowed
+        from django.shortcuts import redirect
+
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        if not self.has_change_permission(request):
+            from django.core.exceptions import PermissionDenied
+
+            raise PermissionDenied
+        self._probe_all(request)
+        return redirect("admin:governance_modelprobe_changelist")

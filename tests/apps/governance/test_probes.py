@@ -104,3 +104,14 @@ def test_unknown_models_are_a_command_error(configured):
         configured(server)
         with pytest.raises(CommandError, match="unknown model"):
             call_command("probe_models", "--model", "ghost")
+
+
+def test_the_admin_button_probes_every_configured_model_with_no_rows_yet(configured, admin_client):
+    with LoopbackOpenAIServer(GOOD) as server:
+        configured(server)
+        listing = admin_client.get("/admin/governance/modelprobe/")
+        assert listing.status_code == 200 and "Probe every configured model" in listing.content.decode()
+        assert admin_client.get("/admin/governance/modelprobe/probe-all/").status_code == 405
+        response = admin_client.post("/admin/governance/modelprobe/probe-all/", follow=True)
+    assert response.status_code == 200 and "loopback: passed" in response.content.decode()
+    assert ModelProbe.objects.get(model_name="loopback").status == "passed"
