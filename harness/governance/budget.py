@@ -3,10 +3,11 @@
 The apps compute a user's :class:`BudgetWindow` (caps, what the period has used, when each
 resets) through the :class:`BudgetStore` port. Admission refuses a run whose user is at a
 cap already (HTTP 429). During a run, :class:`BudgetMiddleware` loads the window once, at
-the first model call, then adds what this run has used so far (its own model calls and
-its subagents', from the messages and the delegation ledger) before every further call: at
-a cap the model is not called, the reply says which cap and when it resets, and the run
-ends with ``stop_reason = budget_exhausted``. Concurrent runs of one user each see the
+the first model call, and counts every model call of the run as it returns: the lead's and
+its subagents' (the subagents' chains carry the middleware too, and all share the run's
+tally). Before each call, lead or subagent, it checks the window plus the tally: at a cap
+the model is not called, the reply says which cap and when it resets, and the lead's run
+ends with ``stop_reason = budget_exhausted`` (a subagent stops with that note as its answer). Concurrent runs of one user each see the
 usage finished before they started, so together they can overshoot a cap by what they use
 in flight; the next admission then refuses.
 """
@@ -28,7 +29,8 @@ from langchain_core.messages import AIMessage
 from langgraph.types import Command
 
 from harness.agents.markers import run_value
-from harness.agents.middlewares.token_usage import MODEL_KEY, RUN_ID_KEY, usage_counts
+from harness.agents.middlewares._base import ai_response
+from harness.agents.middlewares.token_usage import usage_counts
 from harness.usage.pricing import usage_cost
 
 STOP_REASON = "budget_exhausted"
@@ -100,56 +102,58 @@ def get_budget_store() -> BudgetStore:
     return _store
 
 
-def run_usage(state: Any, run_id: str | None) -> tuple[int, dict[str, dict[str, int]]]:
-    """(total tokens, per-model usage) of this run so far, subagents included."""
-    by_model: dict[str, dict[str, int]] = {}
-    total = 0
+@dataclass
+class _RunSpend:
+    """What one run has used so far in this process: the lead's model calls and every
+    subagent's (they share it through the run id), and the window read at its first call."""
 
-    def add(model: str, usage: dict) -> None:
-        nonlocal total
-        counts = usage_counts(usage)
-        entry = by_model.setdefault(model or "unknown", {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0})
-        entry["input_tokens"] += counts["input_tokens"]
-        entry["output_tokens"] += counts["output_tokens"]
-        entry["cache_read_tokens"] += counts["cache_read"]
-        total += counts["total_tokens"]
+    window: BudgetWindow | None = None
+    loaded: bool = False
+    tokens: int = 0
+    by_model: dict[str, dict[str, int]] = field(default_factory=dict)
 
-    for m in (state or {}).get("messages") or []:
-        if isinstance(m, AIMessage) and m.usage_metadata and run_id and m.response_metadata.get(RUN_ID_KEY) == run_id:
-            add(str(m.response_metadata.get(MODEL_KEY) or ""), dict(m.usage_metadata))
-    for d in (state or {}).get("delegations") or []:
-        if run_id and d.get("run_id") == run_id and d.get("usage"):
-            u = d["usage"]
-            add(str(d.get("model_name") or ""), {"input_tokens": u.get("input_tokens"), "output_tokens": u.get("output_tokens"),
-                                                 "total_tokens": u.get("total_tokens"), "input_token_details": {"cache_read": u.get("cache_read")}})
-    return total, by_model
+
+# Per run, shared by every BudgetMiddleware instance of the process (lead and subagents).
+_runs: OrderedDict[str, _RunSpend] = OrderedDict()
+_runs_lock = threading.Lock()
+
+
+def _spend(run_id: str) -> _RunSpend:
+    with _runs_lock:
+        entry = _runs.get(run_id)
+        if entry is None:
+            entry = _runs[run_id] = _RunSpend()
+            while len(_runs) > _CACHE:
+                _runs.popitem(last=False)
+        return entry
+
+
+def _model_name(request: Any) -> str:
+    model = getattr(request, "model", None)
+    return str((getattr(model, "metadata", None) or {}).get("deerflow_model_name") or getattr(model, "model_name", "") or "unknown")
+
+
+def _add_usage(entry: _RunSpend, model: str, usage: dict | None) -> None:
+    if not usage:
+        return
+    counts = usage_counts(usage)
+    with _runs_lock:
+        slot = entry.by_model.setdefault(model, {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0})
+        slot["input_tokens"] += counts["input_tokens"]
+        slot["output_tokens"] += counts["output_tokens"]
+        slot["cache_read_tokens"] += counts["cache_read"]
+        entry.tokens += counts["total_tokens"]
 
 
 class BudgetMiddleware(AgentMiddleware):
-    def __init__(self) -> None:
-        super().__init__()
-        self._windows: OrderedDict[str, BudgetWindow | None] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def _remember(self, run_id: str, window: BudgetWindow | None) -> BudgetWindow | None:
-        with self._lock:
-            self._windows[run_id] = window
-            while len(self._windows) > _CACHE:
-                self._windows.popitem(last=False)
-        return window
-
-    def _cached(self, run_id: str) -> tuple[bool, BudgetWindow | None]:
-        with self._lock:
-            if run_id in self._windows:
-                return True, self._windows[run_id]
-        return False, None
-
-    def _stop(self, request: Any, window: BudgetWindow | None, run_id: str) -> Any:
+    def _stop(self, entry: _RunSpend) -> Any:
+        window = entry.window
         if window is None or not window.caps:
             return None
-        tokens, by_model = run_usage(request.state, run_id)
+        with _runs_lock:
+            tokens, by_model = entry.tokens, {k: dict(v) for k, v in entry.by_model.items()}
         cost = Decimal(0)
-        if any(c.kind == "cost" for c in window.caps) and by_model:
+        if by_model and any(c.kind == "cost" for c in window.caps):
             priced = usage_cost(by_model, window.prices)
             cost = priced.amount if priced.amount is not None and priced.currency in (None, window.currency) else Decimal(0)
         cap = window.first_reached(tokens, cost)
@@ -161,20 +165,24 @@ class BudgetMiddleware(AgentMiddleware):
                          additional_kwargs={"deerflow_budget": cap.as_dict()})
         return ExtendedModelResponse(model_response=ModelResponse(result=[note]), command=Command(update={"stop_reason": STOP_REASON}))
 
+    def _record(self, request: Any, entry: _RunSpend, result: Any) -> Any:
+        ai = ai_response(result)
+        if ai is not None:
+            _add_usage(entry, _model_name(request), ai.usage_metadata)
+        return result
+
     def wrap_model_call(self, request: Any, handler: Any) -> Any:
-        run_id = str(run_value(request.runtime, "run_id", "") or "")
-        known, window = self._cached(run_id)
-        if not known:
-            window = self._remember(run_id, get_budget_store().window(str(run_value(request.runtime, "user_id", "") or "")))
-        return self._stop(request, window, run_id) or handler(request)
+        entry = _spend(str(run_value(request.runtime, "run_id", "") or ""))
+        if not entry.loaded:
+            entry.window, entry.loaded = get_budget_store().window(str(run_value(request.runtime, "user_id", "") or "")), True
+        return self._stop(entry) or self._record(request, entry, handler(request))
 
     async def awrap_model_call(self, request: Any, handler: Any) -> Any:
-        run_id = str(run_value(request.runtime, "run_id", "") or "")
-        known, window = self._cached(run_id)
-        if not known:
+        entry = _spend(str(run_value(request.runtime, "run_id", "") or ""))
+        if not entry.loaded:
             user_id = str(run_value(request.runtime, "user_id", "") or "")
-            window = self._remember(run_id, await asyncio.to_thread(get_budget_store().window, user_id))
-        return self._stop(request, window, run_id) or await handler(request)
+            entry.window, entry.loaded = await asyncio.to_thread(get_budget_store().window, user_id), True
+        return self._stop(entry) or self._record(request, entry, await handler(request))
 
 
 def budget_middleware(budgets: Any) -> BudgetMiddleware | None:

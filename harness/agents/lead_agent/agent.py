@@ -168,7 +168,8 @@ def _delegation(options: LeadAgentOptions, app: AppConfig, entry: ModelConfig, m
     skills = SkillsMiddleware(skills_path=app.skills.path, container_path=app.skills.container_path,
                               deferred=app.skills.deferred_discovery)
     gate = approval_middleware(app.approvals, subagent=True)  # subagents cannot ask: covered calls are refused
-    shared = [skills, gate] if gate else [skills]
+    budget = budget_middleware(app.budgets)  # a subagent's calls count toward the user's budget, and stop at it
+    shared = [m for m in (skills, gate, budget) if m is not None]
     return (build_task_tool(config=cfg, lead_tools=tools, model_factory=models, shared_middleware=shared),
             SubagentLimitMiddleware(concurrent, total))
 

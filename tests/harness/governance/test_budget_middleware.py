@@ -8,8 +8,8 @@ import pytest
 from langchain_core.tools import tool
 
 from harness.config import parse_config
-from harness.governance.budget import BudgetWindow, Cap, run_usage, set_budget_store
-from harness.testing import Reply, call
+from harness.governance.budget import BudgetWindow, Cap, set_budget_store
+from harness.testing import Reply, call, tool_reply
 from tests.harness.agents.conftest import BASE_CONFIG, AgentHarness
 
 ENABLED = "budgets:\n  enabled: true\n"
@@ -75,25 +75,30 @@ async def test_budgets_off_means_no_middleware_and_no_store_call(use_store):
 
 
 async def test_a_cost_cap_prices_the_run_with_the_configured_prices(use_store):
-    prices = {"test-model": {"currency": "USD", "input_per_million": 1_000_000, "output_per_million": 0}}
+    # priced by the model's own name (configured models carry their config name; this one is the scripted model)
+    prices = {"scripted-model": {"currency": "USD", "input_per_million": 1_000_000, "output_per_million": 0}}
     use_store(BudgetWindow(caps=(cap("0.5", kind="cost", period="month"),), prices=prices))
     h = AgentHarness([Reply(tool_calls=[call("echo", text="x")], usage={"input_tokens": 1, "output_tokens": 1}), "never"],
-                     tools=[echo], app=parse_config(BASE_CONFIG + ENABLED), configurable={"model_name": "test-model"})
+                     tools=[echo], app=parse_config(BASE_CONFIG + ENABLED))
     result = await h.send("go")
     assert "monthly cost budget is used up (1.0000 of 0.5000)" in result["messages"][-1].content
 
 
-def test_subagent_usage_counts_toward_the_run():
-    from langchain_core.messages import AIMessage
+async def test_subagent_calls_count_and_a_subagent_stops_at_the_cap(use_store):
+    from tests.harness.subagents.conftest import Lead
+    from tests.support.subagents import Router, task_call
 
-    ai = AIMessage(content="", usage_metadata={"input_tokens": 10, "output_tokens": 5, "total_tokens": 15},
-                   response_metadata={"deerflow_run_id": "r1", "deerflow_model": "m"})
-    other = AIMessage(content="", usage_metadata={"input_tokens": 99, "output_tokens": 1, "total_tokens": 100},
-                      response_metadata={"deerflow_run_id": "r0", "deerflow_model": "m"})
-    state = {"messages": [other, ai], "delegations": [
-        {"run_id": "r1", "model_name": "sub", "usage": {"input_tokens": 30, "output_tokens": 10, "total_tokens": 40}},
-        {"run_id": "r0", "model_name": "sub", "usage": {"total_tokens": 1000}}]}
-    total, by_model = run_usage(state, "r1")
-    assert total == 55
-    assert by_model == {"m": {"input_tokens": 10, "output_tokens": 5, "cache_read_tokens": 0},
-                        "sub": {"input_tokens": 30, "output_tokens": 10, "cache_read_tokens": 0}}
+    store = use_store(BudgetWindow(caps=(cap(1000),)))
+    router = Router(
+        lead=[tool_reply(task_call("Sweep", "sweep job"), usage={"input_tokens": 100, "output_tokens": 10}), "never reached"],
+        subs={"sweep job": [Reply(tool_calls=[call("echo", text="x")], usage={"input_tokens": 900, "output_tokens": 50}), "never said"]},
+    )
+    lead = Lead(router, extra_yaml=ENABLED, tools=[echo])
+    state = await lead.send("sweep")
+    # lead 110 + subagent 950 = 1,060: the subagent's second call and the lead's next call are not made
+    (task,) = lead.task_messages(state)
+    assert "budget is used up (1,060 of 1,000 tokens)" in task.content
+    assert "budget is used up (1,060 of 1,000 tokens)" in state["messages"][-1].content
+    assert state["stop_reason"] == "budget_exhausted"
+    assert len(lead.model.requests) == 2  # the lead's first call and the subagent's first call
+    assert store.calls == 1  # one window for the whole run, subagents included
