@@ -42,6 +42,10 @@ def assistant_get(*, assistant_id: str) -> dict:
 
 
 def model_list() -> list[dict]:
+    # The latest capability probe of each model (apps.governance): one small query.
+    from apps.governance.probes import probe_summaries
+
+    probes = probe_summaries()
     return [
         {
             "name": m.name,
@@ -52,6 +56,9 @@ def model_list() -> list[dict]:
             "supports_vision": m.supports_vision,
             "available": m.unavailable_reason is None,
             "unavailable_reason": m.unavailable_reason,
+            "probe": probes.get(m.name),
+            # A model that failed the tool-calling probe is not offered unless an admin allows it.
+            "selectable": m.unavailable_reason is None and not (probes.get(m.name) or {}).get("blocked", False),
         }
         for m in get_app_config().models
     ]

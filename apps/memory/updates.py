@@ -44,8 +44,13 @@ def process_job(job: UpdateJob) -> UpdateOutcome:
     cfg = get_app_config().memory
     close_old_connections()
     try:
-        return run_update(DjangoMemoryStore(), _updater_model(), job, threshold=cfg.fact_confidence_threshold,
-                          max_facts=cfg.max_facts)
+        outcome = run_update(DjangoMemoryStore(), _updater_model(), job, threshold=cfg.fact_confidence_threshold,
+                             max_facts=cfg.max_facts)
+        if outcome.usage and get_app_config().budgets.enabled:  # budgets count memory updates toward the user
+            from apps.governance.services import memory_usage_record
+
+            memory_usage_record(run_id=job.run_id, model_name=outcome.model_name, usage=outcome.usage)
+        return outcome
     finally:
         close_old_connections()
 

@@ -61,6 +61,11 @@ def _check_model(request: RunCreate) -> str:
     names = [m.name for m in get_app_config().models]
     if name not in names:
         raise InvalidRequest(f"context.model_name: unknown model '{name}'; configured: {', '.join(names) or 'none'}")
+    from apps.governance.probes import blocked_models  # cached per process: no query per run
+
+    why = blocked_models().get(name)
+    if why:
+        raise InvalidRequest(f"context.model_name: model '{name}' {why}; an admin can allow it in Admin › Model probes")
     return name
 
 
@@ -118,6 +123,10 @@ def start_run(*, user, thread_id: str | None, request: RunCreate, stateless: boo
                 raise
             thread = thread_create(owner=user, thread_id=thread_id, assistant_id=request.assistant_id or graphs.LEAD_AGENT)
     model_name = _check_model(request)
+    if get_app_config().budgets.enabled:  # no budgets configured: no query
+        from apps.governance.services import budget_admit
+
+        budget_admit(user=user)
     if request.command is not None and thread.status != Thread.Status.INTERRUPTED:
         raise InvalidRequest(f"command.resume: thread {thread.pk} is not waiting for input (status: {thread.status})")
     # The request's own shape first; then what needs the checkpointer.

@@ -48,6 +48,8 @@ def _chat(request, *, thread_id: str | None):
         "boot": boot,
         "models": models,
         "has_model": any(m["available"] for m in models),
+        # none may be picked (all failed the probe): show the first, runs use the default model
+        "any_selectable": any(m.get("selectable", m["available"]) for m in models),
         "subagents_enabled": get_app_config().subagents.enabled,
         # where to fix a missing model; the path is shown to staff only (it is server detail)
         "config_path": str(resolve_config_path()) if request.user.is_staff else "",

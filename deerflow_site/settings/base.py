@@ -32,6 +32,7 @@ INSTALLED_APPS = [
     "apps.memory",
     "apps.integrations",
     "apps.console",
+    "apps.governance",
 ]
 
 MIDDLEWARE = [

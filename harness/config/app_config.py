@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, field_validator, model_validator
 
 from harness.config import class_path
+from harness.governance.config import ApprovalsConfig, BudgetsConfig
 
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
@@ -341,6 +342,8 @@ class AppConfig(BaseModel):
     web: WebConfig = Field(default_factory=WebConfig)
     tool_search: ToolSearchConfig = Field(default_factory=ToolSearchConfig)
     checkpoints: CheckpointsConfig = Field(default_factory=CheckpointsConfig)
+    approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
+    budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)
 
     @model_validator(mode="after")
     def _cross_references(self) -> AppConfig:

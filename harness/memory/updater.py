@@ -74,6 +74,9 @@ class UpdateOutcome:
     summaries: list[str] = field(default_factory=list)
     dropped: list[str] = field(default_factory=list)
     skipped: str = ""
+    # What the update's model call used (budgets count it toward the user): name, usage_metadata.
+    model_name: str = ""
+    usage: dict = field(default_factory=dict)
 
 
 def aged_facts(doc: MemoryDoc, at: dt.datetime) -> list[Fact]:
@@ -271,12 +274,14 @@ def run_update(store: MemoryStore, model: Any, job: UpdateJob, *, threshold: flo
         return UpdateOutcome(skipped="nothing to learn from")
     at = now()
     reply = model.invoke(build_messages(doc, job, at))
+    spent = {"model_name": str((getattr(model, "metadata", None) or {}).get("deerflow_model_name") or getattr(model, "model_name", "") or ""),
+             "usage": dict(getattr(reply, "usage_metadata", None) or {})}
     text = reply.content if isinstance(reply.content, str) else "".join(
         b.get("text", "") for b in reply.content if isinstance(b, dict))
     data = parse_reply(text)
     if data is None:
         logger.warning("memory update for thread %s ignored: the model's reply is not a JSON object", job.thread_id)
-        return UpdateOutcome(skipped="invalid reply")
+        return UpdateOutcome(skipped="invalid reply", **spent)
     for _ in range(SAVE_ATTEMPTS):
         outcome = apply_changes(doc, data, job, threshold=threshold, max_facts=max_facts, at=at)
         try:
@@ -290,4 +295,5 @@ def run_update(store: MemoryStore, model: Any, job: UpdateJob, *, threshold: flo
         raise RevisionConflict(f"memory of thread {job.thread_id}: {SAVE_ATTEMPTS} conflicting saves in a row")
     if outcome.dropped:
         logger.warning("memory update for thread %s clamped: %s", job.thread_id, "; ".join(outcome.dropped))
+    outcome.model_name, outcome.usage = spent["model_name"], spent["usage"]
     return outcome

@@ -8,6 +8,11 @@ script can drive :class:`~harness.testing.ScriptedChatModel` or the real ``ChatO
 client pointed at this server. A ``Reply(status=429)`` answers with that HTTP error,
 ``Reply(delay=2.0)`` waits before answering (for timeout tests).
 
+``quirks`` makes the server misbehave the way real providers do, for the model probe:
+``no_usage`` (no token counts), ``broken_stream`` (a stream that ends before any text),
+``requires_reasoning_content`` (400 when an assistant turn comes back without its
+``reasoning_content``, as DeepSeek-style thinking APIs answer on the second turn).
+
 Usage::
 
     with LoopbackOpenAIServer(["Hello!"]) as server:
@@ -39,7 +44,14 @@ class _Server(ThreadingHTTPServer):
 
 
 class LoopbackOpenAIServer:
-    def __init__(self, script: Sequence[ScriptItem] = (), *, loop: bool = False, model_ids: Sequence[str] = ("test-model",)) -> None:
+    QUIRKS = frozenset({"no_usage", "broken_stream", "requires_reasoning_content"})
+
+    def __init__(self, script: Sequence[ScriptItem] = (), *, loop: bool = False, model_ids: Sequence[str] = ("test-model",),
+                 quirks: Sequence[str] = ()) -> None:
+        unknown = set(quirks) - self.QUIRKS
+        if unknown:
+            raise ValueError(f"unknown quirks {sorted(unknown)}; known: {sorted(self.QUIRKS)}")
+        self.quirks = set(quirks)
         self._script = Script(script, loop=loop)
         self.model_ids = list(model_ids)
         self.requests: list[dict[str, Any]] = []
@@ -155,6 +167,12 @@ def _make_handler(server: LoopbackOpenAIServer) -> type[BaseHTTPRequestHandler]:
             except json.JSONDecodeError:
                 self._json(400, {"error": {"message": "request body is not JSON", "type": "invalid_request_error"}})
                 return
+            if "requires_reasoning_content" in server.quirks and any(
+                    m.get("role") == "assistant" and not m.get("reasoning_content") for m in body.get("messages") or []):
+                server.requests.append(body)
+                self._json(400, {"error": {"message": "The reasoning_content in the thinking mode must be passed back to the API.",
+                                           "type": "invalid_request_error", "code": "invalid_request_error"}})
+                return
             reply = server._next(body)
             if reply is None:
                 self._json(500, {"error": {"message": "loopback server: the script has no reply left", "type": "server_error"}})
@@ -184,7 +202,7 @@ def _make_handler(server: LoopbackOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 "id": _completion_id(), "object": "chat.completion", "created": int(time.time()),
                 "model": body.get("model", "loopback"),
                 "choices": [{"index": 0, "message": message, "finish_reason": reply.effective_finish_reason}],
-                "usage": _usage(reply, body),
+                **({} if "no_usage" in server.quirks else {"usage": _usage(reply, body)}),
             })
 
         def _stream(self, reply: Reply, body: dict[str, Any]) -> None:
@@ -204,6 +222,9 @@ def _make_handler(server: LoopbackOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.flush()
 
             emit({"role": "assistant", "content": ""})
+            if "broken_stream" in server.quirks:  # the connection drops before any text
+                self.close_connection = True
+                return
             if reply.reasoning:
                 for piece in split_text(reply.reasoning, reply.chunk_size):
                     emit({"reasoning_content": piece})
@@ -215,7 +236,7 @@ def _make_handler(server: LoopbackOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 for piece in split_text(args, max(reply.chunk_size, 8)):
                     emit({"tool_calls": [{"index": index, "function": {"arguments": piece}}]})
             emit({}, finish=reply.effective_finish_reason)
-            if (body.get("stream_options") or {}).get("include_usage"):
+            if (body.get("stream_options") or {}).get("include_usage") and "no_usage" not in server.quirks:
                 emit(None, usage=_usage(reply, body))
             self.wfile.write(b"data: [DONE]\n\n")
             self.wfile.flush()

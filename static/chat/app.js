@@ -310,6 +310,7 @@
   const web = () => window.DFWebTools; // web_tools.js: result lists on web cards, sources under answers
   const subs = () => window.DFSubagents; // subagents.js: the task tool's card
   const fb = () => window.DFFeedback; // feedback.js: thumbs under an answer
+  const gov = () => window.DFGovernance; // governance.js: approval card, budget notice
 
   function upsertToolCard(entry, call) {
     let card = S.toolCards.get(call.id);
@@ -487,6 +488,16 @@
   // ---------------------------------------------------------------- clarification
 
   function showClarification(value) {
+    if (value && value.type === "approval" && gov()) {
+      clearClarification();
+      S.interrupt = value;
+      gov().show(value, el.messages);
+      const callCard = value.tool_call_id && S.toolCards.get(value.tool_call_id);
+      if (callCard) setToolStatus(callCard, "waiting");
+      updateWelcome();
+      scrollToEnd(true);
+      return;
+    }
     if (!value || value.type !== "clarification") return;
     clearClarification();
     S.interrupt = value;
@@ -564,6 +575,7 @@
   function clearClarification() {
     const old = $("clarify");
     if (old) old.remove();
+    if (gov()) gov().clear();
     S.interrupt = null;
   }
 
@@ -585,7 +597,8 @@
   function context() {
     const ctx = { thinking_enabled: el.thinking.checked, is_plan_mode: el.plan.checked };
     if (el.subagents) ctx.subagent_enabled = el.subagents.checked;
-    if (el.model && el.model.value) ctx.model_name = el.model.value;
+    const picked = el.model && el.model.selectedOptions[0];
+    if (picked && picked.value && !picked.disabled) ctx.model_name = picked.value; // a blocked model is never sent
     return ctx;
   }
 
@@ -615,6 +628,7 @@
     const ready = S.attachments.filter((a) => a.status === "done");
     if (!text && ready.length === 0) return;
     if (S.attachments.some((a) => a.status === "uploading")) { setNote("Wait for the uploads to finish.", "error"); return; }
+    if (S.interrupt && S.interrupt.type === "approval") { setNote("Approve or deny the action above first.", "error"); return; }
     if (S.interrupt) {
       el.input.value = "";
       autoGrow();
@@ -789,6 +803,7 @@
     if (!S.interrupt) setNote("");
     loadThreads();
     refreshUploads();
+    if (gov()) gov().refreshBudget();
     if (S.queue.length && !S.interrupt) {
       const next = S.queue.shift();
       setNote(S.queue.length ? `Queued ${S.queue.length} more.` : "");
@@ -1128,6 +1143,7 @@
     setupControls();
     if (subs()) subs().init({ api, threadId: () => S.threadId, setToolStatus });
     if (fb()) fb().init({ api, threadId: () => S.threadId });
+    if (gov()) gov().init({ api, setNote, resume: (answer) => { S.interrupt = null; setNote(""); startRun({ command: { resume: answer } }); } });
     loadThreads();
     if (S.threadId) {
       try {

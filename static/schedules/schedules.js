@@ -136,6 +136,7 @@
     form.elements.context_mode.value = task.context_mode;
     form.elements.thread_id.value = task.thread_id || "";
     form.elements.model_name.value = (task.options && task.options.model_name) || "";
+    form.elements.approval_policy.value = (task.options && task.options.approval_policy) || "deny";
     form.elements.enabled.checked = task.enabled;
     $("form-title").textContent = `Edit “${task.title}”`;
     $("save-button").textContent = "Save changes";
@@ -173,7 +174,9 @@
     const body = {
       title: f.title.value, prompt: f.prompt.value, ...scheduleBody(),
       context_mode: f.context_mode.value, enabled: f.enabled.checked,
-      options: f.model_name.value ? { model_name: f.model_name.value } : {},
+      // approval_policy: what a scheduled run does with a tool call the approval rules cover
+      options: Object.assign(f.model_name.value ? { model_name: f.model_name.value } : {},
+        f.approval_policy.value === "auto_approve" ? { approval_policy: "auto_approve" } : {}),
     };
     body.thread_id = body.context_mode === "reuse_thread" ? f.thread_id.value : "";
     try {

@@ -20,7 +20,9 @@ from harness.config.loader import get_app_config
 
 # Run options a task may carry into its runs' context. Anything else is refused, so a typo
 # is a 422 rather than an option silently ignored at 3 a.m.
-OPTION_KEYS = frozenset({"model_name", "thinking_enabled", "is_plan_mode", "subagent_enabled", "agent_name"})
+# approval_policy: what a tool call that needs approval does when nobody is there to give it.
+OPTION_KEYS = frozenset({"model_name", "thinking_enabled", "is_plan_mode", "subagent_enabled", "agent_name", "approval_policy"})
+APPROVAL_POLICIES = ("deny", "auto_approve")
 FIELDS = ("title", "prompt", "schedule_type", "cron", "run_at", "timezone", "context_mode", "thread_id", "assistant_id", "options", "enabled")
 
 
@@ -54,6 +56,8 @@ def _clean_options(value: Any) -> dict:
         names = [m.name for m in get_app_config().models]
         if model not in names:
             raise InvalidRequest(f"options.model_name: unknown model '{model}'; configured: {', '.join(names) or 'none'}")
+    if "approval_policy" in value and value["approval_policy"] not in APPROVAL_POLICIES:
+        raise InvalidRequest(f"options.approval_policy: must be one of {', '.join(APPROVAL_POLICIES)}")
     for flag in ("thinking_enabled", "is_plan_mode", "subagent_enabled"):
         if flag in value and not isinstance(value[flag], bool):
             raise InvalidRequest(f"options.{flag}: must be true or false")

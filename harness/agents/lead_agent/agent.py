@@ -41,6 +41,8 @@ from harness.agents.middlewares.view_image import ViewImageMiddleware
 from harness.agents.state_schema import thread_state_schema
 from harness.agents.tracing import install_inline_trace_setup
 from harness.config import AppConfig, ModelConfig, class_path, get_app_config
+from harness.governance.budget import budget_middleware
+from harness.governance.gate import approval_middleware
 from harness.models import ModelError, create_chat_model, get_model_config
 
 logger = logging.getLogger(__name__)
@@ -114,6 +116,8 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
         # One graph step for the run's setup; the parts' order is the order of their hooks.
         RunSetupMiddleware([InputSanitizationMiddleware(), ThreadDataMiddleware(), UploadsMiddleware(), SandboxMiddleware()],
                            state_schema=thread_state_schema(app.checkpoints.mode, app.checkpoints.snapshot_frequency)),
+        # Early in the chain: its after_model runs after every other one, on the final tool calls.
+        approval_middleware(app.approvals, interactive=not options.non_interactive),
         ToolOutputBudgetMiddleware(options.max_tool_output_chars),
         RemoteContentSanitizationMiddleware(),
         DanglingToolCallMiddleware(),
@@ -132,6 +136,7 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
         SystemMessageCoalescingMiddleware(),
         LoopDetectionMiddleware(options.loop_warn_after, options.loop_stop_after),
         TokenBudgetMiddleware(options.token_budget),
+        budget_middleware(app.budgets),  # the user's daily/monthly caps; absent unless budgets.enabled
         *extra,
         TerminalResponseMiddleware(),
         LengthFinishReasonMiddleware(),
@@ -162,7 +167,10 @@ def _delegation(options: LeadAgentOptions, app: AppConfig, entry: ModelConfig, m
     # allowed-tools policy while a skill is active (the policy is keyed by the run).
     skills = SkillsMiddleware(skills_path=app.skills.path, container_path=app.skills.container_path,
                               deferred=app.skills.deferred_discovery)
-    return (build_task_tool(config=cfg, lead_tools=tools, model_factory=models, shared_middleware=[skills]),
+    gate = approval_middleware(app.approvals, subagent=True)  # subagents cannot ask: covered calls are refused
+    budget = budget_middleware(app.budgets)  # a subagent's calls count toward the user's budget, and stop at it
+    shared = [m for m in (skills, gate, budget) if m is not None]
+    return (build_task_tool(config=cfg, lead_tools=tools, model_factory=models, shared_middleware=shared),
             SubagentLimitMiddleware(concurrent, total))
 
 

@@ -175,6 +175,23 @@ def owned_memory(user) -> Owned:
     return Owned(kwargs={"fact_id": doc.facts[0].id}, marker=marker)
 
 
+def owned_approval_rule(user) -> Owned:
+    from apps.governance.models import ApprovalRule
+
+    rule = ApprovalRule.objects.create(owner=user, name=f"rule-of-{user.username}-{uuid.uuid4().hex[:6]}", tool="bash", action="ask")
+    return Owned(kwargs={"rule_id": rule.pk}, marker=rule.name)
+
+
+def owned_decision(user) -> Owned:
+    from apps.governance.models import ApprovalDecision
+
+    thread = owned_thread(user)
+    d = ApprovalDecision.objects.create(user=user, thread_id=thread.kwargs["thread_id"], tool="bash", args_digest="0" * 64,
+                                        rule_name=f"decided-{user.username}-{uuid.uuid4().hex[:6]}", rule_source="config",
+                                        decision="approved", decided_by=str(user.pk))
+    return Owned(kwargs=thread.kwargs, marker=d.rule_name)
+
+
 def _run_on(owned: Owned) -> dict:
     return {"assistant_id": "lead_agent", "input": {"messages": [{"role": "user", "content": "hi"}]}}
 
@@ -270,6 +287,15 @@ OWNED_ROUTES = [
     OwnedRoute("POST", "/api/memory/import", owned_memory, body={"facts": [{"content": "imported"}]}),
     OwnedRoute("PATCH", "/api/memory/facts/<str:fact_id>", owned_memory, body={"content": "renamed"}),
     OwnedRoute("DELETE", "/api/memory/facts/<str:fact_id>", owned_memory),
+    # Governance: a user's own rules and decisions; a thread's approval is its owner's to give.
+    OwnedRoute("GET", "/api/approvals/rules", owned_approval_rule),
+    OwnedRoute("POST", "/api/approvals/rules", owned_approval_rule, body={"tool": "bash", "action": "ask"}, owner_status=201, lists=False),
+    OwnedRoute("DELETE", "/api/approvals/rules/<int:rule_id>", owned_approval_rule, owner_status=204),
+    OwnedRoute("GET", "/api/approvals/decisions", owned_decision),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/approvals", owned_decision),
+    # The thread is not waiting for an approval, so the owner's answer is a 409 (found, not waiting).
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/approvals", owned_thread, body={"decision": "approve"}, owner_status=409),
+    OwnedRoute("GET", "/api/budget", owned_identity, lists=False),
 ]
 
 # Routes with nothing per user: the same answer for everyone.
@@ -293,6 +319,8 @@ NO_USER_OBJECTS = {
     # Admin-only operator routes, 403 to everyone else (tests/apps/console/test_console_api.py).
     ("GET", "/api/console/overview"),
     ("POST", "/api/console/runs/<str:run_id>/cancel"),
+    # Staff only (tests/apps/governance): budgets are set by admins for any user.
+    ("PUT", "/api/budgets/<str:target>"),
 }
 
 

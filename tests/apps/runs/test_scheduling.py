@@ -170,6 +170,7 @@ def test_create_list_read_update_pause_resume_delete(user_client):
     ({"schedule_type": "weekly"}, "schedule_type:"),
     ({"options": {"model_name": "nope"}}, "options.model_name:"),
     ({"options": {"colour": "blue"}}, "options:"),
+    ({"options": {"approval_policy": "sometimes"}}, "options.approval_policy:"),
     ({"assistant_id": "ghost"}, "assistant_id:"),
     ({"context_mode": "reuse_thread"}, "thread_id:"),
     ({"surprise": 1}, "surprise:"),

@@ -1,0 +1,17 @@
+from django.apps import AppConfig
+
+
+class GovernanceConfig(AppConfig):
+    name = "apps.governance"
+    label = "governance"
+    verbose_name = "Governance"
+
+    def ready(self) -> None:
+        # The harness records approval decisions and reads user rules and budgets through its ports.
+        from apps.governance import probes, signals  # noqa: F401  (cache invalidation receivers)
+        from apps.governance.stores import OrmApprovalStore, OrmBudgetStore
+        from harness.governance.budget import set_budget_store
+        from harness.governance.stores import set_approval_store
+
+        set_approval_store(OrmApprovalStore())
+        set_budget_store(OrmBudgetStore())

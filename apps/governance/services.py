@@ -1,0 +1,173 @@
+"""Governance writes and checks: approval answers, user rules, budgets, run admission."""
+
+from __future__ import annotations
+
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+from rest_framework import status
+
+from apps.governance.models import ApprovalRule, Budget
+from apps.governance.selectors import pending_approval
+from deerflow_site.errors import Conflict, DomainError, InvalidRequest, NotFound
+from harness.governance.gate import DECISIONS
+from harness.governance.policy import RuleError, compile_rule
+
+
+class BudgetExceeded(DomainError):
+    status_code = status.HTTP_429_TOO_MANY_REQUESTS
+
+
+def budget_admit(*, user) -> None:
+    """Refuse a run when its user is at a cap already. Callers check ``budgets.enabled``."""
+    from apps.governance.budgets import budget_window
+
+    window = budget_window(user_id=user.pk)
+    cap = window.first_reached() if window is not None else None
+    if cap is not None:
+        raise BudgetExceeded(f"Budget exceeded: {cap.describe()}.")
+
+
+def _clean_decision(body: Any) -> dict:
+    if not isinstance(body, dict):
+        raise InvalidRequest("body: must be an object with 'decision' (or 'decisions')")
+    reason = body.get("reason", "")
+    if not isinstance(reason, str) or len(reason) > 2000:
+        raise InvalidRequest("reason: must be text of at most 2000 characters")
+    if "decisions" in body:
+        per = body["decisions"]
+        if not isinstance(per, dict) or not per:
+            raise InvalidRequest("decisions: must map tool call ids to decisions")
+        for cid, value in per.items():
+            decision = value.get("decision") if isinstance(value, dict) else value
+            if decision not in DECISIONS:
+                raise InvalidRequest(f"decisions.{cid}: must be one of {', '.join(DECISIONS)}")
+        return {"decisions": per}
+    decision = body.get("decision")
+    if decision not in DECISIONS:
+        raise InvalidRequest(f"decision: must be one of {', '.join(DECISIONS)}")
+    return {"decision": decision, "reason": reason.strip()}
+
+
+def approval_answer(*, user, thread_id: str, body: Any):
+    """Resume a thread waiting for approval with the user's answer; 409 when it is not waiting."""
+    from apps.runs.schemas import parse_run_request
+    from apps.runs.services import start_run
+
+    answer = _clean_decision(body)
+    pending = pending_approval(user=user, thread_id=thread_id)
+    if pending is None:
+        raise Conflict(f"Thread {thread_id} is not waiting for an approval")
+    if "decisions" in answer:
+        known = {r["tool_call_id"] for r in pending.get("requests", [])}
+        unknown = sorted(set(answer["decisions"]) - known)
+        if unknown:
+            raise InvalidRequest(f"decisions: no pending call {', '.join(unknown)}")
+    # The resumed run must build the same graph as the paused one: reuse its options.
+    from apps.runs.models import Run
+
+    last = Run.objects.filter(thread_id=thread_id).order_by("-created_at").values_list("kwargs", flat=True).first() or {}
+    extra = body.get("context") if isinstance(body.get("context"), dict) else dict(last.get("context") or {})
+    request = parse_run_request({"assistant_id": "lead_agent", "command": {"resume": answer}, "context": extra,
+                                 "stream_mode": ["values", "messages-tuple", "updates"]})
+    return start_run(user=user, thread_id=thread_id, request=request)
+
+
+def approval_rule_create(*, user, data: Any) -> ApprovalRule:
+    if not isinstance(data, dict):
+        raise InvalidRequest("body: must be an object")
+    tools = data.get("tool")
+    name = data.get("name")
+    if name in (None, "") and isinstance(tools, str) and tools.strip():
+        import uuid
+
+        name = f"{tools.split(',')[0].strip()[:40]}-{uuid.uuid4().hex[:6]}"  # a name is only needed to tell rules apart
+    if not isinstance(name, str) or not name.strip() or len(name.strip()) > 64:
+        raise InvalidRequest("name: a name of at most 64 characters is required")
+    tools = [t.strip() for t in tools.split(",")] if isinstance(tools, str) else tools
+    raw = {"name": name.strip(), "tool": tools, "match": data.get("match") or None, "action": data.get("action"), "agents": data.get("agents") or []}
+    try:
+        compile_rule(raw, index=0, source="user")
+    except RuleError as exc:
+        raise InvalidRequest(str(exc)) from None
+    try:
+        with transaction.atomic():
+            return ApprovalRule.objects.create(owner=user, name=raw["name"], tool=",".join(raw["tool"]), match=raw["match"] or "",
+                                               action=raw["action"], agents=list(raw["agents"]),
+                                               position=ApprovalRule.objects.filter(owner=user).count())
+    except IntegrityError:
+        raise Conflict(f"You already have a rule named '{raw['name']}'") from None
+
+
+def approval_rule_delete(*, user, rule_id: int) -> None:
+    deleted, _ = ApprovalRule.objects.filter(owner=user, pk=rule_id).delete()
+    if not deleted:
+        raise NotFound(f"Rule {rule_id} not found")
+
+
+def _cap(data: dict, key: str, *, money: bool) -> Any:
+    value = data.get(key)
+    if value is None or value == "":
+        return None
+    try:
+        number = Decimal(str(value)) if money else int(value)
+    except (InvalidOperation, ValueError, TypeError):
+        raise InvalidRequest(f"{key}: must be a number") from None
+    if isinstance(value, bool) or number < 0:
+        raise InvalidRequest(f"{key}: must be zero or more (got {value})")
+    return number
+
+
+def budget_set(*, user_id: int | None, data: Any) -> Budget:
+    """Set (replace) a user's budget, or with ``user_id=None`` the default for everyone."""
+    if not isinstance(data, dict):
+        raise InvalidRequest("body: must be an object")
+    unknown = sorted(set(data) - {*Budget.CAP_FIELDS, "currency", "note"})
+    if unknown:
+        raise InvalidRequest(f"unknown field(s) {', '.join(unknown)}; allowed: {', '.join((*Budget.CAP_FIELDS, 'currency', 'note'))}")
+    values = {f: _cap(data, f, money=f.endswith("cost")) for f in Budget.CAP_FIELDS}
+    currency = data.get("currency", "USD")
+    if not isinstance(currency, str) or not 1 <= len(currency) <= 8:
+        raise InvalidRequest("currency: a currency code of at most 8 characters")
+    if user_id is not None:
+        from apps.accounts.models import User
+
+        if not User.objects.filter(pk=user_id).exists():
+            raise NotFound(f"User {user_id} not found")
+    with transaction.atomic():
+        budget = Budget.objects.filter(user_id=user_id).first() if user_id is not None else Budget.objects.filter(is_default=True).first()
+        budget = budget or Budget(user_id=user_id)
+        for key, value in values.items():
+            setattr(budget, key, value)
+        budget.currency = currency
+        budget.note = str(data.get("note") or "")[:200]
+        budget.save()
+    return budget
+
+
+def memory_usage_record(*, run_id: str, model_name: str, usage: dict) -> None:
+    """Add a memory update's model usage to the run it learned from, so budgets (which sum the
+    user's runs) count it. The run's totals and per-model usage grow; ``memory_tokens`` says
+    how much of it was memory work."""
+    from apps.runs.models import Run
+    from harness.agents.middlewares.token_usage import usage_counts
+
+    counts = usage_counts(usage)
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(pk=run_id).only("token_usage").first()
+        if run is None:
+            return
+        token_usage = dict(run.token_usage or {})
+        by_model = dict(token_usage.get("by_model") or {})
+        entry = dict(by_model.get(model_name or "memory") or {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "total_tokens": 0, "calls": 0})
+        for key, value in (("input_tokens", counts["input_tokens"]), ("output_tokens", counts["output_tokens"]),
+                           ("cache_read_tokens", counts["cache_read"]), ("total_tokens", counts["total_tokens"]), ("calls", 1)):
+            entry[key] = int(entry.get(key) or 0) + value
+        by_model[model_name or "memory"] = entry
+        token_usage["by_model"] = by_model
+        token_usage["memory_tokens"] = int(token_usage.get("memory_tokens") or 0) + counts["total_tokens"]
+        Run.objects.filter(pk=run_id).update(token_usage=token_usage, input_tokens=F("input_tokens") + counts["input_tokens"],
+                                             output_tokens=F("output_tokens") + counts["output_tokens"],
+                                             cache_read_tokens=F("cache_read_tokens") + counts["cache_read"])
