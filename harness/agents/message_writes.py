@@ -38,13 +38,14 @@ def merge_message_writes(state: Sequence[BaseMessage] | None, writes: Sequence[A
     for write in writes:
         if write is None:
             raise ValueError("a messages write of None is not allowed")
-        messages = _as_messages(write)
         while last_live >= 0 and merged[last_live] is None:
             last_live -= 1
         anchor = merged[last_live].id if last_live >= 0 else ""
-        for k, m in enumerate(messages):
-            if m.id is None:
-                m.id = str(uuid.uuid5(_ID_NAMESPACE, f"{anchor}|{k}|{m.type}"))
+        # Copies, never the write's own objects: LangGraph also folds one task's writes alone
+        # (a tool's view of the state), and an id set there would stick to the write.
+        messages = [m if m.id is not None else m.model_copy(update={
+            "id": str(uuid.uuid5(_ID_NAMESPACE, f"{anchor}|{k}|{m.type}|{getattr(m, 'tool_call_id', '')}"))})
+            for k, m in enumerate(_as_messages(write))]
         cut = max((i for i, m in enumerate(messages) if isinstance(m, RemoveMessage) and m.id == REMOVE_ALL_MESSAGES),
                   default=None)
         if cut is not None:

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware
+from langgraph.channels.delta import DeltaChannel
 from langgraph.types import Command
 
 
@@ -30,6 +31,9 @@ def channel_reducers(state_schema: type) -> dict[str, Callable[[Any, Any], Any]]
         while typing.get_origin(hint) in (typing.NotRequired, typing.Required):
             hint = typing.get_args(hint)[0]
         for meta in getattr(hint, "__metadata__", ()):
+            if isinstance(meta, DeltaChannel):  # its reducer folds a list of writes
+                reducers[key] = lambda current, update, fold=meta.reducer: fold(current, [update])
+                break
             if callable(meta):
                 reducers[key] = meta
                 break

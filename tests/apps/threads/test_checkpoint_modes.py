@@ -76,6 +76,8 @@ def test_turns_read_back_whole_with_stable_ids_and_history(user_client, storage,
     # The journal (what the chat shows) has every message once.
     page = user_client.get(f"/api/threads/{tid}/messages/page?limit=50").json()["data"]
     assert [e["content"]["content"] for e in page] == expected
+    # ... with the ids the state has, so a client can match one to the other.
+    assert [e["content"]["id"] for e in page] == [m["id"] for m in first["values"]["messages"]]
 
 
 @pytest.mark.parametrize("mode", ["delta", "full"])

@@ -68,3 +68,16 @@ def test_the_prior_state_is_not_changed():
     state = [HumanMessage("a", id="a")]
     merge_message_writes(state, [[AIMessage("b", id="b")], [RemoveMessage(id="a")]])
     assert shape(state) == [("HumanMessage", "a")]
+
+
+def test_the_writes_own_messages_keep_no_id():
+    # LangGraph folds a single task's writes for that task's view of the state; an id given
+    # there must not stick, or two parallel tool results would get the same id and one of
+    # them would replace the other.
+    state = [AIMessage("calls", id="a")]
+    first, second = ToolMessage("r1", tool_call_id="1"), ToolMessage("r2", tool_call_id="2")
+    merge_message_writes(state, [[first]])
+    merge_message_writes(state, [[second]])
+    assert first.id is None and second.id is None
+    merged = merge_message_writes(state, [[first], [second]])
+    assert shape(merged)[1:] == [("ToolMessage", "r1"), ("ToolMessage", "r2")] and merged[1].id != merged[2].id
