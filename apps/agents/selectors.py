@@ -194,6 +194,16 @@ def run_agent_for_user(*, user, assistant_id: str | None) -> dict | None:
     }
 
 
+def agent_picker_list(*, user) -> list[dict]:
+    """What the chat's agent picker needs of each agent the user can talk to (one query)."""
+    rows = Agent.objects.filter(_visible(user)).select_related("owner").only(
+        "pk", "name", "display_name", "avatar", "color", "model", "thinking_enabled", "owner_id", "owner__username")
+    return [{"assistant_id": str(a.pk), "name": a.name, "display_name": a.display_name or a.name, "avatar": a.avatar,
+             "color": a.color, "model": a.model or None, "thinking_enabled": a.thinking_enabled,
+             "editable": a.owner_id == user.pk, "owner": a.owner.username}
+            for a in sorted(rows, key=lambda a: (a.owner_id != user.pk, a.name))]
+
+
 def model_list() -> list[dict]:
     return [
         {

@@ -62,7 +62,7 @@ def _names(data: dict, key: str, known: set[str], what: str) -> list[str] | None
     return list(dict.fromkeys(value))
 
 
-def _tool_group_names() -> set[str]:
+def tool_group_names() -> set[str]:
     app = get_app_config()
     return {g.name for g in app.tool_groups} or {t.group for t in app.tools}
 
@@ -120,7 +120,7 @@ def agent_clean(*, owner, data: Any, partial: bool) -> dict[str, Any]:
             raise InvalidRequest(f"reasoning_effort: one of {', '.join(REASONING_EFFORTS)}, or null")
         out["reasoning_effort"] = effort
     if "tool_groups" in data:
-        out["tool_groups"] = _names(data, "tool_groups", _tool_group_names(), "tool group")
+        out["tool_groups"] = _names(data, "tool_groups", tool_group_names(), "tool group")
     if "skills" in data:
         out["skills"] = _names(data, "skills", _skill_names(owner), "skill")
     if "metadata" in data:

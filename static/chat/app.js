@@ -11,6 +11,7 @@
   const boot = JSON.parse(document.getElementById("boot").textContent);
   const $ = (id) => document.getElementById(id);
   const md = () => window.DFMarkdown;
+  const picker = () => window.DFAgentPicker;
   const STREAM_MODES = ["messages-tuple", "values", "updates", "custom"];
   const SUMMARY_KEYS = ["description", "command", "query", "url", "path", "file_path", "question", "prompt", "pattern"];
 
@@ -582,12 +583,16 @@
     const ctx = { thinking_enabled: el.thinking.checked, is_plan_mode: el.plan.checked };
     if (el.subagents) ctx.subagent_enabled = el.subagents.checked;
     if (el.model && el.model.value) ctx.model_name = el.model.value;
-    return ctx;
+    return picker() ? picker().context(ctx) : ctx;
   }
 
   async function ensureThread() {
     if (S.threadId) return S.threadId;
-    const thread = await api("POST", "/threads", { metadata: {} });
+    const thread = await api("POST", "/threads", {
+      metadata: picker() ? picker().threadMetadata() : {},
+      assistant_id: picker() ? picker().assistantId() : "lead_agent",
+    });
+    if (picker()) picker().lock();
     S.threadId = thread.thread_id;
     history.replaceState(null, "", `/c/${encodeURIComponent(S.threadId)}/`);
     loadThreads();
@@ -657,7 +662,7 @@
     S.runId = null;
     S.lastEventId = null;
     const payload = Object.assign({
-      assistant_id: "lead_agent",
+      assistant_id: picker() ? picker().assistantId() : "lead_agent",
       stream_mode: STREAM_MODES,
       on_disconnect: "continue",
       context: context(),
@@ -841,6 +846,7 @@
       api("GET", `/threads/${encodeURIComponent(S.threadId)}`),
       api("GET", `/threads/${encodeURIComponent(S.threadId)}/state`).catch(() => null),
     ]);
+    if (picker()) picker().onThread(thread);
     const custom = thread.metadata && thread.metadata.title;
     S.titleFromUser = !!custom;
     setTitle(custom || thread.title || (state && state.values && state.values.title) || "");
