@@ -84,5 +84,11 @@
     },
     lock() { select.disabled = true; },
     bootstrap() { return bootstrap; },
+    // The sidebar's mark for a thread of a custom agent (null for the built-in one).
+    tagFor(id) {
+      if (!id || id === "lead_agent") return null;
+      const agent = find(id);
+      return agent ? { mark: agent.avatar || "🤖", title: "with " + agent.display_name } : { mark: "∅", title: "with a deleted agent" };
+    },
   };
 })();

@@ -889,6 +889,8 @@
     el.threadList.replaceChildren(...shown.map((t) => {
       const active = t.thread_id === S.threadId;
       const link = h("a", { class: "thread-link", href: `/c/${encodeURIComponent(t.thread_id)}/`, text: threadTitle(t), "aria-current": active ? "page" : null });
+      const agentTag = picker() ? picker().tagFor(t.assistant_id) : null;
+      if (agentTag) link.prepend(h("span", { class: "thread-agent", title: agentTag.title, "aria-label": agentTag.title, text: agentTag.mark }));
       const rename = h("button", { type: "button", class: "icon-btn small-btn", "aria-label": "Rename " + threadTitle(t), title: "Rename", onclick: () => startRename(t, li) });
       const del = h("button", { type: "button", class: "icon-btn small-btn", "aria-label": "Delete " + threadTitle(t), title: "Delete", onclick: () => deleteThread(t) });
       rename.append(icon("pencil"));

@@ -100,6 +100,7 @@ def test_picker_runs_the_chosen_agent_and_the_chat_shows_it(page, script, model_
 
     page.reload()
     expect(page.locator("#agent-badge")).to_contain_text("Talking to 🔎 Pirate")
+    expect(page.locator(".thread-item.active .thread-agent")).to_have_attribute("title", "with Pirate")
     expect(page.get_by_label("Agent", exact=True)).to_be_disabled()
 
     # A new chat starts with the built-in agent, whose prompt has no persona.
