@@ -124,10 +124,48 @@
     }
     checks($("f-skills"), skills.map((s) => s.name), a.skills, "sk-");
     $("editor-version").textContent = editing ? `version ${a.version}` : "";
+    await loadHistory();
     showError($("form-error"), "");
     preview();
     $("editor").hidden = false;
     $("f-name").focus();
+  }
+
+  // Every saved change is a version; restoring one saves its settings as a new version.
+  async function loadHistory() {
+    const box = $("history");
+    box.hidden = !editing;
+    if (!editing) return;
+    let versions = [];
+    try {
+      versions = (await api("GET", `${API}/${encodeURIComponent(editing.name)}/versions`)).versions || [];
+    } catch (err) {
+      versions = [];
+    }
+    $("history-list").replaceChildren(...versions.map((v) => {
+      const when = new Date(v.created_at).toLocaleString();
+      const item = el("li", { "data-version": String(v.version) }, el("span", {}, `Version ${v.version} · ${when}`));
+      if (v.version !== editing.version) {
+        item.append(" ", el("button", { type: "button", class: "small-button", "aria-label": `Restore version ${v.version}`,
+          onclick: () => restore(v) }, "Restore"));
+      } else {
+        item.append(" ", el("span", { class: "small muted" }, "(current)"));
+      }
+      return item;
+    }));
+  }
+
+  async function restore(version) {
+    const settings = Object.assign({}, version.settings);
+    delete settings.name; // a rename since then stays
+    try {
+      const saved = await api("PUT", `${API}/${encodeURIComponent(editing.name)}`, settings);
+      await load();
+      await openEditor(saved);
+      $("editor-version").textContent = `Restored version ${version.version} · now version ${saved.version}`;
+    } catch (err) {
+      showError($("form-error"), "Could not restore: " + err.message);
+    }
   }
 
   function closeEditor() {
@@ -178,6 +216,7 @@
       $("editor-version").textContent = `Saved · version ${saved.version}`;
       showError($("form-error"), "");
       await load();
+      await loadHistory();
     } catch (err) {
       showError($("form-error"), err.message);
     }

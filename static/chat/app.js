@@ -890,12 +890,13 @@
       const active = t.thread_id === S.threadId;
       const link = h("a", { class: "thread-link", href: `/c/${encodeURIComponent(t.thread_id)}/`, text: threadTitle(t), "aria-current": active ? "page" : null });
       const agentTag = picker() ? picker().tagFor(t.assistant_id) : null;
-      if (agentTag) link.prepend(h("span", { class: "thread-agent", title: agentTag.title, "aria-label": agentTag.title, text: agentTag.mark }));
+      // Beside the link, not in it: a title update rewrites the link's text.
+      const mark = agentTag ? h("span", { class: "thread-agent", title: agentTag.title, "aria-label": agentTag.title, text: agentTag.mark }) : null;
       const rename = h("button", { type: "button", class: "icon-btn small-btn", "aria-label": "Rename " + threadTitle(t), title: "Rename", onclick: () => startRename(t, li) });
       const del = h("button", { type: "button", class: "icon-btn small-btn", "aria-label": "Delete " + threadTitle(t), title: "Delete", onclick: () => deleteThread(t) });
       rename.append(icon("pencil"));
       del.append(icon("trash"));
-      const li = h("li", { class: "thread-item" + (active ? " active" : "") + (t.status === "busy" ? " busy" : ""), "data-thread": t.thread_id }, link, h("span", { class: "thread-actions" }, rename, del));
+      const li = h("li", { class: "thread-item" + (active ? " active" : "") + (t.status === "busy" ? " busy" : ""), "data-thread": t.thread_id }, mark, link, h("span", { class: "thread-actions" }, rename, del));
       return li;
     }));
     el.threadEmpty.hidden = shown.length > 0;

@@ -71,7 +71,11 @@ def test_gallery_create_preview_search_edit_duplicate_delete(page, doc_shot):
     page.get_by_label("SOUL.md").fill("# The analyst\nBe concise.")
     page.get_by_role("button", name="Save").click()
     expect(page.locator("#editor-version")).to_contain_text("version 2")
+    expect(page.locator("#history-list li")).to_have_count(2)
     doc_shot(page, "agents-editor")
+    page.get_by_role("button", name="Restore version 1").click()
+    expect(page.locator("#editor-version")).to_contain_text("Restored version 1 · now version 3")
+    expect(page.get_by_label("SOUL.md")).to_have_value("# The analyst\nYou **cite** every claim.")
 
     page.get_by_role("button", name="Duplicate UI analyst").click()
     expect(card(page, "ui-analyst-copy")).to_contain_text("UI analyst (copy)")

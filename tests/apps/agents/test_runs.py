@@ -186,3 +186,20 @@ def _bound(model, index) -> set[str]:
 
 def _system(model, index) -> str:
     return model.requests[index].system_text
+
+
+def test_the_agents_skills_allowlist_limits_the_skills_it_is_offered_and_can_start(user_client, agents_config):
+    loopback = agents_config
+    agent = make_agent(user_client, skills=["deep-research"])
+    loopback.reset("ok", "never reached")
+    run(user_client, new_thread(user_client), "research something", assistant_id=agent["assistant_id"])
+    system = system_text(loopback.requests[0])
+    assert "deep-research" in system and "data-analysis" not in system and "skill-creator" not in system
+
+    values = run(user_client, new_thread(user_client), "/data-analysis sales.csv", assistant_id=agent["assistant_id"])
+    assert "There is no skill called /data-analysis" in values["messages"][-1]["content"]
+    assert len(loopback.requests) == 1  # refused without calling the model
+
+    loopback.reset("ok")
+    run(user_client, new_thread(user_client), "hi")
+    assert "data-analysis" in system_text(loopback.requests[0])  # the lead agent keeps every skill
