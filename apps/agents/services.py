@@ -9,6 +9,7 @@ readable; a new run on them answers 404 for the assistant.
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -231,8 +232,6 @@ def assistant_create(*, owner, body: Any) -> tuple[Agent, bool]:
         raise InvalidRequest("if_exists: 'raise' or 'do_nothing'")
     agent_id = body.get("assistant_id")
     if agent_id is not None:
-        import uuid
-
         try:
             agent_id = str(uuid.UUID(str(agent_id)))
         except ValueError:
