@@ -138,3 +138,13 @@ def test_admin_lists_all_agents(admin_client, user_client, other_user, agents_co
     page = admin_client.get("/admin/agents/agent/")
     assert page.status_code == 200
     assert b"writer" in page.content and b"triage" in page.content
+
+
+def test_a_scheduled_task_may_use_ones_own_agent_not_another_users(user_client, other_user, agents_config):
+    agent = user_client.post("/api/agents", {"name": "writer"}, format="json").json()
+    task = {"title": "daily notes", "prompt": "write them", "cron": "0 7 * * *", "assistant_id": agent["assistant_id"]}
+    created = user_client.post("/api/scheduled-tasks", task, format="json")
+    assert created.status_code == 201, created.content
+    assert created.json()["assistant_id"] == agent["assistant_id"]
+    refused = client_for(other_user).post("/api/scheduled-tasks", task, format="json")
+    assert refused.status_code == 422 and "unknown assistant" in refused.json()["detail"]
