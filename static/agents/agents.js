@@ -124,6 +124,7 @@
     }
     checks($("f-skills"), skills.map((s) => s.name), a.skills, "sk-");
     $("editor-version").textContent = editing ? `version ${a.version}` : "";
+    $("name-hint").textContent = "Lowercase letters, digits, - and _.";
     await loadHistory();
     showError($("form-error"), "");
     preview();

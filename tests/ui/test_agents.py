@@ -79,6 +79,9 @@ def test_gallery_create_preview_search_edit_duplicate_delete(page, doc_shot):
 
     page.get_by_role("button", name="Duplicate UI analyst").click()
     expect(card(page, "ui-analyst-copy")).to_contain_text("UI analyst (copy)")
+    # The copy opens in the editor, which takes the focus: wait for it before typing elsewhere.
+    expect(page.locator("#editor-title")).to_have_text("Edit UI analyst (copy)")
+    expect(page.get_by_label("Name", exact=True)).to_be_focused()
     page.get_by_label("Search agents").fill("copy")
     expect(page.locator("li.agent-card")).to_have_count(1)
     page.once("dialog", lambda dialog: dialog.accept())
