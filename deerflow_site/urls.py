@@ -20,6 +20,7 @@ urlpatterns = [
     path("schedules/", include("apps.runs.page_urls")),
     path("settings/", include("apps.integrations.page_urls")),
     path("skills/", include("apps.skills.page_urls")),
+    path("agents/", include("apps.agents.page_urls")),
     path("memory/", include("apps.memory.page_urls")),
     path("approvals/", include("apps.governance.page_urls")),
     path("accounts/", include("apps.accounts.urls")),

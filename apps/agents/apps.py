@@ -9,7 +9,11 @@ class AgentsConfig(AppConfig):
     def ready(self) -> None:
         # Validate config.yaml once at startup so a broken file stops the server with a
         # clear message instead of failing the first run. Later edits are re-read per run.
+        from apps.agents.stores import DjangoAgentStore
+        from harness.agents.custom import set_agent_store
         from harness.config import get_app_config
+
+        set_agent_store(DjangoAgentStore())
         from harness.tools.web import check_web_tools
 
         # A web tool whose provider lacks its key stays listed as unavailable; building the

@@ -25,10 +25,6 @@ from harness.config.loader import get_app_config
 LEAD_AGENT = "lead_agent"
 
 
-def known_assistant(assistant_id: str | None) -> bool:
-    return assistant_id in (None, "", LEAD_AGENT)
-
-
 def _factory():
     return class_path.resolve(settings.DEERFLOW_AGENT_FACTORY)
 

@@ -15,7 +15,8 @@ def run_json(run: Run) -> dict:
         "updated_at": run.updated_at.isoformat(),
         "status": run.status,
         "metadata": run.metadata,
-        "kwargs": run.kwargs,
+        # The agent snapshot a run carries is the server's, not part of the request.
+        "kwargs": {k: v for k, v in run.kwargs.items() if k != "agent"} if "agent" in run.kwargs else run.kwargs,
         "multitask_strategy": run.multitask_strategy,
         "model_name": run.model_name or None,
         "total_input_tokens": run.input_tokens,

@@ -18,6 +18,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.agents.selectors import run_agent_for_user
 from apps.runs import graphs
 from apps.runs.models import Run
 from apps.runs.recovery import recover_orphans
@@ -101,14 +102,15 @@ def _insert(thread: Thread, user, request: RunCreate, kwargs: dict, model_name: 
             kwargs=kwargs, metadata=request.metadata or {}, model_name=model_name,
             lease_owner=PROCESS_ID, lease_expires_at=now + timedelta(seconds=get_executor().pending_lease_seconds),
         )
-        Thread.objects.filter(pk=thread.pk).update(status=Thread.Status.BUSY, updated_at=now)
+        # The thread talks to the agent of its latest run (the chat shows it); same UPDATE, no extra query.
+        Thread.objects.filter(pk=thread.pk).update(status=Thread.Status.BUSY, updated_at=now, assistant_id=run.assistant_id)
     return run
 
 
 def start_run(*, user, thread_id: str | None, request: RunCreate, stateless: bool = False) -> AdmittedRun:
     """Admit a run and hand it to the executor; returns once it is pending."""
-    if not graphs.known_assistant(request.assistant_id):
-        raise NotFound(f"Assistant {request.assistant_id} not found")
+    # None for lead_agent (no query); a custom agent's settings in one query, 404 when unknown or not visible.
+    agent = run_agent_for_user(user=user, assistant_id=request.assistant_id)
     if stateless:
         configurable = (request.config or {}).get("configurable") or {}
         thread_id = configurable.get("thread_id") or thread_id
@@ -122,7 +124,7 @@ def start_run(*, user, thread_id: str | None, request: RunCreate, stateless: boo
             if request.if_not_exists != "create":
                 raise
             thread = thread_create(owner=user, thread_id=thread_id, assistant_id=request.assistant_id or graphs.LEAD_AGENT)
-    model_name = _check_model(request)
+    model_name = _check_model(request) or (agent or {}).get("model_name") or ""
     if get_app_config().budgets.enabled:  # no budgets configured: no query
         from apps.governance.services import budget_admit
 
@@ -131,6 +133,10 @@ def start_run(*, user, thread_id: str | None, request: RunCreate, stateless: boo
         raise InvalidRequest(f"command.resume: thread {thread.pk} is not waiting for input (status: {thread.status})")
     # The request's own shape first; then what needs the checkpointer.
     kwargs, secrets = _redact(request)
+    if agent is not None:
+        # The agent as it is now travels with the run (RunCreate forbids a client "agent" key),
+        # so the worker, in whatever process, needs no query of its own.
+        kwargs["agent"] = agent
     if request.checkpoint_selector:
         _check_checkpoint(thread, request.checkpoint_selector)
     elif request.input is None and request.command is None and not _has_state(thread):

@@ -184,14 +184,38 @@ def _graph_input(kwargs: dict) -> Any:
     return dict(payload) if payload is not None else None
 
 
+# Run options only the server sets, from the run's custom agent: a client's value is dropped.
+_AGENT_ONLY_KEYS = ("soul", "agent_title", "agent_id", "agent_editable", "skills", "temperature", "max_tokens")
+# The agent's settings a run may choose for itself (documented run context keys).
+_RUN_MAY_OVERRIDE = ("model_name", "thinking_enabled", "reasoning_effort")
+
+
+def _agent_options(agent: dict | None, requested: dict) -> dict:
+    """The custom agent's run options over the request's: the agent decides its persona,
+    tools, skills and memory bucket; the request may still pick the model or thinking."""
+    options = {k: v for k, v in requested.items() if k not in _AGENT_ONLY_KEYS}
+    if not agent:
+        return options
+    for key, value in agent.items():
+        if key == "memory":
+            if value is False:  # the agent keeps no memory; a run may still go incognito otherwise
+                options["memory"] = False
+        elif key in _RUN_MAY_OVERRIDE and options.get(key) is not None:
+            continue
+        elif value is not None:
+            options[key] = value
+        else:
+            options.pop(key, None)
+    return options
+
+
 def _run_config(run_id: str, meta: dict, kwargs: dict) -> tuple[dict, dict]:
     """(RunnableConfig, runtime context) for the graph."""
     request_config = kwargs.get("config") or {}
     context = dict(kwargs.get("context") or {})
     secrets = get_runtime().secrets.get(run_id)
     configurable = {
-        **(request_config.get("configurable") or {}),
-        **context,
+        **_agent_options(kwargs.get("agent"), {**(request_config.get("configurable") or {}), **context}),
         "thread_id": meta["thread_id"],
         "run_id": run_id,
         "user_id": str(meta["owner_id"]),

@@ -12,7 +12,7 @@ from django.http import Http404
 from django.shortcuts import render
 from django.views.decorators.csrf import ensure_csrf_cookie
 
-from apps.agents.selectors import model_list
+from apps.agents.selectors import agent_picker_list, model_list
 from apps.threads.selectors import thread_get_for_user
 from harness.config import get_app_config
 from harness.config.paths import resolve_config_path
@@ -42,6 +42,7 @@ def _chat(request, *, thread_id: str | None):
         "thread_id": thread_id,
         "user": {"username": request.user.get_username(), "is_staff": request.user.is_staff},
         "models": models,
+        "agents": agent_picker_list(user=request.user),
         "ws_path": "/ws/threads/",
     }
     return render(request, "chat/chat.html", {

@@ -15,4 +15,6 @@ def thread_json(thread: Thread, *, values: dict | None = None) -> dict:
         "values": values if values is not None else {},
         "interrupts": {},
         "title": thread.title,
+        # Which agent the thread talks to (the chat shows it); "" on threads from before agents.
+        "assistant_id": thread.assistant_id or "lead_agent",
     }

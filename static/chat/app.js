@@ -11,6 +11,7 @@
   const boot = JSON.parse(document.getElementById("boot").textContent);
   const $ = (id) => document.getElementById(id);
   const md = () => window.DFMarkdown;
+  const picker = () => window.DFAgentPicker;
   const STREAM_MODES = ["messages-tuple", "values", "updates", "custom"];
   const SUMMARY_KEYS = ["description", "command", "query", "url", "path", "file_path", "question", "prompt", "pattern"];
 
@@ -599,12 +600,16 @@
     if (el.subagents) ctx.subagent_enabled = el.subagents.checked;
     const picked = el.model && el.model.selectedOptions[0];
     if (picked && picked.value && !picked.disabled) ctx.model_name = picked.value; // a blocked model is never sent
-    return ctx;
+    return picker() ? picker().context(ctx) : ctx;
   }
 
   async function ensureThread() {
     if (S.threadId) return S.threadId;
-    const thread = await api("POST", "/threads", { metadata: {} });
+    const thread = await api("POST", "/threads", {
+      metadata: picker() ? picker().threadMetadata() : {},
+      assistant_id: picker() ? picker().assistantId() : "lead_agent",
+    });
+    if (picker()) picker().lock();
     S.threadId = thread.thread_id;
     history.replaceState(null, "", `/c/${encodeURIComponent(S.threadId)}/`);
     loadThreads();
@@ -675,7 +680,7 @@
     S.runId = null;
     S.lastEventId = null;
     const payload = Object.assign({
-      assistant_id: "lead_agent",
+      assistant_id: picker() ? picker().assistantId() : "lead_agent",
       stream_mode: STREAM_MODES,
       on_disconnect: "continue",
       context: context(),
@@ -862,6 +867,7 @@
       api("GET", `/threads/${encodeURIComponent(S.threadId)}`),
       api("GET", `/threads/${encodeURIComponent(S.threadId)}/state`).catch(() => null),
     ]);
+    if (picker()) picker().onThread(thread);
     const custom = thread.metadata && thread.metadata.title;
     S.titleFromUser = !!custom;
     setTitle(custom || thread.title || (state && state.values && state.values.title) || "");
@@ -904,11 +910,14 @@
     el.threadList.replaceChildren(...shown.map((t) => {
       const active = t.thread_id === S.threadId;
       const link = h("a", { class: "thread-link", href: `/c/${encodeURIComponent(t.thread_id)}/`, text: threadTitle(t), "aria-current": active ? "page" : null });
+      const agentTag = picker() ? picker().tagFor(t.assistant_id) : null;
+      // Beside the link, not in it: a title update rewrites the link's text.
+      const mark = agentTag ? h("span", { class: "thread-agent", title: agentTag.title, "aria-label": agentTag.title, text: agentTag.mark }) : null;
       const rename = h("button", { type: "button", class: "icon-btn small-btn", "aria-label": "Rename " + threadTitle(t), title: "Rename", onclick: () => startRename(t, li) });
       const del = h("button", { type: "button", class: "icon-btn small-btn", "aria-label": "Delete " + threadTitle(t), title: "Delete", onclick: () => deleteThread(t) });
       rename.append(icon("pencil"));
       del.append(icon("trash"));
-      const li = h("li", { class: "thread-item" + (active ? " active" : "") + (t.status === "busy" ? " busy" : ""), "data-thread": t.thread_id }, link, h("span", { class: "thread-actions" }, rename, del));
+      const li = h("li", { class: "thread-item" + (active ? " active" : "") + (t.status === "busy" ? " busy" : ""), "data-thread": t.thread_id }, mark, link, h("span", { class: "thread-actions" }, rename, del));
       return li;
     }));
     el.threadEmpty.hidden = shown.length > 0;

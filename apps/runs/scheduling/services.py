@@ -15,7 +15,7 @@ from apps.runs.models import Run, ScheduledTask, ScheduledTaskRun
 from apps.runs.scheduling import beat, once
 from apps.runs.scheduling.cron import next_run, parse_cron, parse_timezone
 from apps.threads.selectors import thread_get_for_user
-from deerflow_site.errors import InvalidRequest
+from deerflow_site.errors import InvalidRequest, NotFound
 from harness.config.loader import get_app_config
 
 # Run options a task may carry into its runs' context. Anything else is refused, so a typo
@@ -88,6 +88,16 @@ def _normalize(data: Any) -> dict:
     return data
 
 
+def _assistant_exists(user, assistant_id: str) -> bool:
+    from apps.agents.selectors import run_agent_for_user
+
+    try:
+        run_agent_for_user(user=user, assistant_id=assistant_id)
+    except NotFound:
+        return False
+    return True
+
+
 def _apply(task: ScheduledTask, data: dict, *, user) -> None:
     if "title" in data:
         task.title = _clean_title(data["title"])
@@ -106,7 +116,7 @@ def _apply(task: ScheduledTask, data: dict, *, user) -> None:
             task.cron = parse_cron(data.get("cron")).expression
         task.run_at = None
     if "assistant_id" in data:
-        if not isinstance(data["assistant_id"], str) or not graphs.known_assistant(data["assistant_id"]):
+        if not isinstance(data["assistant_id"], str) or not _assistant_exists(user, data["assistant_id"]):
             raise InvalidRequest(f"assistant_id: unknown assistant {data['assistant_id']!r}")
         task.assistant_id = data["assistant_id"] or graphs.LEAD_AGENT
     if "options" in data:

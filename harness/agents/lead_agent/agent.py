@@ -12,6 +12,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 
+from harness.agents.custom import AGENT_SECTION, BOOTSTRAP_SECTION, custom_agent_tools
 from harness.agents.lead_agent.options import LeadAgentOptions
 from harness.agents.lead_agent.prompt import build_system_prompt
 from harness.agents.middlewares.clarification import ClarificationMiddleware
@@ -107,6 +108,28 @@ def _summarization(app: AppConfig, entry: ModelConfig, model: BaseChatModel) -> 
     return DeerFlowSummarizationMiddleware(summarizer, trigger=triggers, keep=(cfg.keep.type, cfg.keep.value))
 
 
+def _skills_middleware(options: LeadAgentOptions, app: AppConfig) -> SkillsMiddleware:
+    return SkillsMiddleware(skills_path=app.skills.path, container_path=app.skills.container_path,
+                            deferred=app.skills.deferred_discovery, allowed=options.skills)
+
+
+def _model_overrides(options: LeadAgentOptions, entry: ModelConfig) -> dict[str, Any]:
+    """A custom agent's model settings, as constructor keys. A reasoning effort only reaches
+    a model whose config takes one (see ``describe_model``): other classes would reject it."""
+    overrides: dict[str, Any] = {}
+    if options.temperature is not None:
+        overrides["temperature"] = options.temperature
+    if options.max_tokens is not None:
+        overrides["max_tokens"] = options.max_tokens
+    if options.reasoning_effort:
+        extra = entry.model_extra or {}
+        if "reasoning_effort" in extra or "reasoning_effort" in entry.when_thinking_enabled:
+            overrides["reasoning_effort"] = options.reasoning_effort
+        else:
+            logger.info("model '%s' takes no reasoning_effort; the agent's setting is ignored", entry.name)
+    return overrides
+
+
 def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: ModelConfig, model: BaseChatModel,
                       extra: Sequence[AgentMiddleware] = ()) -> list[AgentMiddleware]:
     """The chain, outermost first (``wrap_*`` hooks nest in this order; ``after_model``
@@ -126,8 +149,7 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
         ReadBeforeWriteMiddleware(),
         ToolErrorHandlingMiddleware(),
         DynamicContextMiddleware(),
-        SkillsMiddleware(skills_path=app.skills.path, container_path=app.skills.container_path,
-                         deferred=app.skills.deferred_discovery),
+        _skills_middleware(options, app),
         _summarization(app, entry, model),
         PlanTodoMiddleware() if options.is_plan_mode else None,
         TokenUsageMiddleware(entry.name),
@@ -165,8 +187,7 @@ def _delegation(options: LeadAgentOptions, app: AppConfig, entry: ModelConfig, m
     total = options.max_total_subagents or cfg.max_total_per_run
     # Subagents work for the same user in the same run: they see the same skills, under the same
     # allowed-tools policy while a skill is active (the policy is keyed by the run).
-    skills = SkillsMiddleware(skills_path=app.skills.path, container_path=app.skills.container_path,
-                              deferred=app.skills.deferred_discovery)
+    skills = _skills_middleware(options, app)
     gate = approval_middleware(app.approvals, subagent=True)  # subagents cannot ask: covered calls are refused
     budget = budget_middleware(app.budgets)  # a subagent's calls count toward the user's budget, and stop at it
     shared = [m for m in (skills, gate, budget) if m is not None]
@@ -195,7 +216,9 @@ def make_lead_agent(config: RunnableConfig | None = None, *, model: BaseChatMode
     entry = get_model_config(options.model_name, config=app) if app.models else ModelConfig.model_construct(
         name=getattr(model, "model_name", "custom"), use="", supports_vision=False, supports_thinking=False, context_window=None)
     if model is None:
-        model = create_chat_model(entry.name, thinking_enabled=options.thinking_enabled, config=app)
+        model = create_chat_model(entry.name, thinking_enabled=options.thinking_enabled, config=app,
+                                  **_model_overrides(options, entry))
+    extra_tools = [*extra_tools, *custom_agent_tools(is_bootstrap=options.is_bootstrap, editable=options.agent_editable)]
     if tools is None:
         tools = get_available_tools(config=app, groups=options.tool_groups, include_view_image=entry.supports_vision,
                                     non_interactive=options.non_interactive, extra_tools=extra_tools)
@@ -212,9 +235,11 @@ def make_lead_agent(config: RunnableConfig | None = None, *, model: BaseChatMode
     extensions = load_extension_middlewares(get_extensions_config().middlewares)
     middleware = build_middlewares(options, app=app, entry=entry, model=model,
                                    extra=[*delegation[1:], *extra_middlewares, *extensions, *deferred])
-    prompt = build_system_prompt(agent_name=options.agent_name, tool_names=[t.name for t in tools],
+    sections = [s for s, on in ((BOOTSTRAP_SECTION, options.is_bootstrap), (AGENT_SECTION, options.agent_editable)) if on]
+    prompt = build_system_prompt(agent_name=options.agent_title or options.agent_name, tool_names=[t.name for t in tools],
                                  subagent_enabled=bool(delegation),
-                                 max_concurrent_subagents=delegation[1].max_concurrent if delegation else 3)
+                                 max_concurrent_subagents=delegation[1].max_concurrent if delegation else 3,
+                                 soul=options.soul, extra_sections=sections)
     return create_agent(model, tools=list(tools), system_prompt=prompt, middleware=middleware,
                         state_schema=thread_state_schema(app.checkpoints.mode, app.checkpoints.snapshot_frequency),
                         checkpointer=checkpointer, name="lead_agent")

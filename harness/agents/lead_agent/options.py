@@ -19,6 +19,18 @@ class LeadAgentOptions:
     agent_name: str | None = None
     non_interactive: bool = False
     tool_groups: tuple[str, ...] | None = None
+    # A custom agent's parts, set by the server from the agent row (never from the client):
+    # its persona, display name, id, whether the run's user may edit it, its skills allowlist
+    # and model settings. ``agent_name`` above is its memory bucket.
+    soul: str | None = None
+    agent_title: str | None = None
+    agent_id: str | None = None
+    agent_editable: bool = False
+    skills: tuple[str, ...] | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    reasoning_effort: str | None = None
+    is_bootstrap: bool = False
     # Guards with defaults in code; a run may tighten or relax them.
     token_budget: int | None = None
     loop_warn_after: int = 3
@@ -36,8 +48,9 @@ class LeadAgentOptions:
         configurable.update({k: v for k, v in overrides.items() if v is not None})
         known = {f.name for f in fields(cls)}
         values = {k: v for k, v in configurable.items() if k in known and v is not None}
-        if values.get("tool_groups") is not None:
-            values["tool_groups"] = tuple(values["tool_groups"])
+        for key in ("tool_groups", "skills"):
+            if values.get(key) is not None:
+                values[key] = tuple(values[key])
         if values.get("max_concurrent_subagents") is not None:
             values["max_concurrent_subagents"] = max(1, min(4, int(values["max_concurrent_subagents"])))
         if values.get("max_total_subagents") is not None:

@@ -45,7 +45,7 @@ WEB_SECTION = """
 
 
 def build_system_prompt(*, agent_name: str | None = None, tool_names: Sequence[str] = (), subagent_enabled: bool = False,
-                        max_concurrent_subagents: int = 3, soul: str | None = None) -> str:
+                        max_concurrent_subagents: int = 3, soul: str | None = None, extra_sections: Sequence[str] = ()) -> str:
     prompt = BASE_PROMPT.format(agent_name=agent_name or "DeerFlow")
     if subagent_enabled and "task" in tool_names:
         prompt += SUBAGENT_SECTION.format(max_concurrent=max_concurrent_subagents)
@@ -53,6 +53,8 @@ def build_system_prompt(*, agent_name: str | None = None, tool_names: Sequence[s
         prompt += WEB_SECTION
     if soul:
         prompt += f"\n## Your persona\n{soul.strip()}\n"
+    for section in extra_sections:
+        prompt += section
     if tool_names:
         prompt += "\n## Tools available\n" + ", ".join(f"`{n}`" for n in sorted(tool_names)) + "\n"
     return prompt

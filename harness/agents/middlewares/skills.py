@@ -40,8 +40,12 @@ def _last_user_text(messages) -> str | None:
 class SkillsMiddleware(AgentMiddleware):
     state_schema = ThreadState
 
-    def __init__(self, *, skills_path: str | None = None, container_path: str = "/mnt/skills", deferred: bool = False):
+    def __init__(self, *, skills_path: str | None = None, container_path: str = "/mnt/skills", deferred: bool = False,
+                 allowed: tuple[str, ...] | None = None):
         super().__init__()
+        # A custom agent's skills allowlist (None: all the user's skills). Skills outside it
+        # are left out of the set, so they are neither listed nor startable with /name.
+        self.allowed = frozenset(allowed) if allowed is not None else None
         self.skills_path = skills_path
         self.container_path = container_path
         self.deferred = deferred
@@ -51,7 +55,10 @@ class SkillsMiddleware(AgentMiddleware):
 
     def _resolve(self, runtime: Any) -> SkillSet:
         user_id = str(run_value(runtime, "user_id", None) or DEFAULT_USER_ID)
-        return resolve_skill_set(user_id, skills_path=self.skills_path, virtual=self.container_path)
+        found = resolve_skill_set(user_id, skills_path=self.skills_path, virtual=self.container_path)
+        if self.allowed is None:
+            return found
+        return SkillSet(tuple(e for e in found.entries if e.skill.name in self.allowed))
 
     def _skills(self, runtime: Any) -> SkillSet:
         found = activation.snapshot(run_value(runtime, "run_id"))

@@ -190,6 +190,20 @@ def owned_decision(user) -> Owned:
                                         rule_name=f"decided-{user.username}-{uuid.uuid4().hex[:6]}", rule_source="config",
                                         decision="approved", decided_by=str(user.pk))
     return Owned(kwargs=thread.kwargs, marker=d.rule_name)
+def owned_agent(user) -> Owned:
+    """A custom agent of A's (not shared), by name and by assistant id."""
+    from apps.agents.services import agent_create
+
+    agent = agent_create(owner=user, data={"name": f"agent-{user.username}-{uuid.uuid4().hex[:6]}", "soul": "A's persona"})
+    return Owned(kwargs={"name": agent.name, "assistant_id": str(agent.pk)}, marker=agent.name)
+
+
+def _fresh_agent(owned: Owned) -> dict:
+    return {"name": f"walk-{uuid.uuid4().hex[:8]}"}
+
+
+def _fresh_assistant(owned: Owned) -> dict:
+    return {"graph_id": "lead_agent", "name": f"walk-{uuid.uuid4().hex[:8]}"}
 
 
 def _run_on(owned: Owned) -> dict:
@@ -276,6 +290,25 @@ OWNED_ROUTES = [
     OwnedRoute("POST", "/api/skills/<str:name>/rollback", owned_skill, body={}),
     OwnedRoute("POST", "/api/skills/install", owned_skill_archive,
                body=lambda o: {"thread_id": o.kwargs["thread_id"], "path": "/mnt/user-data/outputs/mine.skill"}),
+    # Custom agents: by name in the caller's own namespace, by assistant id only when visible.
+    # The create routes name nothing of A's (a fresh name per call): everyone may create.
+    OwnedRoute("GET", "/api/agents", owned_agent),
+    OwnedRoute("POST", "/api/agents", owned_agent, body=_fresh_agent, other_status=201, owner_status=201),
+    OwnedRoute("GET", "/api/agents/<str:name>", owned_agent),
+    OwnedRoute("PUT", "/api/agents/<str:name>", owned_agent, body={"description": "changed"}),
+    OwnedRoute("PATCH", "/api/agents/<str:name>", owned_agent, body={"description": "changed"}),
+    OwnedRoute("DELETE", "/api/agents/<str:name>", owned_agent, owner_status=204),
+    OwnedRoute("POST", "/api/agents/<str:name>/duplicate", owned_agent, body={}, owner_status=201),
+    OwnedRoute("GET", "/api/agents/<str:name>/versions", owned_agent),
+    OwnedRoute("POST", "/api/assistants", owned_agent, body=_fresh_assistant, other_status=200),
+    OwnedRoute("POST", "/api/assistants/search", owned_agent, body={"limit": 100}, lists=True),
+    OwnedRoute("POST", "/api/assistants/count", owned_agent, body={}),
+    OwnedRoute("GET", "/api/assistants/<str:assistant_id>", owned_agent),
+    OwnedRoute("PATCH", "/api/assistants/<str:assistant_id>", owned_agent, body={"description": "changed"}),
+    OwnedRoute("DELETE", "/api/assistants/<str:assistant_id>", owned_agent, owner_status=204),
+    OwnedRoute("GET", "/api/assistants/<str:assistant_id>/graph", owned_agent),
+    OwnedRoute("GET", "/api/assistants/<str:assistant_id>/schemas", owned_agent),
+    OwnedRoute("POST", "/api/assistants/<str:assistant_id>/versions", owned_agent, body={}),
     # Memory: each user reaches only their own; routes without a fact id act on the caller's.
     OwnedRoute("GET", "/api/memory", owned_memory),
     OwnedRoute("DELETE", "/api/memory", owned_memory),
@@ -305,11 +338,8 @@ NO_USER_OBJECTS = {
     ("GET", "/api/docs/"),
     ("GET", "/api/models"),
     ("POST", "/api/scheduled-tasks/preview"),
-    # Only the built-in lead agent so far; custom agents are per user and move these to OWNED_ROUTES.
-    ("POST", "/api/assistants/search"),
-    ("GET", "/api/assistants/<str:assistant_id>"),
-    ("GET", "/api/assistants/<str:assistant_id>/graph"),
-    ("GET", "/api/assistants/<str:assistant_id>/schemas"),
+    # Whether the caller already has an agent of that name: only ever about the caller's own names.
+    ("GET", "/api/agents/check"),
     # Admin-only operator settings (tests/apps/integrations): nothing in them belongs to a user.
     ("GET", "/api/mcp/config"),
     ("PUT", "/api/mcp/config"),
