@@ -31,6 +31,7 @@ from apps.runs.services import run_cancel, start_run
 from apps.threads.selectors import thread_get_for_user
 from deerflow_site.errors import DomainError, NotFound
 from deerflow_site.json_input import load_json
+from harness.observability import metrics
 from harness.runtime.stream_bridge import HEARTBEAT
 
 logger = logging.getLogger(__name__)
@@ -120,10 +121,14 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
         self.follow_task = asyncio.create_task(self._follow(str(run.pk), after))
 
     async def _follow(self, run_id: str, after: str | None) -> None:
-        async for item in get_runtime().bridge.subscribe(run_id, last_event_id=after, heartbeat=15.0):
-            if item.event == HEARTBEAT:
-                continue
-            await self.send_json({"type": "event", "run_id": run_id, "id": item.id, "event": item.event, "data": item.data})
+        metrics.subscriber("websocket", 1)
+        try:
+            async for item in get_runtime().bridge.subscribe(run_id, last_event_id=after, heartbeat=15.0):
+                if item.event == HEARTBEAT:
+                    continue
+                await self.send_json({"type": "event", "run_id": run_id, "id": item.id, "event": item.event, "data": item.data})
+        finally:
+            metrics.subscriber("websocket", -1)
 
 
 def _is_uuid(value: str) -> bool:
