@@ -19,6 +19,7 @@ from django.conf import settings
 from harness.config import class_path
 from harness.config.extensions import get_extensions_config
 from harness.config.loader import get_app_config
+from harness.observability.tracing import run_callbacks
 
 LEAD_AGENT = "lead_agent"
 
@@ -56,7 +57,8 @@ def _read_sources() -> tuple:
 
 
 async def build_graph(config: dict, checkpointer: Any) -> Any:
-    """The compiled graph for these run options, with the checkpointer attached.
+    """The compiled graph for these run options, with the checkpointer attached; the
+    tracing callbacks config.yaml asks for are added to ``config``.
 
     Building the lead agent costs tens of milliseconds, so graphs are cached per set of
     options: one compiled graph serves many threads and concurrent runs (per-run facts come
@@ -66,6 +68,10 @@ async def build_graph(config: dict, checkpointer: Any) -> Any:
     key = _cache_key(config)
     # Reading the config files (to notice edits) is file IO: not on the event loop.
     app_config, extensions, mcp_tools = await asyncio.to_thread(_read_sources)
+    # The run's tracers (config.yaml's tracing:), from the config just read; none by default.
+    tracers = run_callbacks(app_config.tracing)
+    if tracers:
+        config["callbacks"] = [*(config.get("callbacks") or []), *tracers]
     sources = (app_config, extensions, mcp_tools, checkpointer)
     if key is not None:
         with _graphs_lock:

@@ -31,6 +31,7 @@ from apps.threads.models import Thread
 from harness.config import ConfigError
 from harness.observability import metrics
 from harness.observability.context import bind_run
+from harness.observability.tracing import trace_metadata
 from harness.runtime.serialize import to_jsonable
 
 logger = logging.getLogger(__name__)
@@ -196,8 +197,10 @@ def _run_config(run_id: str, meta: dict, kwargs: dict) -> tuple[dict, dict]:
     config = {
         "configurable": configurable,
         "recursion_limit": request_config.get("recursion_limit") or 100,
-        "metadata": {**(kwargs.get("metadata") or {}), "run_id": run_id, "thread_id": meta["thread_id"],
-                     "request_id": meta.get("request_id") or ""},
+        # What every trace of the run carries (harness/observability/tracing.py).
+        "metadata": {**(kwargs.get("metadata") or {}), **trace_metadata(
+            run_id=run_id, thread_id=meta["thread_id"], request_id=meta.get("request_id") or "", user_id=configurable["user_id"],
+            assistant_id=configurable["assistant_id"], agent_name=context.get("agent_name"), model_name=configurable.get("model_name"))},
         "tags": list(request_config.get("tags") or []),
     }
     runtime_context = {**configurable}

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, field_validator, model_validator
 
 from harness.config import class_path
+from harness.observability.tracing import TracingConfig
 
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
@@ -325,6 +326,7 @@ class AppConfig(BaseModel):
     uploads: UploadsConfig = Field(default_factory=UploadsConfig)
     web: WebConfig = Field(default_factory=WebConfig)
     tool_search: ToolSearchConfig = Field(default_factory=ToolSearchConfig)
+    tracing: TracingConfig = Field(default_factory=TracingConfig)
 
     @model_validator(mode="after")
     def _cross_references(self) -> AppConfig:
