@@ -20,6 +20,7 @@ urlpatterns = [
     path("settings/", include("apps.integrations.page_urls")),
     path("skills/", include("apps.skills.page_urls")),
     path("memory/", include("apps.memory.page_urls")),
+    path("observability/", include("apps.observability.page_urls")),
     path("accounts/", include("apps.accounts.urls")),
     path("", include("apps.threads.page_urls")),
     path("", include("apps.console.urls")),

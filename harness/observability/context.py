@@ -41,6 +41,10 @@ def request_id_from_headers(x_request_id: str | None, traceparent: str | None) -
     return new_request_id()
 
 
+def is_request_id(value: str) -> bool:
+    return bool(_REQUEST_ID.match(value))
+
+
 def current_request_id() -> str | None:
     return request_id_var.get()
 

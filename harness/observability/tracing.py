@@ -147,6 +147,26 @@ def trace_metadata(*, run_id: str, thread_id: str, request_id: str, user_id: str
     }
 
 
+def describe(cfg: TracingConfig) -> list[dict[str, Any]]:
+    """Each backend's state for the operator's page: on or off, where from, where to. Never
+    a key."""
+    langsmith_on_env = (_env("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2") or "").lower() == "true"
+    ls = cfg.langsmith
+    if ls is not None:
+        ls_state = {"active": ls.enabled and bool(ls.api_key or _env("LANGSMITH_API_KEY", "LANGCHAIN_API_KEY")), "source": "config.yaml",
+                    "target": ls.endpoint or _env("LANGSMITH_ENDPOINT", "LANGCHAIN_ENDPOINT") or "LangSmith cloud",
+                    "project": ls.project or _env("LANGSMITH_PROJECT", "LANGCHAIN_PROJECT") or "deer-flow"}
+    else:
+        ls_state = {"active": langsmith_on_env, "source": "environment" if langsmith_on_env else "",
+                    "target": _env("LANGSMITH_ENDPOINT", "LANGCHAIN_ENDPOINT") or "LangSmith cloud",
+                    "project": _env("LANGSMITH_PROJECT", "LANGCHAIN_PROJECT") or "default"}
+    lf = cfg.langfuse
+    has_keys = bool(((lf.public_key if lf else None) or _env("LANGFUSE_PUBLIC_KEY")) and ((lf.secret_key if lf else None) or _env("LANGFUSE_SECRET_KEY")))
+    lf_state = {"active": _langfuse_wanted(cfg) and has_keys, "source": "config.yaml" if lf is not None else ("environment" if has_keys else ""),
+                "target": (lf.host if lf else None) or _env("LANGFUSE_HOST", "LANGFUSE_BASE_URL") or "Langfuse cloud", "project": ""}
+    return [{"backend": "LangSmith", **ls_state}, {"backend": "Langfuse", **lf_state}]
+
+
 def flush() -> None:
     """Send what the clients hold (at exit, and for tests). Never raises."""
     with _lock:
