@@ -5,9 +5,9 @@ from apps.runs.models import Run, RunEvent
 
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
-    list_display = ["id", "thread", "owner", "status", "model_name", "input_tokens", "output_tokens", "created_at", "finished_at"]
+    list_display = ["id", "thread", "owner", "status", "model_name", "input_tokens", "output_tokens", "created_at", "finished_at", "request_id"]
     list_filter = ["status", "model_name", "multitask_strategy", "created_at"]
-    search_fields = ["id", "thread__id", "thread__title", "owner__username"]
+    search_fields = ["id", "thread__id", "thread__title", "owner__username", "request_id"]
     date_hierarchy = "created_at"
     list_select_related = ["owner", "thread"]
     # A run is history: editing what it did would make the journal lie.
