@@ -81,8 +81,9 @@ def _langsmith_client(cfg: LangSmithTracing) -> tuple[Any, str] | None:
         if client is None:
             from langsmith import Client
 
-            # info={} spares the client its server-info request; batching stays on.
-            client = Client(api_url=endpoint, api_key=api_key, info={})
+            # The client asks the server what it supports (compression, batch sizes) from its
+            # background thread, never from the run's.
+            client = Client(api_url=endpoint, api_key=api_key)
             _langsmith_clients[key] = client
     return client, project
 

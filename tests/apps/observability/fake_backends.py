@@ -72,7 +72,8 @@ class FakeBackend:
     def wait_for(self, predicate, timeout: float = 60) -> list[Received]:
         """Until some received request satisfies ``predicate``; those requests."""
         with self.arrived:
-            self.arrived.wait_for(lambda: any(predicate(r) for r in self.received), timeout)
+            found = self.arrived.wait_for(lambda: any(predicate(r) for r in self.received), timeout)
+            assert found, f"no such request arrived; got {[(r.method, r.path) for r in self.received]}"
             return [r for r in self.received if predicate(r)]
 
     def all_bodies(self) -> bytes:
