@@ -179,4 +179,21 @@ def flush() -> None:
             logger.warning("Could not flush the traces of %s", type(client).__name__, exc_info=True)
 
 
-atexit.register(flush)
+def shutdown() -> None:
+    """Flush and close every client (at exit; tests between backends). Never raises."""
+    with _lock:
+        langsmith_clients = list(_langsmith_clients.values())
+        langfuse_clients = list(_langfuse_clients.values())
+        _langsmith_clients.clear()
+        _langfuse_clients.clear()
+    for client in langsmith_clients + langfuse_clients:
+        try:
+            if hasattr(client, "shutdown"):
+                client.shutdown()
+            else:
+                client.flush()
+        except Exception:
+            logger.warning("Could not shut down the tracing client %s", type(client).__name__, exc_info=True)
+
+
+atexit.register(shutdown)

@@ -85,6 +85,7 @@ def test_a_run_is_traced_to_both_backends_with_its_metadata_and_no_secrets(user,
             for secret in (REQUEST_SECRET.encode(), LANGSMITH_KEY.encode(), LANGFUSE_SECRET.encode(), b"test-key"):
                 assert secret not in everything, secret
     finally:
+        tracing.shutdown()  # while the stand-ins still answer
         langsmith.close()
         langfuse.close()
 
@@ -107,6 +108,8 @@ def test_a_backend_that_hangs_holds_no_run_up(user_client, scripted_agent, trace
         assert second.status == "success"  # finished while every upload is still unanswered
         assert flusher.is_alive() and not backend.release.is_set()
     finally:
+        backend.release.set()
+        tracing.shutdown()
         backend.close()
 
 
@@ -119,7 +122,10 @@ def test_a_backend_that_is_down_fails_no_run(user_client, scripted_agent, traced
     traced_config(dead, dead)
     scripted_agent("still fine")
     tid = new_thread(user_client)
-    assert _run(user_client, tid).status == "success"
+    try:
+        assert _run(user_client, tid).status == "success"
+    finally:
+        tracing.shutdown()  # gives up on the dead port now, not at the end of the session
 
 
 def test_no_tracing_section_means_no_tracers(monkeypatch):
