@@ -72,6 +72,10 @@ async def build_graph(config: dict, checkpointer: Any) -> Any:
     tracers = run_callbacks(app_config.tracing)
     if tracers:
         config["callbacks"] = [*(config.get("callbacks") or []), *tracers]
+        metadata = config.setdefault("metadata", {})
+        default_model = app_config.get_model()
+        if not metadata.get("model_name") and default_model is not None:
+            metadata["model_name"] = default_model.name  # the run asked for none: the first one answers
     sources = (app_config, extensions, mcp_tools, checkpointer)
     if key is not None:
         with _graphs_lock:

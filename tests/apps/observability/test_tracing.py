@@ -71,12 +71,12 @@ def test_a_run_is_traced_to_both_backends_with_its_metadata_and_no_secrets(user,
         [*ls_posts] = langsmith.wait_for(lambda r: r.method == "POST" and r.path.startswith("/runs") and run_id in r.body)
         ls_body = b"".join(r.body for r in ls_posts)
         assert ls_posts[0].headers.get("x-api-key") == LANGSMITH_KEY  # the credential goes in its header only
-        for expected in (run_id, tid.encode(), b"trace-req-1", str(user.pk).encode(), b"lead_agent", b"Traced answer."):
+        for expected in (run_id, tid.encode(), b"trace-req-1", str(user.pk).encode(), b"lead_agent", b"test-model", b"Traced answer."):
             assert expected in ls_body, expected
 
         [*lf_posts] = langfuse.wait_for(lambda r: r.path == OTLP_PATH and run_id in r.body)
         lf_body = b"".join(r.body for r in lf_posts)
-        for expected in (run_id, tid.encode(), b"trace-req-1", str(user.pk).encode(), b"Traced answer."):
+        for expected in (run_id, tid.encode(), b"trace-req-1", str(user.pk).encode(), b"test-model", b"Traced answer."):
             assert expected in lf_body, expected
         assert lf_posts[0].headers.get("authorization", "").startswith("Basic ")
 
