@@ -8,7 +8,7 @@ chosen in ``deerflow_site/settings/services.py``.
 import os
 
 from celery import Celery
-from celery.signals import worker_init
+from celery.signals import after_setup_logger, after_setup_task_logger, worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deerflow_site.settings")
 
@@ -35,3 +35,15 @@ def _no_streams_here(**_kwargs) -> None:
     from apps.runs.runtime import get_runtime
 
     get_runtime().serves_streams = False
+
+
+@after_setup_logger.connect
+@after_setup_task_logger.connect
+def _structured_logs(logger=None, **_kwargs) -> None:
+    # Celery keeps its own handlers and levels (--loglevel); the lines get the servers' format
+    # (LOG_FORMAT), with the run and request ids of the task that wrote them.
+    from deerflow_site.log_format import JsonFormatter, KeyValueFormatter
+
+    formatter = JsonFormatter() if os.environ.get("LOG_FORMAT", "text") == "json" else KeyValueFormatter()
+    for handler in getattr(logger, "handlers", ()):
+        handler.setFormatter(formatter)

@@ -1,14 +1,21 @@
-"""Structured console log formatters."""
+"""Structured console log formatters.
+
+Both add the ids of the request and run the line was written for (``request_id``,
+``run_id``, ``thread_id``), read from ``harness.observability.context`` at format time.
+"""
 
 import json
 import logging
 from datetime import UTC, datetime
 
+from harness.observability.context import log_context
+
 _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
 
 
 def _extras(record: logging.LogRecord) -> dict:
-    return {k: v for k, v in vars(record).items() if k not in _STANDARD and not k.startswith("_")}
+    # A record's own extras win over the context: a line about another run says so itself.
+    return {**log_context(), **{k: v for k, v in vars(record).items() if k not in _STANDARD and not k.startswith("_")}}
 
 
 class KeyValueFormatter(logging.Formatter):

@@ -23,6 +23,7 @@ urlpatterns = [
     path("agents/", include("apps.agents.page_urls")),
     path("memory/", include("apps.memory.page_urls")),
     path("approvals/", include("apps.governance.page_urls")),
+    path("observability/", include("apps.observability.page_urls")),
     path("accounts/", include("apps.accounts.urls")),
     path("", include("apps.threads.page_urls")),
     path("", include("apps.console.urls")),

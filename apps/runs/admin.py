@@ -6,9 +6,9 @@ from deerflow_site.errors import DomainError
 
 @admin.register(Run)
 class RunAdmin(admin.ModelAdmin):
-    list_display = ["id", "thread", "owner", "status", "model_name", "total_tokens", "cost", "duration", "created_at", "finished_at"]
+    list_display = ["id", "thread", "owner", "status", "model_name", "total_tokens", "cost", "duration", "created_at", "finished_at", "request_id"]
     list_filter = ["status", "model_name", "multitask_strategy", "stop_reason", "created_at"]
-    search_fields = ["id", "thread__id", "thread__title", "owner__username", "error"]
+    search_fields = ["id", "thread__id", "thread__title", "owner__username", "error", "request_id"]
     date_hierarchy = "created_at"
     list_select_related = ["owner", "thread"]
     actions = ["cancel_runs"]

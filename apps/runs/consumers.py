@@ -31,6 +31,8 @@ from apps.runs.services import run_cancel, start_run
 from apps.threads.selectors import thread_get_for_user
 from deerflow_site.errors import DomainError, NotFound
 from deerflow_site.json_input import load_json
+from harness.observability import metrics
+from harness.observability.context import request_id_from_headers, request_id_var
 from harness.runtime.stream_bridge import HEARTBEAT
 
 logger = logging.getLogger(__name__)
@@ -44,6 +46,13 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
         self.user = self.scope.get("user")
         self.thread_id = self.scope["url_route"]["kwargs"]["thread_id"]
         self.follow_task: asyncio.Task | None = None
+        # The handshake's X-Request-ID / traceparent, when sent, names every run this socket
+        # starts; otherwise each run gets an id of its own.
+        headers = dict(self.scope.get("headers") or [])
+        sent_id, traceparent = headers.get(b"x-request-id"), headers.get(b"traceparent")
+        self.request_id = (request_id_from_headers(sent_id.decode("latin-1") if sent_id else None,
+                                                   traceparent.decode("latin-1") if traceparent else None)
+                           if sent_id or traceparent else None)
         if self.user is None or not self.user.is_authenticated:
             await self._refuse(CLOSE_UNAUTHENTICATED)
             return
@@ -92,7 +101,11 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
     # -- actions ------------------------------------------------------------------------
 
     def _start(self, payload: dict) -> dict:
-        admitted = start_run(user=self.user, thread_id=self.thread_id, request=parse_run_request(payload))
+        token = request_id_var.set(self.request_id)
+        try:
+            admitted = start_run(user=self.user, thread_id=self.thread_id, request=parse_run_request(payload))
+        finally:
+            request_id_var.reset(token)
         return run_json(admitted.run)
 
     def _active_or_given(self, run_id: str | None) -> Run | None:
@@ -120,10 +133,14 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
         self.follow_task = asyncio.create_task(self._follow(str(run.pk), after))
 
     async def _follow(self, run_id: str, after: str | None) -> None:
-        async for item in get_runtime().bridge.subscribe(run_id, last_event_id=after, heartbeat=15.0):
-            if item.event == HEARTBEAT:
-                continue
-            await self.send_json({"type": "event", "run_id": run_id, "id": item.id, "event": item.event, "data": item.data})
+        metrics.subscriber("websocket", 1)
+        try:
+            async for item in get_runtime().bridge.subscribe(run_id, last_event_id=after, heartbeat=15.0):
+                if item.event == HEARTBEAT:
+                    continue
+                await self.send_json({"type": "event", "run_id": run_id, "id": item.id, "event": item.event, "data": item.data})
+        finally:
+            metrics.subscriber("websocket", -1)
 
 
 def _is_uuid(value: str) -> bool:

@@ -61,8 +61,10 @@ class CeleryExecutor:
 
     def submit(self, run_id: str) -> None:
         from apps.runs.tasks import execute_run_task
+        from harness.observability.context import current_request_id
 
-        execute_run_task.delay(run_id)
+        # start_run submits with the run's request id bound: the worker's log lines carry it.
+        execute_run_task.delay(run_id, request_id=current_request_id())
 
 
 _EXECUTORS = {"embedded": EmbeddedExecutor, "celery": CeleryExecutor}

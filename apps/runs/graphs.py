@@ -21,6 +21,7 @@ from django.conf import settings
 from harness.config import class_path
 from harness.config.extensions import get_extensions_config
 from harness.config.loader import get_app_config
+from harness.observability.tracing import run_callbacks
 
 LEAD_AGENT = "lead_agent"
 
@@ -71,7 +72,8 @@ async def _sources() -> tuple:
 
 
 async def build_graph(config: dict, checkpointer: Any) -> Any:
-    """The compiled graph for these run options, with the checkpointer attached.
+    """The compiled graph for these run options, with the checkpointer attached; the
+    tracing callbacks config.yaml asks for are added to ``config``.
 
     Building the lead agent costs tens of milliseconds, so graphs are cached per set of
     options: one compiled graph serves many threads and concurrent runs (per-run facts come
@@ -80,6 +82,14 @@ async def build_graph(config: dict, checkpointer: Any) -> Any:
     """
     key = _cache_key(config)
     app_config, extensions, mcp_tools = await _sources()
+    # The run's tracers (config.yaml's tracing:), from the config just read; none by default.
+    tracers = run_callbacks(app_config.tracing)
+    if tracers:
+        config["callbacks"] = [*(config.get("callbacks") or []), *tracers]
+        metadata = config.setdefault("metadata", {})
+        default_model = app_config.get_model()
+        if not metadata.get("model_name") and default_model is not None:
+            metadata["model_name"] = default_model.name  # the run asked for none: the first one answers
     sources = (app_config, extensions, mcp_tools, checkpointer)
     if key is not None:
         with _graphs_lock:

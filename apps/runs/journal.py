@@ -21,6 +21,7 @@ from django.db.models import Max
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from apps.runs.models import RunEvent
+from harness.observability import metrics
 from harness.runtime.serialize import to_jsonable
 
 logger = logging.getLogger(__name__)
@@ -95,6 +96,7 @@ def message_events(messages: list, progress: RunProgress, default_model: str) ->
             events.append(JournalEvent("llm.ai.response", "message", data,
                                        {"caller": "lead_agent", "usage": usage or None, "latency_ms": None, "llm_call_index": progress.llm_calls, "model_name": model}))
         elif isinstance(msg, ToolMessage):
+            metrics.tool_call(msg.name or "", msg.status)
             events.append(JournalEvent("llm.tool.result", "message", data, {}))
     return events
 

@@ -32,6 +32,7 @@ class Run(models.Model):
     kwargs = models.JSONField(default=dict, blank=True, help_text="The run request with secrets removed.")
     metadata = models.JSONField(default=dict, blank=True)
     model_name = models.CharField(max_length=128, blank=True, default="")
+    request_id = models.CharField(max_length=128, blank=True, default="", help_text="The id of the request that started the run (X-Request-ID).")
     input_tokens = models.BigIntegerField(default=0)
     output_tokens = models.BigIntegerField(default=0)
     cache_read_tokens = models.BigIntegerField(default=0)

@@ -32,6 +32,16 @@ def run_list(*, thread, limit: int = 10, offset: int = 0, status: str | None = N
     return qs.order_by("-created_at")[offset : offset + limit]
 
 
+def runs_for_operator(*, request_id: str | None = None, limit: int = 25):
+    """Runs across users, newest first, for staff only (the observability page): those a
+    request started when ``request_id`` is given."""
+    qs = Run.objects.select_related("owner").only(
+        "id", "thread_id", "owner__username", "status", "request_id", "model_name", "created_at", "started_at", "finished_at")
+    if request_id:
+        qs = qs.filter(request_id=request_id)
+    return list(qs.order_by("-created_at")[:limit])
+
+
 def messages_page(*, thread, limit: int = 50, before_seq: int | None = None) -> dict:
     """The thread's visible messages, newest page first; each page is in chronological order."""
     if not 1 <= limit <= 200:

@@ -30,6 +30,7 @@ from apps.threads.selectors import thread_get_for_user
 from apps.threads.services import thread_create
 from deerflow_site.errors import Conflict, InvalidRequest, NotFound, ThreadBusy
 from harness.config.loader import get_app_config
+from harness.observability.context import current_request_id, new_request_id, request_id_var
 
 logger = logging.getLogger(__name__)
 
@@ -100,6 +101,8 @@ def _insert(thread: Thread, user, request: RunCreate, kwargs: dict, model_name: 
             thread=thread, owner=user, assistant_id=request.assistant_id or graphs.LEAD_AGENT,
             status=Run.Status.PENDING, multitask_strategy=request.multitask_strategy,
             kwargs=kwargs, metadata=request.metadata or {}, model_name=model_name,
+            # A run started outside a request (a schedule, a channel) gets its own id.
+            request_id=current_request_id() or new_request_id(),
             lease_owner=PROCESS_ID, lease_expires_at=now + timedelta(seconds=get_executor().pending_lease_seconds),
         )
         # The thread talks to the agent of its latest run (the chat shows it); same UPDATE, no extra query.
@@ -169,9 +172,19 @@ def start_run(*, user, thread_id: str | None, request: RunCreate, stateless: boo
     executor.prepare(str(run.pk))
     # Subscribers may attach before the worker starts: the metadata event is already there.
     runtime.bridge.publish(str(run.pk), "metadata", {"run_id": str(run.pk), "thread_id": thread.pk})
-    transaction.on_commit(lambda: executor.submit(str(run.pk)))
+    transaction.on_commit(lambda: _submit(executor, run))
     thread.status = Thread.Status.BUSY  # as _insert wrote it; saves a read
     return AdmittedRun(run=run, thread=thread)
+
+
+def _submit(executor, run: Run) -> None:
+    # The run's request id, bound for the hand-off: a Celery executor sends it along, and a
+    # run admitted outside any request (a schedule) still hands over the id it was given.
+    token = request_id_var.set(run.request_id)
+    try:
+        executor.submit(str(run.pk))
+    finally:
+        request_id_var.reset(token)
 
 
 def run_cancel(*, run: Run, action: str = "interrupt", wait: bool = False, timeout: float = REPLACE_WAIT_SECONDS) -> Run:

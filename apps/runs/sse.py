@@ -16,6 +16,7 @@ from django.http import StreamingHttpResponse
 from rest_framework.renderers import BaseRenderer
 
 from apps.runs.runtime import get_runtime
+from harness.observability import metrics
 from harness.runtime.stream_bridge import END, GAP, HEARTBEAT, StreamItem
 
 logger = logging.getLogger(__name__)
@@ -80,10 +81,14 @@ def run_events(run_id: str, *, last_event_id: str | None, cancel_on_disconnect: 
 
 
 async def _frames(run_id: str, last_event_id: str | None) -> AsyncIterator[bytes]:
-    async for item in get_runtime().bridge.subscribe(run_id, last_event_id=last_event_id, heartbeat=HEARTBEAT_SECONDS):
-        yield frame(item)
-        if item.event in (END, GAP):
-            return
+    metrics.subscriber("sse", 1)
+    try:
+        async for item in get_runtime().bridge.subscribe(run_id, last_event_id=last_event_id, heartbeat=HEARTBEAT_SECONDS):
+            yield frame(item)
+            if item.event in (END, GAP):
+                return
+    finally:
+        metrics.subscriber("sse", -1)
 
 
 def _cancel_after_disconnect(run_id: str) -> None:

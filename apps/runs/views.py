@@ -26,6 +26,7 @@ from apps.threads.selectors import thread_get_for_user
 from apps.threads.state import thread_values
 from deerflow_site.errors import InvalidRequest
 from deerflow_site.json_input import SafeJSONRenderer
+from harness.observability import metrics
 from harness.runtime.stream_bridge import END, GAP
 
 RENDERERS = [SafeJSONRenderer, EventStreamRenderer]
@@ -52,9 +53,13 @@ def _final_values(run_id: str, thread, *, cancel_on_disconnect: bool) -> RunBody
 
 
 async def _values_when_done(run_id: str, thread) -> AsyncIterator[bytes]:
-    async for item in get_runtime().bridge.subscribe(run_id, heartbeat=None):
-        if item.event in (END, GAP):
-            break
+    metrics.subscriber("wait", 1)
+    try:
+        async for item in get_runtime().bridge.subscribe(run_id, heartbeat=None):
+            if item.event in (END, GAP):
+                break
+    finally:
+        metrics.subscriber("wait", -1)
     values = await DatabaseSyncToAsync(thread_values, thread_sensitive=False)(thread=thread)
     run = await DatabaseSyncToAsync(_run_error, thread_sensitive=False)(run_id)
     if run is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from datetime import timedelta
 import logging
+import time
 from typing import Any
 
 from channels.db import DatabaseSyncToAsync
@@ -28,6 +29,9 @@ from apps.runs.scheduling.services import scheduled_run_settled
 from apps.runs.subagent_journal import cancelled_ends, subagent_events
 from apps.threads.models import Thread
 from harness.config import ConfigError
+from harness.observability import metrics
+from harness.observability.context import bind_run
+from harness.observability.tracing import trace_metadata
 from harness.runtime.serialize import to_jsonable
 
 logger = logging.getLogger(__name__)
@@ -77,7 +81,8 @@ def _claim(run_id: str) -> dict | None:
     # settled the run between this update and that one.
     # Only the columns the run needs, as a dict: no model instance, and none of the row's
     # other JSON (token usage) decoded.
-    return Run.objects.filter(pk=run_id).values("thread_id", "owner_id", "kwargs", "assistant_id", "model_name", "metadata").get()
+    return Run.objects.filter(pk=run_id).values("thread_id", "owner_id", "kwargs", "assistant_id", "model_name", "metadata",
+                                                "request_id", "created_at").get()
 
 
 @database_sync_to_async
@@ -230,7 +235,10 @@ def _run_config(run_id: str, meta: dict, kwargs: dict) -> tuple[dict, dict]:
     config = {
         "configurable": configurable,
         "recursion_limit": request_config.get("recursion_limit") or 100,
-        "metadata": {**(kwargs.get("metadata") or {}), "run_id": run_id, "thread_id": meta["thread_id"]},
+        # What every trace of the run carries (harness/observability/tracing.py).
+        "metadata": {**(kwargs.get("metadata") or {}), **trace_metadata(
+            run_id=run_id, thread_id=meta["thread_id"], request_id=meta.get("request_id") or "", user_id=configurable["user_id"],
+            assistant_id=configurable["assistant_id"], agent_name=context.get("agent_name"), model_name=configurable.get("model_name"))},
         "tags": list(request_config.get("tags") or []),
     }
     runtime_context = {**configurable}
@@ -259,6 +267,7 @@ def _stream_modes(kwargs: dict) -> tuple[list[str], list[str]]:
 
 async def execute_run(run_id: str) -> None:
     runtime = get_runtime()
+    bind_run(run_id)  # this task's context: every line it logs names the run
     runtime.mark_started(run_id)
     try:
         if runtime.cancel_action(run_id):
@@ -309,6 +318,11 @@ async def _execute(run_id: str) -> None:
         return
     _raise_if_cancelled(run_id)  # claimed, then cancelled while the claim was in flight
     thread_id = meta["thread_id"]
+    bind_run(run_id, request_id=meta["request_id"], thread_id=thread_id)
+    claimed_at = time.monotonic()
+    metrics.run_started()
+    # Time to the first event, from admission: the wait users feel. Measured once per run.
+    first_event_pending = metrics.enabled()
     kwargs = meta["kwargs"]
     progress = RunProgress()
     requested, graph_modes = _stream_modes(kwargs)
@@ -360,6 +374,9 @@ async def _execute(run_id: str) -> None:
             if wire not in wire_requested:
                 continue
             name = "|".join([wire, *namespace]) if namespace else wire
+            if first_event_pending:
+                first_event_pending = False
+                metrics.first_event(time.time() - meta["created_at"].timestamp())
             if mode == "messages":
                 message, cb_meta = data
                 payload: Any = [to_jsonable(message), _callback_metadata(cb_meta)]
@@ -399,5 +416,8 @@ async def _execute(run_id: str) -> None:
                       thread_id=thread_id, metadata=meta["metadata"], events=await journal.drain())
     finally:
         await _end_stream(run_id)
+        seconds = time.monotonic() - claimed_at
+        metrics.run_finished(str(status), seconds, progress.usage)
+        logger.info("Run finished", extra={"status": str(status), "stop_reason": progress.stop_reason, "duration_ms": round(seconds * 1000)})
     if status == Run.Status.SUCCESS:
         memory_hooks.after_run(meta=meta, run_id=run_id, context=context, values=progress.last_values)

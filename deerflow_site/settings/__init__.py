@@ -12,3 +12,4 @@ from deerflow_site.settings.services import *  # noqa: F401,F403
 from deerflow_site.settings.api import *  # noqa: F401,F403
 from deerflow_site.settings.auth import *  # noqa: F401,F403
 from deerflow_site.settings.logging import *  # noqa: F401,F403
+from deerflow_site.settings.observability import *  # noqa: F401,F403

@@ -138,7 +138,7 @@ DEERFLOW_TOKEN_TOUCH_SECONDS = 60
 # SDK needs Content-Location to learn the run id of a stream it started.
 CORS_ALLOWED_ORIGINS = env.list("CORS_ALLOWED_ORIGINS", default=[])
 CORS_URLS_REGEX = r"^/api/.*$"
-CORS_EXPOSE_HEADERS = ["Content-Location"]
+CORS_EXPOSE_HEADERS = ["Content-Location", "X-Request-ID"]
 CORS_ALLOW_CREDENTIALS = env.bool("CORS_ALLOW_CREDENTIALS", default=False)
 CORS_ALLOW_HEADERS = [
     "accept",
@@ -150,4 +150,7 @@ CORS_ALLOW_HEADERS = [
     # Stream resume and the SDK's stream requests.
     "last-event-id",
     "cache-control",
+    # Request correlation (deerflow_site/request_id.py).
+    "x-request-id",
+    "traceparent",
 ]

@@ -33,9 +33,12 @@ INSTALLED_APPS = [
     "apps.integrations",
     "apps.console",
     "apps.governance",
+    "apps.observability",
 ]
 
 MIDDLEWARE = [
+    # First, so every response (a redirect or a refusal too) carries the request's id.
+    "deerflow_site.request_id.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Before CommonMiddleware so that preflight answers carry the CORS headers.

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, 
 
 from harness.config import class_path
 from harness.governance.config import ApprovalsConfig, BudgetsConfig
+from harness.observability.tracing import TracingConfig
 
 
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")
@@ -344,6 +345,7 @@ class AppConfig(BaseModel):
     checkpoints: CheckpointsConfig = Field(default_factory=CheckpointsConfig)
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
     budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)
+    tracing: TracingConfig = Field(default_factory=TracingConfig)
 
     @model_validator(mode="after")
     def _cross_references(self) -> AppConfig:

@@ -21,6 +21,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from harness.observability import metrics
 from harness.runtime.cpu_affinity import original_cpus_for_children
 from harness.sandbox.output import BoundedText, OutputCapture
 
@@ -162,12 +163,14 @@ def run_command(argv: Sequence[str], *, cwd: str, env: dict[str, str], timeout: 
     reader.join(_DRAIN_GRACE_SECONDS)
     output = capture.close()
     killed = bool(reason)
+    duration = time.monotonic() - started
+    metrics.sandbox_command(duration, reason[0] if reason else ("ok" if proc.returncode == 0 else "error"))
     return CommandResult(
         exit_code=None if killed else proc.returncode,
         output=output,
         timed_out=reason == ["timeout"],
         timeout=timeout,
-        duration=time.monotonic() - started,
+        duration=duration,
         cancelled=reason == ["cancelled"],
         limit_message=watch_message[0] if watch_message else None,
     )

@@ -1,0 +1,32 @@
+"""Runs started over the websocket take the handshake's X-Request-ID."""
+
+import pytest
+from channels.db import database_sync_to_async
+from channels.testing import WebsocketCommunicator
+
+from apps.runs.models import Run
+from apps.threads.services import thread_create
+from tests.apps.runs.test_websocket import APP, events_until_end
+
+pytestmark = [pytest.mark.django_db(transaction=True)]
+
+
+async def _run_over_socket(user, thread_id, headers):
+    ws = WebsocketCommunicator(APP, f"/ws/threads/{thread_id}/", headers=headers)
+    ws.scope["user"] = user
+    connected, _ = await ws.connect()
+    assert connected
+    await ws.send_json_to({"type": "run", "payload": {"input": {"messages": [{"role": "user", "content": "hi"}]}}})
+    created = await ws.receive_json_from(timeout=10)
+    await events_until_end(ws)
+    await ws.disconnect()
+    return await database_sync_to_async(Run.objects.get)(pk=created["run"]["run_id"])
+
+
+async def test_the_handshakes_request_id_names_the_run(user, scripted_agent):
+    scripted_agent("one", "two")
+    await database_sync_to_async(thread_create)(owner=user, thread_id="ws-req")
+    run = await _run_over_socket(user, "ws-req", [(b"x-request-id", b"ws-req-9")])
+    assert run.request_id == "ws-req-9"
+    fresh = await _run_over_socket(user, "ws-req", [])
+    assert fresh.request_id and fresh.request_id != "ws-req-9"
