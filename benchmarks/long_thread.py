@@ -6,7 +6,9 @@ and prints, at turns 10, 100, 200, … and N:
 
 - the database growth since the thread was created (checkpoint file + the Django database:
   checkpoints and the run journal), in MB;
-- the median time of the last 10 turns (request → final state), and its ratio to turn 10's;
+- the median time of the last 10 turns (request → the stream's `end`, streaming
+  `messages-tuple` as a chat client does), and its ratio to turn 10's; the whole state is
+  measured on its own, by `GET /threads/{id}/state` (what `/runs/wait` also returns at the end);
 - `GET /threads/{id}/state` and `GET /threads/{id}/messages/page` times (median of 5).
 
     .venv/bin/python benchmarks/long_thread.py [--turns 300]
@@ -66,12 +68,21 @@ def main(argv: list[str] | None = None) -> dict:
         turn_times: list[float] = []
         rows = []
         for turn in range(1, args.turns + 1):
-            body = {"input": {"messages": [{"role": "user", "content": f"turn {turn}: a short question"}]}}
+            body = {"input": {"messages": [{"role": "user", "content": f"turn {turn}: a short question"}]},
+                    "stream_mode": ["messages-tuple"]}
             start = time.perf_counter()
-            response = client.post(f"/threads/{thread}/runs/wait", json=body)
+            ended = False
+            with client.stream("POST", f"/threads/{thread}/runs/stream", json=body) as response:
+                if response.status_code != 200:
+                    raise SystemExit(f"turn {turn}: {response.status_code} {response.read()[:200]!r}")
+                for line in response.iter_lines():
+                    if line == "event: end":
+                        ended = True
+                    elif line == "event: error":
+                        raise SystemExit(f"turn {turn}: the run failed")
             turn_times.append(time.perf_counter() - start)
-            if response.status_code != 200:
-                raise SystemExit(f"turn {turn}: {response.status_code} {response.text[:200]}")
+            if not ended:
+                raise SystemExit(f"turn {turn}: the stream closed without end")
             if turn in marks:
                 recent = statistics.median(turn_times[-10:])
                 state = timed(lambda: client.get(f"/threads/{thread}/state").raise_for_status())

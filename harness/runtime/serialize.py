@@ -14,15 +14,35 @@ import uuid
 from collections.abc import Mapping
 from typing import Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, BaseMessageChunk
 from pydantic import BaseModel
+
+# model_dump() of each message a values event carries, kept: every step of a run sends the
+# whole list again, and a long thread's older messages are the same objects from run to run
+# (harness/runtime/serde_cache.py). Messages are not changed in place once in the state.
+# Keyed by id() with the object kept alive, so an id is never reused while its entry lives.
+_DUMPED_MAX = 20_000
+_dumped: dict[int, tuple[BaseMessage, dict]] = {}
+
+
+def _dump_message(message: BaseMessage) -> dict:
+    if isinstance(message, BaseMessageChunk):  # a streamed piece: seen once
+        return message.model_dump()
+    hit = _dumped.get(id(message))
+    if hit is not None and hit[0] is message:
+        return dict(hit[1])
+    dumped = message.model_dump()
+    if len(_dumped) >= _DUMPED_MAX:
+        _dumped.clear()
+    _dumped[id(message)] = (message, dumped)
+    return dict(dumped)
 
 
 def to_jsonable(obj: Any) -> Any:
     if obj is None or isinstance(obj, (str, int, float, bool)):
         return obj
     if isinstance(obj, BaseMessage):
-        return obj.model_dump()
+        return _dump_message(obj)
     if isinstance(obj, BaseModel):
         return to_jsonable(obj.model_dump())
     if isinstance(obj, Mapping):
