@@ -26,3 +26,14 @@ def test_the_cache_is_bounded_by_bytes():
     blob = serde.dumps_typed(big_checkpoint())
     serde.loads_typed(blob)
     assert serde._bytes <= 1 and not serde._cache
+
+
+def test_a_message_is_dumped_once_and_each_caller_gets_its_own_dict():
+    from harness.runtime.serialize import _dumped, to_jsonable
+
+    message = AIMessage("answer", id="dump-once")
+    first = to_jsonable({"messages": [message]})["messages"][0]
+    first["content"] = "changed by a caller"
+    again = to_jsonable(message)
+    assert again["content"] == "answer" and again["id"] == "dump-once"
+    assert _dumped[id(message)][0] is message
