@@ -360,6 +360,10 @@ async def _execute(run_id: str) -> None:
         journal.hold(JournalEvent("run.error", "error", str(exc), {"error_type": type(exc).__name__}))
     finally:
         runtime.mark_settling(run_id)  # finishing now: a late cancel changes nothing
+    if meta["metadata"].get("replay"):  # regenerate / edit-rerun: a failed replay restores the thread
+        from apps.threads.actions import replay
+
+        journal.hold(*await replay.settle(graph, config, meta["metadata"], status, progress.stop_reason))
     try:
         await _finish(run_id, status=status, thread_status=thread_status, error=error, progress=progress, title=title,
                       thread_id=thread_id, metadata=meta["metadata"], events=await journal.drain())

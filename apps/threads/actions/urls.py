@@ -1,0 +1,10 @@
+from django.urls import path
+
+from apps.threads.actions import views
+
+urlpatterns = [
+    # Before the runs app's ``runs/<run_id>`` routes, which would take these names as run ids.
+    path("threads/<str:thread_id>/runs/regenerate", views.RegenerateView.as_view(), name="thread-regenerate"),
+    path("threads/<str:thread_id>/runs/edit-regenerate", views.EditRerunView.as_view(), name="thread-edit-regenerate"),
+    path("threads/<str:thread_id>/branches", views.BranchView.as_view(), name="thread-branches"),
+]
