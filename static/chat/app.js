@@ -190,6 +190,7 @@
     }
     (container || el.messages).append(entry.el);
     S.messages.set(id, entry);
+    if (acts() && !String(id).startsWith("pending-")) acts().decorate(entry);
     updateWelcome();
     return entry;
   }
@@ -206,6 +207,7 @@
       entry.el.classList.remove("pending");
       S.messages.set(id, entry);
       S.pendingHuman = null;
+      if (acts()) acts().decorate(entry);
     }
     const entry = entryFor(id, "human", container);
     const text = textOf(msg.content);
@@ -308,6 +310,7 @@
     web_search: "Web search", web_fetch: "Read page", image_search: "Image search" };
   const web = () => window.DFWebTools; // web_tools.js: result lists on web cards, sources under answers
   const subs = () => window.DFSubagents; // subagents.js: the task tool's card
+  const acts = () => window.DFMessageActions; // message_actions.js: copy, regenerate, edit, branch
 
   function upsertToolCard(entry, call) {
     let card = S.toolCards.get(call.id);
@@ -777,6 +780,8 @@
   }
 
   function finishRun() {
+    if (acts()) acts().onRunEnd(S.runId, S.following);
+    S.following = null;
     S.runId = null;
     S.lastEventId = null;
     setRunning(false);
@@ -787,6 +792,34 @@
       const next = S.queue.shift();
       setNote(S.queue.length ? `Queued ${S.queue.length} more.` : "");
       send(next);
+    }
+  }
+
+  /* Follow a run started elsewhere (a regenerate or an edit): its events arrive over the socket. */
+  function follow(runId, info) {
+    setNote("");
+    removeErrors();
+    S.following = info || null;
+    S.runId = runId;
+    S.lastEventId = null;
+    setRunning(true);
+    if (info && info.replay) dropTurnAfterLastQuestion();
+    wsSend({ type: "subscribe", run_id: runId });
+  }
+
+  /* A replay rewrites the latest turn: its question comes back from the run, so the old
+   * bubble and answer leave the page now (the history reload at the end is authoritative). */
+  function dropTurnAfterLastQuestion() {
+    const questions = el.messages.querySelectorAll(".msg.user");
+    const last = questions[questions.length - 1];
+    if (!last) return;
+    let node = last;
+    while (node) {
+      const next = node.nextElementSibling;
+      const entry = S.messages.get(node.dataset.id);
+      if (entry) { S.messages.delete(entry.id); for (const c of entry.el.querySelectorAll(".tool-card")) { for (const [k, v] of S.toolCards) if (v === c) S.toolCards.delete(k); } }
+      node.remove();
+      node = next;
     }
   }
 
@@ -863,6 +896,7 @@
     if (subs()) subs().reset();
     await loadHistory();
     await loadThreadMeta();
+    if (acts()) acts().refresh();
   }
 
   // ---------------------------------------------------------------- sidebar
@@ -1069,6 +1103,7 @@
     el.composer.addEventListener("submit", (ev) => { ev.preventDefault(); send(el.input.value); });
     el.input.addEventListener("keydown", (ev) => {
       if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); send(el.input.value); }
+      else if (acts() && acts().onComposerKey(ev, el.input)) { /* ↑ edits the last question */ }
     });
     el.input.addEventListener("input", autoGrow);
     el.stop.addEventListener("click", stopRun);
@@ -1120,12 +1155,17 @@
 
   async function start() {
     setupControls();
+    if (acts()) {
+      acts().init({ api, setNote, follow, threadId: () => S.threadId, running: () => S.running, messages: () => S.messages,
+                    messagesEl: () => el.messages, reload: reloadThread });
+    }
     if (subs()) subs().init({ api, threadId: () => S.threadId, setToolStatus });
     loadThreads();
     if (S.threadId) {
       try {
         await loadHistory();
         await loadThreadMeta();
+        if (acts()) await acts().onHistory();
       } catch (e) {
         showError("Could not load this chat: " + e.message, false);
       }
