@@ -1,0 +1,160 @@
+"""Message actions in a real browser: copy, regenerate, edit-and-rerun (↑), branch, the
+stopped marker, at desktop width and at 375 px; reloads after regenerate and after branch
+show every message once."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from harness.testing.script import Reply
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def send(page, text: str) -> None:
+    box = page.get_by_label("Message", exact=True)
+    box.fill(text)
+    box.press("Enter")
+
+
+def answers(page):
+    return page.locator("article.msg.assistant")
+
+
+def questions(page):
+    return page.locator("article.msg.user")
+
+
+def idle(page):
+    expect(page.get_by_role("button", name="Send")).to_be_visible()
+
+
+def test_regenerate_replaces_the_answer_and_a_reload_agrees(page, script, doc_shot):
+    script("The first answer.", "A better answer.")
+    page.goto("/")
+    send(page, "Tell me something")
+    expect(answers(page).last).to_contain_text("The first answer.")
+    idle(page)
+    doc_shot(page, "message-actions")
+    answers(page).last.get_by_role("button", name="Regenerate").click()
+    expect(answers(page).last).to_contain_text("A better answer.")
+    idle(page)
+    expect(page.locator("#messages")).not_to_contain_text("The first answer.")
+    expect(questions(page)).to_have_count(1)
+    page.reload()
+    expect(answers(page)).to_have_count(1)
+    expect(answers(page).last).to_contain_text("A better answer.")
+    expect(questions(page)).to_have_count(1)
+    assert page.js_errors == []
+
+
+def test_arrow_up_edits_the_last_question_and_reruns(page, script, doc_shot):
+    script("Paris is the capital of France.", "Rome is the capital of Italy.")
+    page.goto("/")
+    send(page, "Capital of France?")
+    expect(answers(page).last).to_contain_text("Paris")
+    idle(page)
+    box = page.get_by_label("Message", exact=True)
+    box.focus()
+    box.press("ArrowUp")
+    editor = page.get_by_label("Edit your message")
+    expect(editor).to_have_value("Capital of France?")
+    editor.fill("Capital of Italy?")
+    doc_shot(page, "message-edit")
+    page.get_by_role("button", name="Save & rerun").click()
+    expect(answers(page).last).to_contain_text("Rome")
+    idle(page)
+    expect(questions(page).last.locator(".bubble")).to_have_text("Capital of Italy?")
+    page.reload()
+    expect(questions(page)).to_have_count(1)
+    expect(questions(page).last.locator(".bubble")).to_have_text("Capital of Italy?")
+    expect(answers(page)).to_have_count(1)
+    expect(page.locator("#messages")).not_to_contain_text("Paris")
+    assert page.js_errors == []
+
+
+def test_branch_from_an_older_answer_opens_a_new_thread_that_survives_reload(page, script):
+    script("Answer one.", "Answer two.", "Answer on the branch.")
+    page.goto("/")
+    send(page, "First question")
+    expect(answers(page).last).to_contain_text("Answer one.")
+    idle(page)
+    send(page, "Second question")
+    expect(answers(page).last).to_contain_text("Answer two.")
+    idle(page)
+    source_url = page.url
+    answers(page).first.get_by_role("button", name="Branch").click()
+    expect(page).not_to_have_url(source_url)
+    expect(page).to_have_url(re.compile(r"/c/[0-9a-f-]{36}/"))
+    expect(page.locator("#composer-note")).to_contain_text("files of the later conversation were not copied")
+    expect(answers(page)).to_have_count(1)
+    expect(answers(page).first).to_contain_text("Answer one.")
+    expect(page.locator("#thread-title")).to_contain_text("(branch)")
+    send(page, "Branch question")
+    expect(answers(page).last).to_contain_text("Answer on the branch.")
+    idle(page)
+    page.reload()
+    expect(questions(page)).to_have_count(2)
+    expect(answers(page)).to_have_count(2)
+    expect(page.locator("#messages")).not_to_contain_text("Answer two.")
+    # the source thread is as it was
+    page.goto(source_url)
+    expect(answers(page)).to_have_count(2)
+    expect(answers(page).last).to_contain_text("Answer two.")
+    assert page.js_errors == []
+
+
+def test_copy_markdown_plain_and_the_shortcut(page, script):
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    script("Some **bold** words.")
+    page.goto("/")
+    send(page, "Copy me")
+    expect(answers(page).last.locator("strong")).to_have_text("bold")
+    idle(page)
+    answers(page).last.get_by_role("button", name="Copy", exact=True).click()
+    expect(page.locator("#composer-note")).to_contain_text("Markdown copied")
+    assert page.evaluate("navigator.clipboard.readText()") == "Some **bold** words."
+    answers(page).last.get_by_role("button", name="Copy text").click()
+    expect(page.locator("#composer-note")).to_contain_text("Text copied")
+    assert page.evaluate("navigator.clipboard.readText()") == "Some bold words."
+    page.evaluate("navigator.clipboard.writeText('')")
+    page.keyboard.press("Control+Shift+C")
+    expect(page.locator("#composer-note")).to_contain_text("Last answer copied")
+    assert page.evaluate("navigator.clipboard.readText()") == "Some **bold** words."
+
+
+def test_a_stopped_run_is_marked_and_stays_marked_after_reload(page, script):
+    script(Reply(text="Too late.", delay=20))
+    page.goto("/")
+    send(page, "Take your time")
+    expect(page.get_by_role("button", name="Stop")).to_be_visible()
+    page.wait_for_timeout(500)
+    page.get_by_role("button", name="Stop").click()
+    expect(page.locator(".stopped-marker")).to_contain_text("Stopped")
+    idle(page)
+    page.reload()
+    expect(page.locator(".stopped-marker")).to_contain_text("Stopped")
+    assert page.js_errors == []
+
+
+def test_message_actions_on_a_phone(phone, script, doc_shot):
+    page = phone
+    script("A phone-sized answer.", "A regenerated phone answer.")
+    page.goto("/")
+    send(page, "Hello from a phone")
+    expect(answers(page).last).to_contain_text("A phone-sized answer.")
+    idle(page)
+    regenerate = answers(page).last.get_by_role("button", name="Regenerate")
+    expect(regenerate).to_be_visible()
+    expect(questions(page).last.get_by_role("button", name="Edit")).to_be_visible()
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
+    doc_shot(page, "message-actions-phone")
+    regenerate.click()
+    expect(answers(page).last).to_contain_text("A regenerated phone answer.")
+    idle(page)
+    page.reload()
+    expect(answers(page)).to_have_count(1)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 375
