@@ -7,4 +7,6 @@ urlpatterns = [
     path("threads/<str:thread_id>/runs/regenerate", views.RegenerateView.as_view(), name="thread-regenerate"),
     path("threads/<str:thread_id>/runs/edit-regenerate", views.EditRerunView.as_view(), name="thread-edit-regenerate"),
     path("threads/<str:thread_id>/branches", views.BranchView.as_view(), name="thread-branches"),
+    path("threads/<str:thread_id>/compact", views.CompactView.as_view(), name="thread-compact"),
+    path("threads/<str:thread_id>/context", views.ContextUsageView.as_view(), name="thread-context"),
 ]

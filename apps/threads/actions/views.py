@@ -73,3 +73,29 @@ class BranchView(APIView):
         result = branch.branch_create(user=request.user, thread=thread, message_id=body.get("message_id"),
                                       run_id=body.get("run_id"), title=body.get("title"))
         return Response(result, status=status.HTTP_201_CREATED)
+
+
+class CompactView(APIView):
+    """``POST /threads/{id}/compact``: summarize older context, keep the recent window; 409 during a run."""
+
+    token_scopes = {"POST": "threads:write"}
+
+    @extend_schema(request=None, responses=OpenApiTypes.OBJECT)
+    def post(self, request, thread_id):
+        from apps.threads.actions.compaction import thread_compact
+
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        return Response(thread_compact(thread=thread))
+
+
+class ContextUsageView(APIView):
+    """``GET /threads/{id}/context``: approximate tokens of the thread's context vs the model's window."""
+
+    token_scopes = {"GET": "threads:read"}
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, thread_id):
+        from apps.threads.actions.compaction import thread_context_usage
+
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        return Response(thread_context_usage(thread=thread))

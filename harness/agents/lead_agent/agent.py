@@ -25,7 +25,7 @@ from harness.agents.middlewares.read_before_write import ReadBeforeWriteMiddlewa
 from harness.agents.middlewares.remote_content import RemoteContentSanitizationMiddleware
 from harness.agents.middlewares.run_setup import RunSetupMiddleware
 from harness.agents.middlewares.sandbox import SandboxMiddleware
-from harness.agents.middlewares.summarization import DeerFlowSummarizationMiddleware
+from harness.agents.middlewares.summarization import DeerFlowSummarizationMiddleware, SummaryProjectionMiddleware
 from harness.agents.middlewares.skills import SkillsMiddleware
 from harness.agents.middlewares.system_coalescing import SystemMessageCoalescingMiddleware
 from harness.agents.middlewares.terminal_response import TerminalResponseMiddleware
@@ -124,7 +124,7 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
         DynamicContextMiddleware(),
         SkillsMiddleware(skills_path=app.skills.path, container_path=app.skills.container_path,
                          deferred=app.skills.deferred_discovery),
-        _summarization(app, entry, model),
+        _summarization(app, entry, model) or SummaryProjectionMiddleware(),  # a manual compaction's summary
         PlanTodoMiddleware() if options.is_plan_mode else None,
         TokenUsageMiddleware(entry.name),
         TitleMiddleware(enabled=app.title.enabled, max_words=app.title.max_words, max_chars=app.title.max_chars, model=title_model),
