@@ -157,6 +157,7 @@
     let run = null;
     try { run = await app.api("GET", `/threads/${encodeURIComponent(app.threadId())}/runs/${runId}`); } catch (e) { /* gone */ }
     if (info && info.replay) await app.reload();
+    refreshContext();
     if (run && run.stop_reason === "cancelled") markStopped();
     if (run && info && info.replay && (run.status === "error" || run.stop_reason === "cancelled")) {
       app.setNote(`The ${run.metadata.replay.kind === "edit" ? "edit" : "regenerated answer"} ${run.status === "error" ? "failed" : "was cancelled"}; the conversation before it is restored.`, "error");
@@ -167,6 +168,7 @@
   /* On load: was the latest run cancelled? */
   async function onHistory() {
     refresh();
+    refreshContext();
     if (!app.threadId()) return;
     try {
       const runs = await app.api("GET", `/threads/${encodeURIComponent(app.threadId())}/runs?limit=1`);
@@ -174,6 +176,42 @@
     } catch (e) { /* the history itself is what matters */ }
     if (new URLSearchParams(location.search).get("note") === "files-skipped") {
       app.setNote("Branched from an older answer: the files of the later conversation were not copied.");
+    }
+  }
+
+  // ------------------------------------------------------------ context usage, compaction
+
+  function formatTokens(n) { return n >= 1000 ? (Math.round(n / 100) / 10) + "k" : String(n); }
+
+  async function refreshContext() {
+    const meter = document.getElementById("context-meter");
+    const button = document.getElementById("compact");
+    if (!meter || !app.threadId()) return;
+    let usage;
+    try { usage = await app.api("GET", `/threads/${encodeURIComponent(app.threadId())}/context`); } catch (e) { return; }
+    if (!usage.message_count) { meter.hidden = true; button.hidden = true; return; }
+    meter.hidden = false;
+    meter.textContent = `Context ${formatTokens(usage.used_tokens)} / ${formatTokens(usage.context_window)} (${usage.percent}%)`;
+    meter.title = `${usage.message_count} messages in the model's context${usage.has_summary ? ", plus a summary of earlier ones" : ""}`;
+    meter.classList.toggle("high", usage.percent >= 70);
+    // Offered when compacting would free something worth it: a long thread or a full window.
+    const keep = usage.keep_messages || 20;
+    button.hidden = !(usage.message_count > keep && (usage.message_count >= 2 * keep || usage.percent >= 50));
+  }
+
+  async function compact() {
+    const button = document.getElementById("compact");
+    if (app.running()) { app.setNote("Wait for the current answer to finish.", "error"); return; }
+    button.disabled = true;
+    app.setNote("Compacting…");
+    try {
+      const result = await app.api("POST", `/threads/${encodeURIComponent(app.threadId())}/compact`);
+      app.setNote(`Compacted: ${result.summarized_messages} older messages summarized, the last ${result.kept_messages} kept.`);
+    } catch (e) {
+      app.setNote("Could not compact: " + e.message, "error");
+    } finally {
+      button.disabled = false;
+      refreshContext();
     }
   }
 
@@ -193,7 +231,12 @@
   }
 
   window.DFMessageActions = {
-    init(hooks) { app = hooks; document.addEventListener("keydown", onKey); },
+    init(hooks) {
+      app = hooks;
+      document.addEventListener("keydown", onKey);
+      const button = document.getElementById("compact");
+      if (button) button.addEventListener("click", compact);
+    },
     decorate, refresh, onRunEnd, onHistory, onComposerKey, markStopped,
   };
 })();

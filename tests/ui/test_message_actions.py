@@ -158,3 +158,37 @@ def test_message_actions_on_a_phone(phone, script, doc_shot):
     page.reload()
     expect(answers(page)).to_have_count(1)
     assert page.evaluate("document.documentElement.scrollWidth") <= 375
+
+
+@pytest.fixture
+def short_keep(live):
+    """summarization.keep: 2 messages, so two turns make a thread worth compacting."""
+    original = live.config_path.read_text()
+    live.config_path.write_text(original + "summarization:\n  enabled: false\n  keep:\n    type: messages\n    value: 2\n")
+    yield
+    live.config_path.write_text(original)
+
+
+def test_context_meter_and_compaction_of_a_long_thread(page, script, short_keep, doc_shot):
+    script("Answer one.", "Answer two.", "SUMMARY of the first turn.")
+    page.goto("/")
+    send(page, "First question")
+    expect(answers(page).last).to_contain_text("Answer one.")
+    idle(page)
+    meter = page.locator("#context-meter")
+    expect(meter).to_contain_text(re.compile(r"Context [\d.k]+ / 32k"))
+    send(page, "Second question")
+    expect(answers(page).last).to_contain_text("Answer two.")
+    idle(page)
+    compact = page.get_by_role("button", name="Compact")
+    expect(compact).to_be_visible()
+    doc_shot(page, "compaction")
+    compact.click()
+    expect(page.locator("#composer-note")).to_contain_text("Compacted:")
+    expect(compact).to_be_hidden()
+    # the history on the page (and after a reload) still shows every message
+    page.reload()
+    expect(questions(page)).to_have_count(2)
+    expect(answers(page)).to_have_count(2)
+    expect(meter).to_be_visible()
+    assert page.js_errors == []
