@@ -650,6 +650,7 @@
   async function startRun(part) {
     setNote("");
     removeErrors();
+    if (acts()) acts().clearSuggestions();
     try {
       await ensureThread();
     } catch (e) {
@@ -1156,7 +1157,7 @@
   async function start() {
     setupControls();
     if (acts()) {
-      acts().init({ api, setNote, follow, threadId: () => S.threadId, running: () => S.running, messages: () => S.messages,
+      acts().init({ api, setNote, follow, send, threadId: () => S.threadId, running: () => S.running, messages: () => S.messages,
                     messagesEl: () => el.messages, reload: reloadThread });
     }
     if (subs()) subs().init({ api, threadId: () => S.threadId, setToolStatus });

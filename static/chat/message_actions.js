@@ -107,6 +107,7 @@
       return;
     }
     clearStopped();
+    clearSuggestions();
     app.follow(run.run_id, { replay: true });
   }
 
@@ -159,6 +160,7 @@
     if (info && info.replay) await app.reload();
     refreshContext();
     if (run && run.stop_reason === "cancelled") markStopped();
+    if (run && run.status === "success") suggest();
     if (run && info && info.replay && (run.status === "error" || run.stop_reason === "cancelled")) {
       app.setNote(`The ${run.metadata.replay.kind === "edit" ? "edit" : "regenerated answer"} ${run.status === "error" ? "failed" : "was cancelled"}; the conversation before it is restored.`, "error");
     }
@@ -177,6 +179,31 @@
     if (new URLSearchParams(location.search).get("note") === "files-skipped") {
       app.setNote("Branched from an older answer: the files of the later conversation were not copied.");
     }
+  }
+
+  // ------------------------------------------------------------ follow-up suggestions
+
+  let suggestionsOn = null;
+
+  function clearSuggestions() { app.messagesEl().querySelectorAll(".suggestions").forEach((n) => n.remove()); }
+
+  /* After an answer, never before it: the chips arrive when they arrive, or not at all. */
+  async function suggest() {
+    if (suggestionsOn === null) {
+      try { suggestionsOn = (await app.api("GET", "/suggestions/config")).enabled; } catch (e) { suggestionsOn = false; }
+    }
+    const answer = lastAnswer();
+    if (!suggestionsOn || !answer) return;
+    const threadId = app.threadId();
+    let result;
+    try { result = await app.api("POST", `/threads/${encodeURIComponent(threadId)}/suggestions`, {}); } catch (e) { return; }
+    if (app.running() || threadId !== app.threadId() || lastAnswer() !== answer || !result.suggestions.length) return;
+    clearSuggestions();
+    const list = h("div", { class: "suggestions", role: "list", "aria-label": "Suggested follow-ups" });
+    for (const text of result.suggestions) {
+      list.append(h("button", { type: "button", class: "suggestion-chip", role: "listitem", text, onclick: () => { clearSuggestions(); app.send(text); } }));
+    }
+    answer.el.after(list);
   }
 
   // ------------------------------------------------------------ context usage, compaction
@@ -237,6 +264,6 @@
       const button = document.getElementById("compact");
       if (button) button.addEventListener("click", compact);
     },
-    decorate, refresh, onRunEnd, onHistory, onComposerKey, markStopped,
+    decorate, refresh, onRunEnd, onHistory, onComposerKey, markStopped, clearSuggestions,
   };
 })();

@@ -192,3 +192,30 @@ def test_context_meter_and_compaction_of_a_long_thread(page, script, short_keep,
     expect(answers(page)).to_have_count(2)
     expect(meter).to_be_visible()
     assert page.js_errors == []
+
+
+@pytest.fixture
+def suggestions_enabled(live):
+    original = live.config_path.read_text()
+    live.config_path.write_text(original + "suggestions:\n  enabled: true\n  max_suggestions: 3\n")
+    yield
+    live.config_path.write_text(original)
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_follow_up_suggestions_appear_after_the_answer_and_send(page, script, suggestions_enabled, width, doc_shot):
+    page.set_viewport_size({"width": width, "height": 800})
+    script("Llamas live in the Andes.", '["What do llamas eat?", "How tall are llamas?"]', "They eat grass.", "[]")
+    page.goto("/")
+    send(page, "Where do llamas live?")
+    expect(answers(page).last).to_contain_text("Andes")
+    chips = page.get_by_role("listitem").filter(has_text="What do llamas eat?")
+    expect(chips).to_be_visible()
+    expect(page.locator(".suggestion-chip")).to_have_count(2)
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    doc_shot(page, "suggestions" if width > 600 else "suggestions-phone")
+    chips.click()
+    expect(questions(page).last.locator(".bubble")).to_have_text("What do llamas eat?")
+    expect(answers(page).last).to_contain_text("They eat grass.")
+    idle(page)
+    expect(page.locator(".suggestion-chip")).to_have_count(0)

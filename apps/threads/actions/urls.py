@@ -9,4 +9,6 @@ urlpatterns = [
     path("threads/<str:thread_id>/branches", views.BranchView.as_view(), name="thread-branches"),
     path("threads/<str:thread_id>/compact", views.CompactView.as_view(), name="thread-compact"),
     path("threads/<str:thread_id>/context", views.ContextUsageView.as_view(), name="thread-context"),
+    path("threads/<str:thread_id>/suggestions", views.SuggestionsView.as_view(), name="thread-suggestions"),
+    path("suggestions/config", views.SuggestionsConfigView.as_view(), name="suggestions-config"),
 ]

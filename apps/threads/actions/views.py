@@ -99,3 +99,30 @@ class ContextUsageView(APIView):
 
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         return Response(thread_context_usage(thread=thread))
+
+
+class SuggestionsConfigView(APIView):
+    token_scopes = {"GET": "threads:read"}
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request):
+        from apps.threads.actions.suggestions import suggestions_config
+
+        return Response(suggestions_config())
+
+
+class SuggestionsView(APIView):
+    """``POST /threads/{id}/suggestions`` ``{messages?, n?, model_name?}`` → ``{suggestions: [..]}``."""
+
+    token_scopes = {"POST": "threads:read"}
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    def post(self, request, thread_id):
+        from apps.threads.actions.suggestions import thread_suggestions
+
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        body = _body(request)
+        unknown = set(body) - {"messages", "n", "model_name"}
+        if unknown:
+            raise InvalidRequest(f"{sorted(unknown)[0]}: unknown field")
+        return Response(thread_suggestions(thread=thread, messages=body.get("messages"), n=body.get("n"), model_name=body.get("model_name")))
