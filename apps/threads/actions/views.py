@@ -126,3 +126,33 @@ class SuggestionsView(APIView):
         if unknown:
             raise InvalidRequest(f"{sorted(unknown)[0]}: unknown field")
         return Response(thread_suggestions(thread=thread, messages=body.get("messages"), n=body.get("n"), model_name=body.get("model_name")))
+
+
+class GoalView(APIView):
+    """``GET/PUT/DELETE /threads/{id}/goal``: PUT ``{objective, max_continuations (0–8)}``."""
+
+    token_scopes = {"GET": "threads:read", "PUT": "threads:write", "DELETE": "threads:write"}
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, thread_id):
+        from apps.threads.actions.goals import goal_get
+
+        return Response(goal_get(thread=thread_get_for_user(user=request.user, thread_id=thread_id)))
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    def put(self, request, thread_id):
+        from apps.threads.actions.goals import goal_set
+
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        body = _body(request)
+        unknown = set(body) - {"objective", "max_continuations"}
+        if unknown:
+            raise InvalidRequest(f"{sorted(unknown)[0]}: unknown field")
+        return Response(goal_set(thread=thread, objective=body.get("objective"), max_continuations=body.get("max_continuations")))
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, thread_id):
+        from apps.threads.actions.goals import goal_clear
+
+        goal_clear(thread=thread_get_for_user(user=request.user, thread_id=thread_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)
