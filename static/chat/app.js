@@ -611,6 +611,7 @@
 
   async function send(text) {
     text = (text || "").trim();
+    if (acts() && !S.interrupt && acts().onCommand(text)) { el.input.value = ""; autoGrow(); return; } // "/goal …"
     const ready = S.attachments.filter((a) => a.status === "done");
     if (!text && ready.length === 0) return;
     if (S.attachments.some((a) => a.status === "uploading")) { setNote("Wait for the uploads to finish.", "error"); return; }
@@ -756,7 +757,10 @@
     const base = event.split("|")[0];
     if (base === "messages" && Array.isArray(data)) applyChunk(data[0]);
     else if (base === "values") applyValues(data);
-    else if (base === "custom" && event === "custom" && subs()) subs().onEvent(data);
+    else if (base === "custom" && event === "custom") {
+      if (subs()) subs().onEvent(data);
+      if (acts()) acts().onCustom(data);
+    }
     else if (base === "updates" && data && typeof data === "object") {
       if (Array.isArray(data.__interrupt__)) for (const it of data.__interrupt__) showClarification(it && it.value);
       for (const v of Object.values(data)) {
@@ -1157,7 +1161,7 @@
   async function start() {
     setupControls();
     if (acts()) {
-      acts().init({ api, setNote, follow, send, threadId: () => S.threadId, running: () => S.running, messages: () => S.messages,
+      acts().init({ api, setNote, follow, send, ensureThread, threadId: () => S.threadId, running: () => S.running, messages: () => S.messages,
                     messagesEl: () => el.messages, reload: reloadThread });
     }
     if (subs()) subs().init({ api, threadId: () => S.threadId, setToolStatus });

@@ -155,6 +155,15 @@
    * its marker, and a replay that failed says the conversation was restored. */
   async function onRunEnd(runId, info) {
     if (!runId || !app.threadId()) return;
+    if (nextRun) {
+      const next = nextRun;
+      nextRun = null;
+      app.follow(next, { goal: true });
+      app.setNote("Continuing towards the goal…");
+      refreshGoal();
+      return;
+    }
+    refreshGoal();
     let run = null;
     try { run = await app.api("GET", `/threads/${encodeURIComponent(app.threadId())}/runs/${runId}`); } catch (e) { /* gone */ }
     if (info && info.replay) await app.reload();
@@ -171,6 +180,7 @@
   async function onHistory() {
     refresh();
     refreshContext();
+    refreshGoal();
     if (!app.threadId()) return;
     try {
       const runs = await app.api("GET", `/threads/${encodeURIComponent(app.threadId())}/runs?limit=1`);
@@ -204,6 +214,59 @@
       list.append(h("button", { type: "button", class: "suggestion-chip", role: "listitem", text, onclick: () => { clearSuggestions(); app.send(text); } }));
     }
     answer.el.after(list);
+  }
+
+  // ------------------------------------------------------------ thread goal
+
+  let nextRun = null; // a goal continuation announced by the run that is ending
+
+  const GOAL_STOPS = { met: "Goal met.", cap_reached: "Stopped: the continuation limit is reached.", no_progress: "Stopped: the last continuations made no progress." };
+
+  function paintGoal(goal) {
+    const banner = document.getElementById("goal-banner");
+    if (!banner) return;
+    banner.hidden = !goal;
+    if (!goal) return;
+    const status = goal.status === "active"
+      ? (goal.continuations ? `continuing towards the goal (${goal.continuations}/${goal.max_continuations})` : `up to ${goal.max_continuations} continuations`)
+      : (GOAL_STOPS[goal.status] || goal.status);
+    document.getElementById("goal-text").textContent = `Goal: ${goal.objective} — ${status}`;
+    banner.classList.toggle("done", goal.status !== "active");
+  }
+
+  async function refreshGoal() {
+    if (!app.threadId()) { paintGoal(null); return; }
+    try { paintGoal((await app.api("GET", `/threads/${encodeURIComponent(app.threadId())}/goal`)).goal); } catch (e) { /* no state yet */ }
+  }
+
+  /* "/goal <objective>" sets the thread's goal and starts working on it. */
+  function onCommand(text) {
+    const match = /^\/goal(?:\s+([\s\S]*))?$/.exec(text);
+    if (!match) return false;
+    const objective = (match[1] || "").trim();
+    if (!objective) { app.setNote("Write the goal after /goal, e.g. /goal Draft a plan and check it.", "error"); return true; }
+    if (app.running()) { app.setNote("Wait for the current answer to finish.", "error"); return true; }
+    (async () => {
+      try {
+        await app.ensureThread();
+        const result = await app.api("PUT", `/threads/${encodeURIComponent(app.threadId())}/goal`, { objective, max_continuations: 3 });
+        paintGoal(result.goal);
+        app.send(objective);
+      } catch (e) {
+        app.setNote("Could not set the goal: " + e.message, "error");
+      }
+    })();
+    return true;
+  }
+
+  function onCustom(data) {
+    if (!data || typeof data !== "object") return;
+    if (data.type === "goal_continuation") {
+      nextRun = data.run_id;
+      app.setNote(`Continuing towards the goal (${data.n}/${data.max})…`);
+    } else if (data.type === "goal_stopped") {
+      app.setNote(GOAL_STOPS[data.status] || "The goal loop stopped.");
+    }
   }
 
   // ------------------------------------------------------------ context usage, compaction
@@ -263,7 +326,12 @@
       document.addEventListener("keydown", onKey);
       const button = document.getElementById("compact");
       if (button) button.addEventListener("click", compact);
+      const clear = document.getElementById("goal-clear");
+      if (clear) clear.addEventListener("click", async () => {
+        try { await app.api("DELETE", `/threads/${encodeURIComponent(app.threadId())}/goal`); paintGoal(null); app.setNote("Goal cleared."); }
+        catch (e) { app.setNote("Could not clear the goal: " + e.message, "error"); }
+      });
     },
-    decorate, refresh, onRunEnd, onHistory, onComposerKey, markStopped, clearSuggestions,
+    decorate, refresh, onRunEnd, onHistory, onComposerKey, markStopped, clearSuggestions, onCommand, onCustom,
   };
 })();

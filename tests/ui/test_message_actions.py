@@ -219,3 +219,27 @@ def test_follow_up_suggestions_appear_after_the_answer_and_send(page, script, su
     expect(answers(page).last).to_contain_text("They eat grass.")
     idle(page)
     expect(page.locator(".suggestion-chip")).to_have_count(0)
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_a_goal_set_from_the_composer_continues_until_met(page, script, width, doc_shot):
+    page.set_viewport_size({"width": width, "height": 800})
+    script("Step one is written.", "Step two is written.\nGOAL_MET")
+    page.goto("/")
+    send(page, "/goal Write two steps")
+    banner = page.locator("#goal-banner")
+    expect(banner).to_contain_text("Goal: Write two steps")
+    expect(questions(page).first.locator(".bubble")).to_have_text("Write two steps")
+    expect(answers(page).first).to_contain_text("Step one is written.")
+    expect(answers(page).last).to_contain_text("Step two is written.")
+    expect(banner).to_contain_text("Goal met.")
+    idle(page)
+    doc_shot(page, "goal" if width > 600 else "goal-phone")
+    assert page.evaluate("document.documentElement.scrollWidth") <= width
+    page.reload()
+    expect(questions(page)).to_have_count(1)  # the continuation instructions stay hidden
+    expect(answers(page)).to_have_count(2)
+    expect(banner).to_contain_text("Goal met.")
+    page.get_by_role("button", name="Clear goal").click()
+    expect(banner).to_be_hidden()
+    assert page.js_errors == []
