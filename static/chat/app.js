@@ -379,7 +379,11 @@
     const msg = row.content || {};
     if (msg.type === "human") renderHuman(msg, container);
     else if (isAi(msg.type)) renderAi(msg, container);
-    else if (msg.type === "tool") renderTool(msg);
+    else if (msg.type === "tool") {
+      renderTool(msg);
+      // a clarification answered in an earlier visit: shown as the answered card, not a tool card
+      if (msg.name === "ask_clarification" && acts()) acts().answeredClarification(msg, S.toolCards.get(msg.tool_call_id));
+    }
   }
 
   function applyValues(values) {

@@ -216,6 +216,20 @@
     answer.el.after(list);
   }
 
+  // ------------------------------------------------------------ answered clarifications
+
+  function answeredClarification(msg, toolCard) {
+    const artifact = msg.artifact || {};
+    const request = artifact.human_input || {};
+    if (!("response" in artifact)) return;
+    const question = request.question || String(msg.content || "").split("\n\nThe user answered:")[0];
+    const answer = typeof artifact.response === "string" ? artifact.response : JSON.stringify(artifact.response);
+    const card = h("div", { class: "clarify answered", "data-tool-call-id": msg.tool_call_id || "" },
+      h("p", { class: "clarify-question", text: question }),
+      h("p", { class: "clarify-answer" }, "You answered: ", h("strong", { text: answer })));
+    if (toolCard) { toolCard.hidden = true; toolCard.after(card); } else app.messagesEl().append(card);
+  }
+
   // ------------------------------------------------------------ thread goal
 
   let nextRun = null; // a goal continuation announced by the run that is ending
@@ -332,6 +346,6 @@
         catch (e) { app.setNote("Could not clear the goal: " + e.message, "error"); }
       });
     },
-    decorate, refresh, onRunEnd, onHistory, onComposerKey, markStopped, clearSuggestions, onCommand, onCustom,
+    decorate, refresh, onRunEnd, onHistory, onComposerKey, markStopped, clearSuggestions, onCommand, onCustom, answeredClarification,
   };
 })();

@@ -9,7 +9,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from harness.testing.script import Reply
+from harness.testing.script import Reply, call, tool_reply
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -29,7 +29,7 @@ def questions(page):
 
 
 def idle(page):
-    expect(page.get_by_role("button", name="Send")).to_be_visible()
+    expect(page.get_by_role("button", name="Send", exact=True)).to_be_visible()
 
 
 def test_regenerate_replaces_the_answer_and_a_reload_agrees(page, script, doc_shot):
@@ -242,4 +242,24 @@ def test_a_goal_set_from_the_composer_continues_until_met(page, script, width, d
     expect(banner).to_contain_text("Goal met.")
     page.get_by_role("button", name="Clear goal").click()
     expect(banner).to_be_hidden()
+    assert page.js_errors == []
+
+
+def test_an_answered_clarification_stays_in_the_history_after_reload(page, script):
+    script(tool_reply(call("ask_clarification", question="Which colour should the chart use?", options=["red", "blue"])),
+           Reply(text="Drawing it in blue."))
+    page.goto("/")
+    send(page, "Draw a chart")
+    card = page.locator("#clarify")
+    expect(card).to_contain_text("Which colour should the chart use?")
+    card.get_by_label("blue").check()
+    card.get_by_role("button", name="Send answer").click()
+    expect(answers(page).last).to_contain_text("Drawing it in blue.")
+    idle(page)
+    page.reload()
+    expect(answers(page).last).to_contain_text("Drawing it in blue.")
+    answered = page.locator(".clarify.answered")
+    expect(answered).to_contain_text("Which colour should the chart use?")
+    expect(answered).to_contain_text("You answered: blue")
+    expect(questions(page)).to_have_count(1)
     assert page.js_errors == []
