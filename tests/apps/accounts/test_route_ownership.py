@@ -210,6 +210,19 @@ OWNED_ROUTES = [
     OwnedRoute("GET", "/api/threads/<str:thread_id>/runs/<str:run_id>/stream", owned_run),
     OwnedRoute("POST", "/api/threads/<str:thread_id>/runs/<str:run_id>/stream", owned_run),
     OwnedRoute("GET", "/api/threads/<str:thread_id>/runs/<str:run_id>/events", owned_run),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/runs/<str:run_id>/messages", owned_run),
+    # Thread actions (docs/thread-actions.md).
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/runs/regenerate", owned_run, body={}, owner_status=201),
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/runs/edit-regenerate", owned_run, body={"content": "edited"}, owner_status=201),
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/branches", owned_run, body=lambda o: {"run_id": o.kwargs["run_id"]}, owner_status=201),
+    # One turn fits in the kept window: the owner's compaction is a 409 (found, nothing to compact).
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/compact", owned_run, owner_status=409),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/context", owned_run),
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/suggestions", owned_run, body={}),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/goal", owned_run),
+    # The walk's test agent has no goal channel: the owner's write is a 422 naming that (found, not writable).
+    OwnedRoute("PUT", "/api/threads/<str:thread_id>/goal", owned_run, body={"objective": "finish"}, owner_status=422),
+    OwnedRoute("DELETE", "/api/threads/<str:thread_id>/goal", owned_run, owner_status=422),
     # Uploads and artifacts. The walk sends JSON, so the owner's upload is a 415 (found, wrong body).
     OwnedRoute("POST", "/api/threads/<str:thread_id>/uploads", owned_files, body={}, owner_status=415),
     OwnedRoute("GET", "/api/threads/<str:thread_id>/uploads/limits", owned_files),
@@ -257,6 +270,7 @@ NO_USER_OBJECTS = {
     ("GET", "/api/schema/"),
     ("GET", "/api/docs/"),
     ("GET", "/api/models"),
+    ("GET", "/api/suggestions/config"),
     ("POST", "/api/scheduled-tasks/preview"),
     # Only the built-in lead agent so far; custom agents are per user and move these to OWNED_ROUTES.
     ("POST", "/api/assistants/search"),
