@@ -16,7 +16,8 @@ from harness.agents.lead_agent.options import LeadAgentOptions
 from harness.agents.lead_agent.prompt import build_system_prompt
 from harness.agents.middlewares.clarification import ClarificationMiddleware
 from harness.agents.middlewares.dangling_tool_calls import DanglingToolCallMiddleware
-from harness.agents.middlewares.dynamic_context import DynamicContextMiddleware
+from harness.agents.middlewares.dynamic_context import DynamicContextMiddleware, date_provider, summary_provider
+from harness.memory.injection import memory_provider
 from harness.agents.middlewares.input_sanitization import InputSanitizationMiddleware
 from harness.agents.middlewares.length_finish import LengthFinishReasonMiddleware
 from harness.agents.middlewares.llm_error import LLMErrorHandlingMiddleware
@@ -25,7 +26,7 @@ from harness.agents.middlewares.read_before_write import ReadBeforeWriteMiddlewa
 from harness.agents.middlewares.remote_content import RemoteContentSanitizationMiddleware
 from harness.agents.middlewares.run_setup import RunSetupMiddleware
 from harness.agents.middlewares.sandbox import SandboxMiddleware
-from harness.agents.middlewares.summarization import DeerFlowSummarizationMiddleware, SummaryProjectionMiddleware
+from harness.agents.middlewares.summarization import DeerFlowSummarizationMiddleware
 from harness.agents.middlewares.skills import SkillsMiddleware
 from harness.agents.middlewares.system_coalescing import SystemMessageCoalescingMiddleware
 from harness.agents.middlewares.terminal_response import TerminalResponseMiddleware
@@ -110,6 +111,7 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
     """The chain, outermost first (``wrap_*`` hooks nest in this order; ``after_model``
     hooks run in reverse). docs/agent.md explains each position."""
     title_model = _optional_model(app.title.model_name, app, "title") if app.title.enabled else None
+    summarizer = _summarization(app, entry, model)
     chain: list[AgentMiddleware | None] = [
         # One graph step for the run's setup; the parts' order is the order of their hooks.
         RunSetupMiddleware([InputSanitizationMiddleware(), ThreadDataMiddleware(), UploadsMiddleware(), SandboxMiddleware()],
@@ -121,10 +123,11 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
                                    jitter=options.llm_retry_initial_delay > 0),
         ReadBeforeWriteMiddleware(),
         ToolErrorHandlingMiddleware(),
-        DynamicContextMiddleware(),
+        # Without summarization the turn context carries a manual compaction's summary.
+        DynamicContextMiddleware() if summarizer else DynamicContextMiddleware([date_provider, memory_provider, summary_provider]),
         SkillsMiddleware(skills_path=app.skills.path, container_path=app.skills.container_path,
                          deferred=app.skills.deferred_discovery),
-        _summarization(app, entry, model) or SummaryProjectionMiddleware(),  # a manual compaction's summary
+        summarizer,
         PlanTodoMiddleware() if options.is_plan_mode else None,
         TokenUsageMiddleware(entry.name),
         TitleMiddleware(enabled=app.title.enabled, max_words=app.title.max_words, max_chars=app.title.max_chars, model=title_model),

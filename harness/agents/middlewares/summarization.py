@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from langchain.agents.middleware import AgentMiddleware, SummarizationMiddleware
+from langchain.agents.middleware import SummarizationMiddleware
 from langchain_core.messages import HumanMessage, RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
@@ -89,13 +89,3 @@ class DeerFlowSummarizationMiddleware(SummarizationMiddleware):
     async def awrap_model_call(self, request: Any, handler: Any) -> Any:
         return await handler(self._project(request))
 
-
-class SummaryProjectionMiddleware(AgentMiddleware):
-    """With automatic summarization off, a thread compacted by hand still has its summary
-    shown to the model: the projection alone, no token counting."""
-
-    def wrap_model_call(self, request: Any, handler: Any) -> Any:
-        return handler(DeerFlowSummarizationMiddleware._project(request))
-
-    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
-        return await handler(DeerFlowSummarizationMiddleware._project(request))

@@ -32,8 +32,7 @@ def test_chain_order_is_the_documented_one():
     assert names == [
         "RunSetupMiddleware", "ToolOutputBudgetMiddleware", "RemoteContentSanitizationMiddleware", "DanglingToolCallMiddleware",
         "LLMErrorHandlingMiddleware", "ReadBeforeWriteMiddleware", "ToolErrorHandlingMiddleware",
-        "DynamicContextMiddleware", "SkillsMiddleware", "SummaryProjectionMiddleware", "PlanTodoMiddleware", "TokenUsageMiddleware",
-        "TitleMiddleware",
+        "DynamicContextMiddleware", "SkillsMiddleware", "PlanTodoMiddleware", "TokenUsageMiddleware", "TitleMiddleware",
         "ViewImageMiddleware", "SystemMessageCoalescingMiddleware", "LoopDetectionMiddleware",
         "TokenBudgetMiddleware", "TerminalResponseMiddleware", "LengthFinishReasonMiddleware", "ClarificationMiddleware",
     ]
