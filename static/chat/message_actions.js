@@ -94,7 +94,7 @@
 
   function markStopped() {
     clearStopped();
-    app.messagesEl().append(h("p", { class: "stopped-marker small muted", role: "status", text: "Stopped — the answer was cancelled." }));
+    app.messagesEl().append(h("p", { class: "stopped-marker small muted", text: "Stopped — the answer was cancelled." }));
   }
 
   async function start(path, body, what) {
