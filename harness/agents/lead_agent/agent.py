@@ -17,7 +17,6 @@ from harness.agents.lead_agent.prompt import build_system_prompt
 from harness.agents.middlewares.clarification import ClarificationMiddleware
 from harness.agents.middlewares.dangling_tool_calls import DanglingToolCallMiddleware
 from harness.agents.middlewares.dynamic_context import DynamicContextMiddleware, date_provider, summary_provider
-from harness.memory.injection import memory_provider
 from harness.agents.middlewares.input_sanitization import InputSanitizationMiddleware
 from harness.agents.middlewares.length_finish import LengthFinishReasonMiddleware
 from harness.agents.middlewares.llm_error import LLMErrorHandlingMiddleware
@@ -42,6 +41,7 @@ from harness.agents.middlewares.view_image import ViewImageMiddleware
 from harness.agents.state_schema import thread_state_schema
 from harness.agents.tracing import install_inline_trace_setup
 from harness.config import AppConfig, ModelConfig, class_path, get_app_config
+from harness.memory.injection import memory_provider
 from harness.models import ModelError, create_chat_model, get_model_config
 
 logger = logging.getLogger(__name__)
