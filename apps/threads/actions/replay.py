@@ -51,6 +51,11 @@ def _is_human(message: dict) -> bool:
     return (message.get("role") or message.get("type")) in ("user", "human")
 
 
+def _is_visible_human(message: dict) -> bool:
+    # A goal continuation's instruction is a user message nobody typed: not editable.
+    return _is_human(message) and not (message.get("additional_kwargs") or {}).get("hide_from_ui")
+
+
 def _run_message_ids(run_id: str) -> set[str]:
     ids = RunEvent.objects.filter(run_id=run_id, category="message").values_list("content__id", flat=True)
     return {str(i) for i in ids if i}
@@ -74,7 +79,7 @@ def latest_editable_run(thread: Thread, message_id: str | None) -> Run:
     if Run.objects.filter(thread=thread, status__in=Run.ACTIVE_STATUSES).exists():
         raise ThreadBusy(f"Thread {thread.pk} has an active run; wait for it or cancel it")
     for run in _visible_runs(thread)[:20]:
-        if any(_is_human(m) for m in _input_messages(run)):
+        if any(_is_visible_human(m) for m in _input_messages(run)):
             if message_id is not None:
                 human_ids = RunEvent.objects.filter(run=run, event_type="llm.human.input").values_list("content__id", flat=True)
                 if message_id not in {str(i) for i in human_ids}:
@@ -100,7 +105,10 @@ def _replay_request(source: Run, messages: list[dict], kind: str, restore_checkp
     if extra is not None and not isinstance(extra, dict):
         raise InvalidRequest("metadata must be an object")
     metadata.update(extra or {})
-    metadata["replay"] = {"kind": kind, "source_run_id": str(source.pk), "restore_checkpoint_id": restore_checkpoint_id}
+    # The source and what came after it (an edited question may have goal continuations after it).
+    later = [str(r.pk) for r in _visible_runs(source.thread) if r.created_at > source.created_at]
+    metadata["replay"] = {"kind": kind, "source_run_id": str(source.pk), "restore_checkpoint_id": restore_checkpoint_id,
+                          "superseded_run_ids": [str(source.pk), *later]}
     kwargs["metadata"] = metadata
     kwargs["multitask_strategy"] = "reject"
     # Started by a POST that does not stream: a client joining the stream and leaving must not cancel it.
@@ -154,7 +162,7 @@ def replay_start(*, user, thread: Thread, kind: str, content: str | None = None,
             raise InvalidRequest("message_id must be a string")
         source = latest_editable_run(thread, message_id)
         messages = copy.deepcopy(_input_messages(source))
-        last_human = max(i for i, m in enumerate(messages) if _is_human(m))
+        last_human = max(i for i, m in enumerate(messages) if _is_visible_human(m))
         messages[last_human] = {"role": "user", "content": content}
     else:
         source = latest_answer_run(thread)

@@ -4,7 +4,9 @@ The journal is append-only: a replay never deletes the rows of the answer it rep
 Visibility is derived when the history is read, from the replay runs' metadata
 (``metadata.replay.source_run_id``):
 
-- a replay that is pending, running, finished, or waiting for input hides its source run;
+- a replay that is pending, running, finished, or waiting for input hides its source run and
+  the runs that came after it (``superseded_run_ids``: an edited question may have had goal
+  continuations after it);
 - a replay that failed or was cancelled hides only itself (the thread's state was restored
   to the source's, so the source shows again).
 
@@ -29,7 +31,6 @@ def hidden_run_ids(*, thread_id: str) -> set[str]:
         if replay_failed(status, stop_reason or ""):
             hidden.add(str(pk))
         else:
-            source = ((metadata or {}).get("replay") or {}).get("source_run_id")
-            if source:
-                hidden.add(str(source))
+            replay = (metadata or {}).get("replay") or {}
+            hidden.update(str(r) for r in replay.get("superseded_run_ids") or [replay.get("source_run_id")] if r)
     return hidden

@@ -102,3 +102,20 @@ def test_the_finished_runs_stream_announces_the_continuation(user_client, agent)
     wait_for_status(announced[0]["run_id"], {"success"})
     settle(tid, 2)
     assert goal_of(user_client, tid)["status"] == "met"
+
+
+def test_editing_the_question_replaces_its_continuations_too(user_client, agent):  # noqa: F811
+    agent("a1", "c1", "e1", "e2")
+    tid = new_thread(user_client)
+    user_client.put(f"/api/threads/{tid}/goal", {"objective": "go", "max_continuations": 1}, format="json")
+    ask(user_client, tid, "q")
+    settle(tid, 2)
+    question = RunEvent.objects.get(thread_id=tid, event_type="llm.human.input", content__content="q")
+    edit = user_client.post(f"/api/threads/{tid}/runs/edit-regenerate", {"content": "q edited", "message_id": question.content["id"]}, format="json")
+    assert edit.status_code == 201, edit.content
+    settle(tid, 4)
+    rows = user_client.get(f"/api/threads/{tid}/messages/page?limit=50").json()["data"]
+    shown = [r["content"]["content"] for r in rows if not (r["content"].get("additional_kwargs") or {}).get("hide_from_ui")]
+    assert shown == ["q edited", "e1", "e2"]
+    messages = user_client.get(f"/api/threads/{tid}/state").json()["values"]["messages"]
+    assert [m["content"] for m in messages if m["type"] == "ai"] == ["e1", "e2"]
