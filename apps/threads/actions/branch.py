@@ -89,7 +89,8 @@ def _branch_title(thread: Thread, title: Any) -> str:
         if not isinstance(title, str) or not title.strip() or len(title) > 255:
             raise InvalidRequest("title must be a non-empty string of at most 255 characters")
         return title.strip()
-    base = thread.title or "Untitled chat"
+    custom = (thread.metadata or {}).get("title")  # a rename in the chat lives in metadata
+    base = (custom if isinstance(custom, str) and custom.strip() else thread.title) or "Untitled chat"
     taken = set(Thread.objects.filter(owner_id=thread.owner_id, title__startswith=f"{base} (branch").values_list("title", flat=True))
     candidate, n = f"{base} (branch)", 2
     while candidate in taken:
