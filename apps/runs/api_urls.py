@@ -11,6 +11,7 @@ urlpatterns = [
     path("threads/<str:thread_id>/runs/<str:run_id>/join", views.RunJoinView.as_view(), name="run-join"),
     path("threads/<str:thread_id>/runs/<str:run_id>/stream", views.RunJoinStreamView.as_view(), name="run-join-stream"),
     path("threads/<str:thread_id>/runs/<str:run_id>/events", views.RunEventsView.as_view(), name="run-events"),
+    path("threads/<str:thread_id>/runs/<str:run_id>/messages", views.RunMessagesView.as_view(), name="run-messages"),
     path("runs", views.StatelessRunsView.as_view(), name="stateless-runs"),
     path("runs/stream", views.StatelessRunsStreamView.as_view(), name="stateless-runs-stream"),
     path("runs/wait", views.StatelessRunsWaitView.as_view(), name="stateless-runs-wait"),

@@ -43,10 +43,16 @@ def runs_for_operator(*, request_id: str | None = None, limit: int = 25):
 
 
 def messages_page(*, thread, limit: int = 50, before_seq: int | None = None) -> dict:
-    """The thread's visible messages, newest page first; each page is in chronological order."""
+    """The thread's visible messages, newest page first; each page is in chronological order.
+    Messages of replaced or failed replay runs are left out."""
     if not 1 <= limit <= 200:
         raise InvalidRequest("limit must be from 1 to 200")
+    from apps.threads.actions.visibility import hidden_run_ids
+
     qs = RunEvent.objects.filter(thread=thread, category="message")
+    hidden = hidden_run_ids(thread_id=thread.pk)
+    if hidden:  # answers replaced by regenerate / edit-rerun (apps/threads/actions/visibility.py)
+        qs = qs.exclude(run_id__in=hidden)
     if before_seq is not None:
         qs = qs.filter(seq__lt=before_seq)
     rows = list(qs.order_by("-seq")[: limit + 1])
@@ -100,3 +106,19 @@ def run_events_page(*, run: Run, event_types: list[str] | None = None, task_id: 
     from apps.runs.journal import event_record
 
     return [event_record(r) for r in qs.order_by("seq")[:limit]]
+
+
+def run_messages_page(*, run: Run, limit: int = 50, after_seq: int | None = None) -> dict:
+    """One run's messages in ``seq`` order, forwards from ``after_seq``."""
+    if not 1 <= limit <= 200:
+        raise InvalidRequest("limit must be from 1 to 200")
+    qs = RunEvent.objects.filter(thread_id=run.thread_id, run_id=run.pk, category="message")
+    if after_seq is not None:
+        qs = qs.filter(seq__gt=after_seq)
+    rows = list(qs.order_by("seq")[: limit + 1])
+    has_more = len(rows) > limit
+    rows = rows[:limit]
+    from apps.runs.journal import event_record
+
+    return {"data": [event_record(r) for r in rows], "has_more": has_more,
+            "next_after_seq": rows[-1].seq if has_more and rows else None}

@@ -237,3 +237,17 @@ class RunEventsView(APIView):
         return Response(selectors.run_events_page(run=run, event_types=types, task_id=params.get("task_id") or None,
                                                   limit=_int_param(params.get("limit"), "limit", 500),
                                                   after_seq=_int_param(params.get("after_seq"), "after_seq", None)))
+
+
+class RunMessagesView(APIView):
+    """One run's messages, paged forwards: ``?limit=50&after_seq=…`` → ``{data, has_more, next_after_seq}``."""
+
+    token_scopes = {"GET": "runs:read"}
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, thread_id, run_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        run = selectors.run_get_for_user(user=request.user, thread_id=thread.pk, run_id=run_id)
+        params = request.query_params
+        return Response(selectors.run_messages_page(run=run, limit=_int_param(params.get("limit"), "limit", 50),
+                                                    after_seq=_int_param(params.get("after_seq"), "after_seq", None)))

@@ -27,6 +27,7 @@ from apps.runs.models import Run
 from apps.runs.runtime import PROCESS_ID, get_runtime
 from apps.runs.scheduling.services import scheduled_run_settled
 from apps.runs.subagent_journal import cancelled_ends, subagent_events
+from apps.threads.actions import goals
 from apps.threads.models import Thread
 from harness.config import ConfigError
 from harness.observability import metrics
@@ -411,9 +412,15 @@ async def _execute(run_id: str) -> None:
         journal.hold(JournalEvent("run.error", "error", str(exc), {"error_type": type(exc).__name__}))
     finally:
         runtime.mark_settling(run_id)  # finishing now: a late cancel changes nothing
+    if meta["metadata"].get("replay"):  # regenerate / edit-rerun: a failed replay restores the thread
+        from apps.threads.actions import replay
+
+        journal.hold(*await replay.settle(graph, config, meta["metadata"], status, progress.stop_reason))
     try:
         await _finish(run_id, status=status, thread_status=thread_status, error=error, progress=progress, title=title,
                       thread_id=thread_id, metadata=meta["metadata"], events=await journal.drain())
+        if status == Run.Status.SUCCESS and isinstance(progress.last_values, dict) and progress.last_values.get("goal"):
+            await goals.continue_towards_goal(graph=graph, run_id=run_id, meta=meta, values=progress.last_values)
     finally:
         await _end_stream(run_id)
         seconds = time.monotonic() - claimed_at

@@ -1,10 +1,11 @@
-from django.urls import path
+from django.urls import include, path
 
 from apps.threads import artifact_views, feedback_views, upload_views, views
 
 urlpatterns = [
     path("threads", views.ThreadCollectionView.as_view(), name="thread-collection"),
     path("threads/search", views.ThreadSearchView.as_view(), name="thread-search"),
+    path("", include("apps.threads.actions.urls")),
     path("threads/<str:thread_id>", views.ThreadDetailView.as_view(), name="thread-detail"),
     path("threads/<str:thread_id>/state", views.ThreadStateView.as_view(), name="thread-state"),
     path("threads/<str:thread_id>/state/checkpoint", views.ThreadStateCheckpointView.as_view(), name="thread-state-checkpoint"),

@@ -197,6 +197,14 @@ class SummarizationConfig(_Section):
     keep: SummarizationKeep = Field(default_factory=SummarizationKeep)
 
 
+class SuggestionsConfig(_Section):
+    """Follow-up questions after an answer (docs/thread-actions.md): one short model call."""
+
+    enabled: bool = False
+    model_name: str | None = None  # null: the thread's model
+    max_suggestions: int = Field(3, ge=1, le=3)
+
+
 class TitleConfig(_Section):
     enabled: bool = True
     max_words: PositiveInt = 8
@@ -346,6 +354,7 @@ class AppConfig(BaseModel):
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)
     budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)
     tracing: TracingConfig = Field(default_factory=TracingConfig)
+    suggestions: SuggestionsConfig = Field(default_factory=SuggestionsConfig)
 
     @model_validator(mode="after")
     def _cross_references(self) -> AppConfig:
@@ -357,7 +366,7 @@ class AppConfig(BaseModel):
         for tool in self.tools:
             if groups and tool.group not in groups:
                 raise ValueError(f"tool '{tool.name}' uses group '{tool.group}', which tool_groups does not define")
-        for section in ("memory", "summarization", "title"):
+        for section in ("memory", "summarization", "title", "suggestions"):
             ref = getattr(self, section).model_name
             if ref is not None and ref not in names:
                 raise ValueError(f"{section}.model_name '{ref}' is not one of the configured models ({', '.join(names) or 'none'})")

@@ -191,6 +191,7 @@
     }
     (container || el.messages).append(entry.el);
     S.messages.set(id, entry);
+    if (acts() && !String(id).startsWith("pending-")) acts().decorate(entry);
     updateWelcome();
     return entry;
   }
@@ -207,6 +208,7 @@
       entry.el.classList.remove("pending");
       S.messages.set(id, entry);
       S.pendingHuman = null;
+      if (acts()) acts().decorate(entry);
     }
     const entry = entryFor(id, "human", container);
     const text = textOf(msg.content);
@@ -312,6 +314,7 @@
   const subs = () => window.DFSubagents; // subagents.js: the task tool's card
   const fb = () => window.DFFeedback; // feedback.js: thumbs under an answer
   const gov = () => window.DFGovernance; // governance.js: approval card, budget notice
+  const acts = () => window.DFMessageActions; // message_actions.js: copy, regenerate, edit, branch
 
   function upsertToolCard(entry, call) {
     let card = S.toolCards.get(call.id);
@@ -382,7 +385,11 @@
     else if (isAi(msg.type)) {
       renderAi(msg, container);
       if (fb()) fb().attach(S.messages.get(msg.id), row.run_id, msg.id, row.feedback);
-    } else if (msg.type === "tool") renderTool(msg);
+    } else if (msg.type === "tool") {
+      renderTool(msg);
+      // a clarification answered in an earlier visit: shown as the answered card, not a tool card
+      if (msg.name === "ask_clarification" && acts()) acts().answeredClarification(msg, S.toolCards.get(msg.tool_call_id));
+    }
   }
 
   function applyValues(values) {
@@ -630,6 +637,7 @@
 
   async function send(text) {
     text = (text || "").trim();
+    if (acts() && !S.interrupt && acts().onCommand(text)) { el.input.value = ""; autoGrow(); return; } // "/goal …"
     const ready = S.attachments.filter((a) => a.status === "done");
     if (!text && ready.length === 0) return;
     if (S.attachments.some((a) => a.status === "uploading")) { setNote("Wait for the uploads to finish.", "error"); return; }
@@ -670,6 +678,7 @@
   async function startRun(part) {
     setNote("");
     removeErrors();
+    if (acts()) acts().clearSuggestions();
     try {
       await ensureThread();
     } catch (e) {
@@ -775,7 +784,10 @@
     const base = event.split("|")[0];
     if (base === "messages" && Array.isArray(data)) applyChunk(data[0]);
     else if (base === "values") applyValues(data);
-    else if (base === "custom" && event === "custom" && subs()) subs().onEvent(data);
+    else if (base === "custom" && event === "custom") {
+      if (subs()) subs().onEvent(data);
+      if (acts()) acts().onCustom(data);
+    }
     else if (base === "updates" && data && typeof data === "object") {
       if (Array.isArray(data.__interrupt__)) for (const it of data.__interrupt__) showClarification(it && it.value);
       for (const v of Object.values(data)) {
@@ -802,6 +814,8 @@
   function finishRun() {
     const ended = S.runId;
     if (ended && fb()) for (const entry of S.messages.values()) if (entry.runId === ended) fb().attach(entry, ended, entry.id);
+    if (acts()) acts().onRunEnd(S.runId, S.following);
+    S.following = null;
     S.runId = null;
     S.lastEventId = null;
     setRunning(false);
@@ -813,6 +827,34 @@
       const next = S.queue.shift();
       setNote(S.queue.length ? `Queued ${S.queue.length} more.` : "");
       send(next);
+    }
+  }
+
+  /* Follow a run started elsewhere (a regenerate or an edit): its events arrive over the socket. */
+  function follow(runId, info) {
+    setNote("");
+    removeErrors();
+    S.following = info || null;
+    S.runId = runId;
+    S.lastEventId = null;
+    setRunning(true);
+    if (info && info.replay) dropTurnAfterLastQuestion();
+    wsSend({ type: "subscribe", run_id: runId });
+  }
+
+  /* A replay rewrites the latest turn: its question comes back from the run, so the old
+   * bubble and answer leave the page now (the history reload at the end is authoritative). */
+  function dropTurnAfterLastQuestion() {
+    const questions = el.messages.querySelectorAll(".msg.user");
+    const last = questions[questions.length - 1];
+    if (!last) return;
+    let node = last;
+    while (node) {
+      const next = node.nextElementSibling;
+      const entry = S.messages.get(node.dataset.id);
+      if (entry) { S.messages.delete(entry.id); for (const c of entry.el.querySelectorAll(".tool-card")) { for (const [k, v] of S.toolCards) if (v === c) S.toolCards.delete(k); } }
+      node.remove();
+      node = next;
     }
   }
 
@@ -890,6 +932,7 @@
     if (subs()) subs().reset();
     await loadHistory();
     await loadThreadMeta();
+    if (acts()) acts().refresh();
   }
 
   // ---------------------------------------------------------------- sidebar
@@ -1099,6 +1142,7 @@
     el.composer.addEventListener("submit", (ev) => { ev.preventDefault(); send(el.input.value); });
     el.input.addEventListener("keydown", (ev) => {
       if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); send(el.input.value); }
+      else if (acts() && acts().onComposerKey(ev, el.input)) { /* ↑ edits the last question */ }
     });
     el.input.addEventListener("input", autoGrow);
     el.stop.addEventListener("click", stopRun);
@@ -1150,6 +1194,10 @@
 
   async function start() {
     setupControls();
+    if (acts()) {
+      acts().init({ api, setNote, follow, send, ensureThread, threadId: () => S.threadId, running: () => S.running, messages: () => S.messages,
+                    messagesEl: () => el.messages, reload: reloadThread });
+    }
     if (subs()) subs().init({ api, threadId: () => S.threadId, setToolStatus });
     if (fb()) fb().init({ api, threadId: () => S.threadId });
     if (gov()) gov().init({ api, setNote, resume: (answer) => { S.interrupt = null; setNote(""); startRun({ command: { resume: answer } }); } });
@@ -1158,6 +1206,7 @@
       try {
         await loadHistory();
         await loadThreadMeta();
+        if (acts()) await acts().onHistory();
       } catch (e) {
         showError("Could not load this chat: " + e.message, false);
       }

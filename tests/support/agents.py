@@ -71,3 +71,15 @@ def make_scripted_lead_agent_with_tools(config):
     from harness.agents import make_lead_agent
 
     return make_lead_agent(config, model=MODEL, extra_tools=TOOLS)
+def make_scripted_delta_agent(config):
+    """The scripted agent with the lead agent's delta-mode thread state (checkpoints.mode: delta)."""
+    from harness.agents.state_schema import thread_state_schema
+
+    return create_agent(model=MODEL, tools=TOOLS, system_prompt="You are a test agent.", state_schema=thread_state_schema("delta"))
+
+
+def make_scripted_full_agent(config):
+    """The scripted agent with the lead agent's full-mode thread state (title, artifacts, …)."""
+    from harness.agents.state_schema import thread_state_schema
+
+    return create_agent(model=MODEL, tools=TOOLS, system_prompt="You are a test agent.", state_schema=thread_state_schema("full"))

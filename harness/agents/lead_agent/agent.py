@@ -17,7 +17,7 @@ from harness.agents.lead_agent.options import LeadAgentOptions
 from harness.agents.lead_agent.prompt import build_system_prompt
 from harness.agents.middlewares.clarification import ClarificationMiddleware
 from harness.agents.middlewares.dangling_tool_calls import DanglingToolCallMiddleware
-from harness.agents.middlewares.dynamic_context import DynamicContextMiddleware
+from harness.agents.middlewares.dynamic_context import DynamicContextMiddleware, date_provider, summary_provider
 from harness.agents.middlewares.input_sanitization import InputSanitizationMiddleware
 from harness.agents.middlewares.length_finish import LengthFinishReasonMiddleware
 from harness.agents.middlewares.llm_error import LLMErrorHandlingMiddleware
@@ -44,6 +44,7 @@ from harness.agents.tracing import install_inline_trace_setup
 from harness.config import AppConfig, ModelConfig, class_path, get_app_config
 from harness.governance.budget import budget_middleware
 from harness.governance.gate import approval_middleware
+from harness.memory.injection import memory_provider
 from harness.models import ModelError, create_chat_model, get_model_config
 
 logger = logging.getLogger(__name__)
@@ -135,6 +136,7 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
     """The chain, outermost first (``wrap_*`` hooks nest in this order; ``after_model``
     hooks run in reverse). docs/agent.md explains each position."""
     title_model = _optional_model(app.title.model_name, app, "title") if app.title.enabled else None
+    summarizer = _summarization(app, entry, model)
     chain: list[AgentMiddleware | None] = [
         # One graph step for the run's setup; the parts' order is the order of their hooks.
         RunSetupMiddleware([InputSanitizationMiddleware(), ThreadDataMiddleware(), UploadsMiddleware(), SandboxMiddleware()],
@@ -148,9 +150,10 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
                                    jitter=options.llm_retry_initial_delay > 0),
         ReadBeforeWriteMiddleware(),
         ToolErrorHandlingMiddleware(),
-        DynamicContextMiddleware(),
+        # Without summarization the turn context carries a manual compaction's summary.
+        DynamicContextMiddleware() if summarizer else DynamicContextMiddleware([date_provider, memory_provider, summary_provider]),
         _skills_middleware(options, app),
-        _summarization(app, entry, model),
+        summarizer,
         PlanTodoMiddleware() if options.is_plan_mode else None,
         TokenUsageMiddleware(entry.name),
         TitleMiddleware(enabled=app.title.enabled, max_words=app.title.max_words, max_chars=app.title.max_chars, model=title_model),

@@ -33,10 +33,10 @@ class DeerFlowSummarizationMiddleware(SummarizationMiddleware):
         kwargs.setdefault("summary_prompt", SUMMARY_PROMPT)
         super().__init__(model, **kwargs)  # the parent already tags its summary calls ``nostream``
 
-    def _plan(self, state: dict[str, Any]) -> tuple[list[Any], list[Any]] | None:
+    def _plan(self, state: dict[str, Any], *, force: bool = False) -> tuple[list[Any], list[Any]] | None:
         messages = state["messages"]
         self._ensure_message_ids(messages)
-        if not self._should_summarize(messages, self.token_counter(messages)):
+        if not force and not self._should_summarize(messages, self.token_counter(messages)):
             return None
         cutoff = self._determine_cutoff_index(messages)
         if cutoff <= 0:
@@ -63,6 +63,18 @@ class DeerFlowSummarizationMiddleware(SummarizationMiddleware):
             return None
         return self._result(await self._acreate_summary(plan[0]), plan[1])
 
+    async def acompact(self, state: dict[str, Any]) -> dict[str, Any] | None:
+        """Manual compaction: summarize what the keep policy does not keep, whatever the
+        trigger says. ``{"summary_text", "messages" (the kept window), "summarized"}``, or
+        None when everything fits in the kept window."""
+        messages = list(state.get("messages") or [])
+        plan = self._plan({**state, "messages": messages}, force=True)
+        if plan is None:
+            return None
+        old, kept = plan
+        summary = await self._acreate_summary(old)
+        return {"summary_text": summary.strip(), "messages": kept, "summarized": len(messages) - len(kept)}
+
     @staticmethod
     def _project(request: Any) -> Any:
         summary = (request.state or {}).get("summary_text")
@@ -76,3 +88,4 @@ class DeerFlowSummarizationMiddleware(SummarizationMiddleware):
 
     async def awrap_model_call(self, request: Any, handler: Any) -> Any:
         return await handler(self._project(request))
+

@@ -262,6 +262,19 @@ OWNED_ROUTES = [
     OwnedRoute("GET", "/api/console/usage/export", owned_run, lists=False),
     OwnedRoute("GET", "/api/console/feedback", owned_feedback),
     OwnedRoute("GET", "/api/console/feedback/export", owned_feedback),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/runs/<str:run_id>/messages", owned_run),
+    # Thread actions (docs/thread-actions.md).
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/runs/regenerate", owned_run, body={}, owner_status=201),
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/runs/edit-regenerate", owned_run, body={"content": "edited"}, owner_status=201),
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/branches", owned_run, body=lambda o: {"run_id": o.kwargs["run_id"]}, owner_status=201),
+    # One turn fits in the kept window: the owner's compaction is a 409 (found, nothing to compact).
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/compact", owned_run, owner_status=409),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/context", owned_run),
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/suggestions", owned_run, body={}),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/goal", owned_run),
+    # The walk's test agent has no goal channel: the owner's write is a 422 naming that (found, not writable).
+    OwnedRoute("PUT", "/api/threads/<str:thread_id>/goal", owned_run, body={"objective": "finish"}, owner_status=422),
+    OwnedRoute("DELETE", "/api/threads/<str:thread_id>/goal", owned_run, owner_status=422),
     # Uploads and artifacts. The walk sends JSON, so the owner's upload is a 415 (found, wrong body).
     OwnedRoute("POST", "/api/threads/<str:thread_id>/uploads", owned_files, body={}, owner_status=415),
     OwnedRoute("GET", "/api/threads/<str:thread_id>/uploads/limits", owned_files),
@@ -337,6 +350,7 @@ NO_USER_OBJECTS = {
     ("GET", "/api/schema/"),
     ("GET", "/api/docs/"),
     ("GET", "/api/models"),
+    ("GET", "/api/suggestions/config"),
     ("POST", "/api/scheduled-tasks/preview"),
     # Whether the caller already has an agent of that name: only ever about the caller's own names.
     ("GET", "/api/agents/check"),

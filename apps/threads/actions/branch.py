@@ -1,0 +1,162 @@
+"""Branch a thread from a completed assistant turn into a new thread of the same owner.
+
+The branch's state is the source thread's state as that turn left it (``lineage``), minus
+the channels bound to the source thread (its sandbox, its paths), written as the new
+thread's first checkpoint. Its visible history comes from the journal, not checkpoints, so
+the source's visible runs up to that turn are copied as one seeded run per turn (status
+success, ``metadata.branch_seed``) with their message rows: a regenerate on the branch then
+replaces one inherited turn, never the whole inherited history.
+
+Workspace files are not in checkpoints: the user-data folders are copied only when the
+branch starts at the latest turn (``workspace_clone_mode: copied``); from an older turn
+they would hold files of a later timeline, so the copy is skipped and reported
+(``skipped_historical_turn``).
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+from typing import Any
+
+from django.db import transaction
+
+from apps.runs import graphs
+from apps.runs.journal import JournalEvent, journal_insert
+from apps.runs.models import Run, RunEvent
+from apps.runs.runtime import get_runtime
+from apps.threads.actions import lineage
+from apps.threads.actions.visibility import hidden_run_ids
+from apps.threads.models import Thread, new_thread_id
+from deerflow_site.errors import Conflict, InvalidRequest, NotFound, ThreadBusy
+from harness.config import thread_user_data_dir
+from harness.runtime.checkpoint_state import write_onto_head
+
+logger = logging.getLogger(__name__)
+
+
+def _turn_run(thread: Thread, *, message_id: Any, run_id: Any) -> Run:
+    if message_id is None and run_id is None:
+        raise InvalidRequest("message_id (an assistant message) or run_id is required")
+    if message_id is not None:
+        if not isinstance(message_id, str):
+            raise InvalidRequest("message_id must be a string")
+        event = RunEvent.objects.filter(thread=thread, event_type="llm.ai.response", content__id=message_id).only("run_id").first()
+        if event is None:
+            raise NotFound(f"Assistant message {message_id} not found in thread {thread.pk}")
+        run_id = str(event.run_id)
+    run = Run.objects.filter(thread=thread, pk=str(run_id)).first() if _uuid(run_id) else None
+    if run is None:
+        raise NotFound(f"Run {run_id} not found in thread {thread.pk}")
+    if str(run.pk) in hidden_run_ids(thread_id=thread.pk):
+        raise NotFound(f"Run {run_id} is not in thread {thread.pk}'s visible history (it was replaced)")
+    if run.status != Run.Status.SUCCESS:
+        raise Conflict(f"Run {run_id} is not a completed turn (status: {run.status}); branch from a completed answer")
+    if not RunEvent.objects.filter(run=run, event_type="llm.ai.response").exists():
+        raise Conflict(f"Run {run_id} has no assistant answer to branch from")
+    return run
+
+
+def _uuid(value: Any) -> bool:
+    import uuid
+
+    try:
+        uuid.UUID(str(value))
+    except ValueError:
+        return False
+    return True
+
+
+async def _read_values(thread: Thread, run_id: str, message_ids: set[str]) -> dict[str, Any]:
+    config = graphs.thread_config(thread.pk, user_id=str(thread.owner_id), assistant_id=thread.assistant_id or graphs.LEAD_AGENT)
+    graph = await graphs.build_graph(config, await get_runtime().checkpointer())
+    values = await lineage.values_after_run(graph, thread.pk, run_id, message_ids)
+    return {k: v for k, v in values.items() if k not in lineage.THREAD_BOUND_CHANNELS}
+
+
+async def _write_values(branch: Thread, values: dict[str, Any]) -> None:
+    config = graphs.thread_config(branch.pk, user_id=str(branch.owner_id), assistant_id=branch.assistant_id or graphs.LEAD_AGENT)
+    graph = await graphs.build_graph(config, await get_runtime().checkpointer())
+    await write_onto_head(graph, config, values)
+
+
+async def _drop_state(thread_id: str) -> None:
+    await (await get_runtime().checkpointer()).adelete_thread(thread_id)
+
+
+def _branch_title(thread: Thread, title: Any) -> str:
+    if title is not None:
+        if not isinstance(title, str) or not title.strip() or len(title) > 255:
+            raise InvalidRequest("title must be a non-empty string of at most 255 characters")
+        return title.strip()
+    custom = (thread.metadata or {}).get("title")  # a rename in the chat lives in metadata
+    base = (custom if isinstance(custom, str) and custom.strip() else thread.title) or "Untitled chat"
+    taken = set(Thread.objects.filter(owner_id=thread.owner_id, title__startswith=f"{base} (branch").values_list("title", flat=True))
+    candidate, n = f"{base} (branch)", 2
+    while candidate in taken:
+        candidate, n = f"{base} (branch {n})", n + 1
+    return candidate[:255]
+
+
+def _seed(branch: Thread, source_runs: list[Run]) -> int:
+    """One seeded run per inherited turn, with that turn's message rows."""
+    rows = 0
+    for source in source_runs:
+        seed = Run.objects.create(
+            thread=branch, owner_id=branch.owner_id, assistant_id=source.assistant_id, status=Run.Status.SUCCESS,
+            kwargs=source.kwargs, model_name=source.model_name, finished_at=source.finished_at,
+            metadata={"branch_seed": {"source_thread_id": source.thread_id, "source_run_id": str(source.pk)}},
+        )
+        events = [JournalEvent(e.event_type, e.category, e.content, e.metadata)
+                  for e in RunEvent.objects.filter(run=source, category="message").order_by("seq")]
+        rows += len(journal_insert(thread_id=branch.pk, run_id=str(seed.pk), events=events))
+    return rows
+
+
+def branch_create(*, user, thread: Thread, message_id: Any = None, run_id: Any = None, title: Any = None) -> dict:
+    if Run.objects.filter(thread=thread, status__in=Run.ACTIVE_STATUSES).exists():
+        raise ThreadBusy(f"Thread {thread.pk} has an active run; branch once it has finished")
+    turn = _turn_run(thread, message_id=message_id, run_id=run_id)
+    hidden = hidden_run_ids(thread_id=thread.pk)
+    visible = [r for r in Run.objects.filter(thread=thread).order_by("created_at") if str(r.pk) not in hidden]
+    inherited = visible[: visible.index(turn) + 1]
+    latest = visible[-1].pk == turn.pk
+    message_ids = {str(i) for i in RunEvent.objects.filter(run=turn, category="message").values_list("content__id", flat=True) if i}
+    runtime = get_runtime()
+    values = runtime.call(_read_values, thread, str(turn.pk), message_ids)
+    branch_title = _branch_title(thread, title)
+    branch_id = new_thread_id()
+    with transaction.atomic():
+        branch = Thread.objects.create(
+            id=branch_id, owner=user, assistant_id=thread.assistant_id, title=branch_title,
+            metadata={**{k: v for k, v in (thread.metadata or {}).items() if k not in ("branched_from", "title")},
+                      "branched_from": {"thread_id": thread.pk, "run_id": str(turn.pk)}},
+        )
+        seeded = _seed(branch, inherited)
+    # The checkpoint write is outside the transaction (it waits on the runs loop; SQLite's
+    # write lock should not wait with it); when it fails the new thread goes again.
+    try:
+        runtime.call(_write_values, branch, values)
+    except Exception:
+        runtime.call(_drop_state, branch_id)
+        branch.delete()
+        raise
+    mode = "skipped_historical_turn"
+    if latest:
+        mode = "copied" if _copy_user_data(thread, branch) else "empty"
+    return {"thread_id": branch.pk, "title": branch.title, "source_thread_id": thread.pk, "source_run_id": str(turn.pk),
+            "workspace_clone_mode": mode, "history_seed_mode": "per_turn", "seeded_turns": len(inherited), "seeded_messages": seeded}
+
+
+def _copy_user_data(source: Thread, branch: Thread) -> bool:
+    src = thread_user_data_dir(source.owner_id, source.pk)
+    if not src.is_dir():
+        return False
+    dst = thread_user_data_dir(branch.owner_id, branch.pk)
+    try:
+        # Symlinks stay links (never followed out of the thread's folder).
+        shutil.copytree(src, dst, symlinks=True, dirs_exist_ok=True)
+    except OSError:
+        logger.warning("Could not copy the files of thread %s to its branch %s", source.pk, branch.pk, exc_info=True)
+        return False
+    return True

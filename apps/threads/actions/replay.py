@@ -1,0 +1,201 @@
+"""Regenerate the latest answer, and edit the latest user message and rerun.
+
+Both rewind the thread to the state just before the run being replaced (``lineage``),
+written onto the head so it works the same in full and delta checkpoint modes, then admit
+an ordinary run with that run's input (edited, for an edit). The new run's metadata names
+what it replaces and the head it was started from::
+
+    {"replay": {"kind": "regenerate"|"edit", "source_run_id": ..., "restore_checkpoint_id": ...}}
+
+``settle`` (called by the worker only for such runs) puts the pre-edit state back when the
+replay fails or is cancelled, and journals a ``replay.restored`` event saying so; the
+history then shows the original turn again (``visibility``).
+"""
+
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Any
+
+from apps.runs import graphs
+from apps.runs.journal import JournalEvent
+from apps.runs.models import Run, RunEvent
+from apps.runs.runtime import get_runtime
+from apps.runs.schemas import parse_run_request
+from apps.threads.actions import lineage
+from apps.threads.actions.visibility import hidden_run_ids, replay_failed
+from apps.threads.models import Thread
+from deerflow_site.errors import Conflict, InvalidRequest, NotFound, ThreadBusy
+from harness.runtime.checkpoint_state import write_onto_head
+
+logger = logging.getLogger(__name__)
+
+MAX_EDIT_CHARS = 100_000
+# Options a caller may change for the replay; the rest is the replaced run's request.
+OVERRIDABLE = ("stream_mode", "context", "config", "metadata", "stream_subgraphs")
+
+
+def _visible_runs(thread: Thread):
+    hidden = hidden_run_ids(thread_id=thread.pk)
+    runs = Run.objects.filter(thread=thread).exclude(pk__in=hidden).order_by("-created_at")
+    return runs
+
+
+def _input_messages(run: Run) -> list[dict]:
+    payload = (run.kwargs or {}).get("input") or {}
+    return [m for m in payload.get("messages") or [] if isinstance(m, dict)]
+
+
+def _is_human(message: dict) -> bool:
+    return (message.get("role") or message.get("type")) in ("user", "human")
+
+
+def _is_visible_human(message: dict) -> bool:
+    # A goal continuation's instruction is a user message nobody typed: not editable.
+    return _is_human(message) and not (message.get("additional_kwargs") or {}).get("hide_from_ui")
+
+
+def _run_message_ids(run_id: str) -> set[str]:
+    ids = RunEvent.objects.filter(run_id=run_id, category="message").values_list("content__id", flat=True)
+    return {str(i) for i in ids if i}
+
+
+def latest_answer_run(thread: Thread) -> Run:
+    """The run that produced the latest visible answer (what regenerate replaces)."""
+    if Run.objects.filter(thread=thread, status__in=Run.ACTIVE_STATUSES).exists():
+        raise ThreadBusy(f"Thread {thread.pk} has an active run; wait for it or cancel it")
+    for run in _visible_runs(thread)[:20]:
+        if RunEvent.objects.filter(run=run, event_type="llm.ai.response").exists():
+            if not any(_is_human(m) for m in _input_messages(run)):
+                raise Conflict(f"The latest answer in thread {thread.pk} (run {run.pk}) did not come from a user message "
+                               "(a resumed or continued run); there is nothing to regenerate it from")
+            return run
+    raise NotFound(f"Thread {thread.pk} has no answer to regenerate")
+
+
+def latest_editable_run(thread: Thread, message_id: str | None) -> Run:
+    """The latest visible run started by a user message (what edit-rerun replaces)."""
+    if Run.objects.filter(thread=thread, status__in=Run.ACTIVE_STATUSES).exists():
+        raise ThreadBusy(f"Thread {thread.pk} has an active run; wait for it or cancel it")
+    for run in _visible_runs(thread)[:20]:
+        if any(_is_visible_human(m) for m in _input_messages(run)):
+            if message_id is not None:
+                human_ids = RunEvent.objects.filter(run=run, event_type="llm.human.input").values_list("content__id", flat=True)
+                if message_id not in {str(i) for i in human_ids}:
+                    known = RunEvent.objects.filter(thread=thread, category="message", content__id=message_id).exists()
+                    if not known:
+                        raise NotFound(f"Message {message_id} not found in thread {thread.pk}")
+                    raise Conflict(f"Message {message_id} is not editable: only the latest user message can be edited and rerun")
+            return run
+    raise NotFound(f"Thread {thread.pk} has no user message to edit")
+
+
+def _replay_request(source: Run, messages: list[dict], kind: str, restore_checkpoint_id: str | None, overrides: dict) -> Any:
+    kwargs = copy.deepcopy(source.kwargs or {})
+    for key in ("checkpoint_id", "checkpoint", "command", "multitask_strategy"):
+        kwargs.pop(key, None)
+    unknown = set(overrides) - set(OVERRIDABLE)
+    if unknown:
+        raise InvalidRequest(f"{sorted(unknown)[0]}: unknown field")
+    kwargs.update({k: v for k, v in overrides.items() if k != "metadata"})
+    kwargs["input"] = {**(kwargs.get("input") or {}), "messages": messages}
+    metadata = {k: v for k, v in (source.metadata or {}).items() if k not in ("replay", "branch_seed")}
+    extra = overrides.get("metadata")
+    if extra is not None and not isinstance(extra, dict):
+        raise InvalidRequest("metadata must be an object")
+    metadata.update(extra or {})
+    # The source and what came after it (an edited question may have goal continuations after it).
+    later = [str(r.pk) for r in _visible_runs(source.thread) if r.created_at > source.created_at]
+    metadata["replay"] = {"kind": kind, "source_run_id": str(source.pk), "restore_checkpoint_id": restore_checkpoint_id,
+                          "superseded_run_ids": [str(source.pk), *later]}
+    kwargs["metadata"] = metadata
+    kwargs["multitask_strategy"] = "reject"
+    # Started by a POST that does not stream: a client joining the stream and leaving must not cancel it.
+    kwargs["on_disconnect"] = "continue"
+    return parse_run_request(kwargs)
+
+
+def _config(thread: Thread) -> dict:
+    return graphs.thread_config(thread.pk, user_id=str(thread.owner_id), assistant_id=thread.assistant_id or graphs.LEAD_AGENT)
+
+
+async def _rewind(thread: Thread, source_id: str, message_ids: set[str]) -> str | None:
+    """Write the state before ``source_id`` onto the head; returns the head it replaced."""
+    config = _config(thread)
+    graph = await graphs.build_graph(config, await get_runtime().checkpointer())
+    head_id, _ = await lineage.head_values(graph, thread.pk)
+    values = await lineage.values_before_run(graph, thread.pk, source_id, message_ids)
+    if thread.title:
+        # The title the thread has now, not the one (or none) the older state had.
+        values["title"] = thread.title
+    await write_onto_head(graph, config, values)
+    return head_id
+
+
+async def _restore(config: dict, graph: Any, checkpoint_id: str | None) -> None:
+    if checkpoint_id is None:
+        values: dict[str, Any] = {}
+    else:
+        snapshot = await graph.aget_state({**config, "configurable": {**config["configurable"], "checkpoint_id": checkpoint_id}})
+        values = dict(snapshot.values or {})
+    await write_onto_head(graph, config, values)
+
+
+async def _restore_standalone(thread: Thread, checkpoint_id: str | None) -> None:
+    config = _config(thread)
+    graph = await graphs.build_graph(config, await get_runtime().checkpointer())
+    await _restore(config, graph, checkpoint_id)
+
+
+def replay_start(*, user, thread: Thread, kind: str, content: str | None = None, message_id: str | None = None,
+                 overrides: dict | None = None):
+    """Rewind and admit the replay run; nothing stays changed when admission fails."""
+    from apps.runs.services import start_run
+
+    if kind == "edit":
+        if not isinstance(content, str) or not content.strip():
+            raise InvalidRequest("content: the replacement message text is required")
+        if len(content) > MAX_EDIT_CHARS:
+            raise InvalidRequest(f"content: at most {MAX_EDIT_CHARS} characters")
+        if message_id is not None and not isinstance(message_id, str):
+            raise InvalidRequest("message_id must be a string")
+        source = latest_editable_run(thread, message_id)
+        messages = copy.deepcopy(_input_messages(source))
+        last_human = max(i for i, m in enumerate(messages) if _is_visible_human(m))
+        messages[last_human] = {"role": "user", "content": content}
+    else:
+        source = latest_answer_run(thread)
+        messages = copy.deepcopy(_input_messages(source))
+    for m in messages:
+        m.pop("id", None)  # the replay's messages are new ones; the replaced ones stay in history
+    runtime = get_runtime()
+    request = _replay_request(source, messages, kind, None, dict(overrides or {}))
+    restore_id = runtime.call(_rewind, thread, str(source.pk), _run_message_ids(str(source.pk)))
+    request.metadata["replay"]["restore_checkpoint_id"] = restore_id
+    try:
+        admitted = start_run(user=user, thread_id=thread.pk, request=request)
+    except Exception:
+        runtime.call(_restore_standalone, thread, restore_id)
+        raise
+    return admitted, source
+
+
+async def settle(graph: Any, config: dict, metadata: dict, status: str, stop_reason: str) -> list[JournalEvent]:
+    """For a replay run that ended: when it failed or was cancelled, the thread's state
+    before the replay becomes the head again; the journal says so."""
+    replay = metadata.get("replay") or {}
+    if graph is None or not replay_failed(status, stop_reason):
+        return []
+    thread_config = {"configurable": {k: v for k, v in config["configurable"].items() if k not in ("checkpoint_id", "checkpoint_map")}}
+    restore_id = replay.get("restore_checkpoint_id")
+    try:
+        await _restore(thread_config, graph, restore_id)
+    except Exception:
+        logger.exception("Could not restore thread %s after a failed %s", config["configurable"].get("thread_id"), replay.get("kind"))
+        return []
+    what = "edit" if replay.get("kind") == "edit" else "regenerated answer"
+    reason = "was cancelled" if status == Run.Status.INTERRUPTED else "failed"
+    text = f"The {what} {reason}; the conversation as it was before is restored."
+    return [JournalEvent("replay.restored", "outputs", text,
+                         {"replay_kind": replay.get("kind"), "source_run_id": replay.get("source_run_id"), "restored_checkpoint_id": restore_id})]

@@ -1,0 +1,64 @@
+"""Follow-up suggestions: ``GET /suggestions/config`` and ``POST /threads/{id}/suggestions``.
+
+Asked for by the client after an answer has ended, so the answer never waits for them.
+Off unless ``suggestions.enabled`` (then the route answers an empty list, not an error, so
+a client may ask unconditionally)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from apps.runs.runtime import get_runtime
+from apps.runs.selectors import messages_page
+from apps.threads.models import Thread
+from deerflow_site.errors import InvalidRequest, ServiceUnavailable
+from harness.agents import suggestions
+from harness.config.loader import get_app_config
+from harness.models import ModelError, create_chat_model, get_model_config
+
+logger = logging.getLogger(__name__)
+
+
+def suggestions_config() -> dict:
+    cfg = get_app_config().suggestions
+    return {"enabled": cfg.enabled, "max_suggestions": cfg.max_suggestions}
+
+
+def _messages(thread: Thread, given: Any) -> list[dict]:
+    if given is not None:
+        if not isinstance(given, list) or not all(isinstance(m, dict) and "content" in m for m in given):
+            raise InvalidRequest("messages must be a list of {role, content} objects")
+        return given
+    rows = messages_page(thread=thread, limit=20)["data"]
+    return [r["content"] for r in rows if r["content"].get("type") in ("human", "ai") and r["content"].get("content")
+            and not (r["content"].get("additional_kwargs") or {}).get("hide_from_ui")]
+
+
+def thread_suggestions(*, thread: Thread, messages: Any = None, n: Any = None, model_name: Any = None) -> dict:
+    app = get_app_config()
+    cfg = app.suggestions
+    limit = cfg.max_suggestions
+    if n is not None and (not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= limit):
+        raise InvalidRequest(f"n must be an integer from 1 to {limit}")
+    if model_name is not None and (not isinstance(model_name, str) or app.get_model(model_name) is None):
+        raise InvalidRequest(f"model_name: unknown model {model_name!r}")
+    conversation = _messages(thread, messages)
+    if not cfg.enabled or not conversation:
+        return {"suggestions": [], "enabled": cfg.enabled}
+    try:
+        name = get_model_config(cfg.model_name or model_name, config=app).name
+        model = create_chat_model(name, config=app)
+    except ModelError as exc:
+        raise ServiceUnavailable(f"No model for suggestions: {exc}") from None
+
+    async def _call() -> list[str]:
+        return await asyncio.wait_for(suggestions.suggest(model, conversation, n or limit), timeout=30)
+
+    try:
+        found = get_runtime().call(_call, timeout=40)
+    except Exception as exc:  # a failed suggestion call costs the user nothing: no chips
+        logger.info("No suggestions for thread %s: %s", thread.pk, exc)
+        found = []
+    return {"suggestions": found, "enabled": True}

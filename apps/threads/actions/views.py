@@ -1,0 +1,158 @@
+"""API views of the thread actions (thin: parse, call the service, serialize)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiTypes, extend_schema
+from rest_framework import status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from apps.runs.serializers import run_json
+from apps.threads.actions import branch, replay
+from apps.threads.selectors import thread_get_for_user
+from deerflow_site.errors import InvalidRequest
+
+
+def _body(request) -> dict:
+    data = request.data
+    if data is None or data == {}:
+        return {}
+    if not isinstance(data, dict):
+        raise InvalidRequest("the request body must be a JSON object")
+    return data
+
+
+def _replay_response(admitted, source) -> Response:
+    run = admitted.run
+    body = {**run_json(run), "replaces_run_id": str(source.pk)}
+    response = Response(body, status=status.HTTP_201_CREATED)
+    response["Content-Location"] = f"/api/threads/{run.thread_id}/runs/{run.pk}"
+    return response
+
+
+class RegenerateView(APIView):
+    """``POST /threads/{id}/runs/regenerate``: rerun the latest answer's turn from the state
+    before it; the new run's stream is at ``/runs/{run_id}/stream``."""
+
+    token_scopes = {"POST": "runs:create"}
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request, thread_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        admitted, source = replay.replay_start(user=request.user, thread=thread, kind="regenerate", overrides=_body(request))
+        return _replay_response(admitted, source)
+
+
+class EditRerunView(APIView):
+    """``POST /threads/{id}/runs/edit-regenerate`` ``{content, message_id?, …run options}``."""
+
+    token_scopes = {"POST": "runs:create"}
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request, thread_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        body = dict(_body(request))
+        content, message_id = body.pop("content", None), body.pop("message_id", None)
+        admitted, source = replay.replay_start(user=request.user, thread=thread, kind="edit", content=content,
+                                               message_id=message_id, overrides=body)
+        return _replay_response(admitted, source)
+
+
+class BranchView(APIView):
+    """``POST /threads/{id}/branches`` ``{message_id | run_id, title?}`` → 201 the new thread."""
+
+    token_scopes = {"POST": "threads:write"}
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request, thread_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        body = _body(request)
+        unknown = set(body) - {"message_id", "run_id", "title"}
+        if unknown:
+            raise InvalidRequest(f"{sorted(unknown)[0]}: unknown field")
+        result = branch.branch_create(user=request.user, thread=thread, message_id=body.get("message_id"),
+                                      run_id=body.get("run_id"), title=body.get("title"))
+        return Response(result, status=status.HTTP_201_CREATED)
+
+
+class CompactView(APIView):
+    """``POST /threads/{id}/compact``: summarize older context, keep the recent window; 409 during a run."""
+
+    token_scopes = {"POST": "threads:write"}
+
+    @extend_schema(request=None, responses=OpenApiTypes.OBJECT)
+    def post(self, request, thread_id):
+        from apps.threads.actions.compaction import thread_compact
+
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        return Response(thread_compact(thread=thread))
+
+
+class ContextUsageView(APIView):
+    """``GET /threads/{id}/context``: approximate tokens of the thread's context vs the model's window."""
+
+    token_scopes = {"GET": "threads:read"}
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, thread_id):
+        from apps.threads.actions.compaction import thread_context_usage
+
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        return Response(thread_context_usage(thread=thread))
+
+
+class SuggestionsConfigView(APIView):
+    token_scopes = {"GET": "threads:read"}
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request):
+        from apps.threads.actions.suggestions import suggestions_config
+
+        return Response(suggestions_config())
+
+
+class SuggestionsView(APIView):
+    """``POST /threads/{id}/suggestions`` ``{messages?, n?, model_name?}`` → ``{suggestions: [..]}``."""
+
+    token_scopes = {"POST": "threads:read"}
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    def post(self, request, thread_id):
+        from apps.threads.actions.suggestions import thread_suggestions
+
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        body = _body(request)
+        unknown = set(body) - {"messages", "n", "model_name"}
+        if unknown:
+            raise InvalidRequest(f"{sorted(unknown)[0]}: unknown field")
+        return Response(thread_suggestions(thread=thread, messages=body.get("messages"), n=body.get("n"), model_name=body.get("model_name")))
+
+
+class GoalView(APIView):
+    """``GET/PUT/DELETE /threads/{id}/goal``: PUT ``{objective, max_continuations (0–8)}``."""
+
+    token_scopes = {"GET": "threads:read", "PUT": "threads:write", "DELETE": "threads:write"}
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, thread_id):
+        from apps.threads.actions.goals import goal_get
+
+        return Response(goal_get(thread=thread_get_for_user(user=request.user, thread_id=thread_id)))
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    def put(self, request, thread_id):
+        from apps.threads.actions.goals import goal_set
+
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        body = _body(request)
+        unknown = set(body) - {"objective", "max_continuations"}
+        if unknown:
+            raise InvalidRequest(f"{sorted(unknown)[0]}: unknown field")
+        return Response(goal_set(thread=thread, objective=body.get("objective"), max_continuations=body.get("max_continuations")))
+
+    @extend_schema(responses={204: None})
+    def delete(self, request, thread_id):
+        from apps.threads.actions.goals import goal_clear
+
+        goal_clear(thread=thread_get_for_user(user=request.user, thread_id=thread_id))
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,57 @@
+"""Regenerate, edit-rerun and branch as an official langgraph-sdk user does them: the
+DeerFlow routes through the SDK's HTTP client, the runs they start through ``runs.join``,
+against the real lead agent (delta checkpoints, the default) on a live server."""
+
+import pytest
+
+pytestmark = [pytest.mark.slow, pytest.mark.db_tier]
+
+
+def texts(messages):
+    return [(m["type"], m["content"]) for m in messages if m["type"] in ("human", "ai") and m["content"]]
+
+
+def test_regenerate_edit_and_branch_through_the_sdk(sdk, script):
+    script("first", "first again", "edited answer", "branch answer")
+    tid = sdk.threads.create()["thread_id"]
+    sdk.runs.wait(tid, "lead_agent", input={"messages": [{"role": "user", "content": "hello"}]})
+
+    run = sdk.http.post(f"/threads/{tid}/runs/regenerate", json={})
+    assert run["metadata"]["replay"]["kind"] == "regenerate"
+    joined = sdk.runs.join(tid, run["run_id"])
+    assert texts(joined["messages"]) == [("human", "hello"), ("ai", "first again")]
+
+    run = sdk.http.post(f"/threads/{tid}/runs/edit-regenerate", json={"content": "hello, edited"})
+    sdk.runs.join(tid, run["run_id"])
+    expected = [("human", "hello, edited"), ("ai", "edited answer")]
+    assert texts(sdk.threads.get_state(tid)["values"]["messages"]) == expected
+    page = sdk.http.get(f"/threads/{tid}/messages/page", params={"limit": 50})
+    assert [(r["content"]["type"], r["content"]["content"]) for r in page["data"]] == expected
+
+    branch = sdk.http.post(f"/threads/{tid}/branches", json={"run_id": run["run_id"]})
+    bid = branch["thread_id"]
+    assert sdk.threads.get(bid)["metadata"]["branched_from"] == {"thread_id": tid, "run_id": run["run_id"]}
+    result = sdk.runs.wait(bid, "lead_agent", input={"messages": [{"role": "user", "content": "and then?"}]})
+    assert texts(result["messages"]) == expected + [("human", "and then?"), ("ai", "branch answer")]
+    page = sdk.http.get(f"/threads/{bid}/messages/page", params={"limit": 50})
+    assert [(r["content"]["type"], r["content"]["content"]) for r in page["data"]] == expected + [("human", "and then?"), ("ai", "branch answer")]
+
+
+def test_a_goal_continues_in_a_run_of_its_own(sdk, script):
+    import time
+
+    script("first step", "second step\nGOAL_MET")
+    tid = sdk.threads.create()["thread_id"]
+    goal = sdk.http.put(f"/threads/{tid}/goal", json={"objective": "two steps", "max_continuations": 4})
+    assert goal["goal"]["status"] == "active"
+    parts = list(sdk.runs.stream(tid, "lead_agent", input={"messages": [{"role": "user", "content": "go"}]}, stream_mode=["values", "custom"]))
+    announced = [p.data for p in parts if p.event == "custom" and isinstance(p.data, dict) and p.data.get("type") == "goal_continuation"]
+    assert announced and announced[0]["n"] == 1 and announced[0]["max"] == 4
+    sdk.runs.join(tid, announced[0]["run_id"])
+    deadline = time.monotonic() + 20
+    while sdk.http.get(f"/threads/{tid}/goal")["goal"]["status"] == "active":
+        assert time.monotonic() < deadline, "the goal stayed active"
+        time.sleep(0.1)
+    assert sdk.http.get(f"/threads/{tid}/goal")["goal"]["status"] == "met"
+    runs = sdk.runs.list(tid)
+    assert len(runs) == 2 and runs[0]["metadata"]["goal_continuation"] == {"n": 1, "max": 4}
