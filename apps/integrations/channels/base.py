@@ -1,0 +1,110 @@
+"""The contract between a platform adapter and the channel manager.
+
+An adapter turns platform events into ``InboundMessage`` values and hands them to the sink it
+was given; the manager answers through ``send_text``/``edit_text``/``send_file`` on the same
+adapter. Nothing here knows about Django rows: plain data crosses, so an adapter can be driven
+in a test by a fake platform server and a list as its sink.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+
+@dataclass(frozen=True)
+class InboundFile:
+    """A file attached to a message. Its bytes are fetched only if the manager accepts it."""
+
+    name: str
+    size: int | None  # as the platform reports it, so an oversize file is refused unread
+    content_type: str | None
+    read: Callable[[], Awaitable[bytes]]
+
+
+@dataclass(frozen=True)
+class ChatRef:
+    """Where a conversation lives on the platform; the key the manager maps to a thread.
+
+    ``workspace`` is the team/guild/tenant for platforms that have one ("" otherwise);
+    ``topic`` is a forum topic, a Slack thread ts, an issue number, ... ("" for none).
+    """
+
+    provider: str
+    workspace: str
+    chat: str
+    topic: str = ""
+
+
+@dataclass(frozen=True)
+class InboundMessage:
+    chat: ChatRef
+    sender_id: str  # the platform's stable user id: what a ChannelConnection binds
+    sender_name: str
+    text: str  # with the bot's own mention removed
+    message_id: str  # the platform's id, used for dedup and for replying to it
+    is_direct: bool  # a one-to-one chat with the bot
+    mentioned: bool  # the bot was addressed (always true in a direct chat)
+    files: tuple[InboundFile, ...] = ()
+    # Platform extras an adapter wants back when replying (never persisted).
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SentMessage:
+    """A message the bot sent, so it can be edited while the answer streams."""
+
+    chat: ChatRef
+    message_id: str
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    edit: bool = True  # the answer streams by editing one message
+    edit_interval: float = 1.0  # seconds between edits, inside the platform's rate limits
+    max_text: int = 4000  # longer answers are split into several messages
+    files_out: bool = True
+
+
+InboundSink = Callable[[InboundMessage], Awaitable[None]]
+
+
+class ChannelAdapter(abc.ABC):
+    """One platform. Subclasses set ``provider``/``display_name`` and register themselves."""
+
+    provider: ClassVar[str]
+    display_name: ClassVar[str]
+    capabilities: ClassVar[Capabilities] = Capabilities()
+
+    def __init__(self, settings: Mapping[str, Any], sink: InboundSink) -> None:
+        self.settings = settings
+        self.sink = sink
+
+    @classmethod
+    def missing_settings(cls, settings: Mapping[str, Any]) -> list[str]:
+        """Names of required settings that are absent: the reason a channel stays off."""
+        return []
+
+    @abc.abstractmethod
+    async def start(self) -> None:
+        """Connect (polling, socket, gateway) and begin delivering messages to ``sink``.
+
+        Returns once receiving has started; outages are retried inside with backoff.
+        """
+
+    @abc.abstractmethod
+    async def stop(self) -> None:
+        """Disconnect; safe to call twice."""
+
+    @abc.abstractmethod
+    async def send_text(self, chat: ChatRef, text: str, *, reply_to: str | None = None) -> SentMessage: ...
+
+    async def edit_text(self, sent: SentMessage, text: str) -> None:
+        """Replace a sent message's text. Adapters without ``capabilities.edit`` never get this."""
+        raise NotImplementedError(f"{self.provider} does not edit messages")
+
+    async def send_file(self, chat: ChatRef, name: str, data: bytes, *, content_type: str | None = None,
+                        reply_to: str | None = None) -> SentMessage:
+        raise NotImplementedError(f"{self.provider} does not send files")
