@@ -35,6 +35,7 @@ from harness.agents.middlewares.title import TitleMiddleware
 from harness.agents.middlewares.todo_list import PlanTodoMiddleware
 from harness.agents.middlewares.token_budget import TokenBudgetMiddleware
 from harness.agents.middlewares.token_usage import TokenUsageMiddleware
+from harness.agents.middlewares.tool_schemas import ToolSchemaCacheMiddleware
 from harness.agents.middlewares.tool_errors import ToolErrorHandlingMiddleware
 from harness.agents.middlewares.tool_output_budget import ToolOutputBudgetMiddleware
 from harness.agents.middlewares.uploads import UploadsMiddleware
@@ -166,6 +167,8 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
         TerminalResponseMiddleware(),
         LengthFinishReasonMiddleware(),
         ClarificationMiddleware(interactive=not options.non_interactive),
+        # Innermost model-call wrapper: hands the model each tool's schema, built once.
+        ToolSchemaCacheMiddleware(),
     ]
     return [m for m in chain if m is not None]
 

@@ -35,12 +35,13 @@ def test_chain_order_is_the_documented_one():
         "DynamicContextMiddleware", "SkillsMiddleware", "PlanTodoMiddleware", "TokenUsageMiddleware", "TitleMiddleware",
         "ViewImageMiddleware", "SystemMessageCoalescingMiddleware", "LoopDetectionMiddleware",
         "TokenBudgetMiddleware", "TerminalResponseMiddleware", "LengthFinishReasonMiddleware", "ClarificationMiddleware",
+        "ToolSchemaCacheMiddleware",
     ]
     # the run's setup hooks, in the order they run, as one graph step
     assert [type(m).__name__ for m in chain[0].parts] == [
         "InputSanitizationMiddleware", "ThreadDataMiddleware", "UploadsMiddleware", "SandboxMiddleware"]
     without_plan = [type(m).__name__ for m in build_middlewares(LeadAgentOptions(), app=app, entry=app.models[0], model=None)]
-    assert "PlanTodoMiddleware" not in without_plan and without_plan[-1] == "ClarificationMiddleware"
+    assert "PlanTodoMiddleware" not in without_plan and without_plan[-2:] == ["ClarificationMiddleware", "ToolSchemaCacheMiddleware"]
 
 
 def test_options_come_from_configurable_and_are_clamped():
