@@ -52,11 +52,19 @@ start_redis || true
 export DEERFLOW_TEST_REDIS_URL="$REDIS_TEST_URL"
 [ -n "$DEERFLOW_TEST_REDIS_URL" ] || echo "note: no redis-server; Redis tests will be skipped." >&2
 
+# The whole suite runs on two pytest-xdist workers. Each test file is one group (its live
+# servers start once) and the browser files are one group between them (tests/conftest.py);
+# TEST_WORKERS=1 runs it in one process. Targeted runs (ARGS=...) stay in one process,
+# where a failure reads best.
+workers=${TEST_WORKERS:-2}
+parallel=()
+if [ $# -eq 0 ] && [ "$workers" -gt 1 ]; then parallel=(-n "$workers" --dist loadfile); fi
+
 echo "== tier 1: embedded stack (SQLite) =="
-.venv/bin/python -m pytest -q "$@"
+.venv/bin/python -m pytest -q "${parallel[@]}" "$@"
 
 if [ $# -gt 0 ]; then exit 0; fi
 
 echo "== tier 2: PostgreSQL =="
 start_postgres
-DATABASE_URL="$PG_URL" .venv/bin/python -m pytest -q -m "db_tier or postgres" -p no:cacheprovider
+DATABASE_URL="$PG_URL" .venv/bin/python -m pytest -q "${parallel[@]}" -m "db_tier or postgres" -p no:cacheprovider

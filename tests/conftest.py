@@ -56,6 +56,28 @@ def user_client(user):
     return client
 
 
+def _browser_file(path: str) -> bool:
+    return path.startswith("tests/ui/") or "browser" in path.rsplit("/", 1)[-1]
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """`make test` runs the suite on two pytest-xdist workers with ``--dist loadfile``: a file's
+    tests, and the live servers its module fixtures start, stay on one worker. Here the browser
+    files (tests/ui/, or a file named *browser*) count as one file between them, so they run one
+    after another on one worker beside the rest of the suite, instead of two Chromiums and their
+    servers fighting for the same two cores."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from xdist.scheduler import LoadFileScheduling
+
+    class BrowserFilesTogether(LoadFileScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            path = nodeid.split("::", 1)[0]
+            return "browser" if _browser_file(path) else path
+
+    return BrowserFilesTogether(config, log)
+
+
 def pytest_collection_modifyitems(config, items):
     """Tier markers skip with a reason where their service is not there."""
     import os

@@ -10,7 +10,22 @@ from pathlib import Path
 
 _ROOT = Path(__file__).resolve().parents[1]
 os.environ.setdefault("DJANGO_DEBUG", "true")
-os.environ.setdefault("DEER_FLOW_HOME", tempfile.mkdtemp(prefix="deerflow-test-home-"))
+_worker = os.environ.get("PYTEST_XDIST_WORKER", "")
+if _worker and os.environ.get("DEERFLOW_TEST_HOME_OF") != _worker:
+    # Each parallel worker gets its own home (and so its own SQLite file): the one it inherits
+    # from the controlling process would be shared by all of them. Servers and Celery workers
+    # a test starts inherit the marker and so keep the worker's home.
+    os.environ["DEER_FLOW_HOME"] = tempfile.mkdtemp(prefix=f"deerflow-test-home-{_worker}-")
+    os.environ["DEERFLOW_TEST_HOME_OF"] = _worker
+    # And its own Redis database: Celery workers that two test files start at once would
+    # otherwise take each other's tasks from the shared queue.
+    _redis = os.environ.get("DEERFLOW_TEST_REDIS_URL", "")
+    if _redis:
+        _base, _, _db = _redis.rpartition("/")
+        if _db.isdigit():
+            os.environ["DEERFLOW_TEST_REDIS_URL"] = f"{_base}/{1 + int(_worker.removeprefix('gw') or 0)}"
+else:
+    os.environ.setdefault("DEER_FLOW_HOME", tempfile.mkdtemp(prefix="deerflow-test-home-"))
 os.environ.setdefault("DEER_FLOW_CONFIG_PATH", str(_ROOT / "tests" / "fixtures" / "config.yaml"))
 os.environ.setdefault("DEER_FLOW_EXTENSIONS_CONFIG_PATH", str(_ROOT / "tests" / "fixtures" / "extensions_config.json"))
 
