@@ -137,9 +137,15 @@
     } catch (_) { return "system"; }
   }
   function resolve(pref) { return pref === "system" ? (media && media.matches ? "dark" : "light") : pref; }
+  // Vendored stylesheets made for one theme (highlight.js) come in pairs marked
+  // data-theme-sheet="light|dark": only the current theme's is enabled.
+  function syncSheets() {
+    for (const link of document.querySelectorAll("link[data-theme-sheet]")) link.disabled = link.dataset.themeSheet !== root.dataset.theme;
+  }
   function apply(pref) {
     root.dataset.themePref = pref;
     root.dataset.theme = resolve(pref);
+    syncSheets();
     document.dispatchEvent(new CustomEvent("df:theme", { detail: { pref, theme: root.dataset.theme } }));
   }
   const theme = {
@@ -185,7 +191,9 @@
 
   window.dfUI = { confirm, icon, hydrateIcons, theme, themeControl };
 
+  syncSheets();
   const ready = () => {
+    syncSheets();
     hydrateIcons();
     for (const spot of document.querySelectorAll("[data-theme-control]:not([data-theme-done])")) {
       spot.append(themeControl());
