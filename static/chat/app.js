@@ -757,6 +757,7 @@
     if (msg.type === "run_created") {
       S.runId = msg.run.run_id;
       S.lastEventId = null;
+      loadThreads(); // a new chat is listed from its first run on (drafts are not)
       return;
     }
     if (msg.type === "idle") {
