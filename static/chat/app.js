@@ -70,21 +70,10 @@
     return node;
   }
 
-  const ICONS = {
-    pencil: "M4 20h4L19 9l-4-4L4 16v4zM14 6l4 4",
-    trash: "M4 7h16M9 7V4h6v3M6 7l1 13h10l1-13M10 11v6M14 11v6",
-    file: "M6 3h8l4 4v14H6zM14 3v4h4",
-  };
-
+  // The site's icon set (static/site/ui.js, Lucide); "trash" and "pencil" are its names too.
   function icon(name) {
-    const ns = "http://www.w3.org/2000/svg";
-    const svg = document.createElementNS(ns, "svg");
-    svg.setAttribute("viewBox", "0 0 24 24");
-    svg.setAttribute("class", "icon");
-    svg.setAttribute("aria-hidden", "true");
-    const path = document.createElementNS(ns, "path");
-    path.setAttribute("d", ICONS[name]);
-    svg.append(path);
+    const svg = window.dfUI.icon(name);
+    svg.classList.add("icon");
     return svg;
   }
 
@@ -419,9 +408,9 @@
   function renderTodos(todos) {
     if (!Array.isArray(todos) || todos.length === 0) { el.todos.hidden = true; el.todoList.replaceChildren(); return; }
     el.todos.hidden = false;
-    const icons = { completed: "✓", in_progress: "◐", pending: "○" };
+    const icons = { completed: "circle-check", in_progress: "circle-dot", pending: "circle" };
     el.todoList.replaceChildren(...todos.map((t) => h("li", { class: "todo " + (t.status || "pending"), "data-status": t.status || "pending" },
-      h("span", { class: "todo-icon", "aria-hidden": "true", text: icons[t.status] || "○" }),
+      h("span", { class: "todo-icon", "aria-hidden": "true" }, icon(icons[t.status] || "circle")),
       h("span", { class: "todo-text", text: t.content || "" }),
       h("span", { class: "visually-hidden", text: ` (${(t.status || "pending").replace("_", " ")})` }))));
     const done = todos.filter((t) => t.status === "completed").length;
