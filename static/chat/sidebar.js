@@ -202,6 +202,9 @@
   // focused chat link move the focus (Enter opens it, as any link).
   function onKey(ev) {
     if (!ev.altKey || ev.ctrlKey || ev.metaKey || (ev.key !== "ArrowUp" && ev.key !== "ArrowDown")) return;
+    // In text being written, Alt+arrows move the caret (macOS): leave them to the field.
+    const field = ev.target;
+    if (field && (field.tagName === "TEXTAREA" || field.tagName === "INPUT") && field.value) return;
     const all = links();
     if (!all.length) return;
     ev.preventDefault();
