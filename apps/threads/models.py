@@ -28,6 +28,8 @@ class Thread(models.Model):
     title = models.CharField(max_length=255, blank=True, default="")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.IDLE)
     metadata = models.JSONField(default=dict, blank=True)
+    # Pinned threads head the sidebar, newest pin first; null is not pinned.
+    pinned_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -67,3 +69,4 @@ class Feedback(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_rating_display()} on {self.run_id}"
+
