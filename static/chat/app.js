@@ -12,6 +12,9 @@
   const $ = (id) => document.getElementById(id);
   const md = () => window.DFMarkdown;
   const picker = () => window.DFAgentPicker;
+  const modes = () => window.DFModes; // modes.js: the thread's mode and the model picker
+  const working = () => window.DFWorking; // working.js: "Thinking…" and the stopped marker
+  const viewer = () => window.DFViewer; // viewer.js: the files panel and the file viewer
   const STREAM_MODES = ["messages-tuple", "values", "updates", "custom"];
   const SUMMARY_KEYS = ["description", "command", "query", "url", "path", "file_path", "question", "prompt", "pattern"];
 
@@ -32,8 +35,6 @@
     interrupt: null,
     hasMore: false,
     nextBeforeSeq: null,
-    artifacts: [],
-    uploads: [],
     attachments: [], // {file, status, progress, info, el}
     threads: [],
     lastInput: null,
@@ -44,69 +45,17 @@
   const el = {
     messages: $("messages"), conversation: $("conversation"), input: $("input"), composer: $("composer"),
     send: $("send"), stop: $("stop"), note: $("composer-note"), title: $("thread-title"), welcome: $("welcome"),
-    model: $("model"), thinking: $("thinking"), plan: $("plan-mode"), subagents: $("subagents"), threadList: $("thread-list"),
+    threadList: $("thread-list"),
     threadEmpty: $("thread-empty"), search: $("thread-search"), connection: $("connection"),
     todos: $("todos"), todoList: $("todo-list"), todosProgress: $("todos-progress"),
-    filesPanel: $("files-panel"), filesToggle: $("files-toggle"), filesCount: $("files-count"),
-    artifactList: $("artifact-list"), artifactEmpty: $("artifact-empty"), uploadList: $("upload-list"),
-    uploadEmpty: $("upload-empty"), preview: $("preview"), previewBody: $("preview-body"),
-    previewName: $("preview-name"), previewDownload: $("preview-download"), attachments: $("attachments"),
+    attachments: $("attachments"),
     fileInput: $("file-input"), dropHint: $("drop-hint"), loadEarlier: $("load-earlier"), sidebar: $("sidebar"),
-    scrim: $("scrim"), storage: $("storage"), storageFull: $("storage-full"),
+    scrim: $("scrim"),
   };
 
   // ---------------------------------------------------------------- small helpers
 
-  function h(tag, attrs, ...children) {
-    const node = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
-      if (v === null || v === undefined || v === false) continue;
-      if (k === "class") node.className = v;
-      else if (k === "text") node.textContent = v;
-      else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
-      else node.setAttribute(k, v === true ? "" : v);
-    }
-    for (const c of children.flat()) if (c !== null && c !== undefined && c !== false) node.append(c instanceof Node ? c : String(c));
-    return node;
-  }
-
-  const ICONS = {
-    pencil: "M4 20h4L19 9l-4-4L4 16v4zM14 6l4 4",
-    trash: "M4 7h16M9 7V4h6v3M6 7l1 13h10l1-13M10 11v6M14 11v6",
-    file: "M6 3h8l4 4v14H6zM14 3v4h4",
-  };
-
-  function icon(name) {
-    const ns = "http://www.w3.org/2000/svg";
-    const svg = document.createElementNS(ns, "svg");
-    svg.setAttribute("viewBox", "0 0 24 24");
-    svg.setAttribute("class", "icon");
-    svg.setAttribute("aria-hidden", "true");
-    const path = document.createElementNS(ns, "path");
-    path.setAttribute("d", ICONS[name]);
-    svg.append(path);
-    return svg;
-  }
-
-  function csrf() {
-    const meta = document.querySelector('meta[name="csrf-token"]');
-    return meta ? meta.content : "";
-  }
-
-  async function api(method, path, body) {
-    const opts = { method, headers: { "X-CSRFToken": csrf(), Accept: "application/json" }, credentials: "same-origin" };
-    if (body !== undefined) { opts.headers["Content-Type"] = "application/json"; opts.body = JSON.stringify(body); }
-    const res = await fetch("/api" + path, opts);
-    if (res.status === 204) return null;
-    let data = null;
-    try { data = await res.json(); } catch (e) { data = null; }
-    if (!res.ok) {
-      const err = new Error((data && data.detail) || `${method} ${path} failed (${res.status})`);
-      err.status = res.status;
-      throw err;
-    }
-    return data;
-  }
+  const { h, icon, csrf, api, shorten, formatSize, basename } = window.DFKit;
 
   function textOf(content) {
     if (content === null || content === undefined) return "";
@@ -134,31 +83,7 @@
 
   function isAi(type) { return type === "ai" || type === "AIMessageChunk" || type === "AIMessage"; }
 
-  function shorten(text, n) {
-    text = String(text).replace(/\s+/g, " ").trim();
-    return text.length > n ? text.slice(0, n - 1) + "…" : text;
-  }
-
-  function formatSize(bytes) {
-    if (!Number.isFinite(bytes)) return "";
-    if (bytes < 1024) return bytes + " B";
-    if (bytes < 1024 * 1024) return (bytes / 1024).toFixed(1) + " KB";
-    if (bytes < 1024 * 1024 * 1024) return (bytes / 1024 / 1024).toFixed(1) + " MB";
-    return (bytes / 1024 / 1024 / 1024).toFixed(1) + " GB";
-  }
-
-  function basename(path) { return String(path).split("/").pop(); }
-
-  function artifactUrl(path, download) {
-    const clean = String(path).replace(/^\/+/, "").split("/").map(encodeURIComponent).join("/");
-    return `/api/threads/${encodeURIComponent(S.threadId)}/artifacts/${clean}${download ? "?download=true" : ""}`;
-  }
-
-  function scrollToEnd(force) {
-    const c = el.conversation;
-    const near = c.scrollHeight - c.scrollTop - c.clientHeight < 160;
-    if (force || near) c.scrollTop = c.scrollHeight;
-  }
+  function scrollToEnd(force) { window.DFScroll.follow(force); }
 
   function setNote(text, kind) {
     el.note.textContent = text || "";
@@ -232,7 +157,9 @@
   function renderAi(msg, container) {
     if ((msg.additional_kwargs || {}).hide_from_ui) return;
     const entry = entryFor(msg.id, "ai", container);
+    if (S.rowRun && !entry.runId) entry.runId = S.rowRun; // from history: the run that wrote it
     if (S.runId && !entry.runId) entry.runId = S.runId; // a live answer: rated once its run ends
+    if (entry.runId) entry.el.dataset.run = entry.runId;
     entry.text = textOf(msg.content);
     entry.reasoning = reasoningOf(msg);
     entry.final = true;
@@ -282,7 +209,9 @@
     if (!isAi(chunk.type)) return;
     const known = S.messages.get(chunk.id);
     if (known && known.final) return; // complete already (history or snapshot): chunks would duplicate
+    if (textOf(chunk.content) || (chunk.additional_kwargs || {}).reasoning_content || (chunk.tool_call_chunks || []).length) working().done();
     const entry = entryFor(chunk.id, "ai");
+    if (S.runId) { entry.runId = entry.runId || S.runId; entry.el.dataset.run = S.runId; }
     entry.el.classList.add("streaming");
     entry.text += textOf(chunk.content);
     const kw = chunk.additional_kwargs || {};
@@ -317,6 +246,7 @@
   const acts = () => window.DFMessageActions; // message_actions.js: copy, regenerate, edit, branch
 
   function upsertToolCard(entry, call) {
+    if (S.running) working().done();
     let card = S.toolCards.get(call.id);
     if (!card) {
       card = h("details", { class: "tool-card", "data-status": "running", "data-tool": call.name || "" });
@@ -351,8 +281,16 @@
         card.after(card.presented);
       }
       card.presented.replaceChildren(...args.filepaths.map((p) => h("button", {
-        type: "button", class: "presented-file", title: p, "aria-label": "Open " + basename(p), onclick: () => openPreview(p),
+        type: "button", class: "presented-file", title: p, "aria-label": "Open " + basename(p), onclick: (ev) => viewer().open(p, { opener: ev.currentTarget }),
       }, icon("file"), h("span", { text: basename(p) }))));
+      const runId = entry.runId || S.runId;
+      if (runId) {
+        viewer().presentedBy(runId);
+        if (args.filepaths.length > 1) {
+          card.presented.append(h("a", { class: "presented-file download-all", href: viewer().archiveUrl(runId), "aria-label": "Download all presented files" },
+            icon("download"), h("span", { text: "Download all" })));
+        }
+      }
     }
   }
 
@@ -381,6 +319,7 @@
 
   function renderRow(row, container) {
     const msg = row.content || {};
+    S.rowRun = row.run_id || null;
     if (msg.type === "human") renderHuman(msg, container);
     else if (isAi(msg.type)) {
       renderAi(msg, container);
@@ -390,13 +329,16 @@
       // a clarification answered in an earlier visit: shown as the answered card, not a tool card
       if (msg.name === "ask_clarification" && acts()) acts().answeredClarification(msg, S.toolCards.get(msg.tool_call_id));
     }
+    S.rowRun = null;
+    const entry = msg.id && S.messages.get(msg.id);
+    if (entry && row.run_id) { entry.runId = entry.runId || row.run_id; entry.el.dataset.run = row.run_id; } // where a "Stopped" marker goes
   }
 
   function applyValues(values) {
     if (!values) return;
     if (typeof values.title === "string" && values.title && !S.titleFromUser) setTitle(values.title);
     if ("todos" in values) renderTodos(values.todos);
-    if (Array.isArray(values.artifacts)) { S.artifacts = values.artifacts; renderFileLists(); }
+    if (Array.isArray(values.artifacts)) viewer().setArtifacts(values.artifacts);
     if (Array.isArray(values.delegations) && subs()) subs().onLedger(values.delegations);
     if (Array.isArray(values.messages)) {
       let seenKnown = false;
@@ -435,67 +377,10 @@
     if (item && title) item.textContent = title;
   }
 
-  function renderFileLists() {
-    el.artifactList.replaceChildren(...S.artifacts.map((p) => h("li", { class: "file-row" },
-      h("button", { type: "button", class: "link-button file-open", text: basename(p), title: p, onclick: () => openPreview(p) }),
-      h("a", { href: artifactUrl(p, true), class: "small", text: "Download", "aria-label": "Download " + basename(p) }))));
-    el.artifactEmpty.hidden = S.artifacts.length > 0;
-    el.uploadList.replaceChildren(...S.uploads.map((f) => h("li", { class: "file-row" },
-      h("button", { type: "button", class: "link-button file-open", text: f.filename, title: f.virtual_path || f.path, onclick: () => openPreview(f.virtual_path || f.path) }),
-      h("span", { class: "muted small", text: formatSize(f.size) }))));
-    el.uploadEmpty.hidden = S.uploads.length > 0;
-    const count = S.artifacts.length;
-    el.filesCount.hidden = count === 0;
-    el.filesCount.textContent = String(count);
-  }
-
-  const TEXT_EXT = /\.(txt|md|markdown|py|js|ts|json|ya?ml|toml|csv|tsv|html?|css|sh|sql|xml|log|ini|cfg|rs|go|java|c|h|cpp|rb|php|r|tex)$/i;
-  const IMAGE_EXT = /\.(png|jpe?g|gif|webp|bmp|svg)$/i;
-
-  async function openPreview(path) {
-    openFiles(true);
-    el.preview.hidden = false;
-    el.previewName.textContent = basename(path);
-    el.previewDownload.href = artifactUrl(path, true);
-    el.previewBody.replaceChildren(h("p", { class: "muted", text: "Loading…" }));
-    const url = artifactUrl(path, false);
-    try {
-      if (IMAGE_EXT.test(path) && !/\.svg$/i.test(path)) {
-        el.previewBody.replaceChildren(h("img", { src: url, alt: basename(path), class: "preview-image" }));
-      } else if (/\.pdf$/i.test(path)) {
-        el.previewBody.replaceChildren(h("iframe", { src: url, title: basename(path), class: "preview-pdf", sandbox: "allow-scripts" }));
-      } else if (TEXT_EXT.test(path) || !/\.[a-z0-9]+$/i.test(path)) {
-        const res = await fetch(url, { credentials: "same-origin" });
-        if (!res.ok) throw new Error(`could not open ${basename(path)} (${res.status})`);
-        const text = await res.text();
-        if (/\.(md|markdown)$/i.test(path)) {
-          const box = h("div", { class: "md preview-md" });
-          md().render(box, text);
-          el.previewBody.replaceChildren(box);
-        } else {
-          const ext = (path.match(/\.([a-z0-9]+)$/i) || [])[1] || "";
-          const box = h("div", { class: "md" });
-          md().render(box, "```" + ext + "\n" + text.replace(/```/g, "``\u200b`") + "\n```");
-          el.previewBody.replaceChildren(box);
-        }
-      } else {
-        el.previewBody.replaceChildren(h("p", { class: "muted", text: "No preview for this kind of file." }));
-      }
-    } catch (e) {
-      el.previewBody.replaceChildren(h("p", { class: "error-text", text: e.message }));
-    }
-  }
-
-  function openFiles(open) {
-    if (open && el.filesPanel.hidden) refreshUploads();  // the agent may have written since
-    el.filesPanel.hidden = !open;
-    el.filesToggle.setAttribute("aria-expanded", String(open));
-    document.body.classList.toggle("files-open", open);
-  }
-
   // ---------------------------------------------------------------- clarification
 
   function showClarification(value) {
+    working().done();
     if (value && value.type === "approval" && gov()) {
       clearClarification();
       S.interrupt = value;
@@ -603,17 +488,14 @@
   // ---------------------------------------------------------------- runs and the websocket
 
   function context() {
-    const ctx = { thinking_enabled: el.thinking.checked, is_plan_mode: el.plan.checked };
-    if (el.subagents) ctx.subagent_enabled = el.subagents.checked;
-    const picked = el.model && el.model.selectedOptions[0];
-    if (picked && picked.value && !picked.disabled) ctx.model_name = picked.value; // a blocked model is never sent
+    const ctx = modes().context();
     return picker() ? picker().context(ctx) : ctx;
   }
 
   async function ensureThread() {
     if (S.threadId) return S.threadId;
     const thread = await api("POST", "/threads", {
-      metadata: picker() ? picker().threadMetadata() : {},
+      metadata: { ...modes().threadMetadata(), ...(picker() ? picker().threadMetadata() : {}) },
       assistant_id: picker() ? picker().assistantId() : "lead_agent",
     });
     if (picker()) picker().lock();
@@ -629,6 +511,7 @@
     el.send.hidden = running;
     document.body.classList.toggle("is-running", running);
     if (!running) {
+      working().done();
       for (const card of S.toolCards.values()) if (card.dataset.status === "running") setToolStatus(card, "cancelled");
       for (const entry of S.messages.values()) entry.el.classList.remove("streaming");
     }
@@ -688,6 +571,7 @@
     setRunning(true);
     S.runId = null;
     S.lastEventId = null;
+    working().start(el.messages);
     const payload = Object.assign({
       assistant_id: picker() ? picker().assistantId() : "lead_agent",
       stream_mode: STREAM_MODES,
@@ -757,6 +641,7 @@
   function onServerMessage(msg) {
     if (msg.type === "run_created") {
       S.runId = msg.run.run_id;
+      if (S.pendingHuman) S.pendingHuman.el.dataset.run = S.runId;
       S.lastEventId = null;
       return;
     }
@@ -821,7 +706,7 @@
     setRunning(false);
     if (!S.interrupt) setNote("");
     loadThreads();
-    refreshUploads();
+    viewer().refresh();
     if (gov()) gov().refreshBudget();
     if (S.queue.length && !S.interrupt) {
       const next = S.queue.shift();
@@ -839,6 +724,7 @@
     S.lastEventId = null;
     setRunning(true);
     if (info && info.replay) dropTurnAfterLastQuestion();
+    working().start(el.messages);
     wsSend({ type: "subscribe", run_id: runId });
   }
 
@@ -871,6 +757,7 @@
   function removeErrors() { el.messages.querySelectorAll(".run-error").forEach((n) => n.remove()); }
 
   function showError(text, retryable) {
+    working().done();
     removeErrors();
     const box = h("div", { class: "run-error", role: "alert" }, h("span", { text: text }));
     if (retryable && S.lastInput) {
@@ -910,13 +797,13 @@
       api("GET", `/threads/${encodeURIComponent(S.threadId)}/state`).catch(() => null),
     ]);
     if (picker()) picker().onThread(thread);
+    modes().onThread(thread);
     const custom = thread.metadata && thread.metadata.title;
     S.titleFromUser = !!custom;
     setTitle(custom || thread.title || (state && state.values && state.values.title) || "");
     if (state && state.values) {
       if ("todos" in state.values) renderTodos(state.values.todos);
-      S.artifacts = state.values.artifacts || [];
-      renderFileLists();
+      viewer().setArtifacts(state.values.artifacts || []);
       if (subs()) subs().onLedger(state.values.delegations);
     }
     if (state && Array.isArray(state.interrupts) && thread.status === "interrupted") {
@@ -931,6 +818,7 @@
     if (web()) web().reset();
     if (subs()) subs().reset();
     await loadHistory();
+    working().markHistory(S.threadId, el.messages);
     await loadThreadMeta();
     if (acts()) acts().refresh();
   }
@@ -1050,7 +938,7 @@
       if (xhr.status >= 200 && xhr.status < 300 && data && Array.isArray(data.files) && data.files.length) {
         att.status = "done";
         att.info = data.files.find((f) => f.filename === att.file.name) || data.files[0];
-        refreshUploads();
+        viewer().refresh();
       } else {
         att.status = "error";
         att.error = (data && (data.detail || data.message)) || (xhr.status === 404 ? "uploads are not available on this server" : `upload failed (${xhr.status})`);
@@ -1074,41 +962,6 @@
     }));
   }
 
-  async function refreshUploads() {
-    if (!S.threadId) return;
-    try {
-      const data = await api("GET", `/threads/${encodeURIComponent(S.threadId)}/uploads/list`);
-      S.uploads = data.files || [];
-      S.quota = data.quota || null;
-    } catch (e) { S.uploads = S.uploads || []; }
-    renderFileLists();
-    renderQuota();
-  }
-
-  // The sandbox's disk quota (sandbox.thread_quota_mb / user_quota_mb); a limit of 0 is "none".
-  function renderQuota() {
-    const q = S.quota;
-    const rows = [["thread", "This chat"], ["user", "All your chats"]];
-    let shown = false;
-    const full = [];
-    for (const [key, label] of rows) {
-      const used = (q && q[key + "_bytes"]) || 0, limit = (q && q[key + "_limit"]) || 0;
-      const row = $(`storage-${key}-row`), meter = $(`storage-${key}`);
-      row.hidden = meter.hidden = !limit;
-      if (!limit) continue;
-      shown = true;
-      meter.value = Math.min(used / limit, 1);
-      $(`storage-${key}-text`).textContent = `${formatSize(used)} of ${formatSize(limit)}`;
-      meter.setAttribute("aria-valuetext", `${formatSize(used)} of ${formatSize(limit)} used`);
-      if (used >= limit) full.push(label.toLowerCase());
-    }
-    el.storage.hidden = !shown;
-    el.storageFull.hidden = full.length === 0;
-    el.storageFull.textContent = full.length
-      ? `Storage is full (${full.join(", ")}): commands that write files stop and uploads are refused until files are deleted.`
-      : "";
-  }
-
   // ---------------------------------------------------------------- composer and controls
 
   function autoGrow() {
@@ -1117,28 +970,6 @@
   }
 
   function setupControls() {
-    const saved = JSON.parse(localStorage.getItem("deerflow.prefs") || "{}");
-    if (el.model && saved.model && [...el.model.options].some((o) => o.value === saved.model && !o.disabled)) el.model.value = saved.model;
-    if (el.model && el.model.selectedOptions[0] && el.model.selectedOptions[0].disabled) {
-      const ok = [...el.model.options].find((o) => !o.disabled);
-      if (ok) el.model.value = ok.value;
-    }
-    el.thinking.checked = !!saved.thinking;
-    el.plan.checked = !!saved.plan;
-    if (el.subagents) el.subagents.checked = !!saved.subagents;
-    const syncThinking = () => {
-      const m = (boot.models || []).find((x) => x.name === el.model.value);
-      el.thinking.disabled = !!m && !m.supports_thinking;
-      el.thinking.parentElement.title = el.thinking.disabled ? "This model does not support thinking" : "";
-    };
-    const save = () => localStorage.setItem("deerflow.prefs", JSON.stringify({ model: el.model.value, thinking: el.thinking.checked, plan: el.plan.checked,
-      subagents: el.subagents ? el.subagents.checked : false }));
-    el.model.addEventListener("change", () => { syncThinking(); save(); });
-    el.thinking.addEventListener("change", save);
-    el.plan.addEventListener("change", save);
-    if (el.subagents) el.subagents.addEventListener("change", save);
-    syncThinking();
-
     el.composer.addEventListener("submit", (ev) => { ev.preventDefault(); send(el.input.value); });
     el.input.addEventListener("keydown", (ev) => {
       if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); send(el.input.value); }
@@ -1148,16 +979,14 @@
     el.stop.addEventListener("click", stopRun);
     document.addEventListener("keydown", (ev) => {
       if (ev.key === "Escape") {
-        if (S.running) { ev.preventDefault(); stopRun(); }
-        else if (!el.filesPanel.hidden) openFiles(false);
+        if (viewer().isOpen()) { ev.preventDefault(); viewer().close(); }
+        else if (S.running) { ev.preventDefault(); stopRun(); }
+        else if (viewer().filesOpen()) viewer().openFiles(false);
         else closeSidebar();
       }
     });
     document.querySelectorAll(".example").forEach((b) => b.addEventListener("click", () => { el.input.value = b.textContent; autoGrow(); el.input.focus(); }));
     el.search.addEventListener("input", renderThreads);
-    el.filesToggle.addEventListener("click", () => openFiles(el.filesPanel.hidden));
-    $("files-close").addEventListener("click", () => openFiles(false));
-    $("preview-close").addEventListener("click", () => { el.preview.hidden = true; });
     $("attach").addEventListener("click", () => el.fileInput.click());
     el.fileInput.addEventListener("change", () => { addFiles(el.fileInput.files); el.fileInput.value = ""; });
     el.loadEarlier.addEventListener("click", () => loadHistory(S.nextBeforeSeq));
@@ -1194,6 +1023,9 @@
 
   async function start() {
     setupControls();
+    modes().init({ api, setNote, threadId: () => S.threadId, models: boot.models || [] });
+    viewer().init({ api, setNote, threadId: () => S.threadId });
+    window.DFScroll.init(el.conversation, el.messages, $("jump-latest"));
     if (acts()) {
       acts().init({ api, setNote, follow, send, ensureThread, threadId: () => S.threadId, running: () => S.running, messages: () => S.messages,
                     messagesEl: () => el.messages, reload: reloadThread });
@@ -1211,7 +1043,7 @@
         showError("Could not load this chat: " + e.message, false);
       }
       updateWelcome();
-      refreshUploads();
+      viewer().refresh();
       scrollToEnd(true);
       connect(); // subscribes: re-attaches to a run still in progress
     } else {
