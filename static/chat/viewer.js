@@ -184,7 +184,7 @@
     return f && f.markdown_file ? (f.markdown_virtual_path || f.markdown_path) : null;
   }
 
-  function setBody(...nodes) { el.vBody.replaceChildren(...nodes); }
+  function setBody(...nodes) { el.vBody.replaceChildren(...nodes.filter(Boolean)); }
 
   async function render(path, raw) {
     const { h, basename } = K();
