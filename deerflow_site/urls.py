@@ -1,11 +1,15 @@
 """Top-level URLs: admin, the API under /api/, the UI pages."""
 
 from django.contrib import admin
+from django.templatetags.static import static
 from django.urls import include, path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    # Pages without our <link rel="icon"> (the admin, raw API responses) still get one.
+    path("favicon.ico", RedirectView.as_view(url=static("site/favicon.ico"), permanent=True)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     path("api/", include("apps.console.api_urls")),
@@ -18,6 +22,7 @@ urlpatterns = [
     path("api/", include("apps.memory.api_urls")),
     path("api/", include("apps.governance.api_urls")),
     path("schedules/", include("apps.runs.page_urls")),
+    path("settings/", include("apps.accounts.settings_urls")),
     path("settings/", include("apps.integrations.page_urls")),
     path("skills/", include("apps.skills.page_urls")),
     path("agents/", include("apps.agents.page_urls")),

@@ -11,7 +11,10 @@ PACKAGES=(
   "dompurify@3.5.0 dist/purify.min.js purify.min.js"
   "@highlightjs/cdn-assets@11.12.0 highlight.min.js highlight.min.js"
   "@highlightjs/cdn-assets@11.12.0 styles/github.min.css highlight-github.min.css"
+  "@highlightjs/cdn-assets@11.12.0 styles/github-dark.min.css highlight-github-dark.min.css"
 )
+# Lucide: only the icons the UI names (scripts/build_icons.py), not the whole set.
+LUCIDE=lucide-static@1.62.0
 
 command -v npm >/dev/null || { echo "vendor.sh needs npm" >&2; exit 1; }
 out=static/vendor
@@ -32,5 +35,11 @@ for entry in "${PACKAGES[@]}"; do
   lic=$(ls "$dir"/package/LICENSE* 2>/dev/null | head -1 || true)
   [ -n "$lic" ] && cp "$lic" "$out/$(echo "${spec%@*}" | tr '/@' '__').LICENSE"
 done
+ldir="$work/lucide"
+mkdir -p "$ldir"
+(cd "$ldir" && npm pack --silent "$LUCIDE" >/dev/null && tar -xzf ./*.tgz)
+python3 scripts/build_icons.py "$ldir/package" "$out/lucide-icons.js"
+cp "$ldir/package/LICENSE" "$out/lucide-static.LICENSE"
+echo "lucide-icons.js $LUCIDE $(sha256sum "$out/lucide-icons.js" | cut -d' ' -f1)" >> "$work/VERSIONS"
 mv "$work/VERSIONS" "$out/VERSIONS"
 echo "vendored into $out:"; cat "$out/VERSIONS"

@@ -88,6 +88,16 @@ class MeView(APIView):
         return Response(MeOutputSerializer({"id": user.pk, "username": user.get_username(), "email": user.email, "is_staff": user.is_staff}).data)
 
 
+SCOPE_HELP = {
+    "threads:read": "list and read your threads, their state and files",
+    "threads:write": "create, rename and delete threads; upload files",
+    "runs:read": "list runs and follow their streams",
+    "runs:create": "start runs (send messages to the agent)",
+    "runs:cancel": "stop runs in progress",
+}
+DEFAULT_TOKEN_SCOPES = ["threads:read", "threads:write", "runs:read", "runs:create"]
+
+
 @login_required
 @require_http_methods(["GET", "POST"])
 def tokens_page(request):
@@ -121,7 +131,10 @@ def tokens_page(request):
         "issued": issued,
         "form_errors": form_errors,
         "form": request.POST if form_errors else None,
-        "selected_scopes": request.POST.getlist("scopes") if form_errors else [],
+        "scope_help": SCOPE_HELP,
+        # What a langgraph-sdk script needs to start a chat and read the answer; an empty
+        # selection was the first attempt's usual failure.
+        "selected_scopes": request.POST.getlist("scopes") if form_errors else DEFAULT_TOKEN_SCOPES,
     }
     # The plaintext must not be cached anywhere on the way back.
     response = render(request, "account/tokens.html", context, status=422 if form_errors else 200)

@@ -29,6 +29,8 @@ from apps.runs.scheduling.services import scheduled_run_settled
 from apps.runs.subagent_journal import cancelled_ends, subagent_events
 from apps.threads.actions import goals
 from apps.threads.models import Thread
+from apps.threads.search import search_text_row
+from harness.agents.middlewares.title import local_title
 from harness.config import ConfigError
 from harness.observability import metrics
 from harness.observability.context import bind_run
@@ -125,7 +127,7 @@ async def keep_leases_forever() -> None:
 
 @database_sync_to_async
 def _finish(run_id: str, *, status: str, thread_status: str, error: str, progress: RunProgress, title: str | None,
-            thread_id: str, metadata: dict, events: list[JournalEvent]) -> None:
+            thread_id: str, metadata: dict, events: list[JournalEvent], owner_id: int, fallback_title: str = "") -> None:
     """The last journal entries and the final row state, in one transaction."""
     now = timezone.now()
     totals = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0}
@@ -151,6 +153,12 @@ def _finish(run_id: str, *, status: str, thread_status: str, error: str, progres
                 Run.objects.filter(pk=run_id).update(**written)
                 journal_insert(thread_id=thread_id, run_id=run_id, events=events)
                 Thread.objects.filter(pk=thread_id).update(**thread_updates)
+                if progress.search_text:
+                    search_text_row(thread_id=thread_id, owner_id=owner_id, run_id=run_id, texts=progress.search_text)
+                if fallback_title:
+                    # A first run stopped before the title middleware spoke: name the chat
+                    # from its first message rather than leave an "Untitled chat" behind.
+                    Thread.objects.filter(pk=thread_id, title="").update(title=fallback_title[:255])
                 # The metadata was read at the claim; admission wrote it and nothing changes it since.
                 scheduled_run_settled(Run(id=run_id, thread_id=thread_id, status=status, error=error, finished_at=now, metadata=metadata))
             return
@@ -180,6 +188,21 @@ def _outputs(values: dict | None) -> Any:
     if messages:
         out["last_message"] = messages[-1]
     return to_jsonable(out)
+
+
+def _fallback_title(kwargs: dict) -> str:
+    """A local title from the run's input, for a run that ended before it was titled."""
+    payload = kwargs.get("input")
+    messages = payload.get("messages") if isinstance(payload, dict) else None
+    for msg in messages or []:
+        content = msg.get("content") if isinstance(msg, dict) else None
+        role = msg.get("role") or msg.get("type") if isinstance(msg, dict) else None
+        if role in ("user", "human") and content:
+            text = content if isinstance(content, str) else " ".join(
+                str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
+            title = local_title(text)
+            return "" if title == "New conversation" else title
+    return ""
 
 
 def _graph_input(kwargs: dict) -> Any:
@@ -418,7 +441,8 @@ async def _execute(run_id: str) -> None:
         journal.hold(*await replay.settle(graph, config, meta["metadata"], status, progress.stop_reason))
     try:
         await _finish(run_id, status=status, thread_status=thread_status, error=error, progress=progress, title=title,
-                      thread_id=thread_id, metadata=meta["metadata"], events=await journal.drain())
+                      thread_id=thread_id, metadata=meta["metadata"], events=await journal.drain(), owner_id=meta["owner_id"],
+                      fallback_title="" if title or status == Run.Status.SUCCESS else _fallback_title(kwargs))
         if status == Run.Status.SUCCESS and isinstance(progress.last_values, dict) and progress.last_values.get("goal"):
             await goals.continue_towards_goal(graph=graph, run_id=run_id, meta=meta, values=progress.last_values)
     finally:

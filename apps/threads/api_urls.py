@@ -7,6 +7,7 @@ urlpatterns = [
     path("threads/search", views.ThreadSearchView.as_view(), name="thread-search"),
     path("", include("apps.threads.actions.urls")),
     path("threads/<str:thread_id>", views.ThreadDetailView.as_view(), name="thread-detail"),
+    path("threads/<str:thread_id>/pin", views.ThreadPinView.as_view(), name="thread-pin"),
     path("threads/<str:thread_id>/state", views.ThreadStateView.as_view(), name="thread-state"),
     path("threads/<str:thread_id>/state/checkpoint", views.ThreadStateCheckpointView.as_view(), name="thread-state-checkpoint"),
     path("threads/<str:thread_id>/state/<str:checkpoint_id>", views.ThreadStateAtCheckpointView.as_view(), name="thread-state-at"),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from apps.threads.models import Thread
 from deerflow_site.errors import InvalidRequest, NotFound
@@ -22,8 +22,38 @@ def thread_get_for_user(*, user, thread_id: str) -> Thread:
 
 
 def thread_search(*, user, metadata: dict | None = None, status: str | None = None, ids: list[str] | None = None,
-                  limit: int = 10, offset: int = 0, sort_by: str | None = None, sort_order: str | None = None) -> QuerySet[Thread]:
+                  limit: int = 10, offset: int = 0, sort_by: str | None = None, sort_order: str | None = None,
+                  query: str | None = None, pinned: bool | None = None, started: bool | None = None) -> list[Thread]:
+    """The caller's threads. DeerFlow's additions to LangGraph's search body:
+
+    - ``query``: words in the title or in any message (full text, each word a prefix); each
+      thread found by its messages carries ``search_snippet``, the passage that matched.
+    - ``pinned``: only pinned (true) or unpinned (false) threads.
+    - ``started``: only threads that had a run (true): a thread created for an upload and
+      then left is a draft, not a chat the sidebar should list.
+    """
     qs = Thread.objects.filter(owner_id=user.pk)
+    snippets: dict[str, str] = {}
+    if query is not None:
+        if not isinstance(query, str) or len(query) > 200:
+            raise InvalidRequest("query must be a string of at most 200 characters")
+        from apps.threads.search import search_terms, thread_text_matches
+
+        if search_terms(query):
+            snippets = thread_text_matches(user=user, query=query)
+            phrase = query.strip()
+            qs = qs.filter(Q(title__icontains=phrase) | Q(metadata__title__icontains=phrase) | Q(pk__in=list(snippets)))
+    if pinned is not None:
+        if not isinstance(pinned, bool):
+            raise InvalidRequest("pinned must be true or false")
+        qs = qs.filter(pinned_at__isnull=not pinned)
+    if started is not None:
+        if not isinstance(started, bool):
+            raise InvalidRequest("started must be true or false")
+        from apps.runs.models import Run
+
+        has_run = Exists(Run.objects.filter(thread_id=OuterRef("pk")))
+        qs = qs.filter(has_run if started else ~has_run)
     if metadata:
         if not isinstance(metadata, dict):
             raise InvalidRequest("metadata must be an object")
@@ -47,4 +77,7 @@ def thread_search(*, user, metadata: dict | None = None, status: str | None = No
         raise InvalidRequest(f"sort_by must be one of {', '.join(SORTABLE)}")
     if sort_order not in (None, "asc", "desc"):
         raise InvalidRequest("sort_order must be 'asc' or 'desc'")
-    return qs.order_by(field if sort_order == "asc" else f"-{field}")[offset : offset + limit]
+    threads = list(qs.order_by(field if sort_order == "asc" else f"-{field}")[offset : offset + limit])
+    for thread in threads:
+        thread.search_snippet = snippets.get(thread.pk, "")
+    return threads

@@ -5,8 +5,8 @@ from __future__ import annotations
 from apps.threads.models import Thread
 
 
-def thread_json(thread: Thread, *, values: dict | None = None) -> dict:
-    return {
+def thread_json(thread: Thread, *, values: dict | None = None, snippet: str = "") -> dict:
+    data = {
         "thread_id": thread.pk,
         "created_at": thread.created_at.isoformat(),
         "updated_at": thread.updated_at.isoformat(),
@@ -17,4 +17,9 @@ def thread_json(thread: Thread, *, values: dict | None = None) -> dict:
         "title": thread.title,
         # Which agent the thread talks to (the chat shows it); "" on threads from before agents.
         "assistant_id": thread.assistant_id or "lead_agent",
+        # DeerFlow's: when the thread was pinned (null: not pinned).
+        "pinned_at": thread.pinned_at.isoformat() if thread.pinned_at else None,
     }
+    if snippet:  # a search that matched the thread's messages: the passage that did
+        data["search_snippet"] = snippet
+    return data

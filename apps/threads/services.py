@@ -67,6 +67,19 @@ def thread_update(*, thread: Thread, metadata: dict | None) -> Thread:
     return thread
 
 
+def thread_set_pinned(*, thread: Thread, pinned: bool) -> Thread:
+    """Pin or unpin. Pinning is not activity: ``updated_at`` stays, so the thread keeps its
+    place in Today / Previous 7 days when it is unpinned again."""
+    from django.utils import timezone
+
+    if pinned and thread.pinned_at is None:
+        thread.pinned_at = timezone.now()
+    elif not pinned:
+        thread.pinned_at = None
+    Thread.objects.filter(pk=thread.pk).update(pinned_at=thread.pinned_at)
+    return thread
+
+
 def thread_delete(*, thread: Thread) -> None:
     """Delete the thread with its runs, events, checkpoints and files. Refused while a run is active."""
     import shutil

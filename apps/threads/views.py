@@ -59,8 +59,9 @@ class ThreadSearchView(APIView):
             user=request.user, metadata=body.get("metadata"), status=body.get("status"), ids=body.get("ids"),
             limit=_int(body.get("limit"), "limit", 10), offset=_int(body.get("offset"), "offset", 0),
             sort_by=body.get("sort_by"), sort_order=body.get("sort_order"),
+            query=body.get("query"), pinned=body.get("pinned"), started=body.get("started"),
         )
-        return Response([serializers.thread_json(t, values={"title": t.title} if t.title else {}) for t in threads])
+        return Response([serializers.thread_json(t, values={"title": t.title} if t.title else {}, snippet=t.search_snippet) for t in threads])
 
 
 class ThreadDetailView(APIView):
@@ -82,6 +83,22 @@ class ThreadDetailView(APIView):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         services.thread_delete(thread=thread)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class ThreadPinView(APIView):
+    """``PUT /threads/{id}/pin`` pins the thread (the sidebar lists it first), ``DELETE`` unpins."""
+
+    token_scopes = {"PUT": "threads:write", "DELETE": "threads:write"}
+
+    @extend_schema(request=None, responses=OpenApiTypes.OBJECT)
+    def put(self, request, thread_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        return Response(serializers.thread_json(services.thread_set_pinned(thread=thread, pinned=True)))
+
+    @extend_schema(request=None, responses=OpenApiTypes.OBJECT)
+    def delete(self, request, thread_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        return Response(serializers.thread_json(services.thread_set_pinned(thread=thread, pinned=False)))
 
 
 class ThreadStateView(APIView):

@@ -64,7 +64,7 @@
   }
 
   async function remove(agent) {
-    if (!window.confirm(`Delete the agent ${agent.display_name || agent.name}? Its chats stay readable.`)) return;
+    if (!await window.dfUI.confirm({ title: `Delete the agent ${agent.display_name || agent.name}?`, message: "Its chats stay readable.", confirmLabel: "Delete", danger: true })) return;
     try {
       await api("DELETE", `${API}/${encodeURIComponent(agent.name)}`);
       if (editing && editing.name === agent.name) closeEditor();

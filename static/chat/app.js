@@ -46,7 +46,7 @@
     messages: $("messages"), conversation: $("conversation"), input: $("input"), composer: $("composer"),
     send: $("send"), stop: $("stop"), note: $("composer-note"), title: $("thread-title"), welcome: $("welcome"),
     threadList: $("thread-list"),
-    threadEmpty: $("thread-empty"), search: $("thread-search"), connection: $("connection"),
+    connection: $("connection"),
     todos: $("todos"), todoList: $("todo-list"), todosProgress: $("todos-progress"),
     attachments: $("attachments"),
     fileInput: $("file-input"), dropHint: $("drop-hint"), loadEarlier: $("load-earlier"), sidebar: $("sidebar"),
@@ -373,8 +373,7 @@
   function setTitle(title) {
     el.title.textContent = title || "New chat";
     document.title = (title ? title + " · " : "") + "DeerFlow";
-    const item = el.threadList.querySelector(`[data-thread="${CSS.escape(S.threadId || "")}"] .thread-link`);
-    if (item && title) item.textContent = title;
+    if (sidebar()) sidebar().setTitle(S.threadId, title);
   }
 
   // ---------------------------------------------------------------- clarification
@@ -824,75 +823,10 @@
   }
 
   // ---------------------------------------------------------------- sidebar
+  // The list itself lives in sidebar.js (grouping, search, pins, rename, delete, keys).
 
-  async function loadThreads() {
-    try {
-      S.threads = await api("POST", "/threads/search", { limit: 100, sort_by: "updated_at", sort_order: "desc" });
-    } catch (e) { return; }
-    renderThreads();
-  }
-
-  function threadTitle(t) { return (t.metadata && t.metadata.title) || t.title || (t.values && t.values.title) || "Untitled chat"; }
-
-  function renderThreads() {
-    if (S.renaming) return; // a refresh must not swallow the title being typed
-    const term = el.search.value.trim().toLowerCase();
-    const shown = S.threads.filter((t) => !term || threadTitle(t).toLowerCase().includes(term));
-    el.threadList.replaceChildren(...shown.map((t) => {
-      const active = t.thread_id === S.threadId;
-      const link = h("a", { class: "thread-link", href: `/c/${encodeURIComponent(t.thread_id)}/`, text: threadTitle(t), "aria-current": active ? "page" : null });
-      const agentTag = picker() ? picker().tagFor(t.assistant_id) : null;
-      // Beside the link, not in it: a title update rewrites the link's text.
-      const mark = agentTag ? h("span", { class: "thread-agent", title: agentTag.title, "aria-label": agentTag.title, text: agentTag.mark }) : null;
-      const rename = h("button", { type: "button", class: "icon-btn small-btn", "aria-label": "Rename " + threadTitle(t), title: "Rename", onclick: () => startRename(t, li) });
-      const del = h("button", { type: "button", class: "icon-btn small-btn", "aria-label": "Delete " + threadTitle(t), title: "Delete", onclick: () => deleteThread(t) });
-      rename.append(icon("pencil"));
-      del.append(icon("trash"));
-      const li = h("li", { class: "thread-item" + (active ? " active" : "") + (t.status === "busy" ? " busy" : ""), "data-thread": t.thread_id }, mark, link, h("span", { class: "thread-actions" }, rename, del));
-      return li;
-    }));
-    el.threadEmpty.hidden = shown.length > 0;
-    el.threadEmpty.textContent = term ? "No chat matches." : "No chats yet.";
-  }
-
-  function startRename(t, li) {
-    const input = h("input", { type: "text", class: "rename-input", value: threadTitle(t), "aria-label": "New title" });
-    S.renaming = true;
-    li.replaceChildren(input);
-    input.focus();
-    input.select();
-    let done = false;
-    const finish = async (save) => {
-      if (done) return;
-      done = true;
-      S.renaming = false;
-      const title = input.value.trim();
-      if (save && title) {
-        try {
-          await api("PATCH", `/threads/${encodeURIComponent(t.thread_id)}`, { metadata: { title } });
-          if (t.thread_id === S.threadId) { S.titleFromUser = true; setTitle(title); }
-        } catch (e) { setNote(e.message, "error"); }
-      }
-      loadThreads();
-    };
-    input.addEventListener("keydown", (ev) => {
-      if (ev.key === "Enter") { ev.preventDefault(); finish(true); }
-      if (ev.key === "Escape") { ev.preventDefault(); ev.stopPropagation(); finish(false); }
-    });
-    input.addEventListener("blur", () => finish(true));
-  }
-
-  async function deleteThread(t) {
-    if (!window.confirm(`Delete “${threadTitle(t)}”? Its messages and files are removed for good.`)) return;
-    try {
-      await api("DELETE", `/threads/${encodeURIComponent(t.thread_id)}`);
-    } catch (e) {
-      setNote(e.status === 409 ? "This chat is still running: stop it before deleting." : e.message, "error");
-      return;
-    }
-    if (t.thread_id === S.threadId) { location.href = "/"; return; }
-    loadThreads();
-  }
+  const sidebar = () => window.DFSidebar;
+  function loadThreads() { if (sidebar()) sidebar().refresh(); }
 
   // ---------------------------------------------------------------- uploads
 
@@ -952,14 +886,30 @@
 
   function renderAttachments() {
     el.attachments.replaceChildren(...S.attachments.map((att) => {
-      const remove = h("button", { type: "button", class: "icon-btn small-btn", "aria-label": "Remove " + att.file.name, text: "✕", onclick: () => {
+      const remove = h("button", { type: "button", class: "icon-btn small-btn", "aria-label": "Remove " + att.file.name, onclick: () => {
         S.attachments = S.attachments.filter((a) => a !== att);
         renderAttachments();
+        if (!S.attachments.length) discardDraft();
       } });
+      remove.append(window.dfUI.icon("x"));
       const status = att.status === "uploading" ? h("progress", { max: "1", value: String(att.progress), "aria-label": "Uploading " + att.file.name })
         : att.status === "error" ? h("span", { class: "error-text", text: att.error }) : h("span", { class: "muted", text: formatSize(att.file.size) });
       return h("li", { class: "attachment " + att.status }, h("span", { class: "att-name", text: att.file.name }), status, remove);
     }));
+  }
+
+  // A chat created only to hold an upload, whose uploads were all taken back before the first
+  // message, is not a chat: delete it rather than leave an empty thread behind.
+  async function discardDraft() {
+    if (!S.threadId || S.messages.size || S.running || S.runId) return;
+    const draft = S.threadId;
+    try { await api("DELETE", `/threads/${encodeURIComponent(draft)}`); } catch (e) { return; }
+    if (S.threadId !== draft) return;
+    S.threadId = null;
+    limits = null;
+    history.replaceState(null, "", "/");
+    viewer().clear();
+    loadThreads();
   }
 
   // ---------------------------------------------------------------- composer and controls
@@ -986,7 +936,6 @@
       }
     });
     document.querySelectorAll(".example").forEach((b) => b.addEventListener("click", () => { el.input.value = b.textContent; autoGrow(); el.input.focus(); }));
-    el.search.addEventListener("input", renderThreads);
     $("attach").addEventListener("click", () => el.fileInput.click());
     el.fileInput.addEventListener("change", () => { addFiles(el.fileInput.files); el.fileInput.value = ""; });
     el.loadEarlier.addEventListener("click", () => loadHistory(S.nextBeforeSeq));
@@ -1033,7 +982,13 @@
     if (subs()) subs().init({ api, threadId: () => S.threadId, setToolStatus });
     if (fb()) fb().init({ api, threadId: () => S.threadId });
     if (gov()) gov().init({ api, setNote, resume: (answer) => { S.interrupt = null; setNote(""); startRun({ command: { resume: answer } }); } });
-    loadThreads();
+    if (sidebar()) {
+      sidebar().init({
+        api, setNote, threadId: () => S.threadId,
+        agentTag: (assistantId) => (picker() ? picker().tagFor(assistantId) : null),
+        onRenamed: (threadId, title) => { if (threadId === S.threadId) { S.titleFromUser = true; setTitle(title); } },
+      });
+    }
     if (S.threadId) {
       try {
         await loadHistory();

@@ -29,9 +29,13 @@
     stop: "M7 7h10v10H7z",
   };
 
+  // Our names -> the site's shared set (Lucide, static/site/ui.js).
+  const SHARED = { pencil: "pencil", trash: "trash", file: "file", download: "download", external: "external-link",
+    expand: "maximize-2", close: "x", arrowDown: "arrow-down", stop: "circle-stop" };
+
   function icon(name) {
     if (window.dfUI && typeof window.dfUI.icon === "function") {
-      try { const shared = window.dfUI.icon(name); if (shared) return shared; } catch (e) { /* fall back to ours */ }
+      try { return window.dfUI.icon(SHARED[name] || name); } catch (e) { /* not in the shared set: ours below */ }
     }
     const ns = "http://www.w3.org/2000/svg";
     const svg = document.createElementNS(ns, "svg");

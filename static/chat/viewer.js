@@ -277,6 +277,8 @@
     isOpen: () => !el.viewer.hidden,
     filesOpen: () => !el.panel.hidden,
     setArtifacts(list) { artifacts = list || []; renderLists(); },
+    /* The thread is gone (a discarded draft): nothing to list. */
+    clear() { artifacts = []; uploads = []; quota = null; presentingRun = null; close(); renderLists(); renderQuota(); },
     /* The latest run that presented files: "Download all" packs its files. */
     presentedBy(runId) { if (runId) { presentingRun = runId; renderLists(); } },
   };

@@ -91,8 +91,8 @@
     await api("PATCH", `${API}/config`, { paused: !doc.paused });
     return api("GET", API);
   }));
-  $("clear-button").addEventListener("click", () => {
-    if (window.confirm("Forget everything DeerFlow remembers about you?")) run(() => api("DELETE", API));
+  $("clear-button").addEventListener("click", async () => {
+    if (await window.dfUI.confirm({ title: "Forget everything?", message: "DeerFlow forgets every fact and summary it keeps about you. This cannot be undone.", confirmLabel: "Forget everything", danger: true })) run(() => api("DELETE", API));
   });
   $("import-file").addEventListener("change", async (event) => {
     const file = event.target.files[0];

@@ -73,7 +73,7 @@
   }
 
   async function remove(task) {
-    if (!window.confirm(`Delete the scheduled task “${task.title}” and its run history?`)) return;
+    if (!await window.dfUI.confirm({ title: `Delete “${task.title}”?`, message: "The scheduled task and its run history are removed.", confirmLabel: "Delete", danger: true })) return;
     try {
       await api("DELETE", `${API}/${encodeURIComponent(task.id)}`);
       if (historyTaskId === task.id) { historyTaskId = null; $("history").hidden = true; }

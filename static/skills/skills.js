@@ -74,7 +74,7 @@
 
   async function remove(skill) {
     const whose = skill.category === "global" ? " for every user" : "";
-    if (!window.confirm(`Delete the skill ${skill.name}${whose} and its earlier versions?`)) return;
+    if (!await window.dfUI.confirm({ title: `Delete the skill ${skill.name}${whose}?`, message: "Its earlier versions are removed too.", confirmLabel: "Delete", danger: true })) return;
     try {
       await api("DELETE", `${API}/${encodeURIComponent(skill.name)}`);
       $("skill-detail").hidden = true;

@@ -77,7 +77,7 @@ def test_a_fact_learned_in_chat_is_shown_editable_and_used_in_a_new_chat(page, p
     page.get_by_label("Add a fact").fill("Allergic to hazelnuts")
     page.get_by_role("button", name="Add fact").click()
     expect(page.locator("#fact-rows tr", has_text="Allergic to hazelnuts")).to_be_visible()
-    page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_role("button", name="Clear all").click()
+    page.get_by_role("alertdialog").get_by_role("button", name="Forget everything").click()  # the site's dialog, not confirm()
     expect(page.locator("#fact-empty")).to_be_visible()
     assert page.js_errors == [] and phone.js_errors == []

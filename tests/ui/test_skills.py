@@ -57,9 +57,9 @@ def test_browse_toggle_read_install_rollback_and_refuse(page, doc_shot):
     expect(result.locator(".findings")).to_contain_text("path.symlink")
     expect(result.locator(".findings li.critical")).to_have_count(1)
     doc_shot(page, "skills")
-
-    page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_role("button", name="Delete ui-skill").click()
+
+    page.get_by_role("alertdialog").get_by_role("button", name="Delete").click()  # the site's dialog, not confirm()
     expect(row(page, "ui-skill")).to_have_count(0)
     assert page.js_errors == []
 

@@ -80,7 +80,7 @@ def test_a_skill_made_by_skill_creator_installs_from_the_chat(page, script):
     expect(page.locator("#install-result")).to_contain_text("Skill 'weekly-digest' installed.")
     row = page.locator('tr[data-skill="weekly-digest"]')
     expect(row.locator(".source")).to_have_text("custom")
-    page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_role("button", name="Delete weekly-digest").click()
+    page.get_by_role("alertdialog").get_by_role("button", name="Delete").click()  # the site's dialog, not confirm()
     expect(row).to_have_count(0)
     assert page.js_errors == []

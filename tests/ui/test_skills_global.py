@@ -84,9 +84,9 @@ def test_admin_installs_for_everyone_and_a_member_sees_it(page, member_page, doc
     expect(row(member_page, "team-way")).to_contain_text("Off")
     page.reload()
     expect(page.get_by_label("Enable team-way")).to_be_checked()
-
-    page.once("dialog", lambda dialog: dialog.accept())
     page.get_by_role("button", name="Delete team-way").click()
+
+    page.get_by_role("alertdialog").get_by_role("button", name="Delete").click()  # the site's dialog, not confirm()
     expect(row(page, "team-way")).to_have_count(0)
     member_page.reload()
     expect(row(member_page, "skill-creator")).to_be_visible()
@@ -107,8 +107,8 @@ def test_admin_control_and_global_row_fit_a_phone(phone, member_phone, doc_shot)
     expect(row(member_phone, "phone-team").locator(".source")).to_have_text("global")
     expect(member_phone.get_by_label("Install for everyone")).to_have_count(0)
     assert member_phone.evaluate("document.documentElement.scrollWidth") <= 375
-
-    phone.once("dialog", lambda dialog: dialog.accept())
     phone.get_by_role("button", name="Delete phone-team").click()
+
+    phone.get_by_role("alertdialog").get_by_role("button", name="Delete").click()  # the site's dialog, not confirm()
     expect(row(phone, "phone-team")).to_have_count(0)
     assert phone.js_errors == [] and member_phone.js_errors == []

@@ -30,9 +30,31 @@ User: {user}
 Assistant: {assistant}"""
 
 
+_CONTEXT_BLOCK = re.compile(r"<deerflow-context.*?</deerflow-context>", re.S)
+# Directive syntax a user types to steer the agent, not what the chat is about: a leading
+# "/skill" command, "@skill" or "@agent" mentions.
+_SLASH_COMMAND = re.compile(r"^\s*/[a-z0-9][a-z0-9-]{0,63}(?=\s|$)", re.I)
+_MENTION = re.compile(r"(?<![\w.])@[a-z0-9][a-z0-9_-]{0,63}\b", re.I)
+# Markdown that reads as noise in a one-line title.
+_FENCE = re.compile(r"^\s*(```|~~~).*$", re.M)
+_LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
+_LINE_MARKERS = re.compile(r"^\s{0,3}(?:#{1,6}\s+|>\s?|[-*+]\s+\[[ xX]\]\s+|[-*+]\s+|\d+[.)]\s+)", re.M)
+_INLINE_MARKERS = re.compile(r"(\*\*|__|~~|`+|(?<!\w)[*_](?=\S)|(?<=\S)[*_](?!\w))")
+
+
+def title_source_text(text: str) -> str:
+    """The user's words without directive syntax or markdown markers: what a title is cut from."""
+    text = _CONTEXT_BLOCK.sub(" ", text)
+    text = _SLASH_COMMAND.sub(" ", text, count=1)
+    text = _MENTION.sub(" ", text)
+    text = _FENCE.sub(" ", text)
+    text = _LINK.sub(r"\1", text)
+    text = _LINE_MARKERS.sub("", text)
+    return _INLINE_MARKERS.sub("", text)
+
+
 def local_title(text: str, max_words: int = 8, max_chars: int = 80) -> str:
-    text = re.sub(r"<deerflow-context.*?</deerflow-context>", " ", text, flags=re.S)
-    words = text.split()
+    words = title_source_text(text).split()
     if not words:
         return "New conversation"
     title = " ".join(words[:max_words])

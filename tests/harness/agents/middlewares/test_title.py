@@ -46,3 +46,14 @@ title:
 def test_local_title_strips_context_blocks():
     assert local_title('<deerflow-context kind="x">\nignore\n</deerflow-context>\nHello world') == "Hello world"
     assert local_title("") == "New conversation"
+
+
+def test_local_title_drops_directives_and_markdown():
+    # a skill command, mentions and markdown markers are how the user steers, not the topic
+    assert local_title("/deep-research compare SQLite and PostgreSQL") == "compare SQLite and PostgreSQL"
+    assert local_title("@data-analysis please **summarise** `sales.csv`") == "please summarise sales.csv"
+    assert local_title("# Trip plan\n- [Lisbon](https://example.com) for *three* days") == "Trip plan Lisbon for three days"
+    assert local_title("> quoted\n1. first step\n```python\nprint(1)\n```") == "quoted first step print(1)"
+    # what only looks like syntax stays: an e-mail address, a path mid-sentence, snake_case
+    assert local_title("mail bob@example.com about /etc/hosts and my_var") == "mail bob@example.com about /etc/hosts and my_var"
+    assert local_title("/plan") == "New conversation"
