@@ -90,7 +90,7 @@
     return new Promise((resolve) => {
       const ok = h("button", { type: "button", class: "button" + (opts.danger ? " danger" : ""), text: opts.confirmLabel || "OK" });
       const cancel = h("button", { type: "button", class: "button secondary", text: "Cancel" });
-      const dialog = h("dialog", { class: "df-dialog", "aria-labelledby": "df-dialog-title" },
+      const dialog = h("dialog", { class: "df-dialog", role: "alertdialog", "aria-labelledby": "df-dialog-title" },
         h("h2", { id: "df-dialog-title", text: opts.title || "Are you sure?" }),
         opts.message ? h("p", { text: opts.message }) : null,
         h("div", { class: "actions" }, cancel, ok));

@@ -226,12 +226,12 @@ def test_the_viewer_shows_pdf_docx_xlsx_csv_images_and_markdown(device, request,
 
     # delete asks first, in a styled dialog; Cancel keeps the file
     uploads.get_by_role("button", name="Delete minutes.docx").click()
-    dialog = page.get_by_role("dialog")
+    dialog = page.get_by_role("alertdialog")
     expect(dialog).to_contain_text("Delete minutes.docx?")
     dialog.get_by_role("button", name="Cancel").click()
     expect(uploads.get_by_role("button", name="Open minutes.docx", exact=True)).to_be_visible()
     uploads.get_by_role("button", name="Delete minutes.docx").click()
-    page.get_by_role("dialog").get_by_role("button", name="Delete").click()
+    page.get_by_role("alertdialog").get_by_role("button", name="Delete").click()
     expect(uploads.get_by_role("button", name="Open minutes.docx", exact=True)).to_have_count(0)
     expect(uploads.get_by_role("button", name="Open minutes.docx.md")).to_have_count(0)  # its companion went too
     assert page.js_errors == []
@@ -360,3 +360,36 @@ def test_keyboard_only_send_open_a_file_and_stop(page, script):
     expect(page.locator(".run-stopped")).to_contain_text("Stopped")
     idle(page)
     assert "too late" not in page.locator("#messages").inner_text()
+
+
+# ------------------------------------------------------------------ dark theme
+
+
+DARKNESS = """sel => {
+    const [r, g, b] = getComputedStyle(document.querySelector(sel)).backgroundColor.match(/\\d+/g).map(Number);
+    return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255;
+}"""
+
+
+@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 800}, {"width": 375, "height": 740}], ids=["desktop", "phone"])
+def test_the_dark_theme_covers_the_viewer_and_the_mode_bar(viewport, browser, live, signed_in_state, script, doc_shot):
+    context = browser.new_context(base_url=live.url, storage_state=signed_in_state, color_scheme="dark", viewport=viewport)
+    suffix = "-phone" if viewport["width"] == 375 else ""
+    try:
+        page = context.new_page()
+        script(Reply(text="A dark answer with a table:\n\n" + table(4, "dark")))
+        page.goto("/")
+        send(page, "Show me the dark theme")
+        expect(assistant(page).last.locator("td").last).to_have_text("dark row 3")
+        assert page.evaluate(DARKNESS, "#mode") < 0.3
+        doc_shot(page, "chat-dark" + suffix)
+        page.locator("#file-input").set_input_files([FILES[3]])
+        expect(page.locator(".attachment.done")).to_have_count(1)
+        page.get_by_role("button", name="Files", exact=True).click()
+        viewer = open_upload(page, FILES[3]["name"])
+        expect(viewer.locator("table th").first).to_have_text("fruit")
+        assert page.evaluate(DARKNESS, "#viewer") < 0.3 and page.evaluate(DARKNESS, ".viewer-table th") < 0.3
+        assert page.evaluate(NO_SIDEWAYS)
+        doc_shot(page, "file-viewer-dark" + suffix)
+    finally:
+        context.close()
