@@ -642,6 +642,7 @@
       S.runId = msg.run.run_id;
       if (S.pendingHuman) S.pendingHuman.el.dataset.run = S.runId;
       S.lastEventId = null;
+      loadThreads(); // a new chat is listed from its first run on (drafts are not)
       return;
     }
     if (msg.type === "idle") {
