@@ -16,15 +16,9 @@
   const working = () => window.DFWorking; // working.js: "Thinking…" and the stopped marker
   const viewer = () => window.DFViewer; // viewer.js: the files panel and the file viewer
   const STREAM_MODES = ["messages-tuple", "values", "updates", "custom"];
-  const SUMMARY_KEYS = ["description", "command", "query", "url", "path", "file_path", "question", "prompt", "pattern"];
 
   const S = {
     threadId: boot.thread_id,
-    ws: null,
-    wsWanted: false,
-    backoff: 0,
-    reconnectTimer: null,
-    outbox: [],
     runId: null,
     lastEventId: null,
     running: false,
@@ -228,94 +222,16 @@
     schedulePaint(entry);
   }
 
-  function argSummary(name, args) {
-    if (!args || typeof args !== "object") return "";
-    if (name === "write_todos" && Array.isArray(args.todos)) return `${args.todos.length} steps`;
-    if (name === "present_files" && Array.isArray(args.filepaths)) return args.filepaths.map(basename).join(", ");
-    for (const key of SUMMARY_KEYS) if (typeof args[key] === "string" && args[key]) return args[key];
-    for (const v of Object.values(args)) if (typeof v === "string" && v) return v;
-    return "";
-  }
-
-  const TOOL_LABELS = { write_todos: "Update plan", ask_clarification: "Question", present_files: "Present files", bash: "Run command",
-    web_search: "Web search", web_fetch: "Read page", image_search: "Image search" };
   const web = () => window.DFWebTools; // web_tools.js: result lists on web cards, sources under answers
   const subs = () => window.DFSubagents; // subagents.js: the task tool's card
   const fb = () => window.DFFeedback; // feedback.js: thumbs under an answer
   const gov = () => window.DFGovernance; // governance.js: approval card, budget notice
   const acts = () => window.DFMessageActions; // message_actions.js: copy, regenerate, edit, branch
 
-  function upsertToolCard(entry, call) {
-    if (S.running) working().done();
-    let card = S.toolCards.get(call.id);
-    if (!card) {
-      card = h("details", { class: "tool-card", "data-status": "running", "data-tool": call.name || "" });
-      const summary = h("summary", {},
-        h("span", { class: "tool-icon", "aria-hidden": "true", text: "⚙" }),
-        h("span", { class: "tool-name" }),
-        h("span", { class: "tool-args-summary" }),
-        h("span", { class: "tool-status" }));
-      const body = h("div", { class: "tool-body" },
-        h("div", { class: "tool-section-label", text: "Arguments" }), h("pre", { class: "tool-args" }),
-        h("div", { class: "tool-section-label result-label", text: "Result", hidden: true }), h("pre", { class: "tool-result", hidden: true }),
-        h("div", { class: "tool-extra" }));
-      card.append(summary, body);
-      card.dataset.callId = call.id;
-      S.toolCards.set(call.id, card);
-      entry.tools.append(card);
-    }
-    const name = call.name || card.dataset.tool || "tool";
-    card.dataset.tool = name;
-    let args = call.args;
-    if (args === undefined && call.argsText) { try { args = JSON.parse(call.argsText); } catch (e) { args = undefined; } }
-    card.querySelector(".tool-name").textContent = TOOL_LABELS[name] ? `${TOOL_LABELS[name]} · ${name}` : name;
-    card.querySelector(".tool-args-summary").textContent = shorten(argSummary(name, args), 80);
-    card.querySelector(".tool-args").textContent = args !== undefined ? JSON.stringify(args, null, 2) : (call.argsText || "");
-    if (call.error) setToolStatus(card, "error", call.error);
-    else if (!card.dataset.done && card.dataset.status !== "waiting") setToolStatus(card, "running");
-    if (name === "task" && subs()) subs().onCall(card, args);
-    if (name === "present_files" && args && Array.isArray(args.filepaths)) {
-      // presented files stay visible under the (collapsed) card, one click from a preview
-      if (!card.presented) {
-        card.presented = h("div", { class: "presented", "aria-label": "Presented files" });
-        card.after(card.presented);
-      }
-      card.presented.replaceChildren(...args.filepaths.map((p) => h("button", {
-        type: "button", class: "presented-file", title: p, "aria-label": "Open " + basename(p), onclick: (ev) => viewer().open(p, { opener: ev.currentTarget }),
-      }, icon("file"), h("span", { text: basename(p) }))));
-      const runId = entry.runId || S.runId;
-      if (runId) {
-        viewer().presentedBy(runId);
-        if (args.filepaths.length > 1) {
-          card.presented.append(h("a", { class: "presented-file download-all", href: viewer().archiveUrl(runId), "aria-label": "Download all presented files" },
-            icon("download"), h("span", { text: "Download all" })));
-        }
-      }
-    }
-  }
-
-  function setToolStatus(card, status, detail) {
-    card.dataset.status = status;
-    const labels = { running: "running…", success: "done", error: "failed", cancelled: "stopped", waiting: "waiting for you" };
-    card.querySelector(".tool-status").textContent = labels[status] || status;
-    if (detail && status === "error") card.querySelector(".tool-status").title = detail;
-  }
-
-  function renderTool(msg) {
-    const card = S.toolCards.get(msg.tool_call_id);
-    if (!card) return; // a result for a call we never saw (hidden or older than the loaded page)
-    const text = textOf(msg.content);
-    const res = card.querySelector(".tool-result");
-    res.hidden = false;
-    if (!card.querySelector(".web-raw")) card.querySelector(".result-label").hidden = false;
-    res.textContent = text;
-    const meta = (msg.additional_kwargs || {}).deerflow_tool_meta || {};
-    const failed = msg.status === "error" || meta.status === "error";
-    card.dataset.done = "1";
-    if (subs() && subs().onResult(card, msg)) return;
-    setToolStatus(card, failed ? "error" : "success");
-    if (web()) web().onResult(card, msg, failed);
-  }
+  // tool_cards.js: the card of each tool call (status pill, arguments, result, presented files)
+  const upsertToolCard = (entry, call) => window.DFToolCards.upsert(entry, call);
+  const setToolStatus = (card, status, detail) => window.DFToolCards.setStatus(card, status, detail);
+  const renderTool = (msg) => window.DFToolCards.result(msg);
 
   function renderRow(row, container) {
     const msg = row.content || {};
@@ -393,69 +309,8 @@
     if (!value || value.type !== "clarification") return;
     clearClarification();
     S.interrupt = value;
-    const req = value.human_input || { question: value.text, mode: "free_text" };
-    const card = h("section", { class: "clarify card", id: "clarify", "aria-label": "The agent asks" });
-    card.append(h("div", { class: "clarify-kicker", text: "The agent needs your input" }));
-    if (req.context) card.append(h("p", { class: "muted", text: req.context }));
-    const q = h("div", { class: "md clarify-question" });
-    md().render(q, req.question || value.text || "");
-    card.append(q);
-    const form = h("form", { class: "clarify-form" });
-    let collect;
-    if (req.mode === "choice_with_other" && Array.isArray(req.options)) {
-      const name = "clarify-choice";
-      const list = h("div", { class: "choices", role: "radiogroup", "aria-label": "Options" });
-      req.options.forEach((opt, i) => list.append(h("label", { class: "choice" },
-        h("input", { type: "radio", name, value: opt, required: true, ...(i === 0 ? {} : {}) }), " ", opt)));
-      const other = h("input", { type: "text", class: "other-text", placeholder: "Your own answer", "aria-label": "Other answer" });
-      list.append(h("label", { class: "choice" }, h("input", { type: "radio", name, value: "__other__" }), " Other: ", other));
-      other.addEventListener("focus", () => { list.querySelector('input[value="__other__"]').checked = true; });
-      form.append(list);
-      collect = () => {
-        const picked = form.querySelector(`input[name="${name}"]:checked`);
-        if (!picked) return null;
-        return picked.value === "__other__" ? other.value.trim() || null : picked.value;
-      };
-    } else if (req.mode === "form" && Array.isArray(req.fields)) {
-      const inputs = [];
-      for (const f of req.fields) {
-        const id = "clarify-" + f.name;
-        let input;
-        if (f.type === "textarea") input = h("textarea", { id, rows: 3 });
-        else if (f.type === "select" || f.type === "multi_select") {
-          input = h("select", { id, multiple: f.type === "multi_select" }, f.type === "select" ? h("option", { value: "", text: "—" }) : null,
-            ...(f.options || []).map((o) => h("option", { value: o, text: o })));
-        } else if (f.type === "checkbox") input = h("input", { id, type: "checkbox" });
-        else input = h("input", { id, type: f.type === "number" ? "number" : f.type === "date" ? "date" : "text" });
-        if (f.required && f.type !== "checkbox") input.required = true;
-        inputs.push([f, input]);
-        form.append(h("p", { class: "field" }, h("label", { for: id, text: f.label + (f.required ? " *" : "") }), input,
-          f.description ? h("span", { class: "small muted", text: f.description }) : null));
-      }
-      collect = () => {
-        const out = {};
-        for (const [f, input] of inputs) {
-          if (f.type === "checkbox") out[f.name] = input.checked;
-          else if (f.type === "multi_select") out[f.name] = [...input.selectedOptions].map((o) => o.value);
-          else if (f.type === "number") out[f.name] = input.value === "" ? null : Number(input.value);
-          else out[f.name] = input.value;
-        }
-        return out;
-      };
-    } else {
-      const area = h("textarea", { rows: 2, class: "clarify-text", "aria-label": "Your answer", placeholder: "Your answer" });
-      form.append(area);
-      collect = () => area.value.trim() || null;
-    }
-    const submit = h("button", { type: "submit", class: "button", text: "Send answer" });
-    form.append(h("div", { class: "actions" }, submit));
-    form.addEventListener("submit", (ev) => {
-      ev.preventDefault();
-      const answer = collect();
-      if (answer === null || answer === "") { setNote("Choose or type an answer first.", "error"); return; }
-      answerClarification(answer);
-    });
-    card.append(form);
+    // clarify.js builds the card for the question's mode (free text, choices, a form)
+    const card = window.DFClarify.card(value, answerClarification, () => setNote("Choose or type an answer first.", "error"));
     el.messages.append(card);
     const callCard = value.tool_call_id && S.toolCards.get(value.tool_call_id);
     if (callCard) setToolStatus(callCard, "waiting");
@@ -472,13 +327,7 @@
   }
 
   function answerClarification(answer) {
-    const card = $("clarify");
-    if (card) {
-      card.querySelectorAll("input, textarea, select, button").forEach((n) => { n.disabled = true; });
-      card.classList.add("answered");
-      card.id = "";
-      card.append(h("p", { class: "clarify-answer" }, "You answered: ", h("strong", { text: typeof answer === "string" ? answer : JSON.stringify(answer) })));
-    }
+    window.DFClarify.markAnswered($("clarify"), answer);
     S.interrupt = null;
     setNote("");
     startRun({ command: { resume: answer } });
@@ -587,49 +436,18 @@
     setNote("Stopping…");
   }
 
-  function wsUrl() {
-    const proto = location.protocol === "https:" ? "wss:" : "ws:";
-    return `${proto}//${location.host}${boot.ws_path}${encodeURIComponent(S.threadId)}/`;
-  }
-
-  function wsSend(msg) {
-    if (S.ws && S.ws.readyState === WebSocket.OPEN && S.ws.threadId === S.threadId) S.ws.send(JSON.stringify(msg));
-    else { S.outbox.push(msg); connect(); }
-  }
-
-  function connect() {
-    if (!S.threadId) return;
-    if (S.ws && S.ws.threadId === S.threadId && (S.ws.readyState === WebSocket.OPEN || S.ws.readyState === WebSocket.CONNECTING)) return;
-    clearTimeout(S.reconnectTimer);
-    S.wsWanted = true;
-    const ws = new WebSocket(wsUrl());
-    ws.threadId = S.threadId;
-    S.ws = ws;
-    ws.onopen = () => {
-      S.backoff = 0;
-      showConnection("");
-      const starting = S.outbox.some((m) => m.type === "run");
-      if (S.runId) ws.send(JSON.stringify({ type: "subscribe", run_id: S.runId, after: S.lastEventId || undefined }));
-      else if (!starting) ws.send(JSON.stringify({ type: "subscribe" }));
-      const pending = S.outbox.splice(0);
-      for (const m of pending) ws.send(JSON.stringify(m));
-    };
-    ws.onmessage = (ev) => {
-      let msg;
-      try { msg = JSON.parse(ev.data); } catch (e) { return; }
-      onServerMessage(msg);
-    };
-    ws.onclose = (ev) => {
-      if (S.ws !== ws) return;
-      S.ws = null;
-      if (ev.code === 4401) { showConnection("You are signed out. Sign in again to continue.", true); setRunning(false); return; }
-      if (ev.code === 4404) { showConnection("This chat no longer exists.", true); setRunning(false); return; }
-      if (!S.wsWanted) return;
-      const delay = Math.min(8000, 500 * Math.pow(2, S.backoff++));
-      showConnection(`Connection lost — reconnecting in ${Math.round(delay / 100) / 10}s…`);
-      S.reconnectTimer = setTimeout(connect, delay);
-    };
-  }
+  // socket.js: the transport (outbox, reconnect with backoff); on open it re-subscribes
+  // after the last event seen, or to whatever runs now when no run is being started
+  const sock = window.DFSocket.create({
+    path: boot.ws_path,
+    threadId: () => S.threadId,
+    hello: (starting) => S.runId ? { type: "subscribe", run_id: S.runId, after: S.lastEventId || undefined } : (starting ? null : { type: "subscribe" }),
+    onMessage: (msg) => onServerMessage(msg),
+    onStatus: (text, error) => showConnection(text, error),
+    onFinal: () => setRunning(false),
+  });
+  const wsSend = (msg) => sock.send(msg);
+  const connect = () => sock.connect();
 
   function showConnection(text, error) {
     el.connection.hidden = !text;
@@ -646,7 +464,7 @@
       return;
     }
     if (msg.type === "idle") {
-      if (!S.outbox.length && S.running && !S.runId) setRunning(false);
+      if (!sock.queued() && S.running && !S.runId) setRunning(false);
       return;
     }
     if (msg.type === "error") {
@@ -975,6 +793,7 @@
     setupControls();
     modes().init({ api, setNote, threadId: () => S.threadId, models: boot.models || [] });
     viewer().init({ api, setNote, threadId: () => S.threadId });
+    window.DFToolCards.init({ cards: S.toolCards, textOf, running: () => S.running, runId: () => S.runId });
     window.DFScroll.init(el.conversation, el.messages, $("jump-latest"));
     if (acts()) {
       acts().init({ api, setNote, follow, send, ensureThread, threadId: () => S.threadId, running: () => S.running, messages: () => S.messages,
@@ -1009,11 +828,11 @@
     document.body.dataset.ready = "1";
   }
 
-  window.addEventListener("beforeunload", () => { S.wsWanted = false; });
+  window.addEventListener("beforeunload", () => sock.stop());
   // a seam for the browser tests and for debugging from the console: drop the socket as a
   // flaky network would (the client reconnects and resumes after the last event id)
   window.DeerFlowChat = {
-    dropConnection() { if (S.ws) S.ws.close(4000, "dropped"); },
+    dropConnection() { sock.drop(); },
     state() { return { threadId: S.threadId, runId: S.runId, lastEventId: S.lastEventId, running: S.running }; },
   };
   start();
