@@ -824,7 +824,9 @@
     } else {
       updateWelcome();
     }
-    if (!el.input.disabled) el.input.focus();
+    // the composer gets the focus unless the user already put it somewhere while the thread loaded
+    const idle = !document.activeElement || document.activeElement === document.body;
+    if (!el.input.disabled && idle) el.input.focus();
     document.body.dataset.ready = "1";
   }
 
