@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 ICONS = sorted({
-    "arrow-down", "arrow-left", "arrow-up", "bot", "brain", "calendar-clock", "chart-column",
+    "arrow-down", "arrow-left", "arrow-up", "bot", "brain", "calendar-clock", "chart-column", "circle", "circle-check", "circle-dot",
     "check", "chevron-down", "chevron-left", "chevron-right", "circle-question-mark", "circle-stop",
     "clock", "code", "copy", "download", "ellipsis", "external-link", "eye", "file",
     "file-text", "folder", "git-branch", "globe", "house", "image", "info",

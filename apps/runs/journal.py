@@ -21,7 +21,6 @@ from django.db.models import Max
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from apps.runs.models import RunEvent
-from harness.agents.markers import is_real_user_message, message_text
 from harness.observability import metrics
 from harness.runtime.serialize import to_jsonable
 
@@ -48,8 +47,6 @@ class RunProgress:
     stop_reason: str = ""
     subagent_tokens: int = 0
     open_tasks: dict[str, str] = field(default_factory=dict)  # subagents started, not ended: task_id -> model
-    # The words of this run's user and assistant messages, for thread search (written once, at the finish).
-    search_text: list[str] = field(default_factory=list)
 
     def add_subagent_usage(self, model: str, usage: dict) -> None:
         """A subagent's summed usage (``calls`` model calls) from its end event."""
@@ -87,11 +84,8 @@ def message_events(messages: list, progress: RunProgress, default_model: str) ->
         progress.message_count += 1
         data = to_jsonable(msg)
         if isinstance(msg, HumanMessage):
-            if is_real_user_message(msg):
-                progress.search_text.append(message_text(msg))
             events.append(JournalEvent("llm.human.input", "message", data, {"caller": "lead_agent"}))
         elif isinstance(msg, AIMessage):
-            progress.search_text.append(message_text(msg))
             usage = dict(msg.usage_metadata or {})
             meta = msg.response_metadata or {}
             # The agent stamps the config.yaml name; the provider's model id is the fallback.

@@ -29,7 +29,6 @@ from apps.runs.scheduling.services import scheduled_run_settled
 from apps.runs.subagent_journal import cancelled_ends, subagent_events
 from apps.threads.actions import goals
 from apps.threads.models import Thread
-from apps.threads.search import search_text_row
 from harness.agents.middlewares.title import local_title
 from harness.config import ConfigError
 from harness.observability import metrics
@@ -127,7 +126,7 @@ async def keep_leases_forever() -> None:
 
 @database_sync_to_async
 def _finish(run_id: str, *, status: str, thread_status: str, error: str, progress: RunProgress, title: str | None,
-            thread_id: str, metadata: dict, events: list[JournalEvent], owner_id: int, fallback_title: str = "") -> None:
+            thread_id: str, metadata: dict, events: list[JournalEvent], fallback_title: str = "") -> None:
     """The last journal entries and the final row state, in one transaction."""
     now = timezone.now()
     totals = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0}
@@ -153,8 +152,6 @@ def _finish(run_id: str, *, status: str, thread_status: str, error: str, progres
                 Run.objects.filter(pk=run_id).update(**written)
                 journal_insert(thread_id=thread_id, run_id=run_id, events=events)
                 Thread.objects.filter(pk=thread_id).update(**thread_updates)
-                if progress.search_text:
-                    search_text_row(thread_id=thread_id, owner_id=owner_id, run_id=run_id, texts=progress.search_text)
                 if fallback_title:
                     # A first run stopped before the title middleware spoke: name the chat
                     # from its first message rather than leave an "Untitled chat" behind.
@@ -441,7 +438,7 @@ async def _execute(run_id: str) -> None:
         journal.hold(*await replay.settle(graph, config, meta["metadata"], status, progress.stop_reason))
     try:
         await _finish(run_id, status=status, thread_status=thread_status, error=error, progress=progress, title=title,
-                      thread_id=thread_id, metadata=meta["metadata"], events=await journal.drain(), owner_id=meta["owner_id"],
+                      thread_id=thread_id, metadata=meta["metadata"], events=await journal.drain(),
                       fallback_title="" if title or status == Run.Status.SUCCESS else _fallback_title(kwargs))
         if status == Run.Status.SUCCESS and isinstance(progress.last_values, dict) and progress.last_values.get("goal"):
             await goals.continue_towards_goal(graph=graph, run_id=run_id, meta=meta, values=progress.last_values)

@@ -70,26 +70,3 @@ class Feedback(models.Model):
     def __str__(self) -> str:
         return f"{self.get_rating_display()} on {self.run_id}"
 
-
-class ThreadSearchText(models.Model):
-    """The words of one run's messages (the user's and the agent's), for thread search.
-
-    Written by the run's finish in the transaction it already holds, from the messages the
-    journal already has, so search costs a run one INSERT and never a read. A full-text
-    index sits on ``body``: an FTS5 table kept by triggers on SQLite, a GIN index on
-    ``to_tsvector('simple', body)`` on PostgreSQL (migration 0003). Rows go with their
-    thread (cascade), and the triggers drop them from the FTS5 table too.
-    """
-
-    thread = models.ForeignKey(Thread, on_delete=models.CASCADE, related_name="search_texts")
-    # The owner again, so a search filters by the index table alone, without a join first.
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
-    run_id = models.CharField(max_length=64, blank=True, default="")
-    body = models.TextField()
-    created_at = models.DateTimeField(auto_now_add=True)
-
-    class Meta:
-        indexes = [models.Index(fields=["owner", "thread"], name="thread_search_owner_idx")]
-
-    def __str__(self) -> str:
-        return f"{self.thread_id}: {self.body[:40]}"

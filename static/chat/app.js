@@ -277,9 +277,9 @@
   function renderTodos(todos) {
     if (!Array.isArray(todos) || todos.length === 0) { el.todos.hidden = true; el.todoList.replaceChildren(); return; }
     el.todos.hidden = false;
-    const icons = { completed: "✓", in_progress: "◐", pending: "○" };
+    const icons = { completed: "circle-check", in_progress: "circle-dot", pending: "circle" };
     el.todoList.replaceChildren(...todos.map((t) => h("li", { class: "todo " + (t.status || "pending"), "data-status": t.status || "pending" },
-      h("span", { class: "todo-icon", "aria-hidden": "true", text: icons[t.status] || "○" }),
+      h("span", { class: "todo-icon", "aria-hidden": "true" }, icon(icons[t.status] || "circle")),
       h("span", { class: "todo-text", text: t.content || "" }),
       h("span", { class: "visually-hidden", text: ` (${(t.status || "pending").replace("_", " ")})` }))));
     const done = todos.filter((t) => t.status === "completed").length;

@@ -35,7 +35,11 @@
 
   function icon(name) {
     if (window.dfUI && typeof window.dfUI.icon === "function") {
-      try { return window.dfUI.icon(SHARED[name] || name); } catch (e) { /* not in the shared set: ours below */ }
+      try {
+        const svg = window.dfUI.icon(SHARED[name] || name);
+        svg.classList.add("icon"); // the chat's icon sizing
+        return svg;
+      } catch (e) { /* not in the shared set: ours below */ }
     }
     const ns = "http://www.w3.org/2000/svg";
     const svg = document.createElementNS(ns, "svg");

@@ -89,8 +89,13 @@
         settled = true;
         if (dialog.open) dialog.close();
         dialog.remove();
-        // Give focus back to what opened the dialog, as a native confirm() does.
-        if (opener && opener.isConnected && typeof opener.focus === "function") opener.focus();
+        // Give focus back to what opened the dialog, as a native confirm() does; if the page
+        // re-rendered that control meanwhile, to the one that replaced it (same id or label).
+        let back = opener && opener.isConnected ? opener : null;
+        if (!back && opener && opener.id) back = document.getElementById(opener.id);
+        const label = opener && opener.getAttribute && opener.getAttribute("aria-label");
+        if (!back && label) back = document.querySelector(`[aria-label="${CSS.escape(label)}"]`);
+        if (back && typeof back.focus === "function") back.focus();
         resolve(answer);
       };
       form.addEventListener("submit", (ev) => { ev.preventDefault(); finish(true); });

@@ -53,7 +53,9 @@ def test_search_finds_a_word_from_a_message_body(page, phone, script, doc_shot):
     phone.goto("/")
     phone.get_by_role("button", name="Show chats").click()
     phone.get_by_label("Search chats").fill("marsupials")  # a word of the user's own message
+    expect(phone.get_by_role("list", name="Search results").locator(".thread-item")).to_have_count(1)
     expect(item(phone, quokka)).to_be_visible()
+    phone.wait_for_function("document.getElementById('sidebar').getBoundingClientRect().left >= 0")  # the drawer has slid in
     assert phone.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     doc_shot(phone, "sidebar-search-phone")
     assert page.js_errors == [] and phone.js_errors == []
@@ -120,6 +122,7 @@ def test_switch_chats_and_delete_with_the_keyboard_only(page, script):
     expect(links.nth(1)).to_be_focused()
     page.keyboard.press("Enter")
     expect(page).to_have_url(re.compile(f"/c/{first}/$"))
+    expect(page.locator(".thread-item.active")).to_have_attribute("data-thread", first)
 
     # delete: Tab to the chat's Delete button; Esc in the dialog keeps the chat, Enter deletes
     delete = item(page, first).get_by_role("button", name="Delete Keyboard chat one")

@@ -37,7 +37,7 @@ def test_sign_in_create_a_token_and_sign_out(user, page):  # user first: made be
 
     page.get_by_role("link", name="Settings").click()  # from the chat's sidebar to the hub
     page.get_by_role("link", name="Access tokens").click()
-    page.get_by_label("Name").fill("laptop")
+    page.get_by_label("Name", exact=True).fill("laptop")
     page.get_by_label("threads:read").check()
     page.get_by_role("button", name="Create token").click()
     token = page.locator("#new-token").input_value()

@@ -227,6 +227,8 @@ OWNED_ROUTES = [
     OwnedRoute("GET", "/api/threads/<str:thread_id>", owned_thread),
     OwnedRoute("PATCH", "/api/threads/<str:thread_id>", owned_thread, body={"metadata": {"k": "v"}}),
     OwnedRoute("DELETE", "/api/threads/<str:thread_id>", owned_thread, owner_status=204),
+    OwnedRoute("PUT", "/api/threads/<str:thread_id>/pin", owned_thread),
+    OwnedRoute("DELETE", "/api/threads/<str:thread_id>/pin", owned_thread),
     OwnedRoute("GET", "/api/threads/<str:thread_id>/state", owned_run),
     OwnedRoute("POST", "/api/threads/<str:thread_id>/state", owned_run, body={"values": {"title": "renamed"}}),
     OwnedRoute("POST", "/api/threads/<str:thread_id>/state/checkpoint", owned_run, body=lambda o: {"checkpoint": {"checkpoint_id": o.kwargs["checkpoint_id"]}}),
