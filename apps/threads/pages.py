@@ -35,17 +35,20 @@ def thread_page(request, thread_id: str):
     return _chat(request, thread_id=thread_id)
 
 
+def _without_path(reason: str | None, config_path: str) -> str | None:
+    if not reason or not config_path:
+        return reason
+    return reason.replace(f"{config_path}: ", "").replace(config_path, "the server's config file")
+
+
 def _for_viewer(models: list[dict], *, staff: bool, config_path: str) -> list[dict]:
     """A model's unavailable reason names the config file it came from: server detail that
-    only staff see. Everyone else gets the reason without the path."""
-    if staff:
-        return models
+    only staff see. Everyone else gets the reason without the path; the picker's short
+    reason never has it (it must fit an option)."""
     out = []
     for m in models:
-        reason = m.get("unavailable_reason")
-        if reason and config_path:
-            reason = reason.replace(f"{config_path}: ", "").replace(config_path, "the server's config file")
-        out.append({**m, "unavailable_reason": reason})
+        short = _without_path(m.get("unavailable_reason"), config_path)
+        out.append({**m, "unavailable_reason": m.get("unavailable_reason") if staff else short, "short_reason": short})
     return out
 
 

@@ -393,3 +393,30 @@ def test_the_dark_theme_covers_the_viewer_and_the_mode_bar(viewport, browser, li
         doc_shot(page, "file-viewer-dark" + suffix)
     finally:
         context.close()
+
+
+# ------------------------------------------------------------------ the model picker
+
+
+def test_unavailable_models_are_greyed_with_their_reason(page, live):
+    original = live.config_path.read_text()
+    broken = ("  - name: cloud\n    display_name: Cloud model\n    use: langchain_openai:ChatOpenAI\n"
+              "    model: gpt-4o\n    api_key: $DEERFLOW_UI_UNSET_KEY\n")
+    try:
+        live.config_path.write_text(original.replace("models:\n", "models:\n" + broken, 1))
+        page.goto("/")
+        option = page.locator("#model option[value='cloud']")
+        expect(option).to_be_disabled()
+        expect(option).to_contain_text("unavailable:")
+        expect(option).to_contain_text("DEERFLOW_UI_UNSET_KEY")
+        expect(page.get_by_label("Model")).to_have_value("loopback")  # the usable one is picked
+        expect(page.get_by_role("alert")).to_have_count(0)  # one model works: no notice
+        # only the broken one left: "no model is available" and why, not "not configured"
+        live.config_path.write_text("config_version: 1\nmodels:\n" + broken + "sandbox:\n  use: local\n")
+        page.goto("/")
+        notice = page.get_by_role("alert")
+        expect(notice.get_by_role("heading")).to_have_text("No model is available")
+        expect(notice).to_contain_text("DEERFLOW_UI_UNSET_KEY")
+        expect(notice).to_contain_text(str(live.config_path))  # this user is staff
+    finally:
+        live.config_path.write_text(original)
