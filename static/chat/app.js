@@ -29,7 +29,6 @@
     interrupt: null,
     hasMore: false,
     nextBeforeSeq: null,
-    attachments: [], // {file, status, progress, info, el}
     threads: [],
     lastInput: null,
     renderQueued: new Set(),
@@ -369,9 +368,9 @@
   async function send(text) {
     text = (text || "").trim();
     if (acts() && !S.interrupt && acts().onCommand(text)) { el.input.value = ""; autoGrow(); return; } // "/goal …"
-    const ready = S.attachments.filter((a) => a.status === "done");
+    const ready = window.DFAttach.ready();
     if (!text && ready.length === 0) return;
-    if (S.attachments.some((a) => a.status === "uploading")) { setNote("Wait for the uploads to finish.", "error"); return; }
+    if (window.DFAttach.uploading()) { setNote("Wait for the uploads to finish.", "error"); return; }
     if (S.interrupt && S.interrupt.type === "approval") { setNote("Approve or deny the action above first.", "error"); return; }
     if (S.interrupt) {
       el.input.value = "";
@@ -392,8 +391,7 @@
     const files = ready.map((a) => ({ filename: a.info.filename, size: a.info.size, path: a.info.virtual_path || a.info.path }));
     const message = { role: "user", content: text || "(see the attached files)" };
     if (files.length) message.additional_kwargs = { files };
-    S.attachments = [];
-    renderAttachments();
+    window.DFAttach.clear();
     // optimistic bubble; adopted by the real message when the server echoes it
     const tempId = "pending-" + Date.now();
     const entry = entryFor(tempId, "human");
@@ -649,73 +647,8 @@
 
   // ---------------------------------------------------------------- uploads
 
-  let limits = null;
-  async function uploadLimits() {
-    if (limits) return limits;
-    try {
-      limits = await api("GET", `/threads/${encodeURIComponent(S.threadId)}/uploads/limits`);
-    } catch (e) {
-      limits = {};
-    }
-    return limits;
-  }
-
-  async function addFiles(fileList) {
-    const files = [...fileList];
-    if (!files.length) return;
-    try { await ensureThread(); } catch (e) { setNote(e.message, "error"); return; }
-    const lim = await uploadLimits();
-    const blocked = (lim.blocked_extensions || lim.forbidden_extensions || []).map((x) => String(x).toLowerCase().replace(/^\./, ""));
-    for (const file of files) {
-      const att = { file, status: "uploading", progress: 0, info: null, error: "" };
-      const ext = (file.name.match(/\.([^.]+)$/) || [])[1];
-      if (lim.max_file_size && file.size > lim.max_file_size) { att.status = "error"; att.error = `too large (max ${formatSize(lim.max_file_size)})`; }
-      else if (ext && blocked.includes(ext.toLowerCase())) { att.status = "error"; att.error = `.${ext} files are not allowed`; }
-      else if (lim.max_files && S.attachments.filter((a) => a.status !== "error").length >= lim.max_files) { att.status = "error"; att.error = `at most ${lim.max_files} files`; }
-      S.attachments.push(att);
-      if (att.status === "uploading") upload(att);
-    }
-    renderAttachments();
-  }
-
-  function upload(att) {
-    const form = new FormData();
-    form.append("files", att.file, att.file.name);
-    const xhr = new XMLHttpRequest();
-    xhr.open("POST", `/api/threads/${encodeURIComponent(S.threadId)}/uploads`);
-    xhr.setRequestHeader("X-CSRFToken", csrf());
-    xhr.upload.onprogress = (ev) => { if (ev.lengthComputable) { att.progress = ev.loaded / ev.total; renderAttachments(); } };
-    xhr.onload = () => {
-      let data = null;
-      try { data = JSON.parse(xhr.responseText); } catch (e) { data = null; }
-      if (xhr.status >= 200 && xhr.status < 300 && data && Array.isArray(data.files) && data.files.length) {
-        att.status = "done";
-        att.info = data.files.find((f) => f.filename === att.file.name) || data.files[0];
-        viewer().refresh();
-      } else {
-        att.status = "error";
-        att.error = (data && (data.detail || data.message)) || (xhr.status === 404 ? "uploads are not available on this server" : `upload failed (${xhr.status})`);
-        if (data && Array.isArray(data.skipped_files) && data.skipped_files.length) att.error = "skipped by the server: " + (data.message || "not allowed");
-      }
-      renderAttachments();
-    };
-    xhr.onerror = () => { att.status = "error"; att.error = "network error"; renderAttachments(); };
-    xhr.send(form);
-  }
-
-  function renderAttachments() {
-    el.attachments.replaceChildren(...S.attachments.map((att) => {
-      const remove = h("button", { type: "button", class: "icon-btn small-btn", "aria-label": "Remove " + att.file.name, onclick: () => {
-        S.attachments = S.attachments.filter((a) => a !== att);
-        renderAttachments();
-        if (!S.attachments.length) discardDraft();
-      } });
-      remove.append(window.dfUI.icon("x"));
-      const status = att.status === "uploading" ? h("progress", { max: "1", value: String(att.progress), "aria-label": "Uploading " + att.file.name })
-        : att.status === "error" ? h("span", { class: "error-text", text: att.error }) : h("span", { class: "muted", text: formatSize(att.file.size) });
-      return h("li", { class: "attachment " + att.status }, h("span", { class: "att-name", text: att.file.name }), status, remove);
-    }));
-  }
+  // attach.js: files picked or dropped for the next message (checks, progress, removal)
+  const addFiles = (files) => window.DFAttach.add(files);
 
   // A chat created only to hold an upload, whose uploads were all taken back before the first
   // message, is not a chat: delete it rather than leave an empty thread behind.
@@ -725,7 +658,7 @@
     try { await api("DELETE", `/threads/${encodeURIComponent(draft)}`); } catch (e) { return; }
     if (S.threadId !== draft) return;
     S.threadId = null;
-    limits = null;
+    window.DFAttach.forgetLimits();
     history.replaceState(null, "", "/");
     viewer().clear();
     loadThreads();
@@ -793,6 +726,8 @@
     setupControls();
     modes().init({ api, setNote, threadId: () => S.threadId, models: boot.models || [] });
     viewer().init({ api, setNote, threadId: () => S.threadId });
+    window.DFAttach.init({ api, ensureThread, setNote, threadId: () => S.threadId, list: el.attachments,
+                           uploaded: () => viewer().refresh(), emptied: () => discardDraft() });
     window.DFToolCards.init({ cards: S.toolCards, textOf, running: () => S.running, runId: () => S.runId });
     window.DFScroll.init(el.conversation, el.messages, $("jump-latest"));
     if (acts()) {
