@@ -12,6 +12,15 @@ from tests.apps.runs.test_runs_api import new_thread, wait_for_model_calls, wait
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
 
 
+@pytest.fixture(autouse=True)
+def _default_script_after():
+    """Leave the shared scripted model as found: later modules rely on its looping default."""
+    yield
+    from tests.support import agents
+
+    agents.set_script("hello", loop=True)
+
+
 @pytest.fixture
 def other_client(other_user):
     from rest_framework.test import APIClient
