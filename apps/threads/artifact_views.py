@@ -16,7 +16,9 @@ from typing import BinaryIO
 from urllib.parse import quote
 
 from django.http import StreamingHttpResponse
+from django.utils.decorators import method_decorator
 from django.utils.http import http_date
+from django.views.decorators.clickjacking import xframe_options_sameorigin
 from drf_spectacular.utils import OpenApiTypes, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -28,6 +30,9 @@ from deerflow_site.errors import InvalidRequest
 from deerflow_site.json_input import StrictJSONParser
 
 CHUNK = 256 * 1024
+# The chat's file viewer frames PDFs from this route, so these responses (and only these) may
+# be framed by our own pages; every other page keeps X-Frame-Options: DENY.
+FRAME_ANCESTORS = "frame-ancestors 'self'"
 
 
 async def _file_chunks(fh: BinaryIO, start: int, length: int) -> AsyncIterator[bytes]:
@@ -51,6 +56,7 @@ def _disposition(kind: str, filename: str) -> str:
     return f"{kind}; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(filename)}"
 
 
+@method_decorator(xframe_options_sameorigin, name="dispatch")
 class ThreadArtifactView(APIView):
     parser_classes = [StrictJSONParser]
     token_scopes = {"GET": "threads:read", "PUT": "threads:write"}
@@ -79,9 +85,10 @@ class ThreadArtifactView(APIView):
         if forced or artifacts.is_active_content(artifact.content_type):
             response["Content-Disposition"] = _disposition("attachment", artifact.name)
             # Even if something renders it anyway, it runs with no origin and no scripts.
-            response["Content-Security-Policy"] = "sandbox; default-src 'none'"
+            response["Content-Security-Policy"] = f"sandbox; default-src 'none'; {FRAME_ANCESTORS}"
         else:
             response["Content-Disposition"] = _disposition("inline", artifact.name)
+            response["Content-Security-Policy"] = FRAME_ANCESTORS
         return response
 
     @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)

@@ -35,12 +35,31 @@ def thread_page(request, thread_id: str):
     return _chat(request, thread_id=thread_id)
 
 
+def _without_path(reason: str | None, config_path: str) -> str | None:
+    if not reason or not config_path:
+        return reason
+    return reason.replace(f"{config_path}: ", "").replace(config_path, "the server's config file")
+
+
+def _for_viewer(models: list[dict], *, staff: bool, config_path: str) -> list[dict]:
+    """A model's unavailable reason names the config file it came from: server detail that
+    only staff see. Everyone else gets the reason without the path; the picker's short
+    reason never has it (it must fit an option)."""
+    out = []
+    for m in models:
+        short = _without_path(m.get("unavailable_reason"), config_path)
+        out.append({**m, "unavailable_reason": m.get("unavailable_reason") if staff else short, "short_reason": short})
+    return out
+
+
 @ensure_csrf_cookie
 def _chat(request, *, thread_id: str | None):
-    models = model_list()
+    staff = request.user.is_staff
+    config_path = str(resolve_config_path())
+    models = _for_viewer(model_list(), staff=staff, config_path=config_path)
     boot = {
         "thread_id": thread_id,
-        "user": {"username": request.user.get_username(), "is_staff": request.user.is_staff},
+        "user": {"username": request.user.get_username(), "is_staff": staff},
         "models": models,
         "agents": agent_picker_list(user=request.user),
         "ws_path": "/ws/threads/",
@@ -49,9 +68,11 @@ def _chat(request, *, thread_id: str | None):
         "boot": boot,
         "models": models,
         "has_model": any(m["available"] for m in models),
+        # "No model is configured" only when the list is empty; otherwise none is *available*
+        "models_configured": bool(models),
         # none may be picked (all failed the probe): show the first, runs use the default model
         "any_selectable": any(m.get("selectable", m["available"]) for m in models),
         "subagents_enabled": get_app_config().subagents.enabled,
         # where to fix a missing model; the path is shown to staff only (it is server detail)
-        "config_path": str(resolve_config_path()) if request.user.is_staff else "",
+        "config_path": config_path if staff else "",
     })

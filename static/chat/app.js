@@ -12,16 +12,13 @@
   const $ = (id) => document.getElementById(id);
   const md = () => window.DFMarkdown;
   const picker = () => window.DFAgentPicker;
+  const modes = () => window.DFModes; // modes.js: the thread's mode and the model picker
+  const working = () => window.DFWorking; // working.js: "Thinking…" and the stopped marker
+  const viewer = () => window.DFViewer; // viewer.js: the files panel and the file viewer
   const STREAM_MODES = ["messages-tuple", "values", "updates", "custom"];
-  const SUMMARY_KEYS = ["description", "command", "query", "url", "path", "file_path", "question", "prompt", "pattern"];
 
   const S = {
     threadId: boot.thread_id,
-    ws: null,
-    wsWanted: false,
-    backoff: 0,
-    reconnectTimer: null,
-    outbox: [],
     runId: null,
     lastEventId: null,
     running: false,
@@ -32,9 +29,6 @@
     interrupt: null,
     hasMore: false,
     nextBeforeSeq: null,
-    artifacts: [],
-    uploads: [],
-    attachments: [], // {file, status, progress, info, el}
     threads: [],
     lastInput: null,
     renderQueued: new Set(),
@@ -44,58 +38,17 @@
   const el = {
     messages: $("messages"), conversation: $("conversation"), input: $("input"), composer: $("composer"),
     send: $("send"), stop: $("stop"), note: $("composer-note"), title: $("thread-title"), welcome: $("welcome"),
-    model: $("model"), thinking: $("thinking"), plan: $("plan-mode"), subagents: $("subagents"), threadList: $("thread-list"),
+    threadList: $("thread-list"),
     connection: $("connection"),
     todos: $("todos"), todoList: $("todo-list"), todosProgress: $("todos-progress"),
-    filesPanel: $("files-panel"), filesToggle: $("files-toggle"), filesCount: $("files-count"),
-    artifactList: $("artifact-list"), artifactEmpty: $("artifact-empty"), uploadList: $("upload-list"),
-    uploadEmpty: $("upload-empty"), preview: $("preview"), previewBody: $("preview-body"),
-    previewName: $("preview-name"), previewDownload: $("preview-download"), attachments: $("attachments"),
+    attachments: $("attachments"),
     fileInput: $("file-input"), dropHint: $("drop-hint"), loadEarlier: $("load-earlier"), sidebar: $("sidebar"),
-    scrim: $("scrim"), storage: $("storage"), storageFull: $("storage-full"),
+    scrim: $("scrim"),
   };
 
   // ---------------------------------------------------------------- small helpers
 
-  function h(tag, attrs, ...children) {
-    const node = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
-      if (v === null || v === undefined || v === false) continue;
-      if (k === "class") node.className = v;
-      else if (k === "text") node.textContent = v;
-      else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
-      else node.setAttribute(k, v === true ? "" : v);
-    }
-    for (const c of children.flat()) if (c !== null && c !== undefined && c !== false) node.append(c instanceof Node ? c : String(c));
-    return node;
-  }
-
-  // The site's icon set (static/site/ui.js, Lucide); "trash" and "pencil" are its names too.
-  function icon(name) {
-    const svg = window.dfUI.icon(name);
-    svg.classList.add("icon");
-    return svg;
-  }
-
-  function csrf() {
-    const meta = document.querySelector('meta[name="csrf-token"]');
-    return meta ? meta.content : "";
-  }
-
-  async function api(method, path, body) {
-    const opts = { method, headers: { "X-CSRFToken": csrf(), Accept: "application/json" }, credentials: "same-origin" };
-    if (body !== undefined) { opts.headers["Content-Type"] = "application/json"; opts.body = JSON.stringify(body); }
-    const res = await fetch("/api" + path, opts);
-    if (res.status === 204) return null;
-    let data = null;
-    try { data = await res.json(); } catch (e) { data = null; }
-    if (!res.ok) {
-      const err = new Error((data && data.detail) || `${method} ${path} failed (${res.status})`);
-      err.status = res.status;
-      throw err;
-    }
-    return data;
-  }
+  const { h, icon, csrf, api, shorten, formatSize, basename } = window.DFKit;
 
   function textOf(content) {
     if (content === null || content === undefined) return "";
@@ -123,31 +76,7 @@
 
   function isAi(type) { return type === "ai" || type === "AIMessageChunk" || type === "AIMessage"; }
 
-  function shorten(text, n) {
-    text = String(text).replace(/\s+/g, " ").trim();
-    return text.length > n ? text.slice(0, n - 1) + "…" : text;
-  }
-
-  function formatSize(bytes) {
-    if (!Number.isFinite(bytes)) return "";
-    if (bytes < 1024) return bytes + " B";
-    if (bytes < 1024 * 1024) return (bytes / 1024).toFixed(1) + " KB";
-    if (bytes < 1024 * 1024 * 1024) return (bytes / 1024 / 1024).toFixed(1) + " MB";
-    return (bytes / 1024 / 1024 / 1024).toFixed(1) + " GB";
-  }
-
-  function basename(path) { return String(path).split("/").pop(); }
-
-  function artifactUrl(path, download) {
-    const clean = String(path).replace(/^\/+/, "").split("/").map(encodeURIComponent).join("/");
-    return `/api/threads/${encodeURIComponent(S.threadId)}/artifacts/${clean}${download ? "?download=true" : ""}`;
-  }
-
-  function scrollToEnd(force) {
-    const c = el.conversation;
-    const near = c.scrollHeight - c.scrollTop - c.clientHeight < 160;
-    if (force || near) c.scrollTop = c.scrollHeight;
-  }
+  function scrollToEnd(force) { window.DFScroll.follow(force); }
 
   function setNote(text, kind) {
     el.note.textContent = text || "";
@@ -221,7 +150,9 @@
   function renderAi(msg, container) {
     if ((msg.additional_kwargs || {}).hide_from_ui) return;
     const entry = entryFor(msg.id, "ai", container);
+    if (S.rowRun && !entry.runId) entry.runId = S.rowRun; // from history: the run that wrote it
     if (S.runId && !entry.runId) entry.runId = S.runId; // a live answer: rated once its run ends
+    if (entry.runId) entry.el.dataset.run = entry.runId;
     entry.text = textOf(msg.content);
     entry.reasoning = reasoningOf(msg);
     entry.final = true;
@@ -271,7 +202,9 @@
     if (!isAi(chunk.type)) return;
     const known = S.messages.get(chunk.id);
     if (known && known.final) return; // complete already (history or snapshot): chunks would duplicate
+    if (textOf(chunk.content) || (chunk.additional_kwargs || {}).reasoning_content || (chunk.tool_call_chunks || []).length) working().done();
     const entry = entryFor(chunk.id, "ai");
+    if (S.runId) { entry.runId = entry.runId || S.runId; entry.el.dataset.run = S.runId; }
     entry.el.classList.add("streaming");
     entry.text += textOf(chunk.content);
     const kw = chunk.additional_kwargs || {};
@@ -288,88 +221,20 @@
     schedulePaint(entry);
   }
 
-  function argSummary(name, args) {
-    if (!args || typeof args !== "object") return "";
-    if (name === "write_todos" && Array.isArray(args.todos)) return `${args.todos.length} steps`;
-    if (name === "present_files" && Array.isArray(args.filepaths)) return args.filepaths.map(basename).join(", ");
-    for (const key of SUMMARY_KEYS) if (typeof args[key] === "string" && args[key]) return args[key];
-    for (const v of Object.values(args)) if (typeof v === "string" && v) return v;
-    return "";
-  }
-
-  const TOOL_LABELS = { write_todos: "Update plan", ask_clarification: "Question", present_files: "Present files", bash: "Run command",
-    web_search: "Web search", web_fetch: "Read page", image_search: "Image search" };
   const web = () => window.DFWebTools; // web_tools.js: result lists on web cards, sources under answers
   const subs = () => window.DFSubagents; // subagents.js: the task tool's card
   const fb = () => window.DFFeedback; // feedback.js: thumbs under an answer
   const gov = () => window.DFGovernance; // governance.js: approval card, budget notice
   const acts = () => window.DFMessageActions; // message_actions.js: copy, regenerate, edit, branch
 
-  function upsertToolCard(entry, call) {
-    let card = S.toolCards.get(call.id);
-    if (!card) {
-      card = h("details", { class: "tool-card", "data-status": "running", "data-tool": call.name || "" });
-      const summary = h("summary", {},
-        h("span", { class: "tool-icon", "aria-hidden": "true", text: "⚙" }),
-        h("span", { class: "tool-name" }),
-        h("span", { class: "tool-args-summary" }),
-        h("span", { class: "tool-status" }));
-      const body = h("div", { class: "tool-body" },
-        h("div", { class: "tool-section-label", text: "Arguments" }), h("pre", { class: "tool-args" }),
-        h("div", { class: "tool-section-label result-label", text: "Result", hidden: true }), h("pre", { class: "tool-result", hidden: true }),
-        h("div", { class: "tool-extra" }));
-      card.append(summary, body);
-      card.dataset.callId = call.id;
-      S.toolCards.set(call.id, card);
-      entry.tools.append(card);
-    }
-    const name = call.name || card.dataset.tool || "tool";
-    card.dataset.tool = name;
-    let args = call.args;
-    if (args === undefined && call.argsText) { try { args = JSON.parse(call.argsText); } catch (e) { args = undefined; } }
-    card.querySelector(".tool-name").textContent = TOOL_LABELS[name] ? `${TOOL_LABELS[name]} · ${name}` : name;
-    card.querySelector(".tool-args-summary").textContent = shorten(argSummary(name, args), 80);
-    card.querySelector(".tool-args").textContent = args !== undefined ? JSON.stringify(args, null, 2) : (call.argsText || "");
-    if (call.error) setToolStatus(card, "error", call.error);
-    else if (!card.dataset.done && card.dataset.status !== "waiting") setToolStatus(card, "running");
-    if (name === "task" && subs()) subs().onCall(card, args);
-    if (name === "present_files" && args && Array.isArray(args.filepaths)) {
-      // presented files stay visible under the (collapsed) card, one click from a preview
-      if (!card.presented) {
-        card.presented = h("div", { class: "presented", "aria-label": "Presented files" });
-        card.after(card.presented);
-      }
-      card.presented.replaceChildren(...args.filepaths.map((p) => h("button", {
-        type: "button", class: "presented-file", title: p, "aria-label": "Open " + basename(p), onclick: () => openPreview(p),
-      }, icon("file"), h("span", { text: basename(p) }))));
-    }
-  }
-
-  function setToolStatus(card, status, detail) {
-    card.dataset.status = status;
-    const labels = { running: "running…", success: "done", error: "failed", cancelled: "stopped", waiting: "waiting for you" };
-    card.querySelector(".tool-status").textContent = labels[status] || status;
-    if (detail && status === "error") card.querySelector(".tool-status").title = detail;
-  }
-
-  function renderTool(msg) {
-    const card = S.toolCards.get(msg.tool_call_id);
-    if (!card) return; // a result for a call we never saw (hidden or older than the loaded page)
-    const text = textOf(msg.content);
-    const res = card.querySelector(".tool-result");
-    res.hidden = false;
-    if (!card.querySelector(".web-raw")) card.querySelector(".result-label").hidden = false;
-    res.textContent = text;
-    const meta = (msg.additional_kwargs || {}).deerflow_tool_meta || {};
-    const failed = msg.status === "error" || meta.status === "error";
-    card.dataset.done = "1";
-    if (subs() && subs().onResult(card, msg)) return;
-    setToolStatus(card, failed ? "error" : "success");
-    if (web()) web().onResult(card, msg, failed);
-  }
+  // tool_cards.js: the card of each tool call (status pill, arguments, result, presented files)
+  const upsertToolCard = (entry, call) => window.DFToolCards.upsert(entry, call);
+  const setToolStatus = (card, status, detail) => window.DFToolCards.setStatus(card, status, detail);
+  const renderTool = (msg) => window.DFToolCards.result(msg);
 
   function renderRow(row, container) {
     const msg = row.content || {};
+    S.rowRun = row.run_id || null;
     if (msg.type === "human") renderHuman(msg, container);
     else if (isAi(msg.type)) {
       renderAi(msg, container);
@@ -379,13 +244,16 @@
       // a clarification answered in an earlier visit: shown as the answered card, not a tool card
       if (msg.name === "ask_clarification" && acts()) acts().answeredClarification(msg, S.toolCards.get(msg.tool_call_id));
     }
+    S.rowRun = null;
+    const entry = msg.id && S.messages.get(msg.id);
+    if (entry && row.run_id) { entry.runId = entry.runId || row.run_id; entry.el.dataset.run = row.run_id; } // where a "Stopped" marker goes
   }
 
   function applyValues(values) {
     if (!values) return;
     if (typeof values.title === "string" && values.title && !S.titleFromUser) setTitle(values.title);
     if ("todos" in values) renderTodos(values.todos);
-    if (Array.isArray(values.artifacts)) { S.artifacts = values.artifacts; renderFileLists(); }
+    if (Array.isArray(values.artifacts)) viewer().setArtifacts(values.artifacts);
     if (Array.isArray(values.delegations) && subs()) subs().onLedger(values.delegations);
     if (Array.isArray(values.messages)) {
       let seenKnown = false;
@@ -423,67 +291,10 @@
     if (sidebar()) sidebar().setTitle(S.threadId, title);
   }
 
-  function renderFileLists() {
-    el.artifactList.replaceChildren(...S.artifacts.map((p) => h("li", { class: "file-row" },
-      h("button", { type: "button", class: "link-button file-open", text: basename(p), title: p, onclick: () => openPreview(p) }),
-      h("a", { href: artifactUrl(p, true), class: "small", text: "Download", "aria-label": "Download " + basename(p) }))));
-    el.artifactEmpty.hidden = S.artifacts.length > 0;
-    el.uploadList.replaceChildren(...S.uploads.map((f) => h("li", { class: "file-row" },
-      h("button", { type: "button", class: "link-button file-open", text: f.filename, title: f.virtual_path || f.path, onclick: () => openPreview(f.virtual_path || f.path) }),
-      h("span", { class: "muted small", text: formatSize(f.size) }))));
-    el.uploadEmpty.hidden = S.uploads.length > 0;
-    const count = S.artifacts.length;
-    el.filesCount.hidden = count === 0;
-    el.filesCount.textContent = String(count);
-  }
-
-  const TEXT_EXT = /\.(txt|md|markdown|py|js|ts|json|ya?ml|toml|csv|tsv|html?|css|sh|sql|xml|log|ini|cfg|rs|go|java|c|h|cpp|rb|php|r|tex)$/i;
-  const IMAGE_EXT = /\.(png|jpe?g|gif|webp|bmp|svg)$/i;
-
-  async function openPreview(path) {
-    openFiles(true);
-    el.preview.hidden = false;
-    el.previewName.textContent = basename(path);
-    el.previewDownload.href = artifactUrl(path, true);
-    el.previewBody.replaceChildren(h("p", { class: "muted", text: "Loading…" }));
-    const url = artifactUrl(path, false);
-    try {
-      if (IMAGE_EXT.test(path) && !/\.svg$/i.test(path)) {
-        el.previewBody.replaceChildren(h("img", { src: url, alt: basename(path), class: "preview-image" }));
-      } else if (/\.pdf$/i.test(path)) {
-        el.previewBody.replaceChildren(h("iframe", { src: url, title: basename(path), class: "preview-pdf", sandbox: "allow-scripts" }));
-      } else if (TEXT_EXT.test(path) || !/\.[a-z0-9]+$/i.test(path)) {
-        const res = await fetch(url, { credentials: "same-origin" });
-        if (!res.ok) throw new Error(`could not open ${basename(path)} (${res.status})`);
-        const text = await res.text();
-        if (/\.(md|markdown)$/i.test(path)) {
-          const box = h("div", { class: "md preview-md" });
-          md().render(box, text);
-          el.previewBody.replaceChildren(box);
-        } else {
-          const ext = (path.match(/\.([a-z0-9]+)$/i) || [])[1] || "";
-          const box = h("div", { class: "md" });
-          md().render(box, "```" + ext + "\n" + text.replace(/```/g, "``\u200b`") + "\n```");
-          el.previewBody.replaceChildren(box);
-        }
-      } else {
-        el.previewBody.replaceChildren(h("p", { class: "muted", text: "No preview for this kind of file." }));
-      }
-    } catch (e) {
-      el.previewBody.replaceChildren(h("p", { class: "error-text", text: e.message }));
-    }
-  }
-
-  function openFiles(open) {
-    if (open && el.filesPanel.hidden) refreshUploads();  // the agent may have written since
-    el.filesPanel.hidden = !open;
-    el.filesToggle.setAttribute("aria-expanded", String(open));
-    document.body.classList.toggle("files-open", open);
-  }
-
   // ---------------------------------------------------------------- clarification
 
   function showClarification(value) {
+    working().done();
     if (value && value.type === "approval" && gov()) {
       clearClarification();
       S.interrupt = value;
@@ -497,69 +308,8 @@
     if (!value || value.type !== "clarification") return;
     clearClarification();
     S.interrupt = value;
-    const req = value.human_input || { question: value.text, mode: "free_text" };
-    const card = h("section", { class: "clarify card", id: "clarify", "aria-label": "The agent asks" });
-    card.append(h("div", { class: "clarify-kicker", text: "The agent needs your input" }));
-    if (req.context) card.append(h("p", { class: "muted", text: req.context }));
-    const q = h("div", { class: "md clarify-question" });
-    md().render(q, req.question || value.text || "");
-    card.append(q);
-    const form = h("form", { class: "clarify-form" });
-    let collect;
-    if (req.mode === "choice_with_other" && Array.isArray(req.options)) {
-      const name = "clarify-choice";
-      const list = h("div", { class: "choices", role: "radiogroup", "aria-label": "Options" });
-      req.options.forEach((opt, i) => list.append(h("label", { class: "choice" },
-        h("input", { type: "radio", name, value: opt, required: true, ...(i === 0 ? {} : {}) }), " ", opt)));
-      const other = h("input", { type: "text", class: "other-text", placeholder: "Your own answer", "aria-label": "Other answer" });
-      list.append(h("label", { class: "choice" }, h("input", { type: "radio", name, value: "__other__" }), " Other: ", other));
-      other.addEventListener("focus", () => { list.querySelector('input[value="__other__"]').checked = true; });
-      form.append(list);
-      collect = () => {
-        const picked = form.querySelector(`input[name="${name}"]:checked`);
-        if (!picked) return null;
-        return picked.value === "__other__" ? other.value.trim() || null : picked.value;
-      };
-    } else if (req.mode === "form" && Array.isArray(req.fields)) {
-      const inputs = [];
-      for (const f of req.fields) {
-        const id = "clarify-" + f.name;
-        let input;
-        if (f.type === "textarea") input = h("textarea", { id, rows: 3 });
-        else if (f.type === "select" || f.type === "multi_select") {
-          input = h("select", { id, multiple: f.type === "multi_select" }, f.type === "select" ? h("option", { value: "", text: "—" }) : null,
-            ...(f.options || []).map((o) => h("option", { value: o, text: o })));
-        } else if (f.type === "checkbox") input = h("input", { id, type: "checkbox" });
-        else input = h("input", { id, type: f.type === "number" ? "number" : f.type === "date" ? "date" : "text" });
-        if (f.required && f.type !== "checkbox") input.required = true;
-        inputs.push([f, input]);
-        form.append(h("p", { class: "field" }, h("label", { for: id, text: f.label + (f.required ? " *" : "") }), input,
-          f.description ? h("span", { class: "small muted", text: f.description }) : null));
-      }
-      collect = () => {
-        const out = {};
-        for (const [f, input] of inputs) {
-          if (f.type === "checkbox") out[f.name] = input.checked;
-          else if (f.type === "multi_select") out[f.name] = [...input.selectedOptions].map((o) => o.value);
-          else if (f.type === "number") out[f.name] = input.value === "" ? null : Number(input.value);
-          else out[f.name] = input.value;
-        }
-        return out;
-      };
-    } else {
-      const area = h("textarea", { rows: 2, class: "clarify-text", "aria-label": "Your answer", placeholder: "Your answer" });
-      form.append(area);
-      collect = () => area.value.trim() || null;
-    }
-    const submit = h("button", { type: "submit", class: "button", text: "Send answer" });
-    form.append(h("div", { class: "actions" }, submit));
-    form.addEventListener("submit", (ev) => {
-      ev.preventDefault();
-      const answer = collect();
-      if (answer === null || answer === "") { setNote("Choose or type an answer first.", "error"); return; }
-      answerClarification(answer);
-    });
-    card.append(form);
+    // clarify.js builds the card for the question's mode (free text, choices, a form)
+    const card = window.DFClarify.card(value, answerClarification, () => setNote("Choose or type an answer first.", "error"));
     el.messages.append(card);
     const callCard = value.tool_call_id && S.toolCards.get(value.tool_call_id);
     if (callCard) setToolStatus(callCard, "waiting");
@@ -576,13 +326,7 @@
   }
 
   function answerClarification(answer) {
-    const card = $("clarify");
-    if (card) {
-      card.querySelectorAll("input, textarea, select, button").forEach((n) => { n.disabled = true; });
-      card.classList.add("answered");
-      card.id = "";
-      card.append(h("p", { class: "clarify-answer" }, "You answered: ", h("strong", { text: typeof answer === "string" ? answer : JSON.stringify(answer) })));
-    }
+    window.DFClarify.markAnswered($("clarify"), answer);
     S.interrupt = null;
     setNote("");
     startRun({ command: { resume: answer } });
@@ -591,17 +335,14 @@
   // ---------------------------------------------------------------- runs and the websocket
 
   function context() {
-    const ctx = { thinking_enabled: el.thinking.checked, is_plan_mode: el.plan.checked };
-    if (el.subagents) ctx.subagent_enabled = el.subagents.checked;
-    const picked = el.model && el.model.selectedOptions[0];
-    if (picked && picked.value && !picked.disabled) ctx.model_name = picked.value; // a blocked model is never sent
+    const ctx = modes().context();
     return picker() ? picker().context(ctx) : ctx;
   }
 
   async function ensureThread() {
     if (S.threadId) return S.threadId;
     const thread = await api("POST", "/threads", {
-      metadata: picker() ? picker().threadMetadata() : {},
+      metadata: { ...modes().threadMetadata(), ...(picker() ? picker().threadMetadata() : {}) },
       assistant_id: picker() ? picker().assistantId() : "lead_agent",
     });
     if (picker()) picker().lock();
@@ -617,6 +358,7 @@
     el.send.hidden = running;
     document.body.classList.toggle("is-running", running);
     if (!running) {
+      working().done();
       for (const card of S.toolCards.values()) if (card.dataset.status === "running") setToolStatus(card, "cancelled");
       for (const entry of S.messages.values()) entry.el.classList.remove("streaming");
     }
@@ -626,9 +368,9 @@
   async function send(text) {
     text = (text || "").trim();
     if (acts() && !S.interrupt && acts().onCommand(text)) { el.input.value = ""; autoGrow(); return; } // "/goal …"
-    const ready = S.attachments.filter((a) => a.status === "done");
+    const ready = window.DFAttach.ready();
     if (!text && ready.length === 0) return;
-    if (S.attachments.some((a) => a.status === "uploading")) { setNote("Wait for the uploads to finish.", "error"); return; }
+    if (window.DFAttach.uploading()) { setNote("Wait for the uploads to finish.", "error"); return; }
     if (S.interrupt && S.interrupt.type === "approval") { setNote("Approve or deny the action above first.", "error"); return; }
     if (S.interrupt) {
       el.input.value = "";
@@ -649,8 +391,7 @@
     const files = ready.map((a) => ({ filename: a.info.filename, size: a.info.size, path: a.info.virtual_path || a.info.path }));
     const message = { role: "user", content: text || "(see the attached files)" };
     if (files.length) message.additional_kwargs = { files };
-    S.attachments = [];
-    renderAttachments();
+    window.DFAttach.clear();
     // optimistic bubble; adopted by the real message when the server echoes it
     const tempId = "pending-" + Date.now();
     const entry = entryFor(tempId, "human");
@@ -676,6 +417,7 @@
     setRunning(true);
     S.runId = null;
     S.lastEventId = null;
+    working().start(el.messages);
     const payload = Object.assign({
       assistant_id: picker() ? picker().assistantId() : "lead_agent",
       stream_mode: STREAM_MODES,
@@ -692,49 +434,18 @@
     setNote("Stopping…");
   }
 
-  function wsUrl() {
-    const proto = location.protocol === "https:" ? "wss:" : "ws:";
-    return `${proto}//${location.host}${boot.ws_path}${encodeURIComponent(S.threadId)}/`;
-  }
-
-  function wsSend(msg) {
-    if (S.ws && S.ws.readyState === WebSocket.OPEN && S.ws.threadId === S.threadId) S.ws.send(JSON.stringify(msg));
-    else { S.outbox.push(msg); connect(); }
-  }
-
-  function connect() {
-    if (!S.threadId) return;
-    if (S.ws && S.ws.threadId === S.threadId && (S.ws.readyState === WebSocket.OPEN || S.ws.readyState === WebSocket.CONNECTING)) return;
-    clearTimeout(S.reconnectTimer);
-    S.wsWanted = true;
-    const ws = new WebSocket(wsUrl());
-    ws.threadId = S.threadId;
-    S.ws = ws;
-    ws.onopen = () => {
-      S.backoff = 0;
-      showConnection("");
-      const starting = S.outbox.some((m) => m.type === "run");
-      if (S.runId) ws.send(JSON.stringify({ type: "subscribe", run_id: S.runId, after: S.lastEventId || undefined }));
-      else if (!starting) ws.send(JSON.stringify({ type: "subscribe" }));
-      const pending = S.outbox.splice(0);
-      for (const m of pending) ws.send(JSON.stringify(m));
-    };
-    ws.onmessage = (ev) => {
-      let msg;
-      try { msg = JSON.parse(ev.data); } catch (e) { return; }
-      onServerMessage(msg);
-    };
-    ws.onclose = (ev) => {
-      if (S.ws !== ws) return;
-      S.ws = null;
-      if (ev.code === 4401) { showConnection("You are signed out. Sign in again to continue.", true); setRunning(false); return; }
-      if (ev.code === 4404) { showConnection("This chat no longer exists.", true); setRunning(false); return; }
-      if (!S.wsWanted) return;
-      const delay = Math.min(8000, 500 * Math.pow(2, S.backoff++));
-      showConnection(`Connection lost — reconnecting in ${Math.round(delay / 100) / 10}s…`);
-      S.reconnectTimer = setTimeout(connect, delay);
-    };
-  }
+  // socket.js: the transport (outbox, reconnect with backoff); on open it re-subscribes
+  // after the last event seen, or to whatever runs now when no run is being started
+  const sock = window.DFSocket.create({
+    path: boot.ws_path,
+    threadId: () => S.threadId,
+    hello: (starting) => S.runId ? { type: "subscribe", run_id: S.runId, after: S.lastEventId || undefined } : (starting ? null : { type: "subscribe" }),
+    onMessage: (msg) => onServerMessage(msg),
+    onStatus: (text, error) => showConnection(text, error),
+    onFinal: () => setRunning(false),
+  });
+  const wsSend = (msg) => sock.send(msg);
+  const connect = () => sock.connect();
 
   function showConnection(text, error) {
     el.connection.hidden = !text;
@@ -745,12 +456,13 @@
   function onServerMessage(msg) {
     if (msg.type === "run_created") {
       S.runId = msg.run.run_id;
+      if (S.pendingHuman) S.pendingHuman.el.dataset.run = S.runId;
       S.lastEventId = null;
       loadThreads(); // a new chat is listed from its first run on (drafts are not)
       return;
     }
     if (msg.type === "idle") {
-      if (!S.outbox.length && S.running && !S.runId) setRunning(false);
+      if (!sock.queued() && S.running && !S.runId) setRunning(false);
       return;
     }
     if (msg.type === "error") {
@@ -810,7 +522,7 @@
     setRunning(false);
     if (!S.interrupt) setNote("");
     loadThreads();
-    refreshUploads();
+    viewer().refresh();
     if (gov()) gov().refreshBudget();
     if (S.queue.length && !S.interrupt) {
       const next = S.queue.shift();
@@ -828,6 +540,7 @@
     S.lastEventId = null;
     setRunning(true);
     if (info && info.replay) dropTurnAfterLastQuestion();
+    working().start(el.messages);
     wsSend({ type: "subscribe", run_id: runId });
   }
 
@@ -860,6 +573,7 @@
   function removeErrors() { el.messages.querySelectorAll(".run-error").forEach((n) => n.remove()); }
 
   function showError(text, retryable) {
+    working().done();
     removeErrors();
     const box = h("div", { class: "run-error", role: "alert" }, h("span", { text: text }));
     if (retryable && S.lastInput) {
@@ -899,13 +613,13 @@
       api("GET", `/threads/${encodeURIComponent(S.threadId)}/state`).catch(() => null),
     ]);
     if (picker()) picker().onThread(thread);
+    modes().onThread(thread);
     const custom = thread.metadata && thread.metadata.title;
     S.titleFromUser = !!custom;
     setTitle(custom || thread.title || (state && state.values && state.values.title) || "");
     if (state && state.values) {
       if ("todos" in state.values) renderTodos(state.values.todos);
-      S.artifacts = state.values.artifacts || [];
-      renderFileLists();
+      viewer().setArtifacts(state.values.artifacts || []);
       if (subs()) subs().onLedger(state.values.delegations);
     }
     if (state && Array.isArray(state.interrupts) && thread.status === "interrupted") {
@@ -920,6 +634,7 @@
     if (web()) web().reset();
     if (subs()) subs().reset();
     await loadHistory();
+    working().markHistory(S.threadId, el.messages);
     await loadThreadMeta();
     if (acts()) acts().refresh();
   }
@@ -932,73 +647,8 @@
 
   // ---------------------------------------------------------------- uploads
 
-  let limits = null;
-  async function uploadLimits() {
-    if (limits) return limits;
-    try {
-      limits = await api("GET", `/threads/${encodeURIComponent(S.threadId)}/uploads/limits`);
-    } catch (e) {
-      limits = {};
-    }
-    return limits;
-  }
-
-  async function addFiles(fileList) {
-    const files = [...fileList];
-    if (!files.length) return;
-    try { await ensureThread(); } catch (e) { setNote(e.message, "error"); return; }
-    const lim = await uploadLimits();
-    const blocked = (lim.blocked_extensions || lim.forbidden_extensions || []).map((x) => String(x).toLowerCase().replace(/^\./, ""));
-    for (const file of files) {
-      const att = { file, status: "uploading", progress: 0, info: null, error: "" };
-      const ext = (file.name.match(/\.([^.]+)$/) || [])[1];
-      if (lim.max_file_size && file.size > lim.max_file_size) { att.status = "error"; att.error = `too large (max ${formatSize(lim.max_file_size)})`; }
-      else if (ext && blocked.includes(ext.toLowerCase())) { att.status = "error"; att.error = `.${ext} files are not allowed`; }
-      else if (lim.max_files && S.attachments.filter((a) => a.status !== "error").length >= lim.max_files) { att.status = "error"; att.error = `at most ${lim.max_files} files`; }
-      S.attachments.push(att);
-      if (att.status === "uploading") upload(att);
-    }
-    renderAttachments();
-  }
-
-  function upload(att) {
-    const form = new FormData();
-    form.append("files", att.file, att.file.name);
-    const xhr = new XMLHttpRequest();
-    xhr.open("POST", `/api/threads/${encodeURIComponent(S.threadId)}/uploads`);
-    xhr.setRequestHeader("X-CSRFToken", csrf());
-    xhr.upload.onprogress = (ev) => { if (ev.lengthComputable) { att.progress = ev.loaded / ev.total; renderAttachments(); } };
-    xhr.onload = () => {
-      let data = null;
-      try { data = JSON.parse(xhr.responseText); } catch (e) { data = null; }
-      if (xhr.status >= 200 && xhr.status < 300 && data && Array.isArray(data.files) && data.files.length) {
-        att.status = "done";
-        att.info = data.files.find((f) => f.filename === att.file.name) || data.files[0];
-        refreshUploads();
-      } else {
-        att.status = "error";
-        att.error = (data && (data.detail || data.message)) || (xhr.status === 404 ? "uploads are not available on this server" : `upload failed (${xhr.status})`);
-        if (data && Array.isArray(data.skipped_files) && data.skipped_files.length) att.error = "skipped by the server: " + (data.message || "not allowed");
-      }
-      renderAttachments();
-    };
-    xhr.onerror = () => { att.status = "error"; att.error = "network error"; renderAttachments(); };
-    xhr.send(form);
-  }
-
-  function renderAttachments() {
-    el.attachments.replaceChildren(...S.attachments.map((att) => {
-      const remove = h("button", { type: "button", class: "icon-btn small-btn", "aria-label": "Remove " + att.file.name, onclick: () => {
-        S.attachments = S.attachments.filter((a) => a !== att);
-        renderAttachments();
-        if (!S.attachments.length) discardDraft();
-      } });
-      remove.append(window.dfUI.icon("x"));
-      const status = att.status === "uploading" ? h("progress", { max: "1", value: String(att.progress), "aria-label": "Uploading " + att.file.name })
-        : att.status === "error" ? h("span", { class: "error-text", text: att.error }) : h("span", { class: "muted", text: formatSize(att.file.size) });
-      return h("li", { class: "attachment " + att.status }, h("span", { class: "att-name", text: att.file.name }), status, remove);
-    }));
-  }
+  // attach.js: files picked or dropped for the next message (checks, progress, removal)
+  const addFiles = (files) => window.DFAttach.add(files);
 
   // A chat created only to hold an upload, whose uploads were all taken back before the first
   // message, is not a chat: delete it rather than leave an empty thread behind.
@@ -1008,46 +658,10 @@
     try { await api("DELETE", `/threads/${encodeURIComponent(draft)}`); } catch (e) { return; }
     if (S.threadId !== draft) return;
     S.threadId = null;
-    S.uploads = [];
-    limits = null;
+    window.DFAttach.forgetLimits();
     history.replaceState(null, "", "/");
-    renderFileLists();
+    viewer().clear();
     loadThreads();
-  }
-
-  async function refreshUploads() {
-    if (!S.threadId) return;
-    try {
-      const data = await api("GET", `/threads/${encodeURIComponent(S.threadId)}/uploads/list`);
-      S.uploads = data.files || [];
-      S.quota = data.quota || null;
-    } catch (e) { S.uploads = S.uploads || []; }
-    renderFileLists();
-    renderQuota();
-  }
-
-  // The sandbox's disk quota (sandbox.thread_quota_mb / user_quota_mb); a limit of 0 is "none".
-  function renderQuota() {
-    const q = S.quota;
-    const rows = [["thread", "This chat"], ["user", "All your chats"]];
-    let shown = false;
-    const full = [];
-    for (const [key, label] of rows) {
-      const used = (q && q[key + "_bytes"]) || 0, limit = (q && q[key + "_limit"]) || 0;
-      const row = $(`storage-${key}-row`), meter = $(`storage-${key}`);
-      row.hidden = meter.hidden = !limit;
-      if (!limit) continue;
-      shown = true;
-      meter.value = Math.min(used / limit, 1);
-      $(`storage-${key}-text`).textContent = `${formatSize(used)} of ${formatSize(limit)}`;
-      meter.setAttribute("aria-valuetext", `${formatSize(used)} of ${formatSize(limit)} used`);
-      if (used >= limit) full.push(label.toLowerCase());
-    }
-    el.storage.hidden = !shown;
-    el.storageFull.hidden = full.length === 0;
-    el.storageFull.textContent = full.length
-      ? `Storage is full (${full.join(", ")}): commands that write files stop and uploads are refused until files are deleted.`
-      : "";
   }
 
   // ---------------------------------------------------------------- composer and controls
@@ -1058,28 +672,6 @@
   }
 
   function setupControls() {
-    const saved = JSON.parse(localStorage.getItem("deerflow.prefs") || "{}");
-    if (el.model && saved.model && [...el.model.options].some((o) => o.value === saved.model && !o.disabled)) el.model.value = saved.model;
-    if (el.model && el.model.selectedOptions[0] && el.model.selectedOptions[0].disabled) {
-      const ok = [...el.model.options].find((o) => !o.disabled);
-      if (ok) el.model.value = ok.value;
-    }
-    el.thinking.checked = !!saved.thinking;
-    el.plan.checked = !!saved.plan;
-    if (el.subagents) el.subagents.checked = !!saved.subagents;
-    const syncThinking = () => {
-      const m = (boot.models || []).find((x) => x.name === el.model.value);
-      el.thinking.disabled = !!m && !m.supports_thinking;
-      el.thinking.parentElement.title = el.thinking.disabled ? "This model does not support thinking" : "";
-    };
-    const save = () => localStorage.setItem("deerflow.prefs", JSON.stringify({ model: el.model.value, thinking: el.thinking.checked, plan: el.plan.checked,
-      subagents: el.subagents ? el.subagents.checked : false }));
-    el.model.addEventListener("change", () => { syncThinking(); save(); });
-    el.thinking.addEventListener("change", save);
-    el.plan.addEventListener("change", save);
-    if (el.subagents) el.subagents.addEventListener("change", save);
-    syncThinking();
-
     el.composer.addEventListener("submit", (ev) => { ev.preventDefault(); send(el.input.value); });
     el.input.addEventListener("keydown", (ev) => {
       if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) { ev.preventDefault(); send(el.input.value); }
@@ -1089,15 +681,13 @@
     el.stop.addEventListener("click", stopRun);
     document.addEventListener("keydown", (ev) => {
       if (ev.key === "Escape") {
-        if (S.running) { ev.preventDefault(); stopRun(); }
-        else if (!el.filesPanel.hidden) openFiles(false);
+        if (viewer().isOpen()) { ev.preventDefault(); viewer().close(); }
+        else if (S.running) { ev.preventDefault(); stopRun(); }
+        else if (viewer().filesOpen()) viewer().openFiles(false);
         else closeSidebar();
       }
     });
     document.querySelectorAll(".example").forEach((b) => b.addEventListener("click", () => { el.input.value = b.textContent; autoGrow(); el.input.focus(); }));
-    el.filesToggle.addEventListener("click", () => openFiles(el.filesPanel.hidden));
-    $("files-close").addEventListener("click", () => openFiles(false));
-    $("preview-close").addEventListener("click", () => { el.preview.hidden = true; });
     $("attach").addEventListener("click", () => el.fileInput.click());
     el.fileInput.addEventListener("change", () => { addFiles(el.fileInput.files); el.fileInput.value = ""; });
     el.loadEarlier.addEventListener("click", () => loadHistory(S.nextBeforeSeq));
@@ -1134,6 +724,12 @@
 
   async function start() {
     setupControls();
+    modes().init({ api, setNote, threadId: () => S.threadId, models: boot.models || [] });
+    viewer().init({ api, setNote, threadId: () => S.threadId });
+    window.DFAttach.init({ api, ensureThread, setNote, threadId: () => S.threadId, list: el.attachments,
+                           uploaded: () => viewer().refresh(), emptied: () => discardDraft() });
+    window.DFToolCards.init({ cards: S.toolCards, textOf, running: () => S.running, runId: () => S.runId });
+    window.DFScroll.init(el.conversation, el.messages, $("jump-latest"));
     if (acts()) {
       acts().init({ api, setNote, follow, send, ensureThread, threadId: () => S.threadId, running: () => S.running, messages: () => S.messages,
                     messagesEl: () => el.messages, reload: reloadThread });
@@ -1157,21 +753,23 @@
         showError("Could not load this chat: " + e.message, false);
       }
       updateWelcome();
-      refreshUploads();
+      viewer().refresh();
       scrollToEnd(true);
       connect(); // subscribes: re-attaches to a run still in progress
     } else {
       updateWelcome();
     }
-    if (!el.input.disabled) el.input.focus();
+    // the composer gets the focus unless the user already put it somewhere while the thread loaded
+    const idle = !document.activeElement || document.activeElement === document.body;
+    if (!el.input.disabled && idle) el.input.focus();
     document.body.dataset.ready = "1";
   }
 
-  window.addEventListener("beforeunload", () => { S.wsWanted = false; });
+  window.addEventListener("beforeunload", () => sock.stop());
   // a seam for the browser tests and for debugging from the console: drop the socket as a
   // flaky network would (the client reconnects and resumes after the last event id)
   window.DeerFlowChat = {
-    dropConnection() { if (S.ws) S.ws.close(4000, "dropped"); },
+    dropConnection() { sock.drop(); },
     state() { return { threadId: S.threadId, runId: S.runId, lastEventId: S.lastEventId, running: S.running }; },
   };
   start();

@@ -92,10 +92,8 @@
 
   function clearStopped() { app.messagesEl().querySelectorAll(".stopped-marker").forEach((n) => n.remove()); }
 
-  function markStopped() {
-    clearStopped();
-    app.messagesEl().append(h("p", { class: "stopped-marker small muted", text: "Stopped — the answer was cancelled." }));
-  }
+  // working.js places the marker after the run's last message (and on reload for every cancelled run)
+  function markStopped(runId) { window.DFWorking.markStopped(app.messagesEl(), runId, "cancelled"); }
 
   async function start(path, body, what) {
     if (app.running()) { app.setNote("Wait for the current answer to finish.", "error"); return; }
@@ -168,7 +166,7 @@
     try { run = await app.api("GET", `/threads/${encodeURIComponent(app.threadId())}/runs/${runId}`); } catch (e) { /* gone */ }
     if (info && info.replay) await app.reload();
     refreshContext();
-    if (run && run.stop_reason === "cancelled") markStopped();
+    if (run && run.stop_reason === "cancelled") markStopped(runId);
     if (run && run.status === "success") suggest();
     if (run && info && info.replay && (run.status === "error" || run.stop_reason === "cancelled")) {
       app.setNote(`The ${run.metadata.replay.kind === "edit" ? "edit" : "regenerated answer"} ${run.status === "error" ? "failed" : "was cancelled"}; the conversation before it is restored.`, "error");
@@ -182,10 +180,7 @@
     refreshContext();
     refreshGoal();
     if (!app.threadId()) return;
-    try {
-      const runs = await app.api("GET", `/threads/${encodeURIComponent(app.threadId())}/runs?limit=1`);
-      if (runs.length && runs[0].stop_reason === "cancelled" && !runs[0].metadata.replay) markStopped();
-    } catch (e) { /* the history itself is what matters */ }
+    await window.DFWorking.markHistory(app.threadId(), app.messagesEl()); // replaced runs show no messages, so no marker
     if (new URLSearchParams(location.search).get("note") === "files-skipped") {
       app.setNote("Branched from an older answer: the files of the later conversation were not copied.");
     }

@@ -76,7 +76,7 @@ def test_send_a_message_and_see_the_streamed_answer(page, script, doc_shot):
 def test_reasoning_is_shown_collapsed(page, script):
     script(Reply(text="The answer is 42.", reasoning="Let me think about life, the universe and everything."))
     page.goto("/")
-    page.get_by_label("Thinking").check()
+    page.get_by_label("Mode", exact=True).select_option("thinking")
     send(page, "What is the answer?")
     answer = assistant(page).last
     expect(answer).to_contain_text("The answer is 42.")
@@ -85,7 +85,6 @@ def test_reasoning_is_shown_collapsed(page, script):
     expect(thinking.locator(".reasoning-body")).to_be_hidden()
     thinking.locator("summary").click()
     expect(thinking.locator(".reasoning-body")).to_contain_text("life, the universe and everything")
-    page.get_by_label("Thinking").uncheck()
 
 
 def test_tool_card_shows_name_status_and_result(page, script, doc_shot):
@@ -167,7 +166,7 @@ def test_plan_mode_todos_appear_and_update(page, script):
         Reply(text="Plan done."),
     )
     page.goto("/")
-    page.get_by_label("Plan mode").check()
+    page.get_by_label("Mode", exact=True).select_option("plan")
     send(page, "Research something")
     todos = page.get_by_role("region", name="Plan")
     expect(todos.locator(".todo")).to_have_count(2)
@@ -175,7 +174,6 @@ def test_plan_mode_todos_appear_and_update(page, script):
     expect(todos.locator(".todo").nth(1)).to_have_attribute("data-status", "in_progress")
     expect(todos).to_contain_text("1/2")
     expect(assistant(page).last).to_contain_text("Plan done.")
-    page.get_by_label("Plan mode").uncheck()
 
 
 def test_stop_a_slow_run(page, script, model_server):
@@ -273,7 +271,7 @@ def test_phone_layout(phone, script, doc_shot):
     page.get_by_role("button", name="Hide chats").click()
     expect(new_chat).to_be_hidden()
     # the header keeps every control on screen
-    for control in (page.get_by_label("Model"), page.get_by_label("Plan mode"), page.get_by_role("button", name="Files", exact=True)):
+    for control in (page.get_by_label("Model"), page.get_by_label("Mode", exact=True), page.get_by_role("button", name="Files", exact=True)):
         expect(control).to_be_in_viewport()
     send(page, "Hello from a phone")
     expect(assistant(page).last).to_contain_text("fits on a phone")

@@ -82,9 +82,9 @@ def test_open_a_presented_artifact(page, script, doc_shot):
     expect(page.locator("article.msg.assistant").last).to_contain_text("Here is the report.")
     expect(page.locator("#files-count")).to_have_text("1")
     page.get_by_role("button", name="Open report.md").click()
-    preview = page.get_by_role("region", name="Preview")
+    preview = page.get_by_role("complementary", name="report.md")
     expect(preview.get_by_role("heading", name="Quarterly report")).to_be_visible()
-    expect(preview.locator(".preview-body strong")).to_have_text("good")
+    expect(preview.locator(".viewer-body strong")).to_have_text("good")
     assert page.evaluate("window.__pwned") is None
     doc_shot(page, "artifact-preview")
     href = preview.get_by_role("link", name="Download").get_attribute("href")

@@ -53,10 +53,11 @@ def test_data_analysis_on_an_uploaded_csv_shows_a_chart_in_the_files_panel(page,
     expect(page.locator("article.msg.assistant").last).to_contain_text("Oslo sells most.")
     expect(page.locator("#files-count")).to_have_text("2")
     page.get_by_role("button", name="Open sales-sales.png").click()
-    preview = page.get_by_role("region", name="Preview")
+    preview = page.get_by_role("complementary", name="sales-sales.png")  # the file viewer
     image = preview.locator("img")
     expect(image).to_be_visible()
-    assert image.evaluate("img => img.complete && img.naturalWidth") == 640
+    page.wait_for_function("img => img.complete && img.naturalWidth > 0", arg=image.element_handle())
+    assert image.evaluate("img => img.naturalWidth") == 640
     assert page.js_errors == []
 
 

@@ -25,7 +25,7 @@ def delegating_script(script):
 
 def check_card_live_then_after_reload(page, doc_shot, shot_name):
     page.goto("/")
-    page.get_by_label("Subagents").check()
+    page.get_by_label("Mode", exact=True).select_option("pro")
     send(page, "How many files are in the workspace? Use a subagent.")
     card = page.locator(".tool-card.subagent-card")
     expect(card).to_have_attribute("data-subagent-status", "running")
@@ -60,7 +60,7 @@ def test_subagent_card_on_a_phone(phone, script, doc_shot):
     delegating_script(script)
     check_card_live_then_after_reload(phone, doc_shot, "subagent-card-phone")
     assert phone.evaluate("document.documentElement.scrollWidth") <= 375
-    expect(phone.get_by_label("Subagents")).to_be_in_viewport()
+    expect(phone.get_by_label("Mode", exact=True)).to_be_in_viewport()
 
 
 def test_subagent_card_after_a_reload_mid_run(page, script):
@@ -71,7 +71,7 @@ def test_subagent_card_after_a_reload_mid_run(page, script):
         Reply(text="The subagent waited."),
     )
     page.goto("/")
-    page.get_by_label("Subagents").check()
+    page.get_by_label("Mode", exact=True).select_option("pro")
     send(page, "Wait using a subagent.")
     card = page.locator(".tool-card.subagent-card")
     expect(card).to_have_attribute("data-subagent-status", "running")

@@ -368,3 +368,17 @@ def test_files_inside_a_skill_archive_are_served(user_client, user, tid):
     edit = user_client.put(url(tid, "outputs/demo.skill/SKILL.md"), {"content": "x", "expected_sha256": sha("x")}, format="json")
     assert edit.status_code == 403 and "inside a .skill archive" in edit.json()["detail"]
     assert read_body(user_client.get(url(tid, "outputs/demo.skill"))) == buf.getvalue()
+
+
+def test_file_responses_may_be_framed_by_our_own_pages_only(user_client, user, tid):
+    """The chat's viewer frames PDFs: SAMEORIGIN here, while active content keeps its sandbox."""
+    put_file(user, tid, "outputs/report.pdf", b"%PDF-1.4")
+    put_file(user, tid, "outputs/page.html", "<script>alert(1)</script>")
+    pdf = user_client.get(url(tid, "outputs/report.pdf"))
+    assert pdf.status_code == 200 and pdf["X-Frame-Options"] == "SAMEORIGIN"
+    assert pdf["Content-Security-Policy"] == "frame-ancestors 'self'"
+    html = user_client.get(url(tid, "outputs/page.html"))
+    assert html["X-Frame-Options"] == "SAMEORIGIN"
+    assert html["Content-Security-Policy"].startswith("sandbox;") and "frame-ancestors 'self'" in html["Content-Security-Policy"]
+    # every other page still refuses to be framed
+    assert user_client.get(f"/api/threads/{tid}")["X-Frame-Options"] == "DENY"

@@ -69,3 +69,23 @@ def test_the_no_model_notice_names_the_file_for_staff_only(client, user, tmp_pat
     user.save()
     html = client.get("/").content.decode()
     assert str(config) in html
+
+
+def test_a_configured_but_unavailable_model_is_named_with_its_reason(client, user, tmp_path, monkeypatch):
+    """Not "No model is configured" when one is: "No model is available" and why, the config
+    file's path for staff only (the reason text itself starts with it)."""
+    config = tmp_path / "config.yaml"
+    config.write_text("config_version: 1\nmodels:\n  - name: gpt\n    use: langchain_openai:ChatOpenAI\n"
+                      "    model: gpt-4o\n    api_key: $UNSET_KEY_FOR_THIS_TEST\n")
+    monkeypatch.setenv("DEER_FLOW_CONFIG_PATH", str(config))
+    monkeypatch.delenv("UNSET_KEY_FOR_THIS_TEST", raising=False)
+    client.force_login(user)
+    html = client.get("/").content.decode()
+    assert "No model is available" in html and "No model is configured" not in html
+    assert "UNSET_KEY_FOR_THIS_TEST" in html and str(config) not in html
+    assert "unavailable:" in html  # the picker greys the model out with its reason
+    assert str(config) not in json.dumps(boot_of(html)["models"])
+    user.is_staff = True
+    user.save()
+    html = client.get("/").content.decode()
+    assert str(config) in html and "No model is available" in html

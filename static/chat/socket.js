@@ -1,0 +1,65 @@
+/* The thread websocket as a transport: one socket per thread, messages sent while it is not
+ * open wait in an outbox and go out on open (after the caller's hello, which re-subscribes
+ * after the last event seen), and a dropped socket reconnects with backoff (0.5 s doubling
+ * to 8 s). Close codes 4401 (signed out) and 4404 (no such thread) are final. What the
+ * messages mean is app.js's business. */
+(function () {
+  "use strict";
+
+  const FINAL = { 4401: "You are signed out. Sign in again to continue.", 4404: "This chat no longer exists." };
+
+  function create(opts) {
+    let ws = null, wanted = false, backoff = 0, timer = null;
+    const outbox = [];
+
+    function url() {
+      const proto = location.protocol === "https:" ? "wss:" : "ws:";
+      return `${proto}//${location.host}${opts.path}${encodeURIComponent(opts.threadId())}/`;
+    }
+
+    function send(msg) {
+      if (ws && ws.readyState === WebSocket.OPEN && ws.threadId === opts.threadId()) ws.send(JSON.stringify(msg));
+      else { outbox.push(msg); connect(); }
+    }
+
+    function connect() {
+      if (!opts.threadId()) return;
+      if (ws && ws.threadId === opts.threadId() && (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING)) return;
+      clearTimeout(timer);
+      wanted = true;
+      const sock = new WebSocket(url());
+      sock.threadId = opts.threadId();
+      ws = sock;
+      sock.onopen = () => {
+        backoff = 0;
+        opts.onStatus("");
+        const hello = opts.hello(outbox.some((m) => m.type === "run"));
+        if (hello) sock.send(JSON.stringify(hello));
+        for (const m of outbox.splice(0)) sock.send(JSON.stringify(m));
+      };
+      sock.onmessage = (ev) => {
+        let msg;
+        try { msg = JSON.parse(ev.data); } catch (e) { return; }
+        opts.onMessage(msg);
+      };
+      sock.onclose = (ev) => {
+        if (ws !== sock) return;
+        ws = null;
+        if (FINAL[ev.code]) { opts.onStatus(FINAL[ev.code], true); opts.onFinal(); return; }
+        if (!wanted) return;
+        const delay = Math.min(8000, 500 * Math.pow(2, backoff++));
+        opts.onStatus(`Connection lost — reconnecting in ${Math.round(delay / 100) / 10}s…`);
+        timer = setTimeout(connect, delay);
+      };
+    }
+
+    return {
+      send, connect,
+      queued: () => outbox.length,
+      drop() { if (ws) ws.close(4000, "dropped"); },
+      stop() { wanted = false; },
+    };
+  }
+
+  window.DFSocket = { create };
+})();
