@@ -14,8 +14,15 @@ logger = logging.getLogger("apps.integrations.channels")
 class Command(BaseCommand):
     help = "Run the IM channel adapters (Telegram, ...) configured under channels: in config.yaml."
 
+    def add_arguments(self, parser):
+        parser.add_argument("--check", action="store_true",
+                            help="Exit 0 when config.yaml turns any channel on, 1 otherwise (used by `make run`).")
+
     def handle(self, *args, **options):
-        from apps.integrations.channels.worker import ChannelsWorker
+        from apps.integrations.channels.worker import ChannelsWorker, any_channel_enabled
+
+        if options["check"]:
+            raise SystemExit(0 if any_channel_enabled() else 1)
 
         async def main() -> None:
             stop = asyncio.Event()

@@ -48,3 +48,21 @@ async def channel_kit():
     kit = ChannelKit(manager=manager, adapter=adapter)
     yield kit
     await manager.close()
+
+
+@pytest.fixture
+def channels_config(tmp_path, monkeypatch):
+    """Write config.yaml with the suite's model plus the given ``channels:`` section."""
+    from pathlib import Path
+
+    import yaml
+
+    base = yaml.safe_load((Path(__file__).resolve().parents[3] / "fixtures" / "config.yaml").read_text())
+
+    def write(channels: dict) -> Path:
+        path = tmp_path / "config.yaml"
+        path.write_text(yaml.safe_dump({**base, "channels": channels}))
+        monkeypatch.setenv("DEER_FLOW_CONFIG_PATH", str(path))
+        return path
+
+    return write
