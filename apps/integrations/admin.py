@@ -3,7 +3,7 @@ thread, and what each channel's worker last reported."""
 
 from django.contrib import admin, messages
 
-from apps.integrations.models import ChannelConnection, ChannelConversation, ChannelStatus, ConnectCode
+from apps.integrations.models import ChannelConnection, ChannelConversation, ChannelDelivery, ChannelStatus, ConnectCode
 
 
 @admin.register(ChannelConnection)
@@ -75,4 +75,17 @@ class ConnectCodeAdmin(admin.ModelAdmin):
         return False
 
     def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(ChannelDelivery)
+class ChannelDeliveryAdmin(admin.ModelAdmin):
+    """Scheduled results posted to a connection (the channels worker sends pending ones)."""
+
+    list_display = ["run_id", "connection", "status", "attempts", "created_at", "sent_at", "error"]
+    list_filter = ["status"]
+    readonly_fields = ["connection", "run_id", "task_id", "status", "attempts", "error", "created_at", "sent_at"]
+    list_select_related = ["connection"]
+
+    def has_add_permission(self, request) -> bool:
         return False
