@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
 from telegram import Bot, InputFile, Message, ReplyParameters, Update
 from telegram.error import BadRequest, Forbidden, InvalidToken, NetworkError, RetryAfter, TelegramError, TimedOut
 from telegram.request import HTTPXRequest
+from telegram.warnings import PTBUserWarning
 
 from apps.integrations.channels.base import Capabilities, ChannelAdapter, ChatRef, InboundFile, InboundMessage, SentMessage
 from apps.integrations.channels.registry import register
@@ -133,8 +135,7 @@ class TelegramAdapter(ChannelAdapter):
             try:
                 if self.bot_id is None:
                     await self._initialize()
-                updates = await self.bot.get_updates(offset=self.offset, timeout=self.poll_timeout,
-                                                     allowed_updates=["message"])
+                raw_updates = await self._get_updates()
                 if delay > 1.0:
                     await self.hooks.connected(bot_name=self.username)
                 delay = 1.0
@@ -151,19 +152,36 @@ class TelegramAdapter(ChannelAdapter):
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, BACKOFF_MAX)
                 continue
-            for update in updates:
-                self.offset = update.update_id + 1
+            for raw in raw_updates:
+                update_id = raw.get("update_id") if isinstance(raw, dict) else None
+                if not isinstance(update_id, int):
+                    await self.hooks.error(f"an update without an update_id was skipped: {str(raw)[:200]}")
+                    continue
+                self.offset = max(self.offset or 0, update_id + 1)
                 await self.hooks.event()
                 try:
-                    message = self._inbound(update)
+                    message = self._inbound(Update.de_json(raw, self.bot))
                 except Exception as exc:  # malformed: logged and acknowledged (the offset moves on)
-                    logger.warning("Telegram update %s could not be read: %s", update.update_id, exc)
-                    await self.hooks.error(f"update {update.update_id} could not be read: {exc}")
+                    logger.warning("Telegram update %s could not be read: %s", update_id, exc)
+                    await self.hooks.error(f"update {update_id} could not be read: {type(exc).__name__}: {exc}")
                     continue
                 if message is not None:
                     await self.sink(message)
-            if updates:
+            if raw_updates:
                 await self.hooks.save_cursor({"offset": self.offset})
+
+    async def _get_updates(self) -> list:
+        """Updates as JSON, each parsed on its own: one malformed update must not make the
+        whole batch unreadable (and so stall the offset on it forever)."""
+        assert self.bot is not None
+        params: dict[str, Any] = {"timeout": self.poll_timeout, "allowed_updates": ["message"]}
+        if self.offset is not None:
+            params["offset"] = self.offset
+        with warnings.catch_warnings():
+            # PTB suggests get_updates for this endpoint; the raw list is the point here.
+            warnings.simplefilter("ignore", PTBUserWarning)
+            result = await self.bot.do_api_request("getUpdates", api_kwargs=params, read_timeout=self.poll_timeout + 10.0)
+        return result if isinstance(result, list) else []
 
     # -- inbound -----------------------------------------------------------------------------
 

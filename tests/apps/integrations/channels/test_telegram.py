@@ -174,3 +174,18 @@ async def test_a_wrong_token_fails_the_start(telegram):
     with pytest.raises(InvalidToken):
         await adapter.start()
     await adapter.stop()
+
+
+async def test_a_malformed_update_is_logged_acknowledged_and_skipped(telegram, scripted_agent, user):
+    scripted_agent("still here")
+    async with Bot(telegram) as bot:
+        await _connect(telegram, user)
+        telegram.updates.append({"update_id": 9999, "message": {"message_id": "not-a-number", "text": "broken"}})
+        telegram._new_update.set()
+        telegram.user_says("hello after the broken one")
+        await telegram.wait_for(lambda: "still here" in telegram.texts(ANN))
+        await bot.manager.idle()
+    status = await database_sync_to_async(ChannelStatus.objects.get)(provider="telegram")
+    assert "update 9999 could not be read" in status.last_error
+    assert status.cursor["offset"] > 9999  # acknowledged: never delivered again
+    assert len(await database_sync_to_async(_runs)()) == 1
