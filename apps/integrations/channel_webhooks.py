@@ -1,0 +1,81 @@
+"""HTTP callbacks of the platforms that push events (Feishu/Lark in webhook mode, WeCom).
+
+Each view answers 404 unless its channel is configured for callbacks, so an unconfigured
+deployment exposes nothing (the same as not mounting the route, without rebuilding the URL
+conf when config.yaml changes). A request whose signature or token does not verify is a 401
+and nothing is forwarded; a verified but malformed payload is acknowledged (200) and logged,
+because the platform would otherwise redeliver it forever. Verified messages are handed to
+the channel worker over the channel layer (``channels.common.publish_webhook``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+
+from apps.integrations.channels.common import publish_webhook
+
+log = logging.getLogger(__name__)
+
+
+def channel_settings(provider: str) -> dict[str, Any] | None:
+    """The provider's section of ``channels:`` when channels are enabled, else ``None``."""
+    from harness.config import get_app_config
+
+    channels = get_app_config().channels  # cached by content signature
+    if not channels.enabled:
+        return None
+    section = (channels.model_extra or {}).get(provider)
+    return dict(section) if isinstance(section, dict) and section.get("enabled", True) else None
+
+
+def _detail(status: int, detail: str) -> JsonResponse:
+    return JsonResponse({"detail": detail}, status=status)
+
+
+# --- Feishu / Lark --------------------------------------------------------------------------
+
+_FEISHU_AUTH_FAILURES = ("verification_token", "signature", "encrypt_key", "credentials")
+
+
+@csrf_exempt
+async def feishu_events(request: HttpRequest) -> HttpResponse:
+    settings = await asyncio.to_thread(channel_settings, "feishu")  # the config check stats a file
+    if settings is None or settings.get("mode") != "webhook":
+        return _detail(404, "the Feishu/Lark callback is not configured (channels.feishu.mode: webhook)")
+    if request.method != "POST":
+        return _detail(405, "POST the event as JSON")
+    import lark_oapi as lark
+    from lark_oapi.core.model import RawRequest
+
+    captured: list[Any] = []
+    # The SDK's own dispatcher decrypts, checks the verification token and the signature, and
+    # answers the url_verification challenge; we only keep the parsed event.
+    handler = (lark.EventDispatcherHandler.builder(str(settings.get("encrypt_key") or ""),
+                                                   str(settings.get("verification_token") or ""))
+               .register_p2_im_message_receive_v1(captured.append).build())
+    raw = RawRequest()
+    raw.uri = request.path
+    raw.body = request.body
+    raw.headers = {key: value for key, value in request.headers.items()}
+    resp = handler.do(raw)
+    if resp.status_code == 200:
+        for event in captured:
+            await publish_webhook("feishu", {"event_json": lark.JSON.marshal(event)})
+        return HttpResponse(resp.content, status=200, content_type="application/json")
+    try:
+        reason = str(json.loads(resp.content).get("msg", ""))
+    except ValueError:
+        reason = resp.content.decode("utf-8", "replace")
+    encrypted = b'"encrypt"' in (request.body or b"")
+    if any(word in reason for word in _FEISHU_AUTH_FAILURES) or (encrypted and "processor not found" not in reason):
+        # A payload that does not decrypt with our key is as unauthenticated as a bad signature.
+        log.warning("feishu callback refused: %s", reason)
+        return _detail(401, f"the event did not verify: {reason}")
+    log.warning("feishu callback payload ignored: %s", reason)
+    return JsonResponse({"detail": f"ignored: {reason}"}, status=200)

@@ -1,0 +1,105 @@
+"""Pieces the part-2 adapters (Feishu, DingTalk, WeCom, Discord) share.
+
+- ``PlatformError``: a platform API answered with an error; ``str()`` says which call and why.
+- ``Backoff``: the delays between reconnect attempts after an outage (capped, jittered).
+- The webhook bridge: an HTTP callback lands in the web process, the adapter runs in the
+  channel worker (``run_channels``). The view verifies and decrypts, then hands the plain
+  payload over the Django Channels layer (in memory in one process, Redis across processes),
+  so the worker needs no listening port of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import mimetypes
+import random
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from harness.net import GuardPolicy
+
+log = logging.getLogger(__name__)
+
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp", "image/bmp"})
+
+
+class PlatformError(Exception):
+    """A platform API call failed (non-success code, HTTP error, malformed answer)."""
+
+
+class Backoff:
+    """1 s, 2 s, 4 s ... up to ``cap``, with ±20 % jitter so many workers do not reconnect in step."""
+
+    def __init__(self, base: float = 1.0, cap: float = 60.0) -> None:
+        self.base, self.cap, self.attempt = base, cap, 0
+
+    def next_delay(self) -> float:
+        delay = min(self.cap, self.base * (2 ** self.attempt))
+        self.attempt += 1
+        return delay * random.uniform(0.8, 1.2)
+
+    def reset(self) -> None:
+        self.attempt = 0
+
+
+async def run_with_backoff(name: str, connect: Callable[[], Awaitable[None]], stopping: asyncio.Event,
+                           backoff: Backoff | None = None) -> None:
+    """Call ``connect`` (which returns when the connection ends) again after each outage."""
+    backoff = backoff or Backoff()
+    while not stopping.is_set():
+        try:
+            await connect()
+            backoff.reset()
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # an outage of any kind: log it and try again later
+            log.warning("%s connection failed: %s", name, exc)
+        if stopping.is_set():
+            return
+        try:
+            await asyncio.wait_for(stopping.wait(), timeout=backoff.next_delay())
+        except TimeoutError:
+            pass
+
+
+def guess_type(name: str, content_type: str | None = None) -> str:
+    return content_type or mimetypes.guess_type(name)[0] or "application/octet-stream"
+
+
+def is_image(name: str, content_type: str | None = None) -> bool:
+    return guess_type(name, content_type) in IMAGE_TYPES
+
+
+def guard_policy(settings: Any) -> GuardPolicy:
+    """Media and webhook URLs from a platform pass the SSRF guard; ``allowed_networks`` opens
+    an intranet (a private deployment, or loopback in tests)."""
+    return GuardPolicy.from_networks(settings.get("allowed_networks") or ())
+
+
+# --- the webhook bridge ---------------------------------------------------------------------
+
+def webhook_channel(provider: str) -> str:
+    return f"channels-webhook.{provider}"
+
+
+async def publish_webhook(provider: str, payload: dict[str, Any]) -> None:
+    from channels.layers import get_channel_layer
+
+    await get_channel_layer().send(webhook_channel(provider), {"type": "channel.webhook", "payload": payload})
+
+
+async def consume_webhooks(provider: str, handle: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
+    """Feed each bridged payload to ``handle`` until cancelled; one bad payload is logged, not fatal."""
+    from channels.layers import get_channel_layer
+
+    layer = get_channel_layer()
+    name = webhook_channel(provider)
+    while True:
+        message = await layer.receive(name)
+        try:
+            await handle(message["payload"])
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("%s webhook payload could not be handled", provider)
