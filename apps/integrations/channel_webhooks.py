@@ -79,3 +79,61 @@ async def feishu_events(request: HttpRequest) -> HttpResponse:
         return _detail(401, f"the event did not verify: {reason}")
     log.warning("feishu callback payload ignored: %s", reason)
     return JsonResponse({"detail": f"ignored: {reason}"}, status=200)
+
+
+# --- WeCom ---------------------------------------------------------------------------------
+
+def _xml_fields(text: str) -> dict[str, str]:
+    """The flat fields of a WeCom XML message; entity tricks are refused by defusedxml."""
+    from defusedxml.ElementTree import fromstring
+
+    root = fromstring(text)
+    return {child.tag: (child.text or "") for child in root}
+
+
+@csrf_exempt
+async def wecom_callback(request: HttpRequest) -> HttpResponse:
+    from apps.integrations.channels.wecom_crypto import WeComCrypto, WeComCryptoError
+
+    settings = await asyncio.to_thread(channel_settings, "wecom")
+    if settings is None:
+        return _detail(404, "the WeCom callback is not configured (channels.wecom)")
+    if request.method not in ("GET", "POST"):
+        return _detail(405, "WeCom calls back with GET (URL check) or POST (messages)")
+    missing = [key for key in ("msg_signature", "timestamp", "nonce") if not request.GET.get(key)]
+    if request.method == "GET" and not request.GET.get("echostr"):
+        missing.append("echostr")
+    if missing:
+        return _detail(400, f"missing query parameters: {', '.join(missing)}")
+    try:
+        crypto = WeComCrypto(str(settings.get("token", "")), str(settings.get("encoding_aes_key", "")),
+                             str(settings.get("corp_id", "")))
+    except WeComCryptoError as exc:
+        log.error("wecom callback: %s", exc)
+        return _detail(503, f"the WeCom channel is misconfigured: {exc}")
+    query = request.GET
+    if request.method == "GET":
+        try:
+            echo = crypto.open(query["msg_signature"], query["timestamp"], query["nonce"], query["echostr"])
+        except WeComCryptoError as exc:
+            return _detail(401, f"the URL check did not verify: {exc}")
+        return HttpResponse(echo, content_type="text/plain; charset=utf-8")
+    try:
+        encrypted = _xml_fields(request.body.decode("utf-8")).get("Encrypt", "")
+    except Exception as exc:
+        return _detail(400, f"the body is not WeCom's XML envelope: {type(exc).__name__}")
+    if not encrypted:
+        return _detail(400, "the XML envelope has no Encrypt element")
+    try:
+        plaintext = crypto.open(query["msg_signature"], query["timestamp"], query["nonce"], encrypted)
+    except WeComCryptoError as exc:
+        log.warning("wecom callback refused: %s", exc)
+        return _detail(401, f"the message did not verify: {exc}")
+    try:
+        fields = _xml_fields(plaintext)
+    except Exception as exc:
+        log.warning("wecom callback: verified message is not readable XML (%s); acknowledged", type(exc).__name__)
+        return HttpResponse("", content_type="text/plain")
+    await publish_webhook("wecom", {"fields": fields})
+    # An empty 200 tells WeCom the message arrived; the answer follows through the send API.
+    return HttpResponse("", content_type="text/plain")

@@ -15,6 +15,7 @@ _ADAPTERS: dict[str, type[ChannelAdapter]] = {}
 ADAPTER_MODULES: dict[str, str] = {
     "feishu": "apps.integrations.channels.feishu",
     "dingtalk": "apps.integrations.channels.dingtalk",
+    "wecom": "apps.integrations.channels.wecom",
 }
 
 
