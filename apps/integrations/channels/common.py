@@ -54,7 +54,7 @@ async def run_with_backoff(name: str, connect: Callable[[], Awaitable[None]], st
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # an outage of any kind: log it and try again later
-            log.warning("%s connection failed: %s", name, exc)
+            log.warning("%s connection failed: %s", name, exc, exc_info=log.isEnabledFor(logging.DEBUG))
         if stopping.is_set():
             return
         try:

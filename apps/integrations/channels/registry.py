@@ -16,6 +16,7 @@ ADAPTER_MODULES: dict[str, str] = {
     "feishu": "apps.integrations.channels.feishu",
     "dingtalk": "apps.integrations.channels.dingtalk",
     "wecom": "apps.integrations.channels.wecom",
+    "discord": "apps.integrations.channels.discord_bot",
 }
 
 

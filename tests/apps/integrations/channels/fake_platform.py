@@ -16,6 +16,12 @@ from typing import Any
 from aiohttp import web
 
 
+def json_answer(body: Any, status: int = 200) -> web.Response:
+    """JSON with a bare ``application/json`` type, as the platforms send it (discord.py parses
+    only that exact type)."""
+    return web.Response(body=json.dumps(body).encode(), status=status, headers={"Content-Type": "application/json"})
+
+
 @dataclass
 class Recorded:
     method: str
@@ -57,8 +63,7 @@ class FakePlatform:
 
     def json_route(self, method: str, path: str, answer: Any) -> None:
         async def handler(request: web.Request) -> web.Response:
-            body = answer(request) if callable(answer) else answer
-            return web.json_response(body)
+            return json_answer(answer(request) if callable(answer) else answer)
 
         self.route(method, path, handler)
 
