@@ -24,14 +24,11 @@ log = logging.getLogger(__name__)
 
 
 def channel_settings(provider: str) -> dict[str, Any] | None:
-    """The provider's section of ``channels:`` when channels are enabled, else ``None``."""
-    from harness.config import get_app_config
+    """The provider's section when ``channels.enabled`` and ``channels.<provider>.enabled``, else ``None``."""
+    from apps.integrations.channels.config import channels_settings
 
-    channels = get_app_config().channels  # cached by content signature
-    if not channels.enabled:
-        return None
-    section = (channels.model_extra or {}).get(provider)
-    return dict(section) if isinstance(section, dict) and section.get("enabled", True) else None
+    settings = channels_settings()  # get_app_config(): re-parsed only when the file changed
+    return dict(settings.provider(provider)) if settings.provider_enabled(provider) else None
 
 
 def _detail(status: int, detail: str) -> JsonResponse:

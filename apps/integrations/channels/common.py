@@ -44,8 +44,9 @@ class Backoff:
 
 
 async def run_with_backoff(name: str, connect: Callable[[], Awaitable[None]], stopping: asyncio.Event,
-                           backoff: Backoff | None = None) -> None:
-    """Call ``connect`` (which returns when the connection ends) again after each outage."""
+                           backoff: Backoff | None = None, on_error: Callable[[str], Awaitable[None]] | None = None) -> None:
+    """Call ``connect`` (which returns when the connection ends) again after each outage;
+    ``on_error`` (the adapter's ``hooks.error``) hears each failure, for the admin status."""
     backoff = backoff or Backoff()
     while not stopping.is_set():
         try:
@@ -55,6 +56,8 @@ async def run_with_backoff(name: str, connect: Callable[[], Awaitable[None]], st
             raise
         except Exception as exc:  # an outage of any kind: log it and try again later
             log.warning("%s connection failed: %s", name, exc, exc_info=log.isEnabledFor(logging.DEBUG))
+            if on_error is not None:
+                await on_error(f"connection failed, retrying: {type(exc).__name__}: {exc}")
         if stopping.is_set():
             return
         try:

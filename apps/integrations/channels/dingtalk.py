@@ -63,11 +63,12 @@ class _Handler(dingtalk_stream.ChatbotHandler):
             incoming = ChatbotMessage.from_dict(callback.data)
         except Exception as exc:  # malformed: acknowledged (so it is not redelivered) and logged
             log.warning("dingtalk: malformed robot message ignored: %s", exc)
+            self.adapter.spawn(self.adapter.hooks.error(f"malformed robot message ignored: {exc}"))
             return AckMessage.STATUS_OK, "ignored"
         message = self.adapter.translate(incoming)
         if message is not None:
             # The ack goes back at once; the answer follows through the session webhook.
-            self.adapter.spawn(self.adapter.sink(message))
+            self.adapter.spawn(self.adapter.deliver(message))
         return AckMessage.STATUS_OK, "OK"
 
 
@@ -75,10 +76,11 @@ class _Handler(dingtalk_stream.ChatbotHandler):
 class DingTalkAdapter(ChannelAdapter):
     provider = "dingtalk"
     display_name = "DingTalk"
-    capabilities = Capabilities(edit=False, edit_interval=1.0, max_text=5000, files_out=False)
+    capabilities = Capabilities(edit=False, edit_interval=1.0, max_text=5000, files_out=False, max_file_in=MAX_DOWNLOAD)
+    credential_fields = ("client_id", "client_secret")
 
-    def __init__(self, settings: Mapping[str, Any], sink: Any) -> None:
-        super().__init__(settings, sink)
+    def __init__(self, settings: Mapping[str, Any], sink: Any, hooks: Any = None) -> None:
+        super().__init__(settings, sink, hooks)
         self.base = str(settings.get("openapi_base") or OPENAPI).rstrip("/")
         self.policy = guard_policy(settings)
         credential = dingtalk_stream.Credential(str(settings.get("client_id", "")), str(settings.get("client_secret", "")))
@@ -91,11 +93,11 @@ class DingTalkAdapter(ChannelAdapter):
         self._ws: Any = None
         self._tasks: set[asyncio.Task] = set()
 
-    @classmethod
-    def missing_settings(cls, settings: Mapping[str, Any]) -> list[str]:
-        return [key for key in ("client_id", "client_secret") if not settings.get(key)]
-
     # --- receiving ---------------------------------------------------------------------------
+
+    async def deliver(self, message: InboundMessage) -> None:
+        await self.hooks.event()
+        await self.sink(message)
 
     def spawn(self, coro: Any) -> None:
         # The loop keeps only weak references to tasks: hold them until they finish.
@@ -106,7 +108,8 @@ class DingTalkAdapter(ChannelAdapter):
     async def start(self) -> None:
         self._stopping.clear()
         self.client.pre_start()
-        self._task = asyncio.create_task(run_with_backoff("dingtalk", self._connect_once, self._stopping))
+        self._task = asyncio.create_task(run_with_backoff("dingtalk", self._connect_once, self._stopping,
+                                                          on_error=self.hooks.error))
 
     async def stop(self) -> None:
         self._stopping.set()
@@ -127,6 +130,7 @@ class DingTalkAdapter(ChannelAdapter):
         uri = f"{connection['endpoint']}?ticket={quote_plus(connection['ticket'])}"
         async with websockets.connect(uri) as ws:
             self._ws = self.client.websocket = ws
+            await self.hooks.connected()
             try:
                 async for raw in ws:
                     try:

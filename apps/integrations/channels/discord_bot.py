@@ -44,10 +44,12 @@ class _Client(discord.Client):
 
     async def on_ready(self) -> None:
         log.info("discord: connected as %s (%s guilds)", self.user, len(self.guilds))
+        await self.adapter.hooks.connected(bot_name=str(self.user.name if self.user else ""))
 
     async def on_message(self, message: discord.Message) -> None:
         inbound = self.adapter.translate(message)
         if inbound is not None:
+            await self.adapter.hooks.event()
             await self.adapter.sink(inbound)
 
 
@@ -55,20 +57,17 @@ class _Client(discord.Client):
 class DiscordAdapter(ChannelAdapter):
     provider = "discord"
     display_name = "Discord"
-    capabilities = Capabilities(edit=True, edit_interval=1.2, max_text=2000, files_out=True)
+    capabilities = Capabilities(edit=True, edit_interval=1.2, max_text=2000, files_out=True, max_file_in=DOWNLOAD_LIMIT)
+    credential_fields = ("bot_token",)
 
-    def __init__(self, settings: Mapping[str, Any], sink: Any) -> None:
-        super().__init__(settings, sink)
+    def __init__(self, settings: Mapping[str, Any], sink: Any, hooks: Any = None) -> None:
+        super().__init__(settings, sink, hooks)
         self.policy = guard_policy(settings)
         self.threads = settings.get("reply_in_thread", True) is not False
         self.client: _Client | None = None
         self._stopping = asyncio.Event()
         self._task: asyncio.Task | None = None
         self._known_threads: set[int] = set()
-
-    @classmethod
-    def missing_settings(cls, settings: Mapping[str, Any]) -> list[str]:
-        return [] if settings.get("bot_token") else ["bot_token"]
 
     # --- connection --------------------------------------------------------------------------
 
@@ -80,7 +79,7 @@ class DiscordAdapter(ChannelAdapter):
             discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(str(self.settings["gateway_url"]))
         self._stopping.clear()
         self.client = self._new_client()
-        self._task = asyncio.create_task(run_with_backoff("discord", self._run_once, self._stopping))
+        self._task = asyncio.create_task(run_with_backoff("discord", self._run_once, self._stopping, on_error=self.hooks.error))
 
     def _new_client(self) -> _Client:
         intents = discord.Intents.none()

@@ -76,18 +76,34 @@ def _check(resp: Any, what: str) -> Any:
     return resp
 
 
+class _WsClient(lark.ws.Client):
+    """The SDK's client, telling the adapter when a connection is up."""
+
+    def __init__(self, adapter: FeishuAdapter, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._adapter = adapter
+
+    async def _connect(self) -> None:
+        await super()._connect()
+        if self._conn is not None:
+            self._adapter._notify(self._adapter.hooks.connected(bot_name=self._adapter.bot_name))
+
+
 @register
 class FeishuAdapter(ChannelAdapter):
     provider = "feishu"
     display_name = "Feishu / Lark"
     # Card patches are limited to about 5 per second per message; once a second stays well inside.
-    capabilities = Capabilities(edit=True, edit_interval=1.0, max_text=8000, files_out=True)
+    # The resource download API serves files up to 100 MB.
+    capabilities = Capabilities(edit=True, edit_interval=1.0, max_text=8000, files_out=True, max_file_in=100 * 1024 * 1024)
+    credential_fields = ("app_id", "app_secret")
 
-    def __init__(self, settings: Mapping[str, Any], sink: Any) -> None:
-        super().__init__(settings, sink)
+    def __init__(self, settings: Mapping[str, Any], sink: Any, hooks: Any = None) -> None:
+        super().__init__(settings, sink, hooks)
         self.client = (lark.Client.builder().app_id(str(settings.get("app_id", ""))).app_secret(str(settings.get("app_secret", "")))
                        .domain(base_url(settings)).log_level(lark.LogLevel.WARNING).build())
         self.bot_open_id: str | None = None
+        self.bot_name = ""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._ws_thread: threading.Thread | None = None
         self._ws_loop: asyncio.AbstractEventLoop | None = None
@@ -97,7 +113,7 @@ class FeishuAdapter(ChannelAdapter):
 
     @classmethod
     def missing_settings(cls, settings: Mapping[str, Any]) -> list[str]:
-        missing = [key for key in ("app_id", "app_secret") if not settings.get(key)]
+        missing = super().missing_settings(settings)
         if str(settings.get("domain") or "feishu").lower() not in DOMAINS:
             missing.append("domain (feishu or lark)")
         if settings.get("mode", "websocket") not in ("websocket", "webhook"):
@@ -115,6 +131,7 @@ class FeishuAdapter(ChannelAdapter):
             log.warning("feishu: bot info unavailable (%s); any mention will count as addressing the bot", exc)
         if self.settings.get("mode", "websocket") == "webhook":
             self._webhook_task = asyncio.create_task(consume_webhooks(self.provider, self.handle_webhook_payload))
+            await self.hooks.connected(bot_name=self.bot_name)
             return
         self._ws_thread = threading.Thread(target=self._run_ws, name="feishu-ws", daemon=True)
         self._ws_thread.start()
@@ -146,15 +163,16 @@ class FeishuAdapter(ChannelAdapter):
         handler = lark.EventDispatcherHandler.builder("", "").register_p2_im_message_receive_v1(self._on_event).build()
         backoff = Backoff()
         while not self._stopping.is_set():
-            self._ws_client = lark.ws.Client(str(self.settings["app_id"]), str(self.settings["app_secret"]),
-                                             event_handler=handler, domain=base_url(self.settings),
-                                             log_level=lark.LogLevel.WARNING)
+            self._ws_client = _WsClient(self, str(self.settings["app_id"]), str(self.settings["app_secret"]),
+                                        event_handler=handler, domain=base_url(self.settings), log_level=lark.LogLevel.WARNING)
+            self._ws_client.on_reconnecting = lambda: self._notify(self.hooks.error("long connection lost; reconnecting"))
             try:
                 self._ws_client.start()  # runs until the loop is stopped; reconnects by itself
             except Exception as exc:
                 if self._stopping.is_set():
                     break
                 log.warning("feishu: long connection failed: %s", exc)
+                self._notify(self.hooks.error(f"long connection failed, retrying: {exc}"))
                 self._stopping.wait(backoff.next_delay())
         # The SDK leaves its ping loop and cache sweeper pending; end them before closing.
         pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
@@ -167,14 +185,25 @@ class FeishuAdapter(ChannelAdapter):
         """Called by the SDK on its loop: translate, then run the sink on ours without waiting,
         so the frame is acknowledged at once and the platform does not redeliver it."""
         message = self.translate(data)
-        if message is not None and self._loop is not None:
-            asyncio.run_coroutine_threadsafe(self.sink(message), self._loop)
+        if message is not None:
+            self._notify(self._deliver(message))
+
+    def _notify(self, coro: Any) -> None:
+        """Run ``coro`` on the adapter's loop from the SDK's thread, without waiting for it."""
+        if self._loop is not None and not self._loop.is_closed():
+            asyncio.run_coroutine_threadsafe(coro, self._loop)
+        else:
+            coro.close()
+
+    async def _deliver(self, message: InboundMessage) -> None:
+        await self.hooks.event()
+        await self.sink(message)
 
     async def handle_webhook_payload(self, payload: dict[str, Any]) -> None:
         data = lark.JSON.unmarshal(payload["event_json"], P2ImMessageReceiveV1)
         message = self.translate(data)
         if message is not None:
-            await self.sink(message)
+            await self._deliver(message)
 
     def _fetch_bot_open_id(self) -> str | None:
         request = (lark.BaseRequest.builder().http_method(lark.HttpMethod.GET).uri("/open-apis/bot/v3/info")
@@ -182,8 +211,9 @@ class FeishuAdapter(ChannelAdapter):
         resp = self.client.request(request)
         if not resp.success():
             raise PlatformError(f"code {resp.code}: {resp.msg}")
-        body = json.loads(resp.raw.content)
-        return (body.get("bot") or {}).get("open_id")
+        bot = json.loads(resp.raw.content).get("bot") or {}
+        self.bot_name = bot.get("app_name") or ""
+        return bot.get("open_id")
 
     def translate(self, data: P2ImMessageReceiveV1) -> InboundMessage | None:
         """A receive event as plain data; ``None`` for what is not a user's message (logged)."""

@@ -52,10 +52,12 @@ def split_bytes(text: str, limit: int = TEXT_BYTES) -> list[str]:
 class WeComAdapter(ChannelAdapter):
     provider = "wecom"
     display_name = "WeCom"
-    capabilities = Capabilities(edit=False, edit_interval=1.0, max_text=4000, files_out=True)
+    # media/get serves what WeCom accepted: files up to 20 MB.
+    capabilities = Capabilities(edit=False, edit_interval=1.0, max_text=4000, files_out=True, max_file_in=FILE_BYTES)
+    credential_fields = ("corp_id", "agent_id", "secret", "token", "encoding_aes_key")
 
-    def __init__(self, settings: Mapping[str, Any], sink: Any) -> None:
-        super().__init__(settings, sink)
+    def __init__(self, settings: Mapping[str, Any], sink: Any, hooks: Any = None) -> None:
+        super().__init__(settings, sink, hooks)
         self.base = str(settings.get("api_base") or API).rstrip("/")
         self.policy = guard_policy(settings)
         self.reply_format = "text" if settings.get("reply_format") == "text" else "markdown"
@@ -64,13 +66,14 @@ class WeComAdapter(ChannelAdapter):
 
     @classmethod
     def missing_settings(cls, settings: Mapping[str, Any]) -> list[str]:
-        missing = [k for k in ("corp_id", "agent_id", "secret", "token", "encoding_aes_key") if not settings.get(k)]
+        missing = super().missing_settings(settings)
         if settings.get("encoding_aes_key") and len(str(settings["encoding_aes_key"])) != 43:
             missing.append("encoding_aes_key (the 43 characters WeCom shows)")
         return missing
 
     async def start(self) -> None:
         self._task = asyncio.create_task(consume_webhooks(self.provider, self.handle_webhook_payload))
+        await self.hooks.connected()
 
     async def stop(self) -> None:
         if self._task is not None:
@@ -83,6 +86,7 @@ class WeComAdapter(ChannelAdapter):
     async def handle_webhook_payload(self, payload: dict[str, Any]) -> None:
         message = self.translate(payload.get("fields") or {})
         if message is not None:
+            await self.hooks.event()
             await self.sink(message)
 
     def translate(self, fields: Mapping[str, str]) -> InboundMessage | None:

@@ -60,7 +60,7 @@ def channels_config(tmp_path, monkeypatch):
 
     def write(**providers):
         base = yaml.safe_load(Path(os.environ["DEER_FLOW_CONFIG_PATH"]).read_text())
-        base["channels"] = {"enabled": True, **providers}
+        base["channels"] = {"enabled": True, **{name: {"enabled": True, **section} for name, section in providers.items()}}
         path = tmp_path / "config-channels.yaml"
         path.write_text(yaml.safe_dump(base))
         monkeypatch.setenv("DEER_FLOW_CONFIG_PATH", str(path))
