@@ -126,19 +126,20 @@ class DiscordAdapter(ChannelAdapter):
         text = message.content
         for token in (f"<@{me.id}>", f"<@!{me.id}>"):
             text = text.replace(token, "")
+        # Discord user and channel ids are global snowflakes: the workspace stays "" so a user
+        # connected in a DM is the same identity in every guild (the guild id rides in extra).
         if is_direct:
             chat = ChatRef(provider=self.provider, workspace="", chat=str(channel.id))
         elif isinstance(channel, discord.Thread):
-            chat = ChatRef(provider=self.provider, workspace=str(message.guild.id), chat=str(channel.parent_id), topic=str(channel.id))
+            chat = ChatRef(provider=self.provider, workspace="", chat=str(channel.parent_id), topic=str(channel.id))
         else:
             # The thread the answer will start from this message gets this message's id.
-            chat = ChatRef(provider=self.provider, workspace=str(message.guild.id), chat=str(channel.id),
-                           topic=str(message.id) if self.threads else "")
+            chat = ChatRef(provider=self.provider, workspace="", chat=str(channel.id), topic=str(message.id) if self.threads else "")
         files = tuple(self._attachment(a) for a in message.attachments)
         return InboundMessage(chat=chat, sender_id=str(message.author.id),
                               sender_name=message.author.display_name or message.author.name, text=text.strip(),
                               message_id=str(message.id), is_direct=is_direct, mentioned=mentioned, files=files,
-                              extra={"channel_id": str(channel.id)})
+                              extra={"channel_id": str(channel.id), "guild_id": str(message.guild.id) if message.guild else ""})
 
     def _attachment(self, attachment: discord.Attachment) -> InboundFile:
         async def read() -> bytes:

@@ -79,7 +79,8 @@ async def test_a_mention_opens_a_thread_and_follow_ups_in_it_are_the_same_conver
     chatting, mention = await inbox.next(), await inbox.next()
     assert not chatting.mentioned
     assert mention.mentioned and not mention.is_direct and mention.text == "plan a trip"
-    assert mention.chat == ChatRef(provider="discord", workspace=GUILD_ID, chat=CHANNEL_ID, topic=mention.message_id)
+    assert mention.chat == ChatRef(provider="discord", workspace="", chat=CHANNEL_ID, topic=mention.message_id)
+    assert mention.extra["guild_id"] == GUILD_ID
     await discord_adapter.send_text(mention.chat, "Planning…\nstep 1", reply_to=mention.message_id)
     opened = fake.calls("POST", f"/api/v10/channels/{CHANNEL_ID}/messages/{mention.message_id}/threads")[0].json()
     assert opened["name"] == "Planning…" and opened["auto_archive_duration"] == 1440
