@@ -18,7 +18,7 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
-from apps.integrations.channels.common import publish_webhook
+from apps.integrations.channels.common import WorkerUnreachable, publish_webhook
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +47,11 @@ async def feishu_events(request: HttpRequest) -> HttpResponse:
         return _detail(404, "the Feishu/Lark callback is not configured (channels.feishu.mode: webhook)")
     if request.method != "POST":
         return _detail(405, "POST the event as JSON")
-    import lark_oapi as lark
-    from lark_oapi.core.model import RawRequest
+    try:
+        import lark_oapi as lark
+        from lark_oapi.core.model import RawRequest
+    except ImportError:
+        return _detail(503, "the Feishu/Lark SDK (lark-oapi) is not installed on this server")
 
     captured: list[Any] = []
     # The SDK's own dispatcher decrypts, checks the verification token and the signature, and
@@ -62,8 +65,12 @@ async def feishu_events(request: HttpRequest) -> HttpResponse:
     raw.headers = {key: value for key, value in request.headers.items()}
     resp = handler.do(raw)
     if resp.status_code == 200:
-        for event in captured:
-            await publish_webhook("feishu", {"event_json": lark.JSON.marshal(event)})
+        try:
+            for event in captured:
+                await publish_webhook("feishu", {"event_json": lark.JSON.marshal(event)})
+        except WorkerUnreachable as exc:
+            log.error("feishu callback: %s", exc)
+            return _detail(503, str(exc))
         return HttpResponse(resp.content, status=200, content_type="application/json")
     try:
         reason = str(json.loads(resp.content).get("msg", ""))
@@ -131,6 +138,10 @@ async def wecom_callback(request: HttpRequest) -> HttpResponse:
     except Exception as exc:
         log.warning("wecom callback: verified message is not readable XML (%s); acknowledged", type(exc).__name__)
         return HttpResponse("", content_type="text/plain")
-    await publish_webhook("wecom", {"fields": fields})
+    try:
+        await publish_webhook("wecom", {"fields": fields})
+    except WorkerUnreachable as exc:
+        log.error("wecom callback: %s", exc)
+        return _detail(503, str(exc))
     # An empty 200 tells WeCom the message arrived; the answer follows through the send API.
     return HttpResponse("", content_type="text/plain")

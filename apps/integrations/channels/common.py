@@ -86,10 +86,24 @@ def webhook_channel(provider: str) -> str:
     return f"channels-webhook.{provider}"
 
 
-async def publish_webhook(provider: str, payload: dict[str, Any]) -> None:
-    from channels.layers import get_channel_layer
+# Providers whose consumer runs in this process (an in-memory layer reaches only those).
+_local_consumers: set[str] = set()
 
-    await get_channel_layer().send(webhook_channel(provider), {"type": "channel.webhook", "payload": payload})
+
+class WorkerUnreachable(Exception):
+    """The callback cannot reach a channel worker; ``str()`` says what to configure."""
+
+
+async def publish_webhook(provider: str, payload: dict[str, Any]) -> None:
+    from channels.layers import InMemoryChannelLayer, get_channel_layer
+
+    layer = get_channel_layer()
+    if isinstance(layer, InMemoryChannelLayer) and provider not in _local_consumers:
+        # The worker (manage.py run_channels) is another process and an in-memory layer does not
+        # cross processes: refuse loudly (the platform retries) rather than drop the message.
+        raise WorkerUnreachable(f"the {provider} channel worker is not reachable from this process: callbacks need a shared "
+                                "channel layer (set REDIS_URL for the web server and the worker)")
+    await layer.send(webhook_channel(provider), {"type": "channel.webhook", "payload": payload})
 
 
 async def consume_webhooks(provider: str, handle: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
@@ -98,11 +112,15 @@ async def consume_webhooks(provider: str, handle: Callable[[dict[str, Any]], Awa
 
     layer = get_channel_layer()
     name = webhook_channel(provider)
-    while True:
-        message = await layer.receive(name)
-        try:
-            await handle(message["payload"])
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("%s webhook payload could not be handled", provider)
+    _local_consumers.add(provider)
+    try:
+        while True:
+            message = await layer.receive(name)
+            try:
+                await handle(message["payload"])
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("%s webhook payload could not be handled", provider)
+    finally:
+        _local_consumers.discard(provider)

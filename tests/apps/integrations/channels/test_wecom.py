@@ -213,3 +213,11 @@ async def test_files_in_and_out(fake, wecom):
     gone = adapter._media("media_missing", "x")
     with pytest.raises(PlatformError, match="errcode 40007"):
         await gone.read()
+
+
+async def test_without_a_reachable_worker_the_callback_is_503(channels_config, channel_layer):
+    """No adapter consumes in this process and the layer is in memory: the platform is told to retry."""
+    channels_config(wecom={"corp_id": CORP_ID, "agent_id": "1", "secret": "s", "token": TOKEN, "encoding_aes_key": AES_KEY})
+    query, body = signed(text_message("nobody listens"))
+    response = await AsyncClient().post(f"{URL}?{'&'.join(f'{k}={v}' for k, v in query.items())}", data=body, content_type="text/xml")
+    assert response.status_code == 503 and "REDIS_URL" in response.json()["detail"]
