@@ -104,3 +104,35 @@ class Inbox:
 
     async def next(self, timeout: float = 20) -> Any:
         return await asyncio.wait_for(self._queue.get(), timeout)
+
+
+class RecordingHooks:
+    """AdapterHooks that remember what the adapter reported."""
+
+    def __init__(self) -> None:
+        self.connected_as: list[str] = []
+        self.errors: list[str] = []
+        self.events = 0
+        self.changed = asyncio.Event()
+
+    async def connected(self, *, bot_name: str = "") -> None:
+        self.connected_as.append(bot_name)
+        self.changed.set()
+
+    async def event(self) -> None:
+        self.events += 1
+
+    async def error(self, message: str) -> None:
+        self.errors.append(message)
+        self.changed.set()
+
+    async def load_cursor(self) -> dict:
+        return {}
+
+    async def save_cursor(self, cursor: dict) -> None:
+        pass
+
+    async def until(self, predicate) -> None:
+        while not predicate():
+            self.changed.clear()
+            await self.changed.wait()

@@ -63,6 +63,7 @@ class FakeFeishu(FakePlatform):
         self.acked = asyncio.Event()
         self.resources = {"img_key_1": (b"\x89PNG fake image", "photo.png"), "file_key_1": (b"%PDF-1.4 fake", "report.pdf")}
         self.counter = 0
+        self.current_ws: web.WebSocketResponse | None = None
         self.json_route("POST", "/open-apis/auth/v3/tenant_access_token/internal",
                         {"code": 0, "msg": "ok", "tenant_access_token": TOKEN, "expire": 7200})
         self.json_route("GET", "/open-apis/bot/v3/info", {"code": 0, "msg": "ok", "bot": {"open_id": BOT_OPEN_ID, "app_name": "DeerFlow"}})
@@ -88,9 +89,14 @@ class FakeFeishu(FakePlatform):
         return web.Response(body=data, headers={"Content-Disposition": f'attachment; filename="{name}"'},
                             content_type="application/octet-stream")
 
+    async def drop(self) -> None:
+        """An outage: the server closes the long connection."""
+        await self.current_ws.close()
+
     async def _ws(self, request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse()
         await ws.prepare(request)
+        self.current_ws = ws
 
         async def push() -> None:
             while True:

@@ -17,7 +17,7 @@ from apps.integrations.channels.base import ChatRef
 from apps.integrations.channels.common import PlatformError
 from apps.integrations.channels.dingtalk import DingTalkAdapter
 from apps.integrations.channels.registry import ADAPTER_MODULES, get_adapter
-from tests.apps.integrations.channels.fake_platform import FakePlatform, Inbox
+from tests.apps.integrations.channels.fake_platform import FakePlatform, Inbox, RecordingHooks
 
 
 class FakeDingTalk(FakePlatform):
@@ -94,7 +94,7 @@ async def fake():
 async def adapter(fake):
     inbox = Inbox()
     adapter = DingTalkAdapter({"client_id": "ding_client", "client_secret": "ding_secret", "openapi_base": fake.url,
-                               "allowed_networks": ["127.0.0.0/8"]}, inbox)
+                               "allowed_networks": ["127.0.0.0/8"]}, inbox, RecordingHooks())
     await adapter.start()
     yield adapter, inbox
     await adapter.stop()
@@ -194,3 +194,6 @@ async def test_outage_of_the_gateway_is_retried(fake, adapter):
     await fake.to_push.put(fake.robot_frame(text={"content": "after the outage"}))
     assert (await inbox.next(timeout=30)).text == "after the outage"
     assert fake.connections == 2
+    hooks = adapter[0].hooks
+    assert len(hooks.connected_as) == 2 and hooks.events == 2
+    assert any("HTTP 503" in e for e in hooks.errors)

@@ -17,7 +17,7 @@ from apps.integrations.channels.common import PlatformError
 from apps.integrations.channels.discord_bot import DiscordAdapter
 from apps.integrations.channels.registry import ADAPTER_MODULES, get_adapter
 from tests.apps.integrations.channels.discord_fake import ALICE, BOT, BOT_ID, CHANNEL_ID, DM_ID, GUILD_ID, FakeDiscord, message
-from tests.apps.integrations.channels.fake_platform import Inbox
+from tests.apps.integrations.channels.fake_platform import Inbox, RecordingHooks
 
 
 @pytest.fixture
@@ -34,7 +34,7 @@ async def adapter(fake, monkeypatch):
     monkeypatch.setattr(discord.gateway.DiscordWebSocket, "DEFAULT_GATEWAY", discord.gateway.DiscordWebSocket.DEFAULT_GATEWAY)
     inbox = Inbox()
     adapter = DiscordAdapter({"bot_token": "bot-token-1", "api_base": f"{fake.url}/api/v10", "gateway_url": f"ws{fake.url[4:]}/gateway",
-                              "allowed_networks": ["127.0.0.0/8"]}, inbox)
+                              "allowed_networks": ["127.0.0.0/8"]}, inbox, RecordingHooks())
     await adapter.start()
     await asyncio.wait_for(fake.ready.wait(), 30)
     yield adapter, inbox
@@ -49,6 +49,8 @@ async def test_registered():
 
 
 async def test_login_and_identify(fake, adapter):
+    await adapter[0].hooks.until(lambda: adapter[0].hooks.connected_as)
+    assert adapter[0].hooks.connected_as == ["deerflow"]
     assert fake.calls("GET", "/api/v10/users/@me")[0].headers["Authorization"] == "Bot bot-token-1"
     identify = fake.identified[0]
     assert identify["token"] == "bot-token-1"

@@ -15,7 +15,7 @@ from apps.integrations.channels.base import ChatRef, SentMessage
 from apps.integrations.channels.common import PlatformError
 from apps.integrations.channels.feishu import FeishuAdapter, base_url
 from apps.integrations.channels.registry import ADAPTER_MODULES, get_adapter
-from tests.apps.integrations.channels.fake_platform import Inbox
+from tests.apps.integrations.channels.fake_platform import Inbox, RecordingHooks
 from tests.apps.integrations.channels.feishu_fake import BOT_OPEN_ID, TOKEN, FakeFeishu, encrypt, message_event, signed_headers
 
 pytestmark = pytest.mark.asyncio(loop_scope="function")
@@ -36,7 +36,7 @@ def settings_for(fake, **extra):
 @pytest.fixture
 async def adapter_ws(fake):
     inbox = Inbox()
-    adapter = FeishuAdapter(settings_for(fake), inbox)
+    adapter = FeishuAdapter(settings_for(fake), inbox, RecordingHooks())
     await adapter.start()
     yield adapter, inbox
     await adapter.stop()
@@ -63,6 +63,21 @@ async def test_long_connection_delivers_a_direct_message_and_acknowledges_it(fak
     assert fake.acks[0]["code"] == 200
     endpoint = fake.calls("POST", "/callback/ws/endpoint")[0].json()
     assert endpoint == {"AppID": adapter.settings["app_id"], "AppSecret": "secret_test"}
+
+
+async def test_the_long_connection_comes_back_after_an_outage(fake, adapter_ws):
+    adapter, inbox = adapter_ws
+    await fake.to_push.put(message_event(text="before", message_id="om_before"))
+    assert (await inbox.next()).text == "before"
+    await adapter.hooks.until(lambda: adapter.hooks.connected_as)
+    assert adapter.hooks.connected_as == ["DeerFlow"] and adapter.hooks.events == 1
+    await fake.drop()
+    # The SDK redials (the endpoint is asked for a fresh URL) and messages flow again.
+    await fake.wait_for("POST", "/callback/ws/endpoint", 2)
+    await fake.to_push.put(message_event(text="after", message_id="om_after"))
+    assert (await inbox.next()).text == "after"
+    await adapter.hooks.until(lambda: len(adapter.hooks.connected_as) == 2)
+    assert any("reconnecting" in e for e in adapter.hooks.errors)
 
 
 async def test_group_mentions(fake, adapter_ws):
