@@ -43,6 +43,7 @@ class FakeTelegram:
         self.get_updates_offsets: list[int | None] = []
         self.handled_updates: list[dict] = []  # every update handed to the bot, in order
         self.fail_next = 0
+        self.fail_method: dict[str, int] = {}  # method -> how many of its next calls answer 502
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(100)
         self._new_update = asyncio.Event()
@@ -181,6 +182,9 @@ class FakeTelegram:
             self.fail_next -= 1
             return self._error(502, "Bad Gateway")
         method = request.match_info["method"]
+        if self.fail_method.get(method):
+            self.fail_method[method] -= 1
+            return self._error(502, "Bad Gateway")
         params, uploads = await self._params(request)
         if method == "getMe":
             return self._ok({"id": BOT_ID, "is_bot": True, "first_name": "DeerFlow", "username": self.username,

@@ -8,11 +8,7 @@ through the server; ``await manager.idle()`` waits for the turns to finish.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
-import yaml
 
 from apps.runs.graphs import clear_graph_cache
 from tests.support import agents
@@ -56,13 +52,20 @@ async def channel_kit():
 
 @pytest.fixture
 def channels_config(tmp_path, monkeypatch):
-    """Write a config.yaml whose ``channels:`` section is the given mapping; returns a setter."""
+    """Write config.yaml with the suite's model plus a ``channels:`` section: either the whole
+    section (``write({...})``) or providers by name (``write(feishu={...})``: each enabled, with
+    ``channels.enabled: true``)."""
+    from pathlib import Path
 
-    def write(**providers):
-        base = yaml.safe_load(Path(os.environ["DEER_FLOW_CONFIG_PATH"]).read_text())
-        base["channels"] = {"enabled": True, **{name: {"enabled": True, **section} for name, section in providers.items()}}
-        path = tmp_path / "config-channels.yaml"
-        path.write_text(yaml.safe_dump(base))
+    import yaml
+
+    base = yaml.safe_load((Path(__file__).resolve().parents[3] / "fixtures" / "config.yaml").read_text())
+
+    def write(channels: dict | None = None, **providers) -> Path:
+        if channels is None:
+            channels = {"enabled": True, **{name: {"enabled": True, **section} for name, section in providers.items()}}
+        path = tmp_path / "config.yaml"
+        path.write_text(yaml.safe_dump({**base, "channels": channels}))
         monkeypatch.setenv("DEER_FLOW_CONFIG_PATH", str(path))
         return path
 
