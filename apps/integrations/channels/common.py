@@ -4,17 +4,23 @@
 - ``Backoff``: the delays between reconnect attempts after an outage (capped, jittered).
 - The webhook bridge: an HTTP callback lands in the web process, the adapter runs in the
   channel worker (``run_channels``). The view verifies and decrypts, then hands the plain
-  payload over the Django Channels layer (in memory in one process, Redis across processes),
-  so the worker needs no listening port of its own.
+  payload over the Django Channels layer (Redis across processes); on the embedded stack's
+  in-memory layer a worker in another process reads it from a spool directory instead. The
+  worker needs no listening port of its own.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import mimetypes
+import os
 import random
+import time
+import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 from harness.net import GuardPolicy
@@ -88,10 +94,40 @@ def webhook_channel(provider: str) -> str:
 
 # Providers whose consumer runs in this process (an in-memory layer reaches only those).
 _local_consumers: set[str] = set()
+SPOOL_POLL_SECONDS = 0.5
 
 
-class WorkerUnreachable(Exception):
-    """The callback cannot reach a channel worker; ``str()`` says what to configure."""
+def spool_dir(provider: str) -> Path:
+    """Where callbacks wait for a worker in another process when the layer is in memory."""
+    from harness.config.paths import deer_flow_home
+
+    return deer_flow_home() / "channels" / "inbox" / provider
+
+
+def _spool_write(provider: str, payload: dict[str, Any]) -> None:
+    directory = spool_dir(provider)
+    directory.mkdir(parents=True, exist_ok=True)
+    name = f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
+    tmp = directory / f".{name}.tmp"
+    tmp.write_text(json.dumps(payload), encoding="utf-8")
+    os.replace(tmp, directory / f"{name}.json")  # the worker never sees a half-written file
+
+
+def _spool_take(provider: str) -> list[dict[str, Any]]:
+    directory = spool_dir(provider)
+    if not directory.is_dir():
+        return []
+    taken = []
+    for path in sorted(directory.glob("*.json")):
+        try:
+            payload = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            log.warning("%s: unreadable spooled callback %s dropped: %s", provider, path.name, exc)
+            payload = None
+        path.unlink(missing_ok=True)
+        if payload is not None:
+            taken.append(payload)
+    return taken
 
 
 async def publish_webhook(provider: str, payload: dict[str, Any]) -> None:
@@ -99,28 +135,42 @@ async def publish_webhook(provider: str, payload: dict[str, Any]) -> None:
 
     layer = get_channel_layer()
     if isinstance(layer, InMemoryChannelLayer) and provider not in _local_consumers:
-        # The worker (manage.py run_channels) is another process and an in-memory layer does not
-        # cross processes: refuse loudly (the platform retries) rather than drop the message.
-        raise WorkerUnreachable(f"the {provider} channel worker is not reachable from this process: callbacks need a shared "
-                                "channel layer (set REDIS_URL for the web server and the worker)")
+        # Embedded mode: the worker (manage.py run_channels) is another process on this machine
+        # and an in-memory layer does not cross processes, so the payload waits in a spool
+        # directory under DEER_FLOW_HOME. With Redis the layer carries it to any worker.
+        await asyncio.to_thread(_spool_write, provider, payload)
+        return
     await layer.send(webhook_channel(provider), {"type": "channel.webhook", "payload": payload})
 
 
 async def consume_webhooks(provider: str, handle: Callable[[dict[str, Any]], Awaitable[None]]) -> None:
     """Feed each bridged payload to ``handle`` until cancelled; one bad payload is logged, not fatal."""
-    from channels.layers import get_channel_layer
+    from channels.layers import InMemoryChannelLayer, get_channel_layer
 
     layer = get_channel_layer()
     name = webhook_channel(provider)
+
+    async def safely(payload: dict[str, Any]) -> None:
+        try:
+            await handle(payload)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("%s webhook payload could not be handled", provider)
+
+    async def from_spool() -> None:
+        while True:
+            for payload in await asyncio.to_thread(_spool_take, provider):
+                await safely(payload)
+            await asyncio.sleep(SPOOL_POLL_SECONDS)
+
     _local_consumers.add(provider)
+    spool = asyncio.create_task(from_spool()) if isinstance(layer, InMemoryChannelLayer) else None
     try:
         while True:
             message = await layer.receive(name)
-            try:
-                await handle(message["payload"])
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("%s webhook payload could not be handled", provider)
+            await safely(message["payload"])
     finally:
         _local_consumers.discard(provider)
+        if spool is not None:
+            spool.cancel()

@@ -215,9 +215,25 @@ async def test_files_in_and_out(fake, wecom):
         await gone.read()
 
 
-async def test_without_a_reachable_worker_the_callback_is_503(channels_config, channel_layer):
-    """No adapter consumes in this process and the layer is in memory: the platform is told to retry."""
-    channels_config(wecom={"corp_id": CORP_ID, "agent_id": "1", "secret": "s", "token": TOKEN, "encoding_aes_key": AES_KEY})
-    query, body = signed(text_message("nobody listens"))
+async def test_a_callback_waits_in_the_spool_for_a_worker_in_another_process(fake, channels_config, channel_layer, tmp_path, monkeypatch):
+    """No adapter consumes in this process and the layer is in memory (the embedded stack, with
+    run_channels as its own process): the message waits under DEER_FLOW_HOME until a worker takes it."""
+    from apps.integrations.channels.common import spool_dir
+
+    monkeypatch.setenv("DEER_FLOW_HOME", str(tmp_path / "home"))
+    settings = {"corp_id": CORP_ID, "agent_id": "1", "secret": "s", "token": TOKEN, "encoding_aes_key": AES_KEY,
+                "api_base": fake.url, "allowed_networks": ["127.0.0.0/8"]}
+    channels_config(wecom=settings)
+    query, body = signed(text_message("while the worker was away", msg_id="7007"))
     response = await AsyncClient().post(f"{URL}?{'&'.join(f'{k}={v}' for k, v in query.items())}", data=body, content_type="text/xml")
-    assert response.status_code == 503 and "REDIS_URL" in response.json()["detail"]
+    assert response.status_code == 200
+    assert len(list(spool_dir("wecom").glob("*.json"))) == 1
+    inbox = Inbox()
+    adapter = WeComAdapter(settings, inbox)
+    await adapter.start()
+    try:
+        message = await inbox.next()
+    finally:
+        await adapter.stop()
+    assert message.text == "while the worker was away" and message.message_id == "7007"
+    assert list(spool_dir("wecom").glob("*.json")) == []
