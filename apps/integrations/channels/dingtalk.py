@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 
 OPENAPI = "https://api.dingtalk.com"
 MAX_DOWNLOAD = 50 * 1024 * 1024
+USER_CHAT = "user:"  # a ChatRef.chat naming a person rather than a conversation (direct_chat)
 
 
 @dataclass
@@ -197,6 +198,10 @@ class DingTalkAdapter(ChannelAdapter):
 
     # --- answering ---------------------------------------------------------------------------
 
+    async def direct_chat(self, external_id: str, workspace: str = "") -> ChatRef:
+        # A user's one-to-one conversation id is not known ahead; the robot API sends by user id.
+        return ChatRef(provider=self.provider, workspace=workspace, chat=f"{USER_CHAT}{external_id}")
+
     async def send_text(self, chat: ChatRef, text: str, *, reply_to: str | None = None) -> SentMessage:
         title = (text.strip().splitlines() or ["DeerFlow"])[0][:40] or "DeerFlow"
         conversation = self.conversations.get(chat.chat)
@@ -209,9 +214,11 @@ class DingTalkAdapter(ChannelAdapter):
         # No live session webhook: the robot sends on its own (needs the robot's send permission).
         param = json.dumps({"title": title, "text": text}, ensure_ascii=False)
         robot = self.client.credential.client_id
-        if conversation is not None and conversation.is_direct and conversation.user_id:
+        user_id = chat.chat[len(USER_CHAT):] if chat.chat.startswith(USER_CHAT) else (
+            conversation.user_id if conversation is not None and conversation.is_direct else "")
+        if user_id:
             answer = await self._post(f"{self.base}/v1.0/robot/oToMessages/batchSend",
-                                      {"robotCode": robot, "userIds": [conversation.user_id], "msgKey": "sampleMarkdown",
+                                      {"robotCode": robot, "userIds": [user_id], "msgKey": "sampleMarkdown",
                                        "msgParam": param}, "direct message", token=True)
         else:
             answer = await self._post(f"{self.base}/v1.0/robot/groupMessages/send",

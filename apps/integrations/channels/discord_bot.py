@@ -161,6 +161,14 @@ class DiscordAdapter(ChannelAdapter):
 
     # --- answering ---------------------------------------------------------------------------
 
+    async def direct_chat(self, external_id: str, workspace: str = "") -> ChatRef:
+        # A DM channel has its own id: open (or find) it for the user.
+        try:
+            channel = await self._ready_client().http.start_private_message(int(external_id))
+        except discord.HTTPException as exc:
+            raise PlatformError(f"discord could not open a DM with {external_id}: {exc.status} {exc.text}") from None
+        return ChatRef(provider=self.provider, workspace="", chat=str(channel["id"]))
+
     async def _target(self, chat: ChatRef, reply_to: str | None, first_line: str) -> tuple[int, discord.MessageReference | None]:
         """The channel to post in, opening the conversation's thread on the first answer."""
         if not chat.topic:

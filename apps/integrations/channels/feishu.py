@@ -286,6 +286,10 @@ class FeishuAdapter(ChannelAdapter):
 
     # --- answering ---------------------------------------------------------------------------
 
+    async def direct_chat(self, external_id: str, workspace: str = "") -> ChatRef:
+        # The send API addresses a person by open_id directly; no chat id is needed.
+        return ChatRef(provider=self.provider, workspace=workspace, chat=external_id)
+
     async def send_text(self, chat: ChatRef, text: str, *, reply_to: str | None = None) -> SentMessage:
         return await asyncio.to_thread(self._send, chat, "interactive", card(text), reply_to)
 
@@ -318,7 +322,8 @@ class FeishuAdapter(ChannelAdapter):
             resp = _check(self.client.im.v1.message.reply(
                 ReplyMessageRequest.builder().message_id(reply_to).request_body(body).build()), "reply")
         else:
+            id_type = "open_id" if chat.chat.startswith("ou_") else "chat_id"  # a person (direct_chat) or a chat
             body = CreateMessageRequestBody.builder().receive_id(chat.chat).msg_type(msg_type).content(content).build()
             resp = _check(self.client.im.v1.message.create(
-                CreateMessageRequest.builder().receive_id_type("chat_id").request_body(body).build()), "send")
+                CreateMessageRequest.builder().receive_id_type(id_type).request_body(body).build()), "send")
         return SentMessage(chat=chat, message_id=resp.data.message_id)

@@ -72,6 +72,7 @@ class FakeDiscord(FakePlatform):
         self.route("PATCH", "/api/v10/channels/{cid}/messages/{mid}", self._edit)
         self.route("POST", "/api/v10/channels/{cid}/messages/{mid}/threads", self._thread)
         self.route("GET", "/attachments/{name}", self._attachment)
+        self.route("POST", "/api/v10/users/@me/channels", self._open_dm)
         self.route("GET", "/gateway", self._gateway)
 
     async def _send(self, request: web.Request) -> web.Response:
@@ -104,6 +105,10 @@ class FakeDiscord(FakePlatform):
         self.threads[mid] = thread
         await self.dispatch("THREAD_CREATE", {**thread, "newly_created": True})
         return json_answer(thread, status=201)
+
+    async def _open_dm(self, request: web.Request) -> web.Response:
+        recipient = self.requests[-1].json()["recipient_id"]
+        return json_answer({"id": DM_ID, "type": 1, "last_message_id": None, "recipients": [user(str(recipient), "alice")]})
 
     async def _attachment(self, request: web.Request) -> web.Response:
         return web.Response(body=f"contents of {request.match_info['name']}".encode(), content_type="text/plain")

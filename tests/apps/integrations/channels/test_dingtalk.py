@@ -158,6 +158,13 @@ async def test_without_a_live_session_webhook_the_robot_api_sends(fake, adapter)
     assert len(fake.calls("POST", "/v1.0/oauth2/accessToken")) == 1  # the token is reused
 
 
+async def test_a_message_the_bot_starts_goes_to_the_user(fake, adapter):
+    dingtalk, _ = adapter
+    chat = await dingtalk.direct_chat("staff_carol", "corp_1")
+    await dingtalk.send_text(chat, "Your scheduled report is ready.")
+    assert fake.calls("POST", "/v1.0/robot/oToMessages/batchSend")[0].json()["userIds"] == ["staff_carol"]
+
+
 async def test_pictures_and_files_in(fake, adapter):
     _, inbox = adapter
     await fake.to_push.put(fake.robot_frame(msgtype="picture", content={"downloadCode": "code_pic"}, text=None))

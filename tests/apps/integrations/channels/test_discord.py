@@ -125,3 +125,12 @@ async def test_a_failed_edit_names_the_platform_error(fake, adapter):
     discord_adapter, _ = adapter
     with pytest.raises(PlatformError, match="discord edit failed: 404"):
         await discord_adapter.edit_text(SentMessage(chat=ChatRef(provider="discord", workspace="", chat="1"), message_id="2"), "x")
+
+
+async def test_a_message_the_bot_starts_opens_the_users_dm(fake, adapter):
+    discord_adapter, _ = adapter
+    chat = await discord_adapter.direct_chat(ALICE["id"])
+    assert chat == ChatRef(provider="discord", workspace="", chat=DM_ID)
+    assert str(fake.calls("POST", "/api/v10/users/@me/channels")[0].json()["recipient_id"]) == ALICE["id"]
+    await discord_adapter.send_text(chat, "Your scheduled report is ready.")
+    assert fake.calls("POST", f"/api/v10/channels/{DM_ID}/messages")[-1].json()["content"] == "Your scheduled report is ready."

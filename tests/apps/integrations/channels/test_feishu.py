@@ -122,6 +122,14 @@ async def test_a_new_message_goes_to_the_chat_and_a_topic_reply_stays_in_its_thr
     assert fake.calls("POST", "/open-apis/im/v1/messages/om_g1/reply")[0].json()["reply_in_thread"] is True
 
 
+async def test_a_message_the_bot_starts_goes_to_the_person_by_open_id(fake):
+    adapter = FeishuAdapter(settings_for(fake), Inbox())
+    chat = await adapter.direct_chat("ou_alice", "tenant_1")
+    await adapter.send_text(chat, "Your scheduled report is ready.")
+    create = fake.calls("POST", "/open-apis/im/v1/messages")[0]
+    assert create.query == {"receive_id_type": "open_id"} and create.json()["receive_id"] == "ou_alice"
+
+
 async def test_api_errors_raise_with_the_platform_reason(fake):
     adapter = FeishuAdapter(settings_for(fake), Inbox())
     fake.patch_answer = {"code": 230001, "msg": "message not found"}
