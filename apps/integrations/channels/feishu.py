@@ -13,6 +13,8 @@ in a module global), so it runs on a thread of its own and hands messages back t
 from __future__ import annotations
 
 import asyncio
+import functools
+import importlib.util
 import io
 import json
 import logging
@@ -20,22 +22,6 @@ import re
 import threading
 from collections.abc import Mapping
 from typing import Any
-
-import lark_oapi as lark
-from lark_oapi.api.im.v1 import (
-    CreateFileRequest,
-    CreateFileRequestBody,
-    CreateImageRequest,
-    CreateImageRequestBody,
-    CreateMessageRequest,
-    CreateMessageRequestBody,
-    GetMessageResourceRequest,
-    P2ImMessageReceiveV1,
-    PatchMessageRequest,
-    PatchMessageRequestBody,
-    ReplyMessageRequest,
-    ReplyMessageRequestBody,
-)
 
 from apps.integrations.channels.base import (
     Capabilities,
@@ -50,7 +36,28 @@ from apps.integrations.channels.registry import register
 
 log = logging.getLogger(__name__)
 
-DOMAINS = {"feishu": lark.FEISHU_DOMAIN, "lark": lark.LARK_DOMAIN}
+# lark-oapi takes seconds to import (it loads every API of the platform). The web process only
+# needs this class's name and settings (the Connections page), so the SDK is imported when an
+# adapter is built in the worker; a missing SDK still keeps the channel off at import.
+if importlib.util.find_spec("lark_oapi") is None:
+    raise ImportError("the lark-oapi package is not installed")
+
+
+@functools.cache
+def _lark() -> Any:
+    import lark_oapi
+
+    return lark_oapi
+
+
+@functools.cache
+def _im() -> Any:
+    import lark_oapi.api.im.v1 as im
+
+    return im
+
+
+DOMAINS = {"feishu": "https://open.feishu.cn", "lark": "https://open.larksuite.com"}
 # File types the upload API names; anything else is sent as a generic "stream".
 _FILE_TYPES = {"opus": "opus", "mp4": "mp4", "pdf": "pdf", "doc": "doc", "docx": "doc", "xls": "xls",
                "xlsx": "xls", "ppt": "ppt", "pptx": "ppt"}
@@ -76,17 +83,21 @@ def _check(resp: Any, what: str) -> Any:
     return resp
 
 
-class _WsClient(lark.ws.Client):
-    """The SDK's client, telling the adapter when a connection is up."""
+@functools.cache
+def _ws_client_class() -> type:
+    class _WsClient(_lark().ws.Client):
+        """The SDK's client, telling the adapter when a connection is up."""
 
-    def __init__(self, adapter: FeishuAdapter, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._adapter = adapter
+        def __init__(self, adapter: FeishuAdapter, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._adapter = adapter
 
-    async def _connect(self) -> None:
-        await super()._connect()
-        if self._conn is not None:
-            self._adapter._notify(self._adapter.hooks.connected(bot_name=self._adapter.bot_name))
+        async def _connect(self) -> None:
+            await super()._connect()
+            if self._conn is not None:
+                self._adapter._notify(self._adapter.hooks.connected(bot_name=self._adapter.bot_name))
+
+    return _WsClient
 
 
 @register
@@ -100,8 +111,8 @@ class FeishuAdapter(ChannelAdapter):
 
     def __init__(self, settings: Mapping[str, Any], sink: Any, hooks: Any = None) -> None:
         super().__init__(settings, sink, hooks)
-        self.client = (lark.Client.builder().app_id(str(settings.get("app_id", ""))).app_secret(str(settings.get("app_secret", "")))
-                       .domain(base_url(settings)).log_level(lark.LogLevel.WARNING).build())
+        self.client = (_lark().Client.builder().app_id(str(settings.get("app_id", ""))).app_secret(str(settings.get("app_secret", "")))
+                       .domain(base_url(settings)).log_level(_lark().LogLevel.WARNING).build())
         self.bot_open_id: str | None = None
         self.bot_name = ""
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -160,11 +171,11 @@ class FeishuAdapter(ChannelAdapter):
         asyncio.set_event_loop(loop)
         ws_module.loop = loop  # the SDK schedules everything on this module-level loop
         self._ws_loop = loop
-        handler = lark.EventDispatcherHandler.builder("", "").register_p2_im_message_receive_v1(self._on_event).build()
+        handler = _lark().EventDispatcherHandler.builder("", "").register_p2_im_message_receive_v1(self._on_event).build()
         backoff = Backoff()
         while not self._stopping.is_set():
-            self._ws_client = _WsClient(self, str(self.settings["app_id"]), str(self.settings["app_secret"]),
-                                        event_handler=handler, domain=base_url(self.settings), log_level=lark.LogLevel.WARNING)
+            self._ws_client = _ws_client_class()(self, str(self.settings["app_id"]), str(self.settings["app_secret"]),
+                                        event_handler=handler, domain=base_url(self.settings), log_level=_lark().LogLevel.WARNING)
             self._ws_client.on_reconnecting = lambda: self._notify(self.hooks.error("long connection lost; reconnecting"))
             try:
                 self._ws_client.start()  # runs until the loop is stopped; reconnects by itself
@@ -181,7 +192,7 @@ class FeishuAdapter(ChannelAdapter):
         loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         loop.close()
 
-    def _on_event(self, data: P2ImMessageReceiveV1) -> None:
+    def _on_event(self, data: Any) -> None:
         """Called by the SDK on its loop: translate, then run the sink on ours without waiting,
         so the frame is acknowledged at once and the platform does not redeliver it."""
         message = self.translate(data)
@@ -200,14 +211,14 @@ class FeishuAdapter(ChannelAdapter):
         await self.sink(message)
 
     async def handle_webhook_payload(self, payload: dict[str, Any]) -> None:
-        data = lark.JSON.unmarshal(payload["event_json"], P2ImMessageReceiveV1)
+        data = _lark().JSON.unmarshal(payload["event_json"], _im().P2ImMessageReceiveV1)
         message = self.translate(data)
         if message is not None:
             await self._deliver(message)
 
     def _fetch_bot_open_id(self) -> str | None:
-        request = (lark.BaseRequest.builder().http_method(lark.HttpMethod.GET).uri("/open-apis/bot/v3/info")
-                   .token_types({lark.AccessTokenType.TENANT}).build())
+        request = (_lark().BaseRequest.builder().http_method(_lark().HttpMethod.GET).uri("/open-apis/bot/v3/info")
+                   .token_types({_lark().AccessTokenType.TENANT}).build())
         resp = self.client.request(request)
         if not resp.success():
             raise PlatformError(f"code {resp.code}: {resp.msg}")
@@ -215,7 +226,7 @@ class FeishuAdapter(ChannelAdapter):
         self.bot_name = bot.get("app_name") or ""
         return bot.get("open_id")
 
-    def translate(self, data: P2ImMessageReceiveV1) -> InboundMessage | None:
+    def translate(self, data: Any) -> InboundMessage | None:
         """A receive event as plain data; ``None`` for what is not a user's message (logged)."""
         event = getattr(data, "event", None)
         msg = getattr(event, "message", None)
@@ -274,7 +285,7 @@ class FeishuAdapter(ChannelAdapter):
 
     def _resource(self, message_id: str, key: str, kind: str, name: str) -> InboundFile:
         def download() -> bytes:
-            request = GetMessageResourceRequest.builder().message_id(message_id).file_key(key).type(kind).build()
+            request = _im().GetMessageResourceRequest.builder().message_id(message_id).file_key(key).type(kind).build()
             resp = _check(self.client.im.v1.message_resource.get(request), "file download")
             return resp.file.read()
 
@@ -295,8 +306,8 @@ class FeishuAdapter(ChannelAdapter):
 
     async def edit_text(self, sent: SentMessage, text: str) -> None:
         def patch() -> None:
-            request = (PatchMessageRequest.builder().message_id(sent.message_id)
-                       .request_body(PatchMessageRequestBody.builder().content(card(text)).build()).build())
+            request = (_im().PatchMessageRequest.builder().message_id(sent.message_id)
+                       .request_body(_im().PatchMessageRequestBody.builder().content(card(text)).build()).build())
             _check(self.client.im.v1.message.patch(request), "card update")
 
         await asyncio.to_thread(patch)
@@ -305,25 +316,25 @@ class FeishuAdapter(ChannelAdapter):
                         reply_to: str | None = None) -> SentMessage:
         def upload_and_send() -> SentMessage:
             if is_image(name, content_type):
-                body = CreateImageRequestBody.builder().image_type("message").image(io.BytesIO(data)).build()
-                resp = _check(self.client.im.v1.image.create(CreateImageRequest.builder().request_body(body).build()), "image upload")
+                body = _im().CreateImageRequestBody.builder().image_type("message").image(io.BytesIO(data)).build()
+                resp = _check(self.client.im.v1.image.create(_im().CreateImageRequest.builder().request_body(body).build()), "image upload")
                 return self._send(chat, "image", json.dumps({"image_key": resp.data.image_key}), reply_to)
             file_type = _FILE_TYPES.get(name.rsplit(".", 1)[-1].lower(), "stream") if "." in name else "stream"
-            body = CreateFileRequestBody.builder().file_type(file_type).file_name(name).file(io.BytesIO(data)).build()
-            resp = _check(self.client.im.v1.file.create(CreateFileRequest.builder().request_body(body).build()), "file upload")
+            body = _im().CreateFileRequestBody.builder().file_type(file_type).file_name(name).file(io.BytesIO(data)).build()
+            resp = _check(self.client.im.v1.file.create(_im().CreateFileRequest.builder().request_body(body).build()), "file upload")
             return self._send(chat, "file", json.dumps({"file_key": resp.data.file_key}), reply_to)
 
         return await asyncio.to_thread(upload_and_send)
 
     def _send(self, chat: ChatRef, msg_type: str, content: str, reply_to: str | None) -> SentMessage:
         if reply_to:
-            body = (ReplyMessageRequestBody.builder().msg_type(msg_type).content(content)
+            body = (_im().ReplyMessageRequestBody.builder().msg_type(msg_type).content(content)
                     .reply_in_thread(bool(chat.topic)).build())
             resp = _check(self.client.im.v1.message.reply(
-                ReplyMessageRequest.builder().message_id(reply_to).request_body(body).build()), "reply")
+                _im().ReplyMessageRequest.builder().message_id(reply_to).request_body(body).build()), "reply")
         else:
             id_type = "open_id" if chat.chat.startswith("ou_") else "chat_id"  # a person (direct_chat) or a chat
-            body = CreateMessageRequestBody.builder().receive_id(chat.chat).msg_type(msg_type).content(content).build()
+            body = _im().CreateMessageRequestBody.builder().receive_id(chat.chat).msg_type(msg_type).content(content).build()
             resp = _check(self.client.im.v1.message.create(
-                CreateMessageRequest.builder().receive_id_type(id_type).request_body(body).build()), "send")
+                _im().CreateMessageRequest.builder().receive_id_type(id_type).request_body(body).build()), "send")
         return SentMessage(chat=chat, message_id=resp.data.message_id)
