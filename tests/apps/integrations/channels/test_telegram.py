@@ -174,3 +174,43 @@ async def test_a_wrong_token_fails_the_start(telegram):
     with pytest.raises(InvalidToken):
         await adapter.start()
     await adapter.stop()
+
+
+async def test_a_malformed_update_is_logged_acknowledged_and_skipped(telegram, scripted_agent, user):
+    scripted_agent("still here")
+    async with Bot(telegram) as bot:
+        await _connect(telegram, user)
+        telegram.updates.append({"update_id": 9999, "message": {"message_id": "not-a-number", "text": "broken"}})
+        telegram._new_update.set()
+        telegram.user_says("hello after the broken one")
+        await telegram.wait_for(lambda: "still here" in telegram.texts(ANN))
+        await bot.manager.idle()
+    status = await database_sync_to_async(ChannelStatus.objects.get)(provider="telegram")
+    assert "update 9999 could not be read" in status.last_error
+    assert status.cursor["offset"] > 9999  # acknowledged: never delivered again
+    assert len(await database_sync_to_async(_runs)()) == 1
+
+
+async def test_webhook_mode_takes_pushed_updates_with_the_secret_only(telegram, scripted_agent, user):
+    scripted_agent("pushed and answered")
+    settings = {"mode": "webhook", "webhook_secret": "s3cret-token", "webhook_listen": "127.0.0.1:0",
+                "webhook_url": "https://deerflow.example.com/telegram/webhook"}
+    async with Bot(telegram, **settings) as bot:
+        port = bot.adapter.webhook_port
+        assert telegram.webhook == ("https://deerflow.example.com/telegram/webhook", "s3cret-token")
+        telegram.webhook = (f"http://127.0.0.1:{port}/telegram/webhook", "s3cret-token")  # the proxy in front of it
+        issued = await database_sync_to_async(connect_code_issue)(user=user, provider="telegram", ttl_seconds=600)
+        assert await telegram.push(telegram.user_update(f"/connect {issued.code}")) == 200
+        await telegram.wait_for(lambda: any(t.startswith("Connected to DeerFlow") for t in telegram.texts(ANN)))
+        assert await telegram.push(telegram.user_update("forged"), secret="guess") == 401
+        assert await telegram.push(telegram.user_update("real question")) == 200
+        await telegram.wait_for(lambda: "pushed and answered" in telegram.texts(ANN))
+        await bot.manager.idle()
+    runs = await database_sync_to_async(_runs)()
+    assert [r.kwargs["input"]["messages"][0]["content"] for r in runs] == ["real question"]
+    assert telegram.get_updates_offsets == []  # no polling in webhook mode
+
+
+def test_webhook_mode_needs_its_url_and_secret():
+    assert TelegramAdapter.missing_settings({"bot_token": "x", "mode": "webhook"}) == ["webhook_url", "webhook_secret"]
+    assert TelegramAdapter.missing_settings({"bot_token": "x"}) == []
