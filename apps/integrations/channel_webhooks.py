@@ -15,6 +15,7 @@ import json
 import logging
 from typing import Any
 
+from django.contrib.auth.decorators import login_not_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
@@ -40,6 +41,7 @@ def _detail(status: int, detail: str) -> JsonResponse:
 _FEISHU_AUTH_FAILURES = ("verification_token", "signature", "encrypt_key", "credentials")
 
 
+@login_not_required  # public by design: the platform's signature is the authentication
 @csrf_exempt
 async def feishu_events(request: HttpRequest) -> HttpResponse:
     settings = await asyncio.to_thread(channel_settings, "feishu")  # the config check stats a file
@@ -91,6 +93,7 @@ def _xml_fields(text: str) -> dict[str, str]:
     return {child.tag: (child.text or "") for child in root}
 
 
+@login_not_required
 @csrf_exempt
 async def wecom_callback(request: HttpRequest) -> HttpResponse:
     from apps.integrations.channels.wecom_crypto import WeComCrypto, WeComCryptoError
