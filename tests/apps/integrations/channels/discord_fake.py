@@ -63,6 +63,9 @@ class FakeDiscord(FakePlatform):
         self.ready = asyncio.Event()
         self.threads: dict[str, dict] = {}
         self.sent_ids: set[str] = set()
+        self.resumes: list[dict] = []
+        self.current_ws: web.WebSocketResponse | None = None
+        self.current_pumper: asyncio.Task | None = None
         self.sequence = 0
         self.json_route("GET", "/api/v10/users/@me", BOT)
         self.json_route("GET", "/api/v10/oauth2/applications/@me", {
@@ -116,9 +119,16 @@ class FakeDiscord(FakePlatform):
     async def dispatch(self, event: str, data: dict) -> None:
         await self.to_dispatch.put((event, data))
 
+    async def drop(self) -> None:
+        """An outage: the gateway closes the socket with 4000 (unknown error), which clients resume from."""
+        # Stop feeding this socket first, so no queued dispatch is lost on it while it closes.
+        self.current_pumper.cancel()
+        await self.current_ws.close(code=4000)
+
     async def _gateway(self, request: web.Request) -> web.WebSocketResponse:
         ws = web.WebSocketResponse()
         await ws.prepare(request)
+        self.current_ws = ws
         await ws.send_str(json.dumps({"op": 10, "d": {"heartbeat_interval": 41250}, "s": None, "t": None}))
 
         async def send_dispatch(event: str, data: dict) -> None:
@@ -146,7 +156,11 @@ class FakeDiscord(FakePlatform):
                         "application": {"id": BOT_ID, "flags": 0}, "private_channels": [], "relationships": []})
                     await send_dispatch("GUILD_CREATE", guild())
                     self.ready.set()
-                    pumper = asyncio.create_task(pump())
+                    pumper = self.current_pumper = asyncio.create_task(pump())
+                elif frame["op"] == 6:  # RESUME: replay nothing, say so, carry on
+                    self.resumes.append(frame["d"])
+                    await send_dispatch("RESUMED", {})
+                    pumper = self.current_pumper = asyncio.create_task(pump())
         finally:
             if pumper is not None:
                 pumper.cancel()

@@ -64,6 +64,7 @@ class FakeFeishu(FakePlatform):
         self.resources = {"img_key_1": (b"\x89PNG fake image", "photo.png"), "file_key_1": (b"%PDF-1.4 fake", "report.pdf")}
         self.counter = 0
         self.current_ws: web.WebSocketResponse | None = None
+        self.current_pusher: asyncio.Task | None = None
         self.json_route("POST", "/open-apis/auth/v3/tenant_access_token/internal",
                         {"code": 0, "msg": "ok", "tenant_access_token": TOKEN, "expire": 7200})
         self.json_route("GET", "/open-apis/bot/v3/info", {"code": 0, "msg": "ok", "bot": {"open_id": BOT_OPEN_ID, "app_name": "DeerFlow"}})
@@ -90,7 +91,8 @@ class FakeFeishu(FakePlatform):
                             content_type="application/octet-stream")
 
     async def drop(self) -> None:
-        """An outage: the server closes the long connection."""
+        """An outage: the server closes the long connection (after it stops feeding it)."""
+        self.current_pusher.cancel()
         await self.current_ws.close()
 
     async def _ws(self, request: web.Request) -> web.WebSocketResponse:
@@ -108,7 +110,7 @@ class FakeFeishu(FakePlatform):
                     header.key, header.value = key, value
                 await ws.send_bytes(frame.SerializeToString())
 
-        pusher = asyncio.create_task(push())
+        pusher = self.current_pusher = asyncio.create_task(push())
         try:
             async for msg in ws:
                 if msg.type != WSMsgType.BINARY:

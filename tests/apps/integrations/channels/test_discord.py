@@ -134,3 +134,13 @@ async def test_a_message_the_bot_starts_opens_the_users_dm(fake, adapter):
     assert str(fake.calls("POST", "/api/v10/users/@me/channels")[0].json()["recipient_id"]) == ALICE["id"]
     await discord_adapter.send_text(chat, "Your scheduled report is ready.")
     assert fake.calls("POST", f"/api/v10/channels/{DM_ID}/messages")[-1].json()["content"] == "Your scheduled report is ready."
+
+
+async def test_the_gateway_connection_resumes_after_an_outage(fake, adapter):
+    _, inbox = adapter
+    await fake.dispatch("MESSAGE_CREATE", message(channel_id=DM_ID, content="before", guild=False))
+    assert (await inbox.next()).text == "before"
+    await fake.drop()
+    await fake.dispatch("MESSAGE_CREATE", message(channel_id=DM_ID, content="after", guild=False))
+    assert (await inbox.next(timeout=30)).text == "after"
+    assert fake.resumes[0]["session_id"] == "session_1" and fake.resumes[0]["token"] == "bot-token-1"
