@@ -295,3 +295,18 @@ async def test_discord_connect_dm_streamed_edits_threads_and_isolation(discord_f
     runs = await database_sync_to_async(_runs)()
     assert [r.owner_id for r in runs] == [user.pk, user.pk, other_user.pk, user.pk]
     assert runs[1].thread_id != runs[2].thread_id and runs[3].thread_id == runs[1].thread_id
+
+
+async def test_discord_an_oversize_attachment_is_answered_with_the_limit_unread(discord_fake, wired, scripted_agent, user):
+    scripted_agent("got the rest", loop=True)
+    manager, _ = await wired(DiscordAdapter, {"bot_token": "t", "api_base": f"{discord_fake.url}/api/v10",
+                                              "gateway_url": f"ws{discord_fake.url[4:]}/gateway", "allowed_networks": ["127.0.0.0/8"]})
+    await asyncio.wait_for(discord_fake.ready.wait(), 30)
+    await discord_say(discord_fake, manager, DM_ID, f"/connect {await issue_code(user, 'discord')}", guild=False)
+    huge = {"id": "300000000000000009", "filename": "huge.zip", "size": 60 * 1024 * 1024,
+            "url": f"{discord_fake.url}/attachments/huge.zip", "proxy_url": f"{discord_fake.url}/attachments/huge.zip",
+            "content_type": "application/zip"}
+    await discord_say(discord_fake, manager, DM_ID, "here is the archive", guild=False, attachments=(huge,))
+    posted = [r.json()["content"] for r in discord_fake.requests if r.method == "POST" and r.path.endswith("/messages")]
+    assert any(text.startswith("“huge.zip” is") and "files can be at most" in text for text in posted)
+    assert not discord_fake.calls("GET", "/attachments/huge.zip")  # refused before downloading
