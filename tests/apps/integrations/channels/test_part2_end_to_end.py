@@ -310,3 +310,39 @@ async def test_discord_an_oversize_attachment_is_answered_with_the_limit_unread(
     posted = [r.json()["content"] for r in discord_fake.requests if r.method == "POST" and r.path.endswith("/messages")]
     assert any(text.startswith("“huge.zip” is") and "files can be at most" in text for text in posted)
     assert not discord_fake.calls("GET", "/attachments/huge.zip")  # refused before downloading
+
+
+def _report_script() -> tuple:
+    from harness.testing import call, tool_reply
+
+    return (tool_reply(call("write_file", description="write", path="/mnt/user-data/outputs/report.md", content="# Report\n")),
+            tool_reply(call("present_files", filepaths=["/mnt/user-data/outputs/report.md"])),
+            "Your report is attached.")
+
+
+async def test_feishu_presented_files_are_uploaded_and_sent(feishu_fake, wired, scripted_lead, user):
+    scripted_lead(*_report_script())
+    manager, _ = await wired(FeishuAdapter, {"app_id": f"cli_{uuid.uuid4().hex[:8]}", "app_secret": "s", "base_url": feishu_fake.url})
+    await feishu_say(feishu_fake, manager, text=f"/connect {await issue_code(user, 'feishu')}")
+    await feishu_say(feishu_fake, manager, text="write a report", message_id="om_report")
+    upload = feishu_fake.calls("POST", "/open-apis/im/v1/files")[0].form()
+    assert upload["file_name"][1] == b"report.md" and upload["file"][1] == b"# Report\n" and upload["file_type"][1] == b"stream"
+    replies = [r.json() for r in feishu_fake.calls("POST", "/open-apis/im/v1/messages/om_report/reply")]
+    assert {"msg_type": "file", "content": json.dumps({"file_key": "file_out_1"}), "reply_in_thread": False} in replies
+    assert "Your report is attached." in feishu_cards(feishu_fake).values()
+
+
+async def test_wecom_presented_files_are_uploaded_and_sent(wecom_fake, wired, scripted_lead, user, channels_config, channel_layer):
+    scripted_lead(*_report_script())
+    settings = {"corp_id": CORP_ID, "agent_id": "1000002", "secret": "x", "token": TOKEN, "encoding_aes_key": AES_KEY,
+                "api_base": wecom_fake.url, "allowed_networks": ["127.0.0.0/8"]}
+    channels_config(wecom=settings)
+    manager, _ = await wired(WeComAdapter, settings)
+    await wecom_say(wecom_fake, manager, text_message(f"/connect {await issue_code(user, 'wecom')}", msg_id="11"))
+    await wecom_say(wecom_fake, manager, text_message("write a report", msg_id="12"))
+    await wecom_fake.wait_for("POST", "/cgi-bin/media/upload")
+    await manager.idle()
+    assert wecom_fake.calls("POST", "/cgi-bin/media/upload")[0].form()["media"] == ("report.md", b"# Report\n")
+    sent = [r.json() for r in wecom_fake.calls("POST", "/cgi-bin/message/send")]
+    assert {"touser": "zhangsan", "msgtype": "file", "agentid": 1000002, "file": {"media_id": "media_out_1"}} in sent
+    assert wecom_texts(wecom_fake)[-1] == "Your report is attached."
