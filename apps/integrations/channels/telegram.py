@@ -3,8 +3,8 @@
 Long polling (``getUpdates``) with the offset kept in the channel's cursor, so a restarted
 worker resumes after the last update it handled instead of answering it twice; or, with
 ``mode: webhook``, a listener in the worker that Telegram pushes updates to (secret checked). Answers stream
-by editing one message (``editMessageText``) at most once per ``edit_interval`` seconds (1 s in
-private chats; groups get 3 s: Telegram allows a bot about 20 messages a minute there).
+by editing one message (``editMessageText``) at most once per ``edit_interval`` seconds (1 s by
+default; Telegram allows a bot about 20 messages a minute per group, so busy groups want more).
 Photos and documents come in through ``getFile`` + the file URL (never shown: it carries the
 token); presented files go out with ``sendDocument``. In groups the bot answers when
 mentioned (@name), when replied to, or for a command addressed to it.

@@ -214,3 +214,29 @@ async def test_webhook_mode_takes_pushed_updates_with_the_secret_only(telegram, 
 def test_webhook_mode_needs_its_url_and_secret():
     assert TelegramAdapter.missing_settings({"bot_token": "x", "mode": "webhook"}) == ["webhook_url", "webhook_secret"]
     assert TelegramAdapter.missing_settings({"bot_token": "x"}) == []
+
+
+async def test_two_people_in_one_group_and_topic_get_threads_of_their_own(telegram, scripted_agent, user, other_user):
+    from apps.integrations.models import ChannelConversation
+
+    scripted_agent("ok", loop=True)
+    async with Bot(telegram) as bot:
+        await _connect(telegram, user, user_id=501, first_name="Ann")
+        await _connect(telegram, other_user, user_id=502, first_name="Bob")
+        for n, (user_id, text, topic) in enumerate(((501, "ann's plan", None), (502, "bob asks", None), (501, "ann again", None),
+                                                    (501, "ann in a topic", 7)), start=1):
+            extra = {"thread_id": topic} if topic else {}
+            telegram.user_says(f"@deerflow_bot {text}", user_id=user_id, chat_id=-100, chat_type="supergroup", **extra)
+            await telegram.wait_for(lambda n=n: len([m for m in telegram.sent if m.chat_id == -100 and m.text == "ok"]) == n)
+            await bot.manager.idle()
+    runs = await database_sync_to_async(lambda: [(r.kwargs["input"]["messages"][0]["content"], r.owner_id, r.thread_id, r.thread.owner_id)
+                                                 for r in Run.objects.select_related("thread").order_by("created_at")])()
+    by_text = {text: (owner, thread, thread_owner) for text, owner, thread, thread_owner in runs}
+    assert by_text["ann's plan"][0] == user.pk and by_text["bob asks"][0] == other_user.pk
+    assert all(owner == thread_owner for owner, _, thread_owner in by_text.values())
+    assert by_text["ann's plan"][1] == by_text["ann again"][1]  # reused per person and chat
+    assert by_text["bob asks"][1] != by_text["ann's plan"][1]
+    assert by_text["ann in a topic"][1] not in (by_text["ann's plan"][1], by_text["bob asks"][1])
+    assert [m.thread_id for m in telegram.sent if m.chat_id == -100 and m.text == "ok"] == [None, None, None, 7]  # answered in the topic
+    topics = await database_sync_to_async(lambda: sorted(ChannelConversation.objects.values_list("user_id", "topic")))()
+    assert topics == sorted([(user.pk, ""), (other_user.pk, ""), (user.pk, "7")])
