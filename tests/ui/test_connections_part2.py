@@ -58,7 +58,7 @@ def _connect(page, live, provider: str, sender: str, doc_shot, shot_name: str) -
     expect(page.locator("#code-box")).to_be_visible()
     code = page.locator("#code-value").inner_text()
     assert re.fullmatch(r"[A-Z2-9]{8}", code)
-    expect(page.locator("#code-instruction")).to_contain_text(f"{PROVIDERS[provider]} bot: /connect {code}")
+    expect(page.locator("#code-instruction")).to_contain_text(f"{PROVIDERS[provider]} bot in a direct chat: /connect {code}")
     doc_shot(page, f"{shot_name}-code")
     # What the channels worker does when the code arrives on the platform.
     out = live.shell("from apps.integrations.connections import connect_code_consume\n"

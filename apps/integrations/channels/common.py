@@ -72,6 +72,11 @@ async def run_with_backoff(name: str, connect: Callable[[], Awaitable[None]], st
             pass
 
 
+def direct_chat_hint(display_name: str, code: str) -> tuple[str, str]:
+    """The connect instruction for platforms with group chats: codes count only in a direct chat."""
+    return "", f"Send this message to the {display_name} bot in a direct chat: /connect {code}"
+
+
 def guess_type(name: str, content_type: str | None = None) -> str:
     return content_type or mimetypes.guess_type(name)[0] or "application/octet-stream"
 

@@ -30,7 +30,7 @@ from dingtalk_stream import AckMessage, ChatbotMessage
 from dingtalk_stream.version import VERSION_STRING
 
 from apps.integrations.channels.base import Capabilities, ChannelAdapter, ChatRef, InboundFile, InboundMessage, SentMessage
-from apps.integrations.channels.common import PlatformError, guard_policy, run_with_backoff
+from apps.integrations.channels.common import PlatformError, direct_chat_hint, guard_policy, run_with_backoff
 from apps.integrations.channels.registry import register
 from harness.net import GuardError, guarded_client
 
@@ -79,6 +79,10 @@ class DingTalkAdapter(ChannelAdapter):
     display_name = "DingTalk"
     capabilities = Capabilities(edit=False, edit_interval=1.0, max_text=5000, files_out=False, max_file_in=MAX_DOWNLOAD)
     credential_fields = ("client_id", "client_secret")
+
+    @classmethod
+    def connect_hint(cls, code: str, *, bot_name: str = "", settings: Mapping[str, Any] | None = None) -> tuple[str, str]:
+        return direct_chat_hint(cls.display_name, code)
 
     def __init__(self, settings: Mapping[str, Any], sink: Any, hooks: Any = None) -> None:
         super().__init__(settings, sink, hooks)

@@ -26,7 +26,7 @@ import discord.http
 import yarl
 
 from apps.integrations.channels.base import Capabilities, ChannelAdapter, ChatRef, InboundFile, InboundMessage, SentMessage
-from apps.integrations.channels.common import PlatformError, guard_policy, run_with_backoff
+from apps.integrations.channels.common import PlatformError, direct_chat_hint, guard_policy, run_with_backoff
 from apps.integrations.channels.registry import register
 from harness.net import GuardError, guarded_client
 
@@ -59,6 +59,10 @@ class DiscordAdapter(ChannelAdapter):
     display_name = "Discord"
     capabilities = Capabilities(edit=True, edit_interval=1.2, max_text=2000, files_out=True, max_file_in=DOWNLOAD_LIMIT)
     credential_fields = ("bot_token",)
+
+    @classmethod
+    def connect_hint(cls, code: str, *, bot_name: str = "", settings: Mapping[str, Any] | None = None) -> tuple[str, str]:
+        return direct_chat_hint(cls.display_name, code)
 
     def __init__(self, settings: Mapping[str, Any], sink: Any, hooks: Any = None) -> None:
         super().__init__(settings, sink, hooks)

@@ -31,7 +31,7 @@ from apps.integrations.channels.base import (
     InboundMessage,
     SentMessage,
 )
-from apps.integrations.channels.common import Backoff, PlatformError, consume_webhooks, is_image
+from apps.integrations.channels.common import Backoff, PlatformError, consume_webhooks, direct_chat_hint, is_image
 from apps.integrations.channels.registry import register
 
 log = logging.getLogger(__name__)
@@ -108,6 +108,10 @@ class FeishuAdapter(ChannelAdapter):
     # The resource download API serves files up to 100 MB.
     capabilities = Capabilities(edit=True, edit_interval=1.0, max_text=8000, files_out=True, max_file_in=100 * 1024 * 1024)
     credential_fields = ("app_id", "app_secret")
+
+    @classmethod
+    def connect_hint(cls, code: str, *, bot_name: str = "", settings: Mapping[str, Any] | None = None) -> tuple[str, str]:
+        return direct_chat_hint(cls.display_name, code)
 
     def __init__(self, settings: Mapping[str, Any], sink: Any, hooks: Any = None) -> None:
         super().__init__(settings, sink, hooks)

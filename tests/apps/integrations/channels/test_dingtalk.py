@@ -105,6 +105,7 @@ async def test_registered():
     assert get_adapter("dingtalk") is DingTalkAdapter
     assert DingTalkAdapter.missing_settings({"client_id": "x"}) == ["client_secret"]
     assert DingTalkAdapter.capabilities.edit is False
+    assert DingTalkAdapter.connect_hint("ABCD2345")[1].endswith("DingTalk bot in a direct chat: /connect ABCD2345")
 
 
 async def test_stream_connection_delivers_a_direct_message_and_acks_the_frame(fake, adapter):

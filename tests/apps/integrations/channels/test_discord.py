@@ -46,6 +46,7 @@ async def test_registered():
     assert get_adapter("discord") is DiscordAdapter
     assert DiscordAdapter.missing_settings({}) == ["bot_token"]
     assert DiscordAdapter.capabilities.max_text == 2000
+    assert DiscordAdapter.connect_hint("ABCD2345") == ("", "Send this message to the Discord bot in a direct chat: /connect ABCD2345")
 
 
 async def test_login_and_identify(fake, adapter):
