@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.integrations import channel_views, views
+from apps.integrations import channel_views, channel_webhooks, views
 
 urlpatterns = [
     path("mcp/config", views.McpConfigView.as_view(), name="mcp-config"),
@@ -11,4 +11,7 @@ urlpatterns = [
     path("channels/connections/<str:connection_id>", channel_views.ChannelConnectionDetailView.as_view(),
          name="channel-connection-detail"),
     path("channels/<str:provider>/connect", channel_views.ChannelConnectView.as_view(), name="channel-connect"),
+    # Platform callbacks (answer 404 unless configured): channel_webhooks.py
+    path("channels/feishu/events", channel_webhooks.feishu_events, name="channel-feishu-events"),
+    path("channels/wecom/callback", channel_webhooks.wecom_callback, name="channel-wecom-callback"),
 ]

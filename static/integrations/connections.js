@@ -21,8 +21,11 @@
     return iso ? new Date(iso).toLocaleString(undefined, { dateStyle: "medium", timeStyle: "short" }) : "—";
   }
 
+  // Provider → display name ("wecom" → "WeCom"), from the providers list.
+  const names = {};
+
   function title(provider) {
-    return provider.charAt(0).toUpperCase() + provider.slice(1);
+    return names[provider] || provider.charAt(0).toUpperCase() + provider.slice(1);
   }
 
   async function loadConnections() {
@@ -49,6 +52,7 @@
 
   async function loadProviders() {
     const data = await api("GET", "/api/channels/providers");
+    for (const p of data.providers || []) names[p.provider] = p.display_name;
     const list = $("provider-list");
     list.replaceChildren();
     const providers = (data.providers || []).filter((p) => p.enabled || p.configured);
@@ -132,7 +136,8 @@
 
   async function init() {
     try {
-      await Promise.all([loadConnections(), loadProviders()]);
+      await loadProviders();  // first: the connection rows use the providers' display names
+      await loadConnections();
     } catch (err) {
       showError(err.message);
     }

@@ -14,6 +14,10 @@ _ADAPTERS: dict[str, type[ChannelAdapter]] = {}
 # Module per provider. A module whose SDK is missing is skipped with a log line, not a crash.
 ADAPTER_MODULES: dict[str, str] = {
     "telegram": "apps.integrations.channels.telegram",
+    "feishu": "apps.integrations.channels.feishu",
+    "dingtalk": "apps.integrations.channels.dingtalk",
+    "wecom": "apps.integrations.channels.wecom",
+    "discord": "apps.integrations.channels.discord_bot",
 }
 
 

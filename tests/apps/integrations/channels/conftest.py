@@ -52,17 +52,32 @@ async def channel_kit():
 
 @pytest.fixture
 def channels_config(tmp_path, monkeypatch):
-    """Write config.yaml with the suite's model plus the given ``channels:`` section."""
+    """Write config.yaml with the suite's model plus a ``channels:`` section: either the whole
+    section (``write({...})``) or providers by name (``write(feishu={...})``: each enabled, with
+    ``channels.enabled: true``)."""
     from pathlib import Path
 
     import yaml
 
     base = yaml.safe_load((Path(__file__).resolve().parents[3] / "fixtures" / "config.yaml").read_text())
 
-    def write(channels: dict) -> Path:
+    def write(channels: dict | None = None, **providers) -> Path:
+        if channels is None:
+            channels = {"enabled": True, **{name: {"enabled": True, **section} for name, section in providers.items()}}
         path = tmp_path / "config.yaml"
         path.write_text(yaml.safe_dump({**base, "channels": channels}))
         monkeypatch.setenv("DEER_FLOW_CONFIG_PATH", str(path))
         return path
 
     return write
+
+
+@pytest.fixture
+async def channel_layer():
+    """The in-memory channel layer, emptied so a previous test's loop-bound queues are gone."""
+    from channels.layers import get_channel_layer
+
+    layer = get_channel_layer()
+    await layer.flush()
+    yield layer
+    await layer.flush()
