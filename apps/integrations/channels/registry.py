@@ -12,7 +12,9 @@ log = logging.getLogger(__name__)
 _ADAPTERS: dict[str, type[ChannelAdapter]] = {}
 
 # Module per provider. A module whose SDK is missing is skipped with a log line, not a crash.
-ADAPTER_MODULES: dict[str, str] = {}
+ADAPTER_MODULES: dict[str, str] = {
+    "slack": "apps.integrations.channels.slack",
+}
 
 
 def register(cls: type[ChannelAdapter]) -> type[ChannelAdapter]:
