@@ -5,10 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-from pathlib import Path
 
 import pytest
-import yaml
 
 from apps.integrations.channels.base import ChatRef, SentMessage
 from apps.integrations.channels.registry import get_adapter
@@ -21,16 +19,6 @@ def fake_slack():
     fake = FakeSlack().start()
     yield fake
     fake.stop()
-
-
-@pytest.fixture
-def loopback_config(tmp_path, monkeypatch):
-    """The suite's config with the SSRF guard opened to loopback, where the fake Slack serves files."""
-    base = yaml.safe_load(Path(os.environ["DEER_FLOW_CONFIG_PATH"]).read_text())
-    base["web"] = {"allowed_private_networks": ["127.0.0.0/8"]}
-    path = tmp_path / "config.yaml"
-    path.write_text(yaml.safe_dump(base))
-    monkeypatch.setenv("DEER_FLOW_CONFIG_PATH", str(path))
 
 
 def settings_for(fake: FakeSlack, **extra):
@@ -145,7 +133,7 @@ async def test_replies_go_to_the_triggering_thread_and_stream_by_chat_update(fak
     assert isinstance(dm, SentMessage)
 
 
-async def test_files_in_with_the_bot_token_and_out_through_upload_v2(fake_slack, connected, loopback_config):
+async def test_files_in_with_the_bot_token_and_out_through_upload_v2(fake_slack, connected, channels_config):
     adapter, inbox = connected
     shared = fake_slack.host_file("notes.txt", b"line one\nline two\n")
     await deliver(fake_slack, {"type": "message", "channel_type": "im", "channel": "D0ALICE", "user": "U0ALICE",
@@ -163,7 +151,7 @@ async def test_files_in_with_the_bot_token_and_out_through_upload_v2(fake_slack,
     assert complete.args["channel_id"] == "C0GENERAL" and complete.args["thread_ts"] == "1700000000.000100"
 
 
-async def test_file_links_to_other_hosts_never_get_the_token(fake_slack, connected, loopback_config):
+async def test_file_links_to_other_hosts_never_get_the_token(fake_slack, connected, channels_config):
     adapter, _ = connected
     with pytest.raises(ValueError, match="refusing to send the bot token to evil.example"):
         await adapter.download("https://evil.example/files-pri/T-F1/x.txt")

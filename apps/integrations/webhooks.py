@@ -1,0 +1,86 @@
+"""Platform webhooks: GitHub deliveries and Slack's Events API.
+
+Both are plain Django views, exempt from CSRF and from session/token auth because the
+platform signs every request: the signature is checked over the raw body before anything is
+parsed, and a bad one is a 401 that starts nothing.
+
+A route whose secret is not configured answers exactly as an unknown URL does (404): an
+unconfigured server must not even reveal that it could take deliveries.
+
+What the platform sent is acknowledged quickly (GitHub gives up after 10 s, Slack after 3 s);
+the run happens afterwards on the channel host (``channels/hosting.py``). Malformed payloads
+are logged and acknowledged with a 2xx so the platform does not redeliver them forever.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from urllib.parse import parse_qs
+
+from django.http import HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+
+from apps.integrations.channels import github, hosting
+from deerflow_site.error_pages import not_found
+
+log = logging.getLogger(__name__)
+
+
+def _github_payload(request) -> object:
+    # A webhook can be set to either content type; the HMAC covers the raw body in both.
+    if request.content_type == "application/x-www-form-urlencoded":
+        values = parse_qs(request.body.decode("utf-8", "replace")).get("payload")
+        if not values:
+            raise github.MalformedDelivery("the form body has no payload field")
+        text = values[0]
+    else:
+        text = request.body.decode("utf-8", "replace")
+    try:
+        return json.loads(text)
+    except ValueError:
+        raise github.MalformedDelivery("the payload is not JSON") from None
+
+
+@csrf_exempt
+@require_POST
+def github_webhook(request):
+    settings = hosting.provider_settings("github")
+    secret = github.webhook_secret(settings)
+    if not secret:
+        return not_found(request)
+    if not github.signature_valid(secret, request.body, request.headers.get("X-Hub-Signature-256")):
+        log.warning("github: delivery %s refused: bad or missing X-Hub-Signature-256", request.headers.get("X-GitHub-Delivery"))
+        return JsonResponse({"detail": "X-Hub-Signature-256 does not match the body signed with GITHUB_WEBHOOK_SECRET"}, status=401)
+    event = request.headers.get("X-GitHub-Event", "")
+    delivery = request.headers.get("X-GitHub-Delivery", "")
+    if event == "ping":
+        return JsonResponse({"handled": True, "event": "ping"})
+    if not delivery:
+        log.warning("github: a %s delivery without X-GitHub-Delivery was dropped", event or "(no event)")
+        return JsonResponse({"handled": False, "detail": "X-GitHub-Delivery header is missing"}, status=202)
+    try:
+        message = github.translate(event, _github_payload(request), delivery=delivery, settings=settings)
+    except github.MalformedDelivery as exc:
+        log.warning("github: delivery %s (%s) is malformed and was dropped: %s", delivery, event, exc)
+        return JsonResponse({"handled": False, "detail": f"malformed {event} payload: {exc}"}, status=202)
+    if message is None:
+        return JsonResponse({"handled": False, "detail": f"{event or 'the event'} does not address the bot"}, status=202)
+    why_not = hosting.unavailable("github")
+    if why_not:
+        log.warning("github: delivery %s dropped: %s", delivery, why_not)
+        return JsonResponse({"handled": False, "detail": why_not}, status=202)
+    hosting.dispatch("github", message)
+    return JsonResponse({"handled": True, "delivery": delivery}, status=202)
+
+
+@csrf_exempt
+@require_POST
+def slack_events(request):
+    adapter = hosting.events_adapter("slack")
+    if adapter is None:
+        return not_found(request)
+    status, headers, body = hosting.call(adapter.handle_http, request.body, dict(request.headers))
+    response = HttpResponse(body, status=status, content_type=headers.get("content-type", "text/plain;charset=utf-8"))
+    return response
