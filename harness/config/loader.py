@@ -95,6 +95,12 @@ def _resolve_env(data: dict[str, Any], display: str) -> dict[str, Any]:
                     providers[name] = {**kept, "unavailable_reason": f"{exc.field}: {exc}"}
             resolved[key] = {**web, "providers": providers}
             continue
+        if key == "channels" and isinstance(value, dict):
+            try:
+                resolved[key] = _resolve_channels(value)
+            except MissingEnvVar as exc:
+                raise ConfigError(str(exc), path=display, field=exc.field) from None
+            continue
         if key == "models" and isinstance(value, list):
             models = []
             for i, entry in enumerate(value):
@@ -114,6 +120,20 @@ def _resolve_env(data: dict[str, Any], display: str) -> dict[str, Any]:
             resolved[key] = resolve_tree(value, str(key))
         except MissingEnvVar as exc:
             raise ConfigError(str(exc), path=display, field=exc.field) from None
+    return resolved
+
+
+def _resolve_channels(value: dict[str, Any]) -> dict[str, Any]:
+    """A channel whose credential variable is unset stays configured but off, with the reason
+    (the worker logs it): one missing bot token must not stop the server from starting."""
+    resolved: dict[str, Any] = {}
+    for name, settings in value.items():
+        try:
+            resolved[name] = resolve_tree(settings, f"channels.{name}")
+        except MissingEnvVar as exc:
+            if not isinstance(settings, dict):  # a shared key (channels.queue_size, ...)
+                raise
+            resolved[name] = {"enabled": bool(settings.get("enabled")), "unavailable_reason": f"{exc.field}: {exc}"}
     return resolved
 
 

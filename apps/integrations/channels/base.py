@@ -66,6 +66,30 @@ class Capabilities:
     edit_interval: float = 1.0  # seconds between edits, inside the platform's rate limits
     max_text: int = 4000  # longer answers are split into several messages
     files_out: bool = True
+    # The largest inbound file the platform lets a bot download (bytes); None: no platform cap.
+    # The manager refuses bigger ones with a reply naming the limit, before reading them.
+    max_file_in: int | None = None
+
+
+class AdapterHooks:
+    """What an adapter reports through and resumes from. The worker hands each adapter one
+    backed by the database (``ChannelStatus``); this default does nothing, for tests."""
+
+    async def connected(self, *, bot_name: str = "") -> None:
+        """Receiving works (again); ``bot_name`` is the bot's @name when the platform says."""
+
+    async def event(self) -> None:
+        """A platform event arrived (recorded as the channel's last event, coarsely)."""
+
+    async def error(self, message: str) -> None:
+        """Something failed (an outage being retried, a malformed payload): shown to admins."""
+
+    async def load_cursor(self) -> dict[str, Any]:
+        """Where receiving stopped last time (e.g. Telegram's update offset), {} at first."""
+        return {}
+
+    async def save_cursor(self, cursor: dict[str, Any]) -> None:
+        """Remember where receiving is, so a restarted worker resumes there."""
 
 
 InboundSink = Callable[[InboundMessage], Awaitable[None]]
@@ -77,15 +101,24 @@ class ChannelAdapter(abc.ABC):
     provider: ClassVar[str]
     display_name: ClassVar[str]
     capabilities: ClassVar[Capabilities] = Capabilities()
+    # The settings an operator must provide (shown by the providers API), e.g. ("bot_token",).
+    credential_fields: ClassVar[tuple[str, ...]] = ()
 
-    def __init__(self, settings: Mapping[str, Any], sink: InboundSink) -> None:
+    def __init__(self, settings: Mapping[str, Any], sink: InboundSink, hooks: AdapterHooks | None = None) -> None:
         self.settings = settings
         self.sink = sink
+        self.hooks = hooks or AdapterHooks()
 
     @classmethod
     def missing_settings(cls, settings: Mapping[str, Any]) -> list[str]:
         """Names of required settings that are absent: the reason a channel stays off."""
-        return []
+        return [name for name in cls.credential_fields if not settings.get(name)]
+
+    @classmethod
+    def connect_hint(cls, code: str, *, bot_name: str = "", settings: Mapping[str, Any] | None = None) -> tuple[str, str]:
+        """(url, instruction) shown beside a connect code. ``url`` opens the bot with the code
+        filled in where the platform has such links ("" otherwise)."""
+        return "", f"Send this message to the {cls.display_name} bot: /connect {code}"
 
     @abc.abstractmethod
     async def start(self) -> None:

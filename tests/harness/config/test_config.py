@@ -50,6 +50,14 @@ def test_missing_env_var_outside_models_is_an_error_naming_the_field(monkeypatch
     assert str(err.value) == "cfg.yaml: channels.telegram_token: environment variable DF_NOPE is not set"
 
 
+def test_a_channel_whose_credential_variable_is_unset_stays_off_with_the_reason(monkeypatch):
+    monkeypatch.delenv("DF_NOPE", raising=False)
+    config = parse_config("channels:\n  enabled: true\n  telegram:\n    enabled: true\n    bot_token: $DF_NOPE\n", "cfg.yaml")
+    section = config.channels.model_extra["telegram"]
+    assert section["unavailable_reason"] == "channels.telegram.bot_token: environment variable DF_NOPE is not set"
+    assert "bot_token" not in section
+
+
 @pytest.mark.parametrize(
     ("text", "field", "reason"),
     [

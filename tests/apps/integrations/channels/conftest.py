@@ -1,4 +1,10 @@
-"""Config for the Slack and GitHub channel tests: the suite's config.yaml with channels on."""
+"""Fixtures to drive the channel manager end to end: real runs through ``start_run()`` on the
+scripted agent (``scripted_agent`` sets its answers), a manager wired to an adapter.
+
+Adapter authors: build your adapter against a fake platform server, then
+``manager, adapter = make_manager(MyAdapter, adapter_settings={...})`` and deliver traffic
+through the server; ``await manager.idle()`` waits for the turns to finish.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +13,45 @@ from pathlib import Path
 
 import pytest
 import yaml
+
+from apps.runs.graphs import clear_graph_cache
+from tests.support import agents
+from tests.support.channels import ChannelKit, FakeAdapter, make_manager, make_settings
+
+
+@pytest.fixture
+def scripted_agent(settings):
+    """Set what the agent's model answers (a real LangChain agent around the scripted model)."""
+    settings.DEERFLOW_AGENT_FACTORY = "tests.support.agents:make_scripted_agent"
+
+    def set_script(*items, loop=False):
+        clear_graph_cache()
+        return agents.set_script(*items, loop=loop)
+
+    yield set_script
+    clear_graph_cache()
+
+
+@pytest.fixture
+def scripted_lead(settings):
+    """The real lead agent (present_files, uploads middleware, ...) around the scripted model."""
+    settings.DEERFLOW_AGENT_FACTORY = "tests.support.agents:make_scripted_lead_agent"
+
+    def set_script(*items, loop=False):
+        clear_graph_cache()
+        return agents.set_script(*items, loop=loop)
+
+    yield set_script
+    clear_graph_cache()
+
+
+@pytest.fixture
+async def channel_kit():
+    """A manager and a FakeAdapter; every turn is finished (or cancelled) when the test ends."""
+    manager, adapter = make_manager(FakeAdapter, make_settings("fake"))
+    kit = ChannelKit(manager=manager, adapter=adapter)
+    yield kit
+    await manager.close()
 
 
 @pytest.fixture

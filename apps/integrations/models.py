@@ -1,0 +1,114 @@
+"""IM channel bindings: who a platform identity is here, which thread a chat maps to, the
+one-time codes that create a binding, and what each channel worker last reported."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+
+class ChannelConnection(models.Model):
+    """A platform identity (Telegram user, Slack member, ...) bound to a user of this server.
+
+    Revoking keeps the row (admin history) and frees the identity: the partial unique
+    constraint only covers live bindings, so the same identity can be connected again.
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="channel_connections")
+    provider = models.CharField(max_length=32)
+    workspace = models.CharField(max_length=128, blank=True, default="")  # team/guild/tenant; "" when none
+    external_id = models.CharField(max_length=128)
+    display_name = models.CharField(max_length=255, blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["provider", "external_id", "workspace"], condition=Q(revoked_at__isnull=True),
+                                    name="uq_channel_connection_active_identity"),
+        ]
+        indexes = [models.Index(fields=["user", "provider"], name="channel_conn_user_provider_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.provider}:{self.display_name or self.external_id}"
+
+    @property
+    def active(self) -> bool:
+        return self.revoked_at is None
+
+
+class ChannelConversation(models.Model):
+    """(provider, workspace, chat, topic) for one user → the thread their messages go to.
+
+    The user is part of the key: in a group chat every member talks to their own thread, so
+    no one reads another member's conversation through the bot.
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="channel_conversations")
+    connection = models.ForeignKey(ChannelConnection, on_delete=models.SET_NULL, null=True, blank=True, related_name="conversations")
+    provider = models.CharField(max_length=32)
+    workspace = models.CharField(max_length=128, blank=True, default="")
+    chat = models.CharField(max_length=128)
+    topic = models.CharField(max_length=128, blank=True, default="")
+    thread = models.ForeignKey("threads.Thread", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["-updated_at"]
+        constraints = [
+            models.UniqueConstraint(fields=["user", "provider", "workspace", "chat", "topic"], name="uq_channel_conversation_key"),
+        ]
+
+    def __str__(self) -> str:
+        where = f"{self.chat}/{self.topic}" if self.topic else self.chat
+        return f"{self.provider}:{where}"
+
+
+class ConnectCode(models.Model):
+    """A one-time code a user sends to the bot to bind their platform identity.
+
+    Only the SHA-256 digest is stored; the code is shown once. Single use (``used_at``),
+    expiring, and issuing a new one retires the user's earlier codes for that provider.
+    """
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="channel_connect_codes")
+    provider = models.CharField(max_length=32)
+    digest = models.CharField(max_length=64, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    used_at = models.DateTimeField(null=True, blank=True)
+    connection = models.ForeignKey(ChannelConnection, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.provider} code for {self.user}"
+
+
+class ChannelStatus(models.Model):
+    """What the channels worker last reported for one provider, so the web process can show
+    it (admin, providers API) without talking to the worker. ``cursor`` is the adapter's
+    resume point (Telegram's update offset), kept across worker restarts."""
+
+    provider = models.CharField(max_length=32, unique=True)
+    state = models.CharField(max_length=16, default="stopped")  # starting | connected | retrying | disabled | stopped
+    detail = models.CharField(max_length=500, blank=True, default="")  # why disabled / what it is retrying
+    bot_name = models.CharField(max_length=128, blank=True, default="")
+    process = models.CharField(max_length=128, blank=True, default="")
+    last_event_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
+    last_error_at = models.DateTimeField(null=True, blank=True)
+    cursor = models.JSONField(default=dict, blank=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["provider"]
+        verbose_name_plural = "channel statuses"
+
+    def __str__(self) -> str:
+        return f"{self.provider}: {self.state}"
