@@ -111,6 +111,13 @@ def translate(event: str, payload: Any, *, delivery: str, settings: Mapping[str,
     is_pr = event != "issue_comment" or bool(target.get("pull_request"))
     url = comment.get("html_url") or target.get("html_url") or ""
     text = pattern.sub("", body).strip()[:MAX_BODY]
+    extra = {"event": event, "repository": repo, "number": number, "url": url, "request": text}
+    chat = ChatRef(provider="github", workspace="", chat=repo, topic=str(number))
+    if text.startswith("/"):
+        # A command ("@bot /connect CODE", "@bot /status") is its first line alone: the
+        # manager parses the rest of the text as the command's argument.
+        return InboundMessage(chat=chat, sender_id=str(author_id), sender_name=author, text=text.splitlines()[0].strip(),
+                              message_id=delivery, is_direct=False, mentioned=True, extra=extra)
     kind = "pull request" if is_pr else "issue"
     where = ""
     if event == "pull_request_review_comment" and isinstance(comment.get("path"), str):
@@ -123,12 +130,8 @@ def translate(event: str, payload: Any, *, delivery: str, settings: Mapping[str,
         f"<github-context>\nRepository: {repo}\n{kind.capitalize()} #{number}: {title}\n"
         f"Comment by @{author}: {url}{where}\nEvent: {event}\n</github-context>"
     )
-    return InboundMessage(
-        chat=ChatRef(provider="github", workspace="", chat=repo, topic=str(number)),
-        sender_id=str(author_id), sender_name=author, text=message, message_id=delivery,
-        is_direct=False, mentioned=True,
-        extra={"event": event, "repository": repo, "number": number, "url": url, "request": text},
-    )
+    return InboundMessage(chat=chat, sender_id=str(author_id), sender_name=author, text=message, message_id=delivery,
+                          is_direct=False, mentioned=True, extra={**extra, "chat_title": f"{repo}#{number} {title}".strip()})
 
 
 @register
@@ -138,8 +141,8 @@ class GitHubAdapter(ChannelAdapter):
     # A posted comment is final: no streaming edits, no files (the agent attaches via `gh`).
     capabilities = Capabilities(edit=False, edit_interval=0, max_text=MAX_BODY, files_out=False)
 
-    def __init__(self, settings: Mapping[str, Any], sink) -> None:
-        super().__init__(settings, sink)
+    def __init__(self, settings: Mapping[str, Any], sink, hooks=None) -> None:
+        super().__init__(settings, sink, hooks)
         self.api_url = str(settings.get("api_base_url") or DEFAULT_API_URL).rstrip("/")
         self.api_token = str(settings.get("api_token") or os.environ.get("GITHUB_API_TOKEN") or "").strip()
         self.posted: int = 0
@@ -147,6 +150,12 @@ class GitHubAdapter(ChannelAdapter):
     @classmethod
     def missing_settings(cls, settings: Mapping[str, Any]) -> list[str]:
         return [] if webhook_secret(settings) else ["GITHUB_WEBHOOK_SECRET (the webhook's secret)"]
+
+    @classmethod
+    def connect_hint(cls, code: str, *, bot_name: str = "", settings: Mapping[str, Any] | None = None) -> tuple[str, str]:
+        login = mention_login(settings or {})
+        return "", (f"Comment on an issue or pull request of a repository whose webhook points here: "
+                    f"@{login} /connect {code}")
 
     async def start(self) -> None:
         """Nothing to connect: deliveries come to the web server's webhook route."""

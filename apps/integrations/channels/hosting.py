@@ -1,56 +1,168 @@
 """Channels that are driven by webhooks, hosted in the web process.
 
 GitHub deliveries and Slack's Events API arrive as HTTP requests at the web server, not at
-the ``run_channels`` worker, so the web process keeps its own adapter and manager for them.
+the ``run_channels`` worker, so the web process keeps its own adapters and a manager for them.
 They live on the runs runtime loop (``apps.runs.runtime``), the one long-lived loop of the
 process: a request thread hands a message over and returns its 2xx at once, while the run,
 its answer and any buffered follow-ups go on there after the response has been sent.
 
-Nothing is built until the first delivery: a server that takes no webhooks pays nothing.
+Nothing is built until the first delivery, so a server that takes no webhooks pays nothing;
+the host is rebuilt when ``channels:`` in config.yaml changes (a manager that is replaced
+finishes the turns it holds).
+
+GitHub's follow-ups differ from a chat's: nobody is waiting in a chat window, so a comment
+that arrives while the thread's run is busy is buffered silently, and when the buffer is full
+the oldest comment is dropped (with a warning) rather than the newest refused.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
-from harness.config.loader import get_app_config
+from apps.integrations.channels.base import ChannelAdapter
+from apps.integrations.channels.config import ChannelsSettings, channels_settings
+from apps.integrations.channels.manager import ChannelManager, _Turn
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
+WEBHOOK_PROVIDERS = ("github", "slack")
+DEFAULT_GITHUB_BUFFER = 20
+
+
+class WebhookManager(ChannelManager):
+    """The channel manager with GitHub's busy-thread buffer (silent, bounded, oldest dropped)."""
+
+    async def _enqueue(self, adapter: ChannelAdapter, turn: _Turn) -> None:
+        if turn.message.chat.provider != "github":
+            await super()._enqueue(adapter, turn)
+            return
+        key = self._key(turn.connection, turn.message.chat)
+        state = self._conversations.get(key)
+        if state is None or state.worker is None or state.worker.done():
+            await super()._enqueue(adapter, turn)
+            return
+        limit = _buffer_limit(self.settings.provider("github"))
+        while len(state.queue) >= limit:
+            dropped: _Turn = state.queue.popleft()
+            log.warning("github: buffer for %s#%s is full (%d): dropped delivery %s from @%s",
+                        dropped.message.chat.chat, dropped.message.chat.topic, limit,
+                        dropped.message.message_id, dropped.message.sender_name)
+        state.queue.append(turn)
+        log.info("github: %s#%s is busy; delivery %s buffered (%d waiting)", turn.message.chat.chat,
+                 turn.message.chat.topic, turn.message.message_id, len(state.queue))
+
+    async def handle_tracked(self, message) -> None:
+        """``handle`` as a task ``idle()``/``close()`` know about, from its first step on: a
+        delivery being looked up counts as work in progress, not only a turn that runs."""
+        task = asyncio.current_task()
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        await self.handle(message)
+
+
+def _buffer_limit(settings: Mapping[str, Any]) -> int:
+    value = settings.get("max_buffered")
+    return value if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= 200 else DEFAULT_GITHUB_BUFFER
+
+
+class _Host:
+    def __init__(self, settings: ChannelsSettings) -> None:
+        self.settings = settings
+        self.manager = WebhookManager(settings)
+        self.started: dict[str, ChannelAdapter] = {}
+
+
 _lock = threading.Lock()
-_hosted: dict[str, Any] = {}  # provider → adapter, built on first use
+_host: _Host | None = None
+_retired: list[_Host] = []
 
 
 def provider_settings(provider: str) -> Mapping[str, Any]:
     """``channels.<provider>`` from config.yaml (an empty mapping when absent)."""
-    raw = (get_app_config().channels.model_extra or {}).get(provider)
-    return raw if isinstance(raw, Mapping) else {}
+    return channels_settings().provider(provider)
 
 
 def unavailable(provider: str) -> str | None:
-    """Why a provider's messages cannot be handled now, or None when they can."""
-    from apps.integrations.channels.registry import get_adapter
+    """Why a provider's messages cannot be handled now, or None when they can (the same
+    rules, and words, as the worker's plan)."""
+    from apps.integrations.channels.worker import plan
 
-    channels = get_app_config().channels
-    if not channels.enabled:
-        return "channels are turned off (channels.enabled: false in config.yaml)"
-    settings = provider_settings(provider)
-    if settings.get("enabled") is False:
-        return f"channels.{provider}.enabled is false in config.yaml"
-    adapter = get_adapter(provider)
-    if adapter is None:
-        return f"the {provider} channel is not installed"
-    missing = adapter.missing_settings(settings)
-    if missing:
-        return f"channels.{provider} is missing {', '.join(missing)}"
-    return None
+    return plan(channels_settings()).disabled.get(provider)
 
 
 def call(fn: Callable[..., Awaitable[T]], *args: Any, timeout: float | None = 30) -> T:
     from apps.runs.runtime import get_runtime
 
     return get_runtime().call(fn, *args, timeout=timeout)
+
+
+def _current() -> _Host:
+    global _host
+    settings = channels_settings()
+    with _lock:
+        if _host is None or _host.settings != settings:
+            if _host is not None:
+                _retired.append(_host)
+            _host = _Host(settings)
+        return _host
+
+
+def _adapter(host: _Host, provider: str) -> ChannelAdapter:
+    with _lock:
+        adapter = host.started.get(provider)
+    if adapter is not None:
+        return adapter
+    from apps.integrations.channels.registry import get_adapter
+    from apps.integrations.channels.status import DatabaseHooks
+
+    cls = get_adapter(provider)
+    adapter = cls(host.settings.provider(provider), host.manager.sink_for(provider), DatabaseHooks(provider))
+    call(adapter.start)  # GitHub: nothing; Slack: auth.test, which names the bot user
+    with _lock:
+        # Two first requests may both have built one: the first registered wins.
+        adapter = host.started.setdefault(provider, adapter)
+        host.manager.adapters.setdefault(provider, adapter)
+    return adapter
+
+
+def dispatch(provider: str, message) -> None:
+    """Hand an inbound message to the manager on the runtime loop; returns at once."""
+    from apps.runs.runtime import get_runtime
+
+    host = _current()
+    _adapter(host, provider)
+    get_runtime().submit_coro(host.manager.handle_tracked(message))
+
+
+def events_adapter(provider: str) -> ChannelAdapter | None:
+    """The adapter that answers a platform's HTTP events, or None when that route is off
+    (the provider is not enabled, or not set to ``mode: events`` with its secret)."""
+    settings = provider_settings(provider)
+    if str(settings.get("mode") or "").lower() != "events" or unavailable(provider):
+        return None
+    return _adapter(_current(), provider)
+
+
+def host_manager() -> WebhookManager:
+    return _current().manager
+
+
+async def close_all() -> None:
+    """Stop every hosted manager and adapter (tests; the process going down)."""
+    global _host
+    with _lock:
+        hosts = [h for h in [*_retired, _host] if h is not None]
+        _retired.clear()
+        _host = None
+    for host in hosts:
+        await host.manager.close()
+        for adapter in host.started.values():
+            try:
+                await adapter.stop()
+            except Exception:
+                log.exception("channel %s did not stop cleanly", adapter.provider)

@@ -42,6 +42,7 @@ _MENTION = re.compile(r"<@([A-Z0-9]+)(?:\|[^>]*)?>")
 _SEEN_MAX = 512
 # Message subtypes that are a person writing; edits, joins, bot posts and the like are not.
 _USER_SUBTYPES = frozenset({None, "file_share", "thread_broadcast"})
+_COMMAND_WORDS = frozenset({"connect", "new", "status", "stop", "goal", "help"})
 
 
 def _setting(settings: Mapping[str, Any], key: str, env: str | None = None) -> str:
@@ -59,8 +60,10 @@ class SlackAdapter(ChannelAdapter):
     # keeps a streaming answer well inside it even with several conversations at once.
     capabilities = Capabilities(edit=True, edit_interval=1.5, max_text=3900, files_out=True)
 
-    def __init__(self, settings: Mapping[str, Any], sink) -> None:
-        super().__init__(settings, sink)
+    credential_fields = ("bot_token", "app_token")
+
+    def __init__(self, settings: Mapping[str, Any], sink, hooks=None) -> None:
+        super().__init__(settings, sink, hooks)
         self.bot_token = _setting(settings, "bot_token", "SLACK_BOT_TOKEN")
         self.app_token = _setting(settings, "app_token", "SLACK_APP_TOKEN")
         self.signing_secret = _setting(settings, "signing_secret", "SLACK_SIGNING_SECRET")
@@ -69,6 +72,7 @@ class SlackAdapter(ChannelAdapter):
         if not self.api_url.endswith("/"):
             self.api_url += "/"
         self.ping_interval = float(settings.get("ping_interval") or 10)
+        self.slash_command = self.slash_command_of(settings)
         self.max_file_bytes = int(settings.get("max_file_bytes") or 100 * 1024 * 1024)
         self.bot_user_id = ""
         self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
@@ -80,6 +84,17 @@ class SlackAdapter(ChannelAdapter):
     @staticmethod
     def mode_of(settings: Mapping[str, Any]) -> str:
         return "events" if str(settings.get("mode") or "socket").strip().lower() == "events" else "socket"
+
+    @staticmethod
+    def slash_command_of(settings: Mapping[str, Any]) -> str:
+        return "/" + str(settings.get("slash_command") or "deerflow").strip().lstrip("/")
+
+    @classmethod
+    def connect_hint(cls, code: str, *, bot_name: str = "", settings: Mapping[str, Any] | None = None) -> tuple[str, str]:
+        # Slack's client takes every message that starts with "/" for a slash command, so
+        # "/connect CODE" typed into a DM never reaches the bot: it goes through ours instead.
+        command = cls.slash_command_of(settings or {})
+        return "", f"In Slack, send {command} connect {code} (or DM the bot: @{bot_name or 'DeerFlow'} /connect {code})"
 
     @classmethod
     def missing_settings(cls, settings: Mapping[str, Any]) -> list[str]:
@@ -112,6 +127,7 @@ class SlackAdapter(ChannelAdapter):
         )
         app.event("app_mention")(self._on_event)
         app.event("message")(self._on_event)
+        app.command(self.slash_command)(self._on_command)
         return app
 
     @property
@@ -125,6 +141,7 @@ class SlackAdapter(ChannelAdapter):
         self.bot_user_id = auth.get("user_id") or ""
         if self.mode != "socket":
             log.info("slack: Events API mode, waiting for requests on /api/channels/slack/events")
+            await self.hooks.connected(bot_name=auth.get("user") or "")
             return
         from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
@@ -133,6 +150,7 @@ class SlackAdapter(ChannelAdapter):
         # ping_interval seconds) and reconnects when Slack drops the socket.
         await self._handler.connect_async()
         log.info("slack: Socket Mode connected as %s", self.bot_user_id or "(unknown bot user)")
+        await self.hooks.connected(bot_name=auth.get("user") or "")
 
     async def stop(self) -> None:
         handler, self._handler = self._handler, None
@@ -205,10 +223,12 @@ class SlackAdapter(ChannelAdapter):
 
     async def _on_event(self, event: dict, body: dict) -> None:
         team = body.get("team_id") or event.get("team") or ""
+        await self.hooks.event()
         try:
             message = self.translate(event, team=str(team))
-        except Exception:  # a malformed event is logged and dropped; the envelope is already acked
+        except Exception as exc:  # a malformed event is logged and dropped; the envelope is already acked
             log.warning("slack: could not read event %s", body.get("event_id"), exc_info=True)
+            await self.hooks.error(f"malformed event {body.get('event_id')}: {type(exc).__name__}")
             return
         if message is None or not self._first_time(message.chat.chat, message.message_id):
             return
@@ -216,6 +236,29 @@ class SlackAdapter(ChannelAdapter):
             await self.sink(message)
         except Exception:
             log.exception("slack: handling message %s in %s failed", message.message_id, message.chat.chat)
+
+    async def _on_command(self, ack, command: dict) -> None:
+        """``/deerflow <text>``: the channel commands (connect, new, status, stop, goal, help)
+        or a question, as if the text had been sent to the bot with a leading slash."""
+        text = str(command.get("text") or "").strip()
+        await ack()
+        user, channel = command.get("user_id"), command.get("channel_id")
+        if not isinstance(user, str) or not isinstance(channel, str):
+            return
+        await self.hooks.event()
+        is_direct = channel.startswith("D")
+        # The command's own id (trigger_id) dedups Slack's retries; replies go top level in
+        # the channel, since a slash command has no message to thread under.
+        message = InboundMessage(
+            chat=ChatRef(provider=self.provider, workspace=str(command.get("team_id") or ""), chat=channel, topic=""),
+            sender_id=user, sender_name=str(command.get("user_name") or user),
+            text=f"/{text}" if text and text.split()[0].lower() in _COMMAND_WORDS else text,
+            message_id=str(command.get("trigger_id") or ""), is_direct=is_direct, mentioned=True,
+        )
+        try:
+            await self.sink(message)
+        except Exception:
+            log.exception("slack: handling %s in %s failed", self.slash_command, channel)
 
     async def download(self, url: str) -> bytes:
         from harness.config import get_app_config

@@ -70,3 +70,30 @@ def channels_config(tmp_path, monkeypatch):
     monkeypatch.setenv("DEER_FLOW_CONFIG_PATH", str(path))
     write()
     return write
+
+
+@pytest.fixture
+def gated_agent(settings):
+    """Like ``scripted_agent``, with a ``wait_for_gate`` tool: call ``gate.set()`` to let a run
+    that is waiting on it finish."""
+    from tests.support import channel_gate
+
+    settings.DEERFLOW_AGENT_FACTORY = "tests.support.channel_gate:make_gated_agent"
+    channel_gate.GATE.clear()
+
+    def set_script(*items, loop=False):
+        clear_graph_cache()
+        return agents.set_script(*items, loop=loop)
+
+    yield set_script, channel_gate.GATE
+    channel_gate.GATE.set()
+    clear_graph_cache()
+
+
+@pytest.fixture
+def hosted_channels():
+    """The web process's webhook host, closed after the test (its turns run on the runs loop)."""
+    from apps.integrations.channels import hosting
+
+    yield hosting
+    hosting.call(hosting.close_all, timeout=60)

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def github_on(channels_config, monkeypatch):
     monkeypatch.setenv("GITHUB_WEBHOOK_SECRET", SECRET)
-    channels_config(github={"mention_login": BOT_LOGIN})
+    channels_config(github={"enabled": True, "mention_login": BOT_LOGIN})
 
 
 def post(client, event: str, payload, *, secret: str = SECRET, **extra):
@@ -76,8 +76,8 @@ def test_comment_without_a_mention_runs_nothing(client, github_on):
 
 
 def test_channels_off_acknowledges_and_says_why(client, github_on, channels_config):
-    channels_config(enabled=False, github={"mention_login": BOT_LOGIN})
+    channels_config(enabled=False, github={"enabled": True, "mention_login": BOT_LOGIN})
     response = post(client, "issue_comment", issue_comment(f"@{BOT_LOGIN} hi"))
     assert response.status_code == 202
-    assert response.json()["detail"] == "channels are turned off (channels.enabled: false in config.yaml)"
+    assert response.json()["detail"] == "channels.enabled is false in config.yaml"
     assert Run.objects.count() == 0
