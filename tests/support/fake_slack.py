@@ -76,14 +76,27 @@ class FakeSlack:
                    "authorizations": [{"team_id": TEAM, "user_id": BOT_USER, "is_bot": True}]}
         envelope = {"envelope_id": envelope_id, "type": "events_api", "payload": payload,
                     "accepts_response_payload": False, "retry_attempt": 0, "retry_reason": ""}
+        self._send(envelope, timeout)
+        self.wait_for(lambda: envelope_id in self.acks, timeout=timeout, what=f"the ack of {envelope_id}")
+        return envelope_id
+
+    def deliver_command(self, text: str, *, user: str, channel: str, command: str = "/deerflow", timeout: float = 10) -> str:
+        """A slash command as Socket Mode delivers it (``slash_commands`` envelope)."""
+        envelope_id = f"env-{next(self._ids)}"
+        payload = {"token": "legacy", "team_id": TEAM, "team_domain": "test", "channel_id": channel, "channel_name": "directmessage",
+                   "user_id": user, "user_name": user.lower(), "command": command, "text": text, "api_app_id": "A0APP",
+                   "response_url": f"{self.url}/commands/respond", "trigger_id": f"trig-{next(self._ids)}"}
+        self._send({"envelope_id": envelope_id, "type": "slash_commands", "payload": payload, "accepts_response_payload": True}, timeout)
+        self.wait_for(lambda: envelope_id in self.acks, timeout=timeout, what=f"the ack of {envelope_id}")
+        return envelope_id
+
+    def _send(self, envelope: dict[str, Any], timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while not self._sockets:
             if time.monotonic() > deadline:
                 raise AssertionError("no Socket Mode client connected")
             time.sleep(0.02)
         asyncio.run_coroutine_threadsafe(self._sockets[-1].send_str(json.dumps(envelope)), self._loop).result(timeout)
-        self.wait_for(lambda: envelope_id in self.acks, timeout=timeout, what=f"the ack of {envelope_id}")
-        return envelope_id
 
     def event_payload(self, event: dict[str, Any]) -> dict[str, Any]:
         return {"token": "legacy", "team_id": TEAM, "api_app_id": "A0APP", "event": event, "type": "event_callback",

@@ -24,6 +24,7 @@ import os
 import re
 from collections import OrderedDict
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -73,6 +74,10 @@ class SlackAdapter(ChannelAdapter):
             self.api_url += "/"
         self.ping_interval = float(settings.get("ping_interval") or 10)
         self.slash_command = self.slash_command_of(settings)
+        interval = settings.get("edit_interval")
+        if isinstance(interval, (int, float)) and not isinstance(interval, bool) and interval >= 0:
+            # An operator on a quiet workspace (or a test) may edit faster than the default.
+            self.capabilities = replace(type(self).capabilities, edit_interval=float(interval))
         self.max_file_bytes = int(settings.get("max_file_bytes") or 100 * 1024 * 1024)
         self.bot_user_id = ""
         self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
