@@ -82,5 +82,9 @@ def slack_events(request):
     if adapter is None:
         return not_found(request)
     status, headers, body = hosting.call(adapter.handle_http, request.body, dict(request.headers))
-    response = HttpResponse(body, status=status, content_type=headers.get("content-type", "text/plain;charset=utf-8"))
-    return response
+    if status == 401:
+        # bolt refused it before any listener ran; say why in our error shape.
+        log.warning("slack: Events API request refused: bad or missing X-Slack-Signature")
+        return JsonResponse({"detail": "X-Slack-Signature does not match the body signed with the signing secret, "
+                                       "or X-Slack-Request-Timestamp is more than 5 minutes old"}, status=401)
+    return HttpResponse(body, status=status, content_type=headers.get("content-type", "text/plain;charset=utf-8"))

@@ -56,6 +56,9 @@ class WebhookManager(ChannelManager):
         log.info("github: %s#%s is busy; delivery %s buffered (%d waiting)", turn.message.chat.chat,
                  turn.message.chat.topic, turn.message.message_id, len(state.queue))
 
+    def sink_for(self, provider: str):
+        return self.handle_tracked
+
     async def handle_tracked(self, message) -> None:
         """``handle`` as a task ``idle()``/``close()`` know about, from its first step on: a
         delivery being looked up counts as work in progress, not only a turn that runs."""
