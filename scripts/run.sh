@@ -46,6 +46,16 @@ if [ "${RUN_CELERY:-true}" = true ]; then
     --without-mingle --without-gossip --loglevel "${CELERY_LOG_LEVEL:-warning}" --hostname "deerflow@%h" &
   pids+=($!)
 fi
+# The IM channels worker (Telegram, ...), when config.yaml turns any channel on. It is its own
+# process: restart it with `manage.py run_channels` without touching the server.
+# RUN_CHANNELS=false never starts it here (it runs elsewhere); true starts it regardless.
+channels_mode="${RUN_CHANNELS:-auto}"
+if [ "$channels_mode" = auto ] && .venv/bin/python manage.py run_channels --check -v0 2>/dev/null; then channels_mode=true; fi
+if [ "$channels_mode" = true ]; then
+  echo "IM channels are on: starting the channels worker (manage.py run_channels)"
+  .venv/bin/python manage.py run_channels &
+  pids+=($!)
+fi
 # Daphne with request bodies bounded and streamed (deerflow_site/daphne_server.py, docs/deployment.md).
 .venv/bin/python -m deerflow_site.daphne_server -b "$HOST" -p "$PORT" deerflow_site.asgi:application &
 pids+=($!)

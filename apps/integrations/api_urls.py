@@ -1,11 +1,16 @@
 from django.urls import path
 
-from apps.integrations import views, webhooks
+from apps.integrations import channel_views, views, webhooks
 
 urlpatterns = [
     path("mcp/config", views.McpConfigView.as_view(), name="mcp-config"),
     path("mcp/status", views.McpStatusView.as_view(), name="mcp-status"),
     path("mcp/servers/<str:name>/test", views.McpServerTestView.as_view(), name="mcp-server-test"),
+    path("channels/providers", channel_views.ChannelProvidersView.as_view(), name="channel-providers"),
+    path("channels/connections", channel_views.ChannelConnectionsView.as_view(), name="channel-connections"),
+    path("channels/connections/<str:connection_id>", channel_views.ChannelConnectionDetailView.as_view(),
+         name="channel-connection-detail"),
+    path("channels/<str:provider>/connect", channel_views.ChannelConnectView.as_view(), name="channel-connect"),
 ]
 
 # Platform webhooks: signed by the platform, 404 until their secret is configured.

@@ -125,3 +125,16 @@ def connection_serialize(connection: ChannelConnection) -> dict:
         "created_at": connection.created_at.isoformat() if connection.created_at else None,
         "last_used_at": connection.last_used_at.isoformat() if connection.last_used_at else None,
     }
+
+
+def connection_id_for_user(*, user, value) -> int:
+    """A scheduled task's ``deliver_to``: one of the user's live connections (422 otherwise,
+    also for another user's id: it is not theirs to name)."""
+    from deerflow_site.errors import InvalidRequest
+
+    if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).isdigit():
+        raise InvalidRequest("deliver_to: the id of one of your channel connections, or null")
+    pk = int(value)
+    if not ChannelConnection.objects.filter(pk=pk, user=user, revoked_at__isnull=True).exists():
+        raise InvalidRequest(f"deliver_to: you have no live channel connection {pk} (see Settings → Connections)")
+    return pk

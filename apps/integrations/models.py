@@ -112,3 +112,33 @@ class ChannelStatus(models.Model):
 
     def __str__(self) -> str:
         return f"{self.provider}: {self.state}"
+
+
+class ChannelDelivery(models.Model):
+    """A scheduled run's result waiting to be posted to a connection (an outbox).
+
+    The run finishes in whatever process executed it; only the channels worker holds the
+    platform connections, so it picks these rows up and sends them.
+    """
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        SENT = "sent"
+        FAILED = "failed"
+
+    connection = models.ForeignKey(ChannelConnection, on_delete=models.CASCADE, related_name="deliveries")
+    run_id = models.CharField(max_length=64, unique=True)  # one post per run, however often the hook fires
+    task_id = models.CharField(max_length=64, blank=True, default="")
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        verbose_name_plural = "channel deliveries"
+        indexes = [models.Index(fields=["status", "created_at"], name="channel_delivery_pending_idx")]
+
+    def __str__(self) -> str:
+        return f"run {self.run_id} → {self.connection}"

@@ -15,3 +15,10 @@ def mcp_settings_page(request):
     if not request.user.is_staff:
         raise PermissionDenied("MCP settings are for administrators")
     return render(request, "integrations/mcp.html")
+
+
+@login_required
+@ensure_csrf_cookie
+def connections_page(request):
+    """Settings → Connections: static/integrations/connections.js talks to ``/api/channels/*``."""
+    return render(request, "integrations/connections.html")

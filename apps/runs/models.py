@@ -133,6 +133,10 @@ class ScheduledTask(models.Model):
     # reuse_thread only. A plain id, not a foreign key: a deleted thread must not delete the
     # task; the next run records the error instead.
     thread_id = models.CharField(max_length=64, blank=True, default="")
+    # A channel connection the result is also posted to (the owner's Telegram, ...); a revoked
+    # or deleted connection simply stops the delivery.
+    deliver_to = models.ForeignKey("integrations.ChannelConnection", null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="scheduled_tasks")
     overlap_policy = models.CharField(max_length=16, choices=OverlapPolicy.choices, default=OverlapPolicy.SKIP)
     periodic_task = models.OneToOneField("django_celery_beat.PeriodicTask", null=True, blank=True, on_delete=models.SET_NULL,
                                          related_name="scheduled_task", editable=False)

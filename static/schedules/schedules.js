@@ -138,6 +138,7 @@
     form.elements.model_name.value = (task.options && task.options.model_name) || "";
     form.elements.approval_policy.value = (task.options && task.options.approval_policy) || "deny";
     form.elements.enabled.checked = task.enabled;
+    form.elements.deliver_to.value = task.deliver_to ? String(task.deliver_to) : "";
     $("form-title").textContent = `Edit “${task.title}”`;
     $("save-button").textContent = "Save changes";
     $("cancel-edit").hidden = false;
@@ -179,6 +180,7 @@
         f.approval_policy.value === "auto_approve" ? { approval_policy: "auto_approve" } : {}),
     };
     body.thread_id = body.context_mode === "reuse_thread" ? f.thread_id.value : "";
+    body.deliver_to = f.deliver_to.value ? Number(f.deliver_to.value) : null;
     try {
       if (f.id.value) await api("PATCH", `${API}/${encodeURIComponent(f.id.value)}`, body);
       else await api("POST", API, body);
@@ -215,6 +217,13 @@
     const zones = typeof Intl.supportedValuesOf === "function" ? Intl.supportedValuesOf("timeZone") : ["UTC"];
     $("tz-list").replaceChildren(...["UTC", ...zones].map((z) => el("option", { value: z })));
     for (const model of pageData.models || []) form.elements.model_name.append(el("option", { value: model.name }, model.label));
+    // Channel connections (Settings → Connections) a task's result can be posted to.
+    api("GET", "/api/channels/connections").then((data) => {
+      for (const c of data.connections || []) {
+        const label = `${c.provider.charAt(0).toUpperCase()}${c.provider.slice(1)} · ${c.display_name || c.external_id}`;
+        form.elements.deliver_to.append(el("option", { value: String(c.id) }, label));
+      }
+    }).catch(() => {});
     form.addEventListener("submit", save);
     form.elements.cron.addEventListener("input", preview);
     form.elements.run_at.addEventListener("input", preview);

@@ -131,6 +131,11 @@ class ChannelAdapter(abc.ABC):
     async def stop(self) -> None:
         """Disconnect; safe to call twice."""
 
+    async def direct_chat(self, external_id: str, workspace: str = "") -> ChatRef:
+        """The one-to-one chat with a connected identity, for messages the bot starts itself
+        (scheduled results). Where a user's DM has its own id, adapters override this."""
+        return ChatRef(provider=self.provider, workspace=workspace, chat=external_id)
+
     @abc.abstractmethod
     async def send_text(self, chat: ChatRef, text: str, *, reply_to: str | None = None) -> SentMessage: ...
 

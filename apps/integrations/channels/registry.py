@@ -13,6 +13,7 @@ _ADAPTERS: dict[str, type[ChannelAdapter]] = {}
 
 # Module per provider. A module whose SDK is missing is skipped with a log line, not a crash.
 ADAPTER_MODULES: dict[str, str] = {
+    "telegram": "apps.integrations.channels.telegram",
     "github": "apps.integrations.channels.github",
     "slack": "apps.integrations.channels.slack",
 }

@@ -100,10 +100,17 @@ class ChannelsWorker:
         self.started.clear()
 
     async def run_forever(self, stop: asyncio.Event) -> None:
+        from apps.integrations.deliveries import deliver_forever
+
         await self.start()
         if not self.started:
             logger.warning("No IM channel is running (see the lines above for why); the worker waits idle")
+        # Scheduled results for the running channels; nothing to poll for when none runs.
+        deliveries = asyncio.create_task(deliver_forever(self.manager.adapters, stop)) if self.started else None
         try:
             await stop.wait()
         finally:
+            if deliveries is not None:
+                deliveries.cancel()
+                await asyncio.gather(deliveries, return_exceptions=True)
             await self.stop()

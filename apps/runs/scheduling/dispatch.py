@@ -63,7 +63,7 @@ def _run_request(task: ScheduledTask, task_run: ScheduledTaskRun) -> tuple[str, 
         input={"messages": [{"role": "user", "content": task.prompt}]},
         context=context,
         metadata={"origin": ORIGIN, "scheduled_task_id": task.pk, "scheduled_task_run_id": str(task_run.pk),
-                  "trigger": task_run.trigger},
+                  "trigger": task_run.trigger, **({"deliver_to": task.deliver_to_id} if task.deliver_to_id else {})},
         # A fresh thread is created by the admission itself; a reused one must still exist.
         if_not_exists="create" if task.context_mode == ScheduledTask.ContextMode.FRESH_THREAD_PER_RUN else None,
         multitask_strategy="reject",

@@ -55,6 +55,7 @@ def task_json(task: ScheduledTask, *, active: bool = False) -> dict:
         "last_thread_id": task.last_thread_id or None,
         "last_error": task.last_error or None,
         "run_count": task.run_count,
+        "deliver_to": task.deliver_to_id,
         "created_at": _iso(task.created_at),
         "completed_at": _iso(task.completed_at),
         "updated_at": _iso(task.updated_at),

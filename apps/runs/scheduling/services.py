@@ -23,7 +23,8 @@ from harness.config.loader import get_app_config
 # approval_policy: what a tool call that needs approval does when nobody is there to give it.
 OPTION_KEYS = frozenset({"model_name", "thinking_enabled", "is_plan_mode", "subagent_enabled", "agent_name", "approval_policy"})
 APPROVAL_POLICIES = ("deny", "auto_approve")
-FIELDS = ("title", "prompt", "schedule_type", "cron", "run_at", "timezone", "context_mode", "thread_id", "assistant_id", "options", "enabled")
+FIELDS = ("title", "prompt", "schedule_type", "cron", "run_at", "timezone", "context_mode", "thread_id", "assistant_id", "options", "enabled",
+          "deliver_to")
 
 
 def _clean_title(value: Any) -> str:
@@ -125,6 +126,10 @@ def _apply(task: ScheduledTask, data: dict, *, user) -> None:
         if not isinstance(data["enabled"], bool):
             raise InvalidRequest("enabled: must be true or false")
         task.enabled = data["enabled"]
+    if "deliver_to" in data:
+        from apps.integrations.connections import connection_id_for_user
+
+        task.deliver_to_id = None if data["deliver_to"] is None else connection_id_for_user(user=user, value=data["deliver_to"])
     if "context_mode" in data:
         if data["context_mode"] not in ScheduledTask.ContextMode.values:
             raise InvalidRequest(f"context_mode: must be one of {', '.join(ScheduledTask.ContextMode.values)}")
@@ -255,3 +260,7 @@ def scheduled_run_settled(run: Run | str) -> None:
     if updated:
         task_id = (run.metadata or {}).get("scheduled_task_id")
         ScheduledTask.objects.filter(pk=task_id).update(last_error=(run.error or "") if status == ScheduledTaskRun.Status.ERROR else "")
+        if (run.metadata or {}).get("deliver_to"):
+            from apps.integrations.deliveries import delivery_enqueue
+
+            delivery_enqueue(run_id=str(run.pk), connection_id=run.metadata["deliver_to"], task_id=task_id)

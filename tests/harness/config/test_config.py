@@ -176,7 +176,7 @@ def test_switches_of_missing_features_are_logged_as_having_no_effect(tmp_path, c
     warned = "\n".join(r.getMessage() for r in caplog.records)
     assert "memory.enabled" not in warned and "subagents" not in warned  # both work now
     assert "pricing" not in warned  # the usage console prices runs
-    assert "channels has no effect: IM channels are not available yet" in warned
+    assert "channels" not in warned  # IM channels work: the channels worker says why one stays off
 
 
 def test_the_example_config_asks_for_nothing_that_is_missing(caplog):

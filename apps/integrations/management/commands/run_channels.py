@@ -14,8 +14,27 @@ logger = logging.getLogger("apps.integrations.channels")
 class Command(BaseCommand):
     help = "Run the IM channel adapters (Telegram, ...) configured under channels: in config.yaml."
 
+    def add_arguments(self, parser):
+        parser.add_argument("--check", action="store_true",
+                            help="Exit 0 when config.yaml turns any channel on, 1 otherwise (used by `make run`).")
+        parser.add_argument("--plan", action="store_true",
+                            help="Print which channels would start and why the others stay off, then exit.")
+
     def handle(self, *args, **options):
-        from apps.integrations.channels.worker import ChannelsWorker
+        from apps.integrations.channels.worker import ChannelsWorker, any_channel_enabled
+
+        if options["check"]:
+            raise SystemExit(0 if any_channel_enabled() else 1)
+        if options["plan"]:
+            from apps.integrations.channels.config import channels_settings
+            from apps.integrations.channels.worker import plan
+
+            planned = plan(channels_settings())
+            for name in sorted(planned.adapters):
+                self.stdout.write(f"{name}: starts")
+            for name, why in sorted(planned.disabled.items()):
+                self.stdout.write(f"{name}: off ({why})")
+            return
 
         async def main() -> None:
             stop = asyncio.Event()

@@ -56,7 +56,25 @@ async def channel_kit():
 
 @pytest.fixture
 def channels_config(tmp_path, monkeypatch):
-    """Write ``channels`` (and the SSRF guard opened to loopback, where the fake platforms
+    """Write config.yaml with the suite's model plus the given ``channels:`` section."""
+    from pathlib import Path
+
+    import yaml
+
+    base = yaml.safe_load((Path(__file__).resolve().parents[3] / "fixtures" / "config.yaml").read_text())
+
+    def write(channels: dict) -> Path:
+        path = tmp_path / "config.yaml"
+        path.write_text(yaml.safe_dump({**base, "channels": channels}))
+        monkeypatch.setenv("DEER_FLOW_CONFIG_PATH", str(path))
+        return path
+
+    return write
+
+
+@pytest.fixture
+def platform_config(tmp_path, monkeypatch):
+    """For the Slack and GitHub tests: write ``channels`` (and the SSRF guard opened to loopback, where the fake platforms
     serve) into a copy of the suite's config; returns a function to rewrite it."""
     base = yaml.safe_load(Path(os.environ["DEER_FLOW_CONFIG_PATH"]).read_text())
     path = tmp_path / "config-channels.yaml"

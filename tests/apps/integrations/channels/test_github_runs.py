@@ -26,11 +26,11 @@ def github_api():
 
 
 @pytest.fixture
-def github(channels_config, monkeypatch, github_api, hosted_channels):
+def github(platform_config, monkeypatch, github_api, hosted_channels):
     monkeypatch.setenv("GITHUB_WEBHOOK_SECRET", SECRET)
 
     def configure(**extra):
-        channels_config(github={"enabled": True, "mention_login": BOT_LOGIN, "api_token": API_TOKEN,
+        platform_config(github={"enabled": True, "mention_login": BOT_LOGIN, "api_token": API_TOKEN,
                                 "api_base_url": github_api.url, **extra})
 
     configure()

@@ -14,9 +14,9 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def github_on(channels_config, monkeypatch):
+def github_on(platform_config, monkeypatch):
     monkeypatch.setenv("GITHUB_WEBHOOK_SECRET", SECRET)
-    channels_config(github={"enabled": True, "mention_login": BOT_LOGIN})
+    platform_config(github={"enabled": True, "mention_login": BOT_LOGIN})
 
 
 def post(client, event: str, payload, *, secret: str = SECRET, **extra):
@@ -24,7 +24,7 @@ def post(client, event: str, payload, *, secret: str = SECRET, **extra):
     return client.post(URL, data=body, content_type="application/json", **{**delivery_headers(event, body, secret=secret), **extra})
 
 
-def test_no_route_without_the_secret(client, channels_config, monkeypatch):
+def test_no_route_without_the_secret(client, platform_config, monkeypatch):
     monkeypatch.delenv("GITHUB_WEBHOOK_SECRET", raising=False)
     response = post(client, "issue_comment", issue_comment(f"@{BOT_LOGIN} hi"))
     assert response.status_code == 404
@@ -75,8 +75,8 @@ def test_comment_without_a_mention_runs_nothing(client, github_on):
     assert Run.objects.count() == 0
 
 
-def test_channels_off_acknowledges_and_says_why(client, github_on, channels_config):
-    channels_config(enabled=False, github={"enabled": True, "mention_login": BOT_LOGIN})
+def test_channels_off_acknowledges_and_says_why(client, github_on, platform_config):
+    platform_config(enabled=False, github={"enabled": True, "mention_login": BOT_LOGIN})
     response = post(client, "issue_comment", issue_comment(f"@{BOT_LOGIN} hi"))
     assert response.status_code == 202
     assert response.json()["detail"] == "channels.enabled is false in config.yaml"

@@ -133,7 +133,7 @@ async def test_replies_go_to_the_triggering_thread_and_stream_by_chat_update(fak
     assert isinstance(dm, SentMessage)
 
 
-async def test_files_in_with_the_bot_token_and_out_through_upload_v2(fake_slack, connected, channels_config):
+async def test_files_in_with_the_bot_token_and_out_through_upload_v2(fake_slack, connected, platform_config):
     adapter, inbox = connected
     shared = fake_slack.host_file("notes.txt", b"line one\nline two\n")
     await deliver(fake_slack, {"type": "message", "channel_type": "im", "channel": "D0ALICE", "user": "U0ALICE",
@@ -151,7 +151,7 @@ async def test_files_in_with_the_bot_token_and_out_through_upload_v2(fake_slack,
     assert complete.args["channel_id"] == "C0GENERAL" and complete.args["thread_ts"] == "1700000000.000100"
 
 
-async def test_file_links_to_other_hosts_never_get_the_token(fake_slack, connected, channels_config):
+async def test_file_links_to_other_hosts_never_get_the_token(fake_slack, connected, platform_config):
     adapter, _ = connected
     with pytest.raises(ValueError, match="refusing to send the bot token to evil.example"):
         await adapter.download("https://evil.example/files-pri/T-F1/x.txt")

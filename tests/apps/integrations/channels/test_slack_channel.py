@@ -26,7 +26,7 @@ def fake_slack():
 
 
 @pytest.fixture
-async def slack(fake_slack, channels_config):
+async def slack(fake_slack, platform_config):
     manager, adapter = make_manager(SlackAdapter, adapter_settings={
         "bot_token": BOT_TOKEN, "app_token": APP_TOKEN, "api_base_url": fake_slack.api_url, "ping_interval": 0.2,
         "edit_interval": 0})
@@ -143,7 +143,7 @@ async def test_two_slack_users_never_share_a_thread(slack, fake_slack, scripted_
     assert (first.owner_id, second.owner_id) == (user.pk, other_user.pk) and first.thread_id != second.thread_id
 
 
-async def test_files_in_land_in_the_uploads_and_presented_files_go_back_by_upload_v2(fake_slack, channels_config, scripted_lead, user):
+async def test_files_in_land_in_the_uploads_and_presented_files_go_back_by_upload_v2(fake_slack, platform_config, scripted_lead, user):
     from apps.threads.uploads import uploads_dir
 
     manager, adapter = make_manager(SlackAdapter, adapter_settings={

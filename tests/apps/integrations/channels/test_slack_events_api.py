@@ -27,8 +27,8 @@ def fake_slack():
 
 
 @pytest.fixture
-def events_mode(channels_config, fake_slack, hosted_channels):
-    channels_config(slack={"enabled": True, "mode": "events", "bot_token": BOT_TOKEN, "signing_secret": SIGNING_SECRET,
+def events_mode(platform_config, fake_slack, hosted_channels):
+    platform_config(slack={"enabled": True, "mode": "events", "bot_token": BOT_TOKEN, "signing_secret": SIGNING_SECRET,
                            "api_base_url": fake_slack.api_url, "edit_interval": 0})
     return hosted_channels
 
@@ -49,8 +49,8 @@ def dm_event(fake: FakeSlack, text: str, user: str = "U0ALICE") -> dict:
                                "text": text, "ts": fake.new_ts()})
 
 
-def test_the_route_is_absent_in_socket_mode(client, channels_config, fake_slack):
-    channels_config(slack={"enabled": True, "bot_token": BOT_TOKEN, "app_token": "xapp-1", "signing_secret": SIGNING_SECRET})
+def test_the_route_is_absent_in_socket_mode(client, platform_config, fake_slack):
+    platform_config(slack={"enabled": True, "bot_token": BOT_TOKEN, "app_token": "xapp-1", "signing_secret": SIGNING_SECRET})
     assert post(client, {"type": "url_verification", "challenge": "c"}).status_code == 404
 
 
