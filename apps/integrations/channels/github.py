@@ -157,6 +157,9 @@ class GitHubAdapter(ChannelAdapter):
         return "", (f"Comment on an issue or pull request of a repository whose webhook points here: "
                     f"@{login} /connect {code}")
 
+    async def direct_chat(self, external_id: str, workspace: str = "") -> ChatRef:
+        raise ValueError("GitHub has no direct messages: results can only be posted on the issue that asked")
+
     async def start(self) -> None:
         """Nothing to connect: deliveries come to the web server's webhook route."""
 
