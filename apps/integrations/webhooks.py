@@ -18,6 +18,7 @@ import json
 import logging
 from urllib.parse import parse_qs
 
+from django.contrib.auth.decorators import login_not_required
 from django.http import HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
@@ -43,6 +44,7 @@ def _github_payload(request) -> object:
         raise github.MalformedDelivery("the payload is not JSON") from None
 
 
+@login_not_required  # public: the platform's signature is the authentication
 @csrf_exempt
 @require_POST
 def github_webhook(request):
@@ -75,6 +77,7 @@ def github_webhook(request):
     return JsonResponse({"handled": True, "delivery": delivery}, status=202)
 
 
+@login_not_required
 @csrf_exempt
 @require_POST
 def slack_events(request):
