@@ -161,7 +161,9 @@ class GitHubAdapter(ChannelAdapter):
         raise ValueError("GitHub has no direct messages: results can only be posted on the issue that asked")
 
     async def start(self) -> None:
-        """Nothing to connect: deliveries come to the web server's webhook route."""
+        """Nothing to connect: deliveries come to the web server's webhook route, which is
+        ready once the secret is set, so the channel counts as connected."""
+        await self.hooks.connected(bot_name=mention_login(self.settings))
 
     async def stop(self) -> None:
         """Nothing to disconnect."""

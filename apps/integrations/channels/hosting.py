@@ -59,12 +59,16 @@ class WebhookManager(ChannelManager):
     def sink_for(self, provider: str):
         return self.handle_tracked
 
-    async def handle_tracked(self, message) -> None:
-        """``handle`` as a task ``idle()``/``close()`` know about, from its first step on: a
-        delivery being looked up counts as work in progress, not only a turn that runs."""
+    def track_current(self) -> None:
+        """Make the running task one that ``idle()``/``close()`` know about: a delivery being
+        looked up counts as work in progress, not only a turn that runs."""
         task = asyncio.current_task()
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        if task not in self._tasks:
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def handle_tracked(self, message) -> None:
+        self.track_current()
         await self.handle(message)
 
 
@@ -133,13 +137,19 @@ def _adapter(host: _Host, provider: str) -> ChannelAdapter:
     return adapter
 
 
+async def _deliver(manager: WebhookManager, adapter: ChannelAdapter, message) -> None:
+    manager.track_current()  # first, before anything awaits: a test's idle() must see it
+    await adapter.hooks.event()  # the admin status shows when the platform last spoke
+    await manager.handle_tracked(message)
+
+
 def dispatch(provider: str, message) -> None:
     """Hand an inbound message to the manager on the runtime loop; returns at once."""
     from apps.runs.runtime import get_runtime
 
     host = _current()
-    _adapter(host, provider)
-    get_runtime().submit_coro(host.manager.handle_tracked(message))
+    adapter = _adapter(host, provider)
+    get_runtime().submit_coro(_deliver(host.manager, adapter, message))
 
 
 def events_adapter(provider: str) -> ChannelAdapter | None:
