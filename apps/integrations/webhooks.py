@@ -14,10 +14,12 @@ are logged and acknowledged with a 2xx so the platform does not redeliver them f
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from urllib.parse import parse_qs
 
+from asgiref.sync import sync_to_async
 from django.contrib.auth.decorators import login_not_required
 from django.http import HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -44,10 +46,9 @@ def _github_payload(request) -> object:
         raise github.MalformedDelivery("the payload is not JSON") from None
 
 
-@login_not_required  # public: the platform's signature is the authentication
-@csrf_exempt
-@require_POST
-def github_webhook(request):
+def _github(request):
+    """Everything a delivery needs before its 202, in one worker thread (config reads, the
+    HMAC, parsing); handing the message over does not wait for the run."""
     settings = hosting.provider_settings("github")
     secret = github.webhook_secret(settings)
     if not secret:
@@ -77,14 +78,23 @@ def github_webhook(request):
     return JsonResponse({"handled": True, "delivery": delivery}, status=202)
 
 
+# Async views: under Daphne a sync view holds Django's one sync thread, which the channel
+# code's ORM calls on the runs loop also need; an async view holds no thread while it waits.
+@login_not_required  # public: the platform's signature is the authentication
+@csrf_exempt
+@require_POST
+async def github_webhook(request):
+    return await sync_to_async(_github, thread_sensitive=False)(request)
+
+
 @login_not_required
 @csrf_exempt
 @require_POST
-def slack_events(request):
-    adapter = hosting.events_adapter("slack")
-    if adapter is None:
+async def slack_events(request):
+    handler = await sync_to_async(hosting.events_handler, thread_sensitive=False)("slack")
+    if handler is None:
         return not_found(request)
-    status, headers, body = hosting.call(adapter.handle_http, request.body, dict(request.headers))
+    status, headers, body = await asyncio.wrap_future(handler(request.body, dict(request.headers)))
     if status == 401:
         # bolt refused it before any listener ran; say why in our error shape.
         log.warning("slack: Events API request refused: bad or missing X-Slack-Signature")

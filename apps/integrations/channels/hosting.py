@@ -18,6 +18,8 @@ the oldest comment is dropped (with a warning) rather than the newest refused.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import contextvars
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Mapping
@@ -82,6 +84,7 @@ class _Host:
         self.settings = settings
         self.manager = WebhookManager(settings)
         self.started: dict[str, ChannelAdapter] = {}
+        self.starting: dict[str, asyncio.Future] = {}  # provider → its start(), on the runs loop
 
 
 _lock = threading.Lock()
@@ -103,6 +106,7 @@ def unavailable(provider: str) -> str | None:
 
 
 def call(fn: Callable[..., Awaitable[T]], *args: Any, timeout: float | None = 30) -> T:
+    """Run ``fn`` on the runs loop and wait (tests, management code; never a request)."""
     from apps.runs.runtime import get_runtime
 
     return get_runtime().call(fn, *args, timeout=timeout)
@@ -120,45 +124,81 @@ def _current() -> _Host:
 
 
 def _adapter(host: _Host, provider: str) -> ChannelAdapter:
-    with _lock:
-        adapter = host.started.get(provider)
-    if adapter is not None:
-        return adapter
+    """The host's adapter for ``provider``, built (not started) on first use."""
     from apps.integrations.channels.registry import get_adapter
     from apps.integrations.channels.status import DatabaseHooks
 
-    cls = get_adapter(provider)
-    adapter = cls(host.settings.provider(provider), host.manager.sink_for(provider), DatabaseHooks(provider))
-    call(adapter.start)  # GitHub: nothing; Slack: auth.test, which names the bot user
     with _lock:
-        # Two first requests may both have built one: the first registered wins.
-        adapter = host.started.setdefault(provider, adapter)
-        host.manager.adapters.setdefault(provider, adapter)
-    return adapter
+        adapter = host.started.get(provider)
+        if adapter is None:
+            cls = get_adapter(provider)
+            adapter = cls(host.settings.provider(provider), host.manager.sink_for(provider), DatabaseHooks(provider))
+            host.started[provider] = adapter
+            host.manager.adapters[provider] = adapter
+        return adapter
 
 
-async def _deliver(manager: WebhookManager, adapter: ChannelAdapter, message) -> None:
-    manager.track_current()  # first, before anything awaits: a test's idle() must see it
+async def _started(host: _Host, provider: str, adapter: ChannelAdapter) -> None:
+    """Start the adapter once (GitHub: nothing; Slack: auth.test, which names the bot user).
+
+    This runs on the runs loop, never in the request: start() records the channel's status
+    through the ORM, and a request thread waiting on that would hold the very thread Django's
+    sync-to-async calls need (a deadlock under Daphne). The runs loop is single-threaded, so
+    the dict needs no lock; a failed start is retried by the next delivery.
+    """
+    pending = host.starting.get(provider)
+    if pending is None:
+        pending = host.starting[provider] = asyncio.ensure_future(adapter.start())
+    try:
+        await asyncio.shield(pending)
+    except Exception:
+        if host.starting.get(provider) is pending:
+            del host.starting[provider]
+        raise
+
+
+async def _deliver(host: _Host, adapter: ChannelAdapter, message) -> None:
+    host.manager.track_current()  # first, before anything awaits: idle() must see it
+    try:
+        await _started(host, adapter.provider, adapter)
+    except Exception:
+        log.exception("%s: the channel could not start; delivery %s dropped", adapter.provider, message.message_id)
+        return
     await adapter.hooks.event()  # the admin status shows when the platform last spoke
-    await manager.handle_tracked(message)
+    await host.manager.handle(message)
+
+
+def _submit(coro) -> concurrent.futures.Future:
+    """Schedule on the runs loop in a fresh context: the request's context carries asgiref's
+    per-request executor, which is gone once the response is sent, and the turn's ORM calls
+    must not be routed to it."""
+    from apps.runs.runtime import get_runtime
+
+    loop = get_runtime().loop
+    return contextvars.Context().run(asyncio.run_coroutine_threadsafe, coro, loop)
 
 
 def dispatch(provider: str, message) -> None:
-    """Hand an inbound message to the manager on the runtime loop; returns at once."""
-    from apps.runs.runtime import get_runtime
-
+    """Hand an inbound message to the manager on the runs loop; returns at once."""
     host = _current()
-    adapter = _adapter(host, provider)
-    get_runtime().submit_coro(_deliver(host.manager, adapter, message))
+    _submit(_deliver(host, _adapter(host, provider), message))
 
 
-def events_adapter(provider: str) -> ChannelAdapter | None:
-    """The adapter that answers a platform's HTTP events, or None when that route is off
-    (the provider is not enabled, or not set to ``mode: events`` with its secret)."""
+async def _http(host: _Host, adapter, body: bytes, headers: Mapping[str, str]):
+    await _started(host, adapter.provider, adapter)
+    return await adapter.handle_http(body, headers)
+
+
+def events_handler(provider: str) -> Callable[[bytes, Mapping[str, str]], Any] | None:
+    """For a platform's HTTP events: a function returning a concurrent future of the
+    adapter's (status, headers, body); None when that route is off (the provider is not
+    enabled, or not set to ``mode: events`` with its secret)."""
     settings = provider_settings(provider)
     if str(settings.get("mode") or "").lower() != "events" or unavailable(provider):
         return None
-    return _adapter(_current(), provider)
+    host = _current()
+    adapter = _adapter(host, provider)
+    return lambda body, headers: _submit(_http(host, adapter, body, headers))
 
 
 def host_manager() -> WebhookManager:
