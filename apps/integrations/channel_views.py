@@ -3,6 +3,7 @@ Session callers only: connecting an account is done by a person in the browser."
 
 from __future__ import annotations
 
+from drf_spectacular.utils import OpenApiTypes, extend_schema
 from rest_framework import status
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
@@ -17,6 +18,7 @@ _USER = [IsAuthenticated, TokenScopePermission]
 class ChannelProvidersView(APIView):
     permission_classes = _USER
 
+    @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request):
         return Response(channel_selectors.providers_list(staff=request.user.is_staff))
 
@@ -24,6 +26,7 @@ class ChannelProvidersView(APIView):
 class ChannelConnectionsView(APIView):
     permission_classes = _USER
 
+    @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request):
         rows = connections.connection_list_for_user(user=request.user)
         return Response({"connections": [connections.connection_serialize(c) for c in rows]})
@@ -32,6 +35,7 @@ class ChannelConnectionsView(APIView):
 class ChannelConnectionDetailView(APIView):
     permission_classes = _USER
 
+    @extend_schema(responses={204: None})
     def delete(self, request, connection_id: str):
         connections.connection_revoke_for_user(user=request.user, connection_id=connection_id)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -40,6 +44,7 @@ class ChannelConnectionDetailView(APIView):
 class ChannelConnectView(APIView):
     permission_classes = _USER
 
+    @extend_schema(request=None, responses=OpenApiTypes.OBJECT)
     def post(self, request, provider: str):
         cls, settings, section, bot_name = channel_selectors.connectable_provider(provider)
         issued = connections.connect_code_issue(user=request.user, provider=provider, ttl_seconds=settings.connect_code_ttl)

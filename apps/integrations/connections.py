@@ -82,6 +82,14 @@ def connect_code_consume(*, provider: str, code_text: str, external_id: str, wor
     return connection
 
 
+def connect_code_discard(*, provider: str, code_text: str) -> bool:
+    """Use a code up without binding anything: it was shown where others could read it."""
+    code = normalize_code(code_text)
+    if code is None:
+        return False
+    return bool(ConnectCode.objects.filter(digest=_digest(code), provider=provider, used_at__isnull=True).update(used_at=timezone.now()))
+
+
 def connection_for_sender(*, provider: str, external_id: str, workspace: str = "") -> ChannelConnection | None:
     """The live binding of a platform identity, with its user; None for a stranger."""
     connection = (ChannelConnection.objects.select_related("user")

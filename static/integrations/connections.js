@@ -107,6 +107,7 @@
     pendingProvider = null;
     const box = $("code-box");
     box.classList.add("expired");
+    $("code-link").hidden = true;
     $("code-expiry").textContent = `Connected: ${connection.display_name || connection.external_id}. You can talk to the agent there now.`;
   }
 

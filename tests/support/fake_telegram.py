@@ -44,6 +44,7 @@ class FakeTelegram:
         self.handled_updates: list[dict] = []  # every update handed to the bot, in order
         self.fail_next = 0
         self.fail_method: dict[str, int] = {}  # method -> how many of its next calls answer 502
+        self.webhook: tuple[str, str] | None = None  # (url, secret) once setWebhook was called
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(100)
         self._new_update = asyncio.Event()
@@ -102,6 +103,23 @@ class FakeTelegram:
         self.updates.append({"update_id": next(self._update_ids), "message": message})
         self._new_update.set()
         return message
+
+    async def push(self, update: dict, *, secret: str | None = None) -> int:
+        """Deliver an update to the registered webhook as Telegram does; the HTTP status."""
+        import aiohttp
+
+        assert self.webhook is not None, "no webhook registered"
+        url, registered = self.webhook
+        headers = {"X-Telegram-Bot-Api-Secret-Token": registered if secret is None else secret}
+        async with aiohttp.ClientSession() as session, session.post(url, json=update, headers=headers) as response:
+            return response.status
+
+    def user_update(self, text: str, **kwargs: Any) -> dict:
+        """An update as the user's message makes it, not queued for getUpdates (webhook mode)."""
+        user_id = kwargs.pop("user_id", 501)
+        message = self._message(text=text, user_id=user_id, chat_id=kwargs.pop("chat_id", None),
+                                chat_type=kwargs.pop("chat_type", "private"), first_name=kwargs.pop("first_name", "Ann"), **kwargs)
+        return {"update_id": next(self._update_ids), "message": message}
 
     def user_sends_document(self, name: str, data: bytes, *, caption: str = "", user_id: int = 501, size: int | None = None) -> dict:
         file_id = f"doc-{len(self.files) + 1}"
@@ -190,7 +208,15 @@ class FakeTelegram:
             return self._ok({"id": BOT_ID, "is_bot": True, "first_name": "DeerFlow", "username": self.username,
                              "can_join_groups": True, "can_read_all_group_messages": False, "supports_inline_queries": False})
         if method == "getUpdates":
+            if self.webhook is not None:
+                return self._error(409, "Conflict: can't use getUpdates method while webhook is active")
             return await self._get_updates(params)
+        if method == "setWebhook":
+            self.webhook = (str(params["url"]), str(params.get("secret_token") or ""))
+            return self._ok(True)
+        if method == "deleteWebhook":
+            self.webhook = None
+            return self._ok(True)
         if method == "sendMessage":
             msg = ChatMessage(chat_id=int(params["chat_id"]), message_id=next(self._message_ids), text=str(params["text"]),
                               reply_to=(params.get("reply_parameters") or {}).get("message_id"), thread_id=params.get("message_thread_id"))

@@ -80,3 +80,29 @@ def test_a_provider_that_is_off_says_why_and_offers_no_code(page, live):
         expect(telegram.get_by_role("button", name="Get a code")).to_be_disabled()
     finally:
         live.config_path.write_text(original)
+
+
+@pytest.mark.parametrize("width", [1280, 375])
+def test_a_scheduled_task_posts_its_result_to_a_connection(browser, request, live, signed_in_state, channels_live, width, doc_shot):
+    from tests.ui.conftest import _finish, _open_page
+
+    live.shell("from apps.accounts.models import User; from apps.integrations.models import ChannelConnection\n"
+               f"ChannelConnection.objects.create(user=User.objects.get(username='tester'), provider='telegram', external_id='77{width}',"
+               " display_name='Tess Tester')")
+    context, page = _open_page(request, browser, live, storage_state=signed_in_state, viewport={"width": width, "height": 800})
+    try:
+        page.goto("/schedules/")
+        page.get_by_label("Title").fill(f"Brief to Telegram {width}")
+        page.get_by_label("Prompt").fill("Summarize the news")
+        deliver = page.get_by_label("Also post the result to")
+        expect(deliver.locator("option", has_text="Telegram · Tess Tester")).to_have_count(1)
+        deliver.select_option(label="Telegram · Tess Tester")
+        page.get_by_role("button", name="Create task").click()
+        expect(page.locator("#task-rows")).to_contain_text(f"Brief to Telegram {width}")
+        out = live.shell("from apps.runs.models import ScheduledTask\n"
+                         f"t = ScheduledTask.objects.get(title='Brief to Telegram {width}'); print(t.deliver_to.display_name); t.delete()")
+        assert out == "Tess Tester"
+        assert page.evaluate("document.documentElement.scrollWidth") <= width
+        assert not page.js_errors
+    finally:
+        _finish(request, context, page)

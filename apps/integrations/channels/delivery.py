@@ -262,8 +262,10 @@ async def follow_run(adapter: ChannelAdapter, chat: ChatRef, run_id: str, *, rep
 async def _settled(run_id: str) -> tuple[str, str, str]:
     """The run's outcome once its row is terminal (the stream ends just before that, or a
     bridge gap ended it early)."""
+    delay = 0.05
     while True:
         status, error, answer = await database_sync_to_async(_run_outcome)(run_id)
         if status not in Run.ACTIVE_STATUSES:
             return status, error, answer
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 2.0)  # after a gap the run may go on for long: poll gently

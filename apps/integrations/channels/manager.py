@@ -94,6 +94,13 @@ class ChannelManager:
             return  # group chatter not addressed to the bot
         command = parse_command(message.text)
         if command and command[0] in CONNECT_COMMANDS and command[1]:
+            if not message.is_direct:
+                # Others in the chat saw the code: whoever sent it first would be bound to this
+                # user's account. It is used up, and the person is told to connect privately.
+                await database_sync_to_async(connections.connect_code_discard)(provider=message.chat.provider, code_text=command[1])
+                await self._reply(adapter, message, "Send connect codes only in a private chat with me: others here could "
+                                                    "read it. That code no longer works; create a new one in Settings → Connections.")
+                return
             await self._connect(adapter, message, command[1])
             return
         provider_settings = self.settings.provider(message.chat.provider)

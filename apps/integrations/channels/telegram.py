@@ -1,9 +1,10 @@
 """Telegram, through python-telegram-bot's ``Bot`` (Bot API over HTTPS).
 
 Long polling (``getUpdates``) with the offset kept in the channel's cursor, so a restarted
-worker resumes after the last update it handled instead of answering it twice. Answers stream
-by editing one message (``editMessageText``) at most once per ``edit_interval`` seconds (1 s in
-private chats; groups get 3 s: Telegram allows a bot about 20 messages a minute there).
+worker resumes after the last update it handled instead of answering it twice; or, with
+``mode: webhook``, a listener in the worker that Telegram pushes updates to (secret checked). Answers stream
+by editing one message (``editMessageText``) at most once per ``edit_interval`` seconds (1 s by
+default; Telegram allows a bot about 20 messages a minute per group, so busy groups want more).
 Photos and documents come in through ``getFile`` + the file URL (never shown: it carries the
 token); presented files go out with ``sendDocument``. In groups the bot answers when
 mentioned (@name), when replied to, or for a command addressed to it.
@@ -16,12 +17,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
 from telegram import Bot, InputFile, Message, ReplyParameters, Update
 from telegram.error import BadRequest, Forbidden, InvalidToken, NetworkError, RetryAfter, TelegramError, TimedOut
 from telegram.request import HTTPXRequest
+from telegram.warnings import PTBUserWarning
 
 from apps.integrations.channels.base import Capabilities, ChannelAdapter, ChatRef, InboundFile, InboundMessage, SentMessage
 from apps.integrations.channels.registry import register
@@ -65,6 +68,17 @@ class TelegramAdapter(ChannelAdapter):
         self.offset: int | None = None
         self._task: asyncio.Task | None = None
         self._stopping = False
+        # Webhook mode (optional): Telegram pushes updates instead of the worker polling.
+        self.webhook = settings.get("mode") == "webhook"
+        self._webhook_runner = None
+        self.webhook_port: int | None = None
+
+    @classmethod
+    def missing_settings(cls, settings: Mapping[str, Any]) -> list[str]:
+        missing = super().missing_settings(settings)
+        if settings.get("mode") == "webhook":
+            missing += [name for name in ("webhook_url", "webhook_secret") if not settings.get(name)]
+        return missing
 
     @classmethod
     def connect_hint(cls, code: str, *, bot_name: str = "", settings=None) -> tuple[str, str]:
@@ -101,7 +115,15 @@ class TelegramAdapter(ChannelAdapter):
         except (InvalidToken, Forbidden):
             raise  # a wrong token does not get better by retrying: the worker marks the channel off
         except TelegramError as exc:  # an outage at start: keep trying in the background
+            if self.webhook:
+                raise  # the webhook cannot be registered: the worker reports the channel off
             await self.hooks.error(f"Bot API unreachable at start ({exc}); retrying")
+        if self.webhook:
+            await self._start_webhook()
+            return
+        if self.bot_id is not None:
+            # A webhook left registered (an earlier webhook setup) makes getUpdates fail with 409.
+            await self.bot.delete_webhook()
         self._task = asyncio.create_task(self._poll_forever(), name="telegram-poll")
 
     async def _initialize(self) -> None:
@@ -120,6 +142,9 @@ class TelegramAdapter(ChannelAdapter):
             except (asyncio.CancelledError, Exception):
                 pass
             self._task = None
+        if self._webhook_runner is not None:
+            await self._webhook_runner.cleanup()
+            self._webhook_runner = None
         if self.bot is not None:
             try:
                 await self.bot.shutdown()
@@ -133,8 +158,7 @@ class TelegramAdapter(ChannelAdapter):
             try:
                 if self.bot_id is None:
                     await self._initialize()
-                updates = await self.bot.get_updates(offset=self.offset, timeout=self.poll_timeout,
-                                                     allowed_updates=["message"])
+                raw_updates = await self._get_updates()
                 if delay > 1.0:
                     await self.hooks.connected(bot_name=self.username)
                 delay = 1.0
@@ -151,19 +175,74 @@ class TelegramAdapter(ChannelAdapter):
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, BACKOFF_MAX)
                 continue
-            for update in updates:
-                self.offset = update.update_id + 1
-                await self.hooks.event()
-                try:
-                    message = self._inbound(update)
-                except Exception as exc:  # malformed: logged and acknowledged (the offset moves on)
-                    logger.warning("Telegram update %s could not be read: %s", update.update_id, exc)
-                    await self.hooks.error(f"update {update.update_id} could not be read: {exc}")
-                    continue
-                if message is not None:
-                    await self.sink(message)
-            if updates:
+            for raw in raw_updates:
+                update_id = raw.get("update_id") if isinstance(raw, dict) else None
+                if isinstance(update_id, int):
+                    self.offset = max(self.offset or 0, update_id + 1)
+                await self._handle_raw(raw)
+            if raw_updates:
                 await self.hooks.save_cursor({"offset": self.offset})
+
+    async def _handle_raw(self, raw: Any) -> None:
+        """One update as JSON, from polling or the webhook. Malformed: logged, recorded and
+        acknowledged (the caller moves on), never raised."""
+        update_id = raw.get("update_id") if isinstance(raw, dict) else None
+        if not isinstance(update_id, int):
+            await self.hooks.error(f"an update without an update_id was skipped: {str(raw)[:200]}")
+            return
+        await self.hooks.event()
+        try:
+            message = self._inbound(Update.de_json(raw, self.bot))
+        except Exception as exc:
+            logger.warning("Telegram update %s could not be read: %s", update_id, exc)
+            await self.hooks.error(f"update {update_id} could not be read: {type(exc).__name__}: {exc}")
+            return
+        if message is not None:
+            await self.sink(message)
+
+    # -- webhook mode ------------------------------------------------------------------------
+
+    async def _start_webhook(self) -> None:
+        """Telegram POSTs updates to ``webhook_url``; this worker listens on ``webhook_listen``
+        (host:port, behind your TLS proxy) and accepts only requests carrying the secret."""
+        from aiohttp import web
+
+        assert self.bot is not None
+        secret = str(self.settings["webhook_secret"])
+        host, _, port = str(self.settings.get("webhook_listen") or "127.0.0.1:8443").rpartition(":")
+
+        async def receive(request: web.Request) -> web.Response:
+            if request.headers.get("X-Telegram-Bot-Api-Secret-Token", "") != secret:
+                return web.json_response({"detail": "bad or missing X-Telegram-Bot-Api-Secret-Token"}, status=401)
+            try:
+                raw = await request.json()
+            except ValueError:
+                await self.hooks.error("a webhook delivery was not JSON; acknowledged and skipped")
+                return web.json_response({"ok": True})
+            await self._handle_raw(raw)
+            return web.json_response({"ok": True})
+
+        app = web.Application(client_max_size=2 * 1024 * 1024)
+        app.router.add_post(str(self.settings.get("webhook_path") or "/telegram/webhook"), receive)
+        self._webhook_runner = web.AppRunner(app)
+        await self._webhook_runner.setup()
+        site = web.TCPSite(self._webhook_runner, host or "127.0.0.1", int(port or 8443))
+        await site.start()
+        self.webhook_port = site._server.sockets[0].getsockname()[1]
+        await self.bot.set_webhook(url=str(self.settings["webhook_url"]), secret_token=secret, allowed_updates=["message"])
+
+    async def _get_updates(self) -> list:
+        """Updates as JSON, each parsed on its own: one malformed update must not make the
+        whole batch unreadable (and so stall the offset on it forever)."""
+        assert self.bot is not None
+        params: dict[str, Any] = {"timeout": self.poll_timeout, "allowed_updates": ["message"]}
+        if self.offset is not None:
+            params["offset"] = self.offset
+        with warnings.catch_warnings():
+            # PTB suggests get_updates for this endpoint; the raw list is the point here.
+            warnings.simplefilter("ignore", PTBUserWarning)
+            result = await self.bot.do_api_request("getUpdates", api_kwargs=params, read_timeout=self.poll_timeout + 10.0)
+        return result if isinstance(result, list) else []
 
     # -- inbound -----------------------------------------------------------------------------
 

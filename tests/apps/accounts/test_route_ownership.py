@@ -74,6 +74,14 @@ def owned_token(user) -> Owned:
     return Owned(kwargs={"token_id": issued.record.pk}, marker=issued.record.name)
 
 
+def owned_connection(user) -> Owned:
+    from apps.integrations.models import ChannelConnection
+
+    name = f"conn-of-{user.username}-{uuid.uuid4().hex[:6]}"
+    connection = ChannelConnection.objects.create(user=user, provider="telegram", external_id=name, display_name=name)
+    return Owned(kwargs={"connection_id": connection.pk}, marker=name)
+
+
 def owned_identity(user) -> Owned:
     return Owned(marker=user.email)
 
@@ -342,6 +350,9 @@ OWNED_ROUTES = [
     # The thread is not waiting for an approval, so the owner's answer is a 409 (found, not waiting).
     OwnedRoute("POST", "/api/threads/<str:thread_id>/approvals", owned_thread, body={"decision": "approve"}, owner_status=409),
     OwnedRoute("GET", "/api/budget", owned_identity, lists=False),
+    # IM channel connections (tests/apps/integrations/channels/test_api.py).
+    OwnedRoute("GET", "/api/channels/connections", owned_connection),
+    OwnedRoute("DELETE", "/api/channels/connections/<str:connection_id>", owned_connection, owner_status=204),
 ]
 
 # Routes with nothing per user: the same answer for everyone.
@@ -363,6 +374,9 @@ NO_USER_OBJECTS = {
     # Admin-only operator routes, 403 to everyone else (tests/apps/console/test_console_api.py).
     ("GET", "/api/console/overview"),
     ("POST", "/api/console/runs/<str:run_id>/cancel"),
+    # Which chat apps this server offers, and a connect code for the caller only.
+    ("GET", "/api/channels/providers"),
+    ("POST", "/api/channels/<str:provider>/connect"),
     # Staff only (tests/apps/governance): budgets are set by admins for any user.
     ("PUT", "/api/budgets/<str:target>"),
 }

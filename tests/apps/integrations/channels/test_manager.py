@@ -224,3 +224,14 @@ async def test_files_land_in_the_thread_uploads_and_oversize_ones_are_refused(ch
     assert (directory / "notes.txt").read_bytes() == b"remember the milk"
     assert not (directory / "big.bin").exists()
     assert "Uploaded: notes.txt" in run.kwargs["input"]["messages"][0]["content"]
+
+
+async def test_a_code_shown_in_a_group_is_used_up_and_binds_no_one(channel_kit, user):
+    from apps.integrations.connections import connect_code_issue
+
+    issued = await database_sync_to_async(connect_code_issue)(user=user, provider="fake", ttl_seconds=600)
+    await channel_kit.adapter.say(f"/connect {issued.code}", sender="me", direct=False, mentioned=True)
+    assert channel_kit.adapter.final_texts()[-1].startswith("Send connect codes only in a private chat")
+    await channel_kit.adapter.say(f"/connect {issued.code}", sender="onlooker")  # copied from the group, sent privately
+    assert channel_kit.adapter.final_texts()[-1].startswith("That code is not valid")
+    assert not await database_sync_to_async(ChannelConnection.objects.exists)()

@@ -174,3 +174,69 @@ async def test_a_wrong_token_fails_the_start(telegram):
     with pytest.raises(InvalidToken):
         await adapter.start()
     await adapter.stop()
+
+
+async def test_a_malformed_update_is_logged_acknowledged_and_skipped(telegram, scripted_agent, user):
+    scripted_agent("still here")
+    async with Bot(telegram) as bot:
+        await _connect(telegram, user)
+        telegram.updates.append({"update_id": 9999, "message": {"message_id": "not-a-number", "text": "broken"}})
+        telegram._new_update.set()
+        telegram.user_says("hello after the broken one")
+        await telegram.wait_for(lambda: "still here" in telegram.texts(ANN))
+        await bot.manager.idle()
+    status = await database_sync_to_async(ChannelStatus.objects.get)(provider="telegram")
+    assert "update 9999 could not be read" in status.last_error
+    assert status.cursor["offset"] > 9999  # acknowledged: never delivered again
+    assert len(await database_sync_to_async(_runs)()) == 1
+
+
+async def test_webhook_mode_takes_pushed_updates_with_the_secret_only(telegram, scripted_agent, user):
+    scripted_agent("pushed and answered")
+    settings = {"mode": "webhook", "webhook_secret": "s3cret-token", "webhook_listen": "127.0.0.1:0",
+                "webhook_url": "https://deerflow.example.com/telegram/webhook"}
+    async with Bot(telegram, **settings) as bot:
+        port = bot.adapter.webhook_port
+        assert telegram.webhook == ("https://deerflow.example.com/telegram/webhook", "s3cret-token")
+        telegram.webhook = (f"http://127.0.0.1:{port}/telegram/webhook", "s3cret-token")  # the proxy in front of it
+        issued = await database_sync_to_async(connect_code_issue)(user=user, provider="telegram", ttl_seconds=600)
+        assert await telegram.push(telegram.user_update(f"/connect {issued.code}")) == 200
+        await telegram.wait_for(lambda: any(t.startswith("Connected to DeerFlow") for t in telegram.texts(ANN)))
+        assert await telegram.push(telegram.user_update("forged"), secret="guess") == 401
+        assert await telegram.push(telegram.user_update("real question")) == 200
+        await telegram.wait_for(lambda: "pushed and answered" in telegram.texts(ANN))
+        await bot.manager.idle()
+    runs = await database_sync_to_async(_runs)()
+    assert [r.kwargs["input"]["messages"][0]["content"] for r in runs] == ["real question"]
+    assert telegram.get_updates_offsets == []  # no polling in webhook mode
+
+
+def test_webhook_mode_needs_its_url_and_secret():
+    assert TelegramAdapter.missing_settings({"bot_token": "x", "mode": "webhook"}) == ["webhook_url", "webhook_secret"]
+    assert TelegramAdapter.missing_settings({"bot_token": "x"}) == []
+
+
+async def test_two_people_in_one_group_and_topic_get_threads_of_their_own(telegram, scripted_agent, user, other_user):
+    from apps.integrations.models import ChannelConversation
+
+    scripted_agent("ok", loop=True)
+    async with Bot(telegram) as bot:
+        await _connect(telegram, user, user_id=501, first_name="Ann")
+        await _connect(telegram, other_user, user_id=502, first_name="Bob")
+        for n, (user_id, text, topic) in enumerate(((501, "ann's plan", None), (502, "bob asks", None), (501, "ann again", None),
+                                                    (501, "ann in a topic", 7)), start=1):
+            extra = {"thread_id": topic} if topic else {}
+            telegram.user_says(f"@deerflow_bot {text}", user_id=user_id, chat_id=-100, chat_type="supergroup", **extra)
+            await telegram.wait_for(lambda n=n: len([m for m in telegram.sent if m.chat_id == -100 and m.text == "ok"]) == n)
+            await bot.manager.idle()
+    runs = await database_sync_to_async(lambda: [(r.kwargs["input"]["messages"][0]["content"], r.owner_id, r.thread_id, r.thread.owner_id)
+                                                 for r in Run.objects.select_related("thread").order_by("created_at")])()
+    by_text = {text: (owner, thread, thread_owner) for text, owner, thread, thread_owner in runs}
+    assert by_text["ann's plan"][0] == user.pk and by_text["bob asks"][0] == other_user.pk
+    assert all(owner == thread_owner for owner, _, thread_owner in by_text.values())
+    assert by_text["ann's plan"][1] == by_text["ann again"][1]  # reused per person and chat
+    assert by_text["bob asks"][1] != by_text["ann's plan"][1]
+    assert by_text["ann in a topic"][1] not in (by_text["ann's plan"][1], by_text["bob asks"][1])
+    assert [m.thread_id for m in telegram.sent if m.chat_id == -100 and m.text == "ok"] == [None, None, None, 7]  # answered in the topic
+    topics = await database_sync_to_async(lambda: sorted(ChannelConversation.objects.values_list("user_id", "topic")))()
+    assert topics == sorted([(user.pk, ""), (other_user.pk, ""), (user.pk, "7")])
