@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from apps.integrations.channels.base import ChannelAdapter
 from apps.integrations.channels.config import ChannelsSettings, channels_settings
-from apps.integrations.channels.manager import ChannelManager, _Turn
+from apps.integrations.channels.manager import CONNECT_COMMANDS, ChannelManager, _Turn, parse_command
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -57,6 +57,21 @@ class WebhookManager(ChannelManager):
         state.queue.append(turn)
         log.info("github: %s#%s is busy; delivery %s buffered (%d waiting)", turn.message.chat.chat,
                  turn.message.chat.topic, turn.message.message_id, len(state.queue))
+
+    async def _handle(self, message) -> None:
+        # GitHub has no private chat with the bot: a connect code can only arrive in a comment.
+        # The manager refuses codes outside direct chats (others could read them and race the
+        # owner to the bot); on GitHub the comment's own delivery spends the code, and a copy
+        # by someone else arrives only after it, so the code is taken here, by the author of
+        # the first delivery that carries it. docs/channels.md says what is left of the risk.
+        if message.chat.provider == "github":
+            command = parse_command(message.text)
+            adapter = self.adapters.get("github")
+            if command and command[0] in CONNECT_COMMANDS and command[1] and adapter is not None:
+                if not self._duplicate(message):
+                    await self._connect(adapter, message, command[1])
+                return
+        await super()._handle(message)
 
     def sink_for(self, provider: str):
         return self.handle_tracked

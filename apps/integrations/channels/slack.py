@@ -251,14 +251,17 @@ class SlackAdapter(ChannelAdapter):
         if not isinstance(user, str) or not isinstance(channel, str):
             return
         await self.hooks.event()
-        is_direct = channel.startswith("D")
-        # The command's own id (trigger_id) dedups Slack's retries; replies go top level in
-        # the channel, since a slash command has no message to thread under.
+        # A slash command is private between the person and the app (Slack shows the text to
+        # no one else), so it is a direct exchange: the answer goes to the DM with the bot
+        # (posting to a user id opens it), never into the channel it was typed in. That is
+        # also what makes "/deerflow connect CODE" safe to type anywhere.
+        chat = channel if channel.startswith("D") else user
         message = InboundMessage(
-            chat=ChatRef(provider=self.provider, workspace=str(command.get("team_id") or ""), chat=channel, topic=""),
+            chat=ChatRef(provider=self.provider, workspace=str(command.get("team_id") or ""), chat=chat, topic=""),
             sender_id=user, sender_name=str(command.get("user_name") or user),
             text=f"/{text}" if text and text.split()[0].lower() in _COMMAND_WORDS else text,
-            message_id=str(command.get("trigger_id") or ""), is_direct=is_direct, mentioned=True,
+            # trigger_id dedups Slack's retries of one command
+            message_id=str(command.get("trigger_id") or ""), is_direct=True, mentioned=True,
         )
         try:
             await self.sink(message)

@@ -171,3 +171,23 @@ async def test_files_in_land_in_the_uploads_and_presented_files_go_back_by_uploa
     finally:
         await manager.close()
         await adapter.stop()
+
+
+async def test_a_slash_command_typed_in_a_channel_is_answered_in_private(slack, fake_slack, scripted_agent, user):
+    manager, _ = slack
+    await connect(manager, fake_slack, user, channel="C0GENERAL")  # the code never shows in the channel
+    reply = fake_slack.calls_to("chat.postMessage")[-1]
+    assert reply.args["channel"] == "U0ALICE"  # the DM with the bot, not #general
+    connection = await database_sync_to_async(ChannelConnection.objects.get)(provider="slack")
+    assert connection.user_id == user.pk
+
+
+async def test_a_connect_code_mentioned_in_a_channel_is_spent_and_binds_nobody(slack, fake_slack, user):
+    from apps.integrations.connections import connect_code_issue
+
+    manager, _ = slack
+    issued = await database_sync_to_async(connect_code_issue)(user=user, provider="slack", ttl_seconds=600)
+    await mention(fake_slack, f"/connect {issued.code}")
+    await settle(manager, fake_slack, 1)
+    assert fake_slack.calls_to("chat.postMessage")[-1].args["text"].startswith("Send connect codes only in a private chat")
+    assert not await database_sync_to_async(ChannelConnection.objects.exists)()
