@@ -32,7 +32,6 @@ from apps.integrations.channels.manager import CONNECT_COMMANDS, ChannelManager,
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
-WEBHOOK_PROVIDERS = ("github", "slack")
 DEFAULT_GITHUB_BUFFER = 20
 
 
