@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.integrations import channel_views, channel_webhooks, views
+from apps.integrations import channel_views, channel_webhooks, views, webhooks
 
 urlpatterns = [
     path("mcp/config", views.McpConfigView.as_view(), name="mcp-config"),
@@ -14,4 +14,10 @@ urlpatterns = [
     # Platform callbacks (answer 404 unless configured): channel_webhooks.py
     path("channels/feishu/events", channel_webhooks.feishu_events, name="channel-feishu-events"),
     path("channels/wecom/callback", channel_webhooks.wecom_callback, name="channel-wecom-callback"),
+]
+
+# Platform webhooks: signed by the platform, 404 until their secret is configured.
+urlpatterns += [
+    path("channels/github/webhook", webhooks.github_webhook, name="channels-github-webhook"),
+    path("channels/slack/events", webhooks.slack_events, name="channels-slack-events"),
 ]

@@ -18,6 +18,8 @@ ADAPTER_MODULES: dict[str, str] = {
     "dingtalk": "apps.integrations.channels.dingtalk",
     "wecom": "apps.integrations.channels.wecom",
     "discord": "apps.integrations.channels.discord_bot",
+    "github": "apps.integrations.channels.github",
+    "slack": "apps.integrations.channels.slack",
 }
 
 

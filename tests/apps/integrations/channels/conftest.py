@@ -8,7 +8,11 @@ through the server; ``await manager.idle()`` waits for the turns to finish.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import pytest
+import yaml
 
 from apps.runs.graphs import clear_graph_cache
 from tests.support import agents
@@ -81,3 +85,48 @@ async def channel_layer():
     await layer.flush()
     yield layer
     await layer.flush()
+
+
+@pytest.fixture
+def platform_config(tmp_path, monkeypatch):
+    """For the Slack and GitHub tests: write ``channels`` (and the SSRF guard opened to loopback, where the fake platforms
+    serve) into a copy of the suite's config; returns a function to rewrite it."""
+    base = yaml.safe_load(Path(os.environ["DEER_FLOW_CONFIG_PATH"]).read_text())
+    path = tmp_path / "config-channels.yaml"
+
+    def write(**providers):
+        data = {**base, "web": {"allowed_private_networks": ["127.0.0.0/8"]},
+                "channels": {"enabled": providers.pop("enabled", True), **providers}}
+        path.write_text(yaml.safe_dump(data))
+        return path
+
+    monkeypatch.setenv("DEER_FLOW_CONFIG_PATH", str(path))
+    write()
+    return write
+
+
+@pytest.fixture
+def gated_agent(settings):
+    """Like ``scripted_agent``, with a ``wait_for_gate`` tool: call ``gate.set()`` to let a run
+    that is waiting on it finish."""
+    from tests.support import channel_gate
+
+    settings.DEERFLOW_AGENT_FACTORY = "tests.support.channel_gate:make_gated_agent"
+    channel_gate.GATE.clear()
+
+    def set_script(*items, loop=False):
+        clear_graph_cache()
+        return agents.set_script(*items, loop=loop)
+
+    yield set_script, channel_gate.GATE
+    channel_gate.GATE.set()
+    clear_graph_cache()
+
+
+@pytest.fixture
+def hosted_channels():
+    """The web process's webhook host, closed after the test (its turns run on the runs loop)."""
+    from apps.integrations.channels import hosting
+
+    yield hosting
+    hosting.call(hosting.close_all, timeout=60)

@@ -27,8 +27,8 @@ def test_the_plan_names_why_each_channel_stays_off():
     assert plan(_settings(telegram={"enabled": True})).disabled["telegram"] == "channels.telegram is missing bot_token"
     off = plan(_settings(telegram={"enabled": True, "unavailable_reason": "channels.telegram.bot_token: environment variable TG is not set"}))
     assert off.disabled["telegram"] == "channels.telegram: channels.telegram.bot_token: environment variable TG is not set"
-    assert plan(_settings(myspace={"enabled": True})).disabled["myspace"].startswith(
-        "no adapter named 'myspace'; known: dingtalk, discord, feishu, telegram, wecom")
+    unknown = plan(_settings(myspace={"enabled": True})).disabled["myspace"]
+    assert unknown.startswith("no adapter named 'myspace'; known: ") and "telegram" in unknown
     assert list(plan(_settings(telegram={"enabled": True, "bot_token": "x"})).adapters) == ["telegram"]
 
 
