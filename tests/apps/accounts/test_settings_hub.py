@@ -1,5 +1,5 @@
-"""The Settings hub: its sections, the Connections entry appearing only once its page exists,
-staff-only sections, and the tokens page's defaults."""
+"""The Settings hub: its sections (one shows only where its page exists), staff-only sections,
+and the tokens page's defaults."""
 
 import re
 
@@ -17,18 +17,18 @@ def test_the_hub_lists_the_sections_in_order_and_needs_a_sign_in(client, user):
     assert client.get("/settings/").status_code == 302
     client.force_login(user)
     html = client.get("/settings/").content.decode()
-    # Connections is built on another branch: until its page resolves, no dead link
-    assert section_keys(html) == ["account", "tokens", "memory", "skills", "agents", "appearance"]
+    assert section_keys(html) == ["account", "tokens", "connections", "memory", "skills", "agents", "appearance"]
+    assert 'href="/settings/connections"' in html
     assert 'href="/accounts/tokens/"' in html and 'href="/memory/"' in html and "data-theme-control" in html
     assert 'aria-current="page"' in html and 'href="/"' in html  # the top bar, with the way back to the chat
 
 
-def test_connections_appears_once_its_page_exists(client, user):
+def test_a_section_whose_page_does_not_exist_is_left_out(client, user):
     client.force_login(user)
-    with override_settings(ROOT_URLCONF="tests.apps.accounts.hub_urls_with_connections"):
+    with override_settings(ROOT_URLCONF="tests.apps.accounts.hub_urls_without_connections"):
         html = client.get("/settings/").content.decode()
-    assert section_keys(html)[:3] == ["account", "tokens", "connections"]
-    assert 'href="/settings/connections"' in html
+    assert "connections" not in section_keys(html) and "/settings/connections" not in html
+    assert section_keys(html)[:2] == ["account", "tokens"]
 
 
 def test_staff_see_the_site_wide_sections(client, user):
