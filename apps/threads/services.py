@@ -13,6 +13,15 @@ from deerflow_site.errors import Conflict, InvalidRequest, NotFound
 _THREAD_ID = re.compile(THREAD_ID_PATTERN)
 # Ownership is the server's to decide; clients cannot smuggle it in through metadata.
 _RESERVED_METADATA_KEYS = frozenset({"owner_id", "user_id"})
+# The chat's mode selector (static/chat/modes.js) keeps its choice here; anything else would
+# leave the page guessing, so it is refused at the door.
+THREAD_MODES = ("fast", "thinking", "plan", "pro")
+
+
+def _check_mode(metadata: dict) -> None:
+    mode = metadata.get("mode")
+    if mode is not None and mode not in THREAD_MODES:
+        raise InvalidRequest(f"metadata.mode: one of {', '.join(THREAD_MODES)} (or null to clear it), not {mode!r}")
 
 
 def validate_thread_id(thread_id: object) -> str:
@@ -27,6 +36,7 @@ def thread_create(*, owner, thread_id: str | None = None, assistant_id: str = ""
     thread_id = new_thread_id() if generated else validate_thread_id(thread_id)
     if metadata is not None and not isinstance(metadata, dict):
         raise InvalidRequest("metadata must be an object")
+    _check_mode(metadata or {})
     clean_metadata = {k: v for k, v in (metadata or {}).items() if k not in _RESERVED_METADATA_KEYS}
     # A fresh uuid4 names no existing thread; the insert would still catch the impossible clash.
     existing = None if generated else Thread.objects.filter(pk=thread_id).first()
@@ -54,6 +64,7 @@ def thread_update(*, thread: Thread, metadata: dict | None) -> Thread:
         return thread
     if not isinstance(metadata, dict):
         raise InvalidRequest("metadata must be an object")
+    _check_mode(metadata)
     merged = dict(thread.metadata)
     for key, value in metadata.items():
         if key in _RESERVED_METADATA_KEYS:
