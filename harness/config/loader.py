@@ -182,10 +182,6 @@ def get_app_config(path: str | Path | None = None) -> AppConfig:
         config = load_config(resolved)
         if cached:
             logger.info("Reloaded %s (content changed)", resolved)
-        from harness.config.availability import inactive_settings
-
-        for message in inactive_settings(config):
-            logger.warning("%s: %s", resolved, message)
         _cache[resolved] = (signature, config)
         return config
 
