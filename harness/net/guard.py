@@ -257,7 +257,8 @@ class FetchedResponse:
         return None
 
 
-async def _read_capped(response: httpx.Response, max_bytes: int) -> bytes:
+async def read_capped(response: httpx.Response, max_bytes: int) -> bytes:
+    """The body, refused with ``ResponseTooLarge`` as soon as it passes ``max_bytes``."""
     declared = response.headers.get("content-length")
     if declared and declared.isdigit() and int(declared) > max_bytes:
         raise ResponseTooLarge(f"the response is {int(declared):,} bytes, over the {max_bytes:,}-byte limit")
@@ -283,7 +284,7 @@ async def guarded_fetch(url: str, *, policy: GuardPolicy = DEFAULT_POLICY, metho
         async with asyncio.timeout(timeout):
             async with guarded_client(policy, timeout=timeout, follow_redirects=follow_redirects, resolver=resolver) as client:
                 async with client.stream(method, url, headers=headers, params=params, json=json) as response:
-                    body = await _read_capped(response, max_bytes)
+                    body = await read_capped(response, max_bytes)
                     return FetchedResponse(url=url, final_url=str(response.url), status_code=response.status_code,
                                            headers=response.headers, content=body,
                                            redirects=[str(r.url) for r in response.history])

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.net import GuardPolicy
+from harness.net.guard import GuardError, ResponseTooLarge, guarded_client, read_capped
 
 log = logging.getLogger(__name__)
 
@@ -179,3 +180,17 @@ async def consume_webhooks(provider: str, handle: Callable[[dict[str, Any]], Awa
         _local_consumers.discard(provider)
         if spool is not None:
             spool.cancel()
+
+
+async def download(policy: GuardPolicy, url: str, *, limit: int, what: str) -> bytes:
+    """A platform file, through the SSRF guard, refused once it passes ``limit`` bytes;
+    every failure is a ``PlatformError`` naming ``what`` ("discord attachment", ...)."""
+    try:
+        async with guarded_client(policy) as client, client.stream("GET", url) as response:
+            if response.status_code != 200:
+                raise PlatformError(f"{what} fetch failed: HTTP {response.status_code}")
+            return await read_capped(response, limit)
+    except ResponseTooLarge:
+        raise PlatformError(f"{what} is over {limit:,} bytes") from None
+    except GuardError as exc:
+        raise PlatformError(f"{what} fetch refused: {exc}") from None

@@ -30,7 +30,7 @@ from dingtalk_stream import AckMessage, ChatbotMessage
 from dingtalk_stream.version import VERSION_STRING
 
 from apps.integrations.channels.base import Capabilities, ChannelAdapter, ChatRef, InboundFile, InboundMessage, SentMessage
-from apps.integrations.channels.common import PlatformError, direct_chat_hint, guard_policy, run_with_backoff
+from apps.integrations.channels.common import PlatformError, direct_chat_hint, download, guard_policy, run_with_backoff
 from apps.integrations.channels.registry import register
 from harness.net import GuardError, guarded_client
 
@@ -184,19 +184,7 @@ class DingTalkAdapter(ChannelAdapter):
             url = answer.get("downloadUrl")
             if not url:
                 raise PlatformError("dingtalk file download answered without a downloadUrl")
-            try:
-                async with guarded_client(self.policy) as client, client.stream("GET", url) as response:
-                    if response.status_code != 200:
-                        raise PlatformError(f"dingtalk file fetch failed: HTTP {response.status_code}")
-                    chunks, size = [], 0
-                    async for chunk in response.aiter_bytes():
-                        size += len(chunk)
-                        if size > MAX_DOWNLOAD:
-                            raise PlatformError(f"dingtalk file is over {MAX_DOWNLOAD:,} bytes")
-                        chunks.append(chunk)
-                    return b"".join(chunks)
-            except GuardError as exc:
-                raise PlatformError(f"dingtalk file fetch refused: {exc}") from None
+            return await download(self.policy, url, limit=MAX_DOWNLOAD, what="dingtalk file")
 
         return InboundFile(name=name, size=None, content_type=content_type, read=read)
 

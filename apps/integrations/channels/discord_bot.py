@@ -26,9 +26,8 @@ import discord.http
 import yarl
 
 from apps.integrations.channels.base import Capabilities, ChannelAdapter, ChatRef, InboundFile, InboundMessage, SentMessage
-from apps.integrations.channels.common import PlatformError, direct_chat_hint, guard_policy, run_with_backoff
+from apps.integrations.channels.common import PlatformError, direct_chat_hint, download, guard_policy, run_with_backoff
 from apps.integrations.channels.registry import register
-from harness.net import GuardError, guarded_client
 
 log = logging.getLogger(__name__)
 
@@ -147,19 +146,7 @@ class DiscordAdapter(ChannelAdapter):
 
     def _attachment(self, attachment: discord.Attachment) -> InboundFile:
         async def read() -> bytes:
-            try:
-                async with guarded_client(self.policy) as http, http.stream("GET", attachment.url) as response:
-                    if response.status_code != 200:
-                        raise PlatformError(f"discord attachment fetch failed: HTTP {response.status_code}")
-                    chunks, size = [], 0
-                    async for chunk in response.aiter_bytes():
-                        size += len(chunk)
-                        if size > DOWNLOAD_LIMIT:
-                            raise PlatformError(f"discord attachment is over {DOWNLOAD_LIMIT:,} bytes")
-                        chunks.append(chunk)
-                    return b"".join(chunks)
-            except GuardError as exc:
-                raise PlatformError(f"discord attachment fetch refused: {exc}") from None
+            return await download(self.policy, attachment.url, limit=DOWNLOAD_LIMIT, what="discord attachment")
 
         return InboundFile(name=attachment.filename, size=attachment.size, content_type=attachment.content_type, read=read)
 
