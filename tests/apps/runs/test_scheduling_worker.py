@@ -26,6 +26,25 @@ ROOT = Path(__file__).resolve().parents[3]
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
+def _stop_taking_offers() -> bool:
+    """This process plays no server here. An in-process import of the ASGI app by an earlier
+    test (the suite runs files in any order on its workers) starts a server's poll for the runs
+    that stream-less processes offer (apps/runs/handoff.py); it would take the worker's runs."""
+    from apps.runs import runtime as runs_runtime
+
+    runtime = runs_runtime._runtime
+    if runtime is None or runtime._loop is None:
+        return False
+
+    async def cancel() -> bool:
+        polls = [t for t in runtime._background if t.get_name() == "run-offers" and not t.done()]
+        for task in polls:
+            task.cancel()
+        return bool(polls)
+
+    return runtime.call(cancel, timeout=10)
+
+
 @contextlib.contextmanager
 def _worker(tmp_path, **extra_env):
     """A `celery worker` subprocess sharing this test's database file and DEER_FLOW_HOME."""
@@ -43,6 +62,7 @@ def _worker(tmp_path, **extra_env):
         **extra_env,
     }
     log = tmp_path / "worker.log"
+    polled = _stop_taking_offers()
     with log.open("w") as out:
         process = subprocess.Popen(
             [sys.executable, "-m", "celery", "-A", "deerflow_site", "worker", "-P", "solo", "--without-mingle",
@@ -58,6 +78,10 @@ def _worker(tmp_path, **extra_env):
         yield process, log
     finally:
         celery_app.conf.task_always_eager = eager
+        if polled:
+            from apps.runs.handoff import serve_offered_runs
+
+            serve_offered_runs()
         # A cold shutdown: nothing of the worker's needs to survive the test.
         process.send_signal(signal.SIGQUIT)
         try:
