@@ -100,6 +100,21 @@ def redis_url():
     return os.environ["DEERFLOW_TEST_REDIS_URL"]
 
 
+@pytest.fixture
+def own_redis_url(redis_url):
+    """An emptied Redis database of this test's own, for a test that starts Celery workers on
+    Redis: the session's distributed live stack (tests/sdk) keeps a Celery worker on
+    ``redis_url``'s queue, which would take their tasks and run them against its own database."""
+    import redis
+
+    base, _, db = redis_url.rpartition("/")
+    url = f"{base}/{int(db) + 8}"
+    client = redis.Redis.from_url(url)
+    client.flushdb()
+    client.close()
+    return url
+
+
 @pytest.fixture(scope="session")
 def model_server():
     """One loopback OpenAI-compatible server for the live-server tests (SDK, UI)."""

@@ -111,8 +111,8 @@ def test_a_crash_one_second_into_a_run_keeps_the_users_prompt_in_the_history(tmp
 
 
 @pytest.mark.redis
-def test_a_dead_celery_worker_frees_the_thread_and_keeps_the_prompt(tmp_path, model):
-    redis_url = os.environ["DEERFLOW_TEST_REDIS_URL"]
+def test_a_dead_celery_worker_frees_the_thread_and_keeps_the_prompt(tmp_path, model, own_redis_url):
+    redis_url = own_redis_url
     env = {"RUN_LEASE_SECONDS": LEASE, "RUN_EXECUTOR": "celery", "REDIS_URL": redis_url, "CELERY_BROKER_URL": redis_url}
     server = start_live_server(tmp_path / "home", config_text=loopback_config_text(model.base_url, timeout=300),
                                extra_env=env, celery_workers=1)
@@ -135,10 +135,10 @@ def test_a_dead_celery_worker_frees_the_thread_and_keeps_the_prompt(tmp_path, mo
 
 
 @pytest.mark.redis
-def test_when_a_server_dies_another_settles_its_run_and_ends_the_stream_it_serves(tmp_path, model):
+def test_when_a_server_dies_another_settles_its_run_and_ends_the_stream_it_serves(tmp_path, model, own_redis_url):
     # Two servers executing the runs they admit, streams through Redis: a client following
     # server A's run through server B is told the run ended, once the lease lapses.
-    redis_url = os.environ["DEERFLOW_TEST_REDIS_URL"]
+    redis_url = own_redis_url
     env = {"RUN_LEASE_SECONDS": LEASE, "REDIS_URL": redis_url, "CELERY_BROKER_URL": redis_url}
     server = start_live_server(tmp_path / "home", config_text=loopback_config_text(model.base_url, timeout=300),
                                extra_env=env, servers=2)

@@ -159,7 +159,8 @@ def test_beat_fires_a_one_off_task_once_and_it_completes(user, celery_worker_pro
 
 
 @pytest.mark.redis
-def test_a_real_worker_on_redis(user, redis_url, tmp_path):
+def test_a_real_worker_on_redis(user, own_redis_url, tmp_path):
+    redis_url = own_redis_url
     from apps.runs.tasks import dispatch_scheduled_task
 
     task = scheduled_task_create(user=user, data={"title": "over redis", "prompt": "ping", "cron": "0 7 * * *"})
