@@ -14,7 +14,6 @@ from apps.accounts.services import token_create
 from apps.runs.models import Run, ScheduledTask
 from apps.threads.models import Thread
 from harness.testing import call, tool_reply
-from tests.apps.runs.conftest import scripted_agent  # noqa: F401  (the fixture)
 
 pytestmark = [pytest.mark.db_tier]
 

@@ -11,7 +11,6 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 
 from apps.runs.models import Run
 from harness.testing import call, tool_reply
-from tests.apps.runs.conftest import scripted_agent  # noqa: F401 (the runs tests' fixture)
 from tests.apps.threads.conftest import read_body
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]

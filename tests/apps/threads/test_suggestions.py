@@ -14,21 +14,6 @@ pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
-def scripted_agent(settings):
-    from apps.runs.graphs import clear_graph_cache
-    from tests.support import agents
-
-    settings.DEERFLOW_AGENT_FACTORY = "tests.support.agents:make_scripted_agent"
-
-    def set_script(*items):
-        clear_graph_cache()
-        return agents.set_script(*items)
-
-    yield set_script
-    clear_graph_cache()
-
-
-@pytest.fixture
 def suggestions_on(tmp_path, monkeypatch, model_server, scripted_agent):
     def apply(enabled=True):
         base = yaml.safe_load(Path(os.environ["DEER_FLOW_CONFIG_PATH"]).read_text())

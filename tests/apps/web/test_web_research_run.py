@@ -13,7 +13,6 @@ import yaml
 
 from apps.runs.models import Run
 from harness.testing import call, tool_reply
-from tests.apps.runs.conftest import scripted_agent  # noqa: F401 (the runs tests' fixture)
 from tests.apps.threads.conftest import read_body, thread_of  # noqa: F401 (fixture)
 from tests.support.fake_web import FakeWeb
 

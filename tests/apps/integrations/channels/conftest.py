@@ -20,19 +20,6 @@ from tests.support.channels import ChannelKit, FakeAdapter, make_manager, make_s
 
 
 @pytest.fixture
-def scripted_agent(settings):
-    """Set what the agent's model answers (a real LangChain agent around the scripted model)."""
-    settings.DEERFLOW_AGENT_FACTORY = "tests.support.agents:make_scripted_agent"
-
-    def set_script(*items, loop=False):
-        clear_graph_cache()
-        return agents.set_script(*items, loop=loop)
-
-    yield set_script
-    clear_graph_cache()
-
-
-@pytest.fixture
 def scripted_lead(settings):
     """The real lead agent (present_files, uploads middleware, ...) around the scripted model."""
     settings.DEERFLOW_AGENT_FACTORY = "tests.support.agents:make_scripted_lead_agent"
