@@ -1,10 +1,28 @@
 from django.apps import AppConfig
 
 
+async def _recovery_sweep(runtime) -> None:
+    from apps.runs.recovery import sweep_forever
+
+    await sweep_forever(runtime)
+
+
+async def _lease_keeper(runtime) -> None:
+    from apps.runs.worker import keep_leases_forever
+
+    await keep_leases_forever()
+
+
 class RunsConfig(AppConfig):
     name = "apps.runs"
     label = "runs"
     verbose_name = "Runs"
 
     def ready(self) -> None:
+        from apps.runs.runtime import add_loop_service
         from apps.runs.scheduling import signals  # noqa: F401  (connects the beat-entry cleanup)
+
+        # The runs loop's companions; imported when the loop starts, not at Django's start-up
+        # (the worker brings in the whole agent).
+        add_loop_service("run-recovery", _recovery_sweep)
+        add_loop_service("run-leases", _lease_keeper)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -33,6 +34,18 @@ T = TypeVar("T")
 PROCESS_ID = f"{socket.gethostname()}:{os.getpid()}"
 # Redis pub/sub channel on which cancels reach the process executing the run.
 CANCEL_CHANNEL = "deerflow:runs:cancel"
+
+
+# What runs beside the runs on their loop (the recovery sweep, the lease keeper), added by the
+# runs app when Django starts (apps/runs/apps.py). The runtime starts each with its loop but
+# does not know what they are: it must not import the code it executes.
+LoopService = Callable[["RunsRuntime"], Awaitable[None]]
+_loop_services: dict[str, LoopService] = {}
+
+
+def add_loop_service(name: str, service: LoopService) -> None:
+    """Run ``service(runtime)`` on every runtime's loop from its start until it stops."""
+    _loop_services[name] = service
 
 
 def _new_event_loop() -> asyncio.AbstractEventLoop:
@@ -103,11 +116,8 @@ class RunsRuntime:
                     self._thread.start()
                     ready.wait()
                     self._loop = loop
-                    from apps.runs.recovery import sweep_forever
-                    from apps.runs.worker import keep_leases_forever
-
-                    loop.call_soon_threadsafe(self._keep_running, lambda: sweep_forever(self), "run-recovery")
-                    loop.call_soon_threadsafe(self._keep_running, keep_leases_forever, "run-leases")
+                    for name, service in _loop_services.items():
+                        loop.call_soon_threadsafe(self._keep_running, functools.partial(service, self), name)
                     if self.distributed:
                         loop.call_soon_threadsafe(self._keep_running, self._listen_for_cancels, "run-cancels")
         return self._loop
