@@ -1,16 +1,14 @@
-/* DeerFlow chat workspace: threads sidebar, conversation, streaming over the thread
- * websocket, clarification, plan todos, uploads and the files panel.
+/* DeerFlow chat workspace: the run, the thread websocket, the composer and the pieces of
+ * the page, each in its own file (transcript.js keeps the messages, clarify.js the agent's
+ * question, todos.js the plan, tool_cards.js, viewer.js, attach.js, sidebar.js, ...).
  *
- * One rule keeps reloads, reconnects and live streams consistent: every message is keyed
- * by its id. History rows, stream chunks and `values` snapshots all upsert into the same
- * map, so a replayed event or a snapshot never duplicates text; a message that is already
- * complete ignores further chunks. The websocket resumes after the last event id seen. */
+ * One rule keeps reloads, reconnects and live streams consistent: every message is keyed by
+ * its id (transcript.js). The websocket resumes after the last event id seen. */
 (function () {
   "use strict";
 
   const boot = JSON.parse(document.getElementById("boot").textContent);
   const $ = (id) => document.getElementById(id);
-  const md = () => window.DFMarkdown;
   const picker = () => window.DFAgentPicker;
   const modes = () => window.DFModes; // modes.js: the thread's mode and the model picker
   const working = () => window.DFWorking; // working.js: "Thinking…" and the stopped marker
@@ -40,7 +38,6 @@
     send: $("send"), stop: $("stop"), note: $("composer-note"), title: $("thread-title"), welcome: $("welcome"),
     threadList: $("thread-list"),
     connection: $("connection"),
-    todos: $("todos"), todoList: $("todo-list"), todosProgress: $("todos-progress"),
     attachments: $("attachments"),
     fileInput: $("file-input"), dropHint: $("drop-hint"), loadEarlier: $("load-earlier"), sidebar: $("sidebar"),
     scrim: $("scrim"),
@@ -48,33 +45,7 @@
 
   // ---------------------------------------------------------------- small helpers
 
-  const { h, icon, csrf, api, shorten, formatSize, basename } = window.DFKit;
-
-  function textOf(content) {
-    if (content === null || content === undefined) return "";
-    if (typeof content === "string") return content;
-    if (Array.isArray(content)) {
-      return content.map((part) => {
-        if (typeof part === "string") return part;
-        if (part && (part.type === "text" || part.type === undefined) && typeof part.text === "string") return part.text;
-        return "";
-      }).join("");
-    }
-    return typeof content === "object" && typeof content.text === "string" ? content.text : "";
-  }
-
-  function reasoningOf(msg) {
-    const kw = msg.additional_kwargs || {};
-    let out = typeof kw.reasoning_content === "string" ? kw.reasoning_content : "";
-    if (Array.isArray(msg.content)) {
-      for (const part of msg.content) {
-        if (part && (part.type === "thinking" || part.type === "reasoning")) out += part.thinking || part.reasoning || part.text || "";
-      }
-    }
-    return out;
-  }
-
-  function isAi(type) { return type === "ai" || type === "AIMessageChunk" || type === "AIMessage"; }
+  const { h, api } = window.DFKit;
 
   function scrollToEnd(force) { window.DFScroll.follow(force); }
 
@@ -88,166 +59,24 @@
     el.welcome.hidden = !(empty && !$("no-model"));
   }
 
-  // ---------------------------------------------------------------- rendering messages
-
-  function entryFor(id, type, container) {
-    let entry = S.messages.get(id);
-    if (entry) return entry;
-    entry = { id, type, final: false, text: "", reasoning: "", toolCalls: [], el: null };
-    if (type === "human") {
-      entry.el = h("article", { class: "msg user", "data-id": id, "aria-label": "You" });
-      entry.body = h("div", { class: "bubble" });
-      entry.files = h("ul", { class: "msg-files" });
-      entry.el.append(entry.body, entry.files);
-    } else {
-      entry.el = h("article", { class: "msg assistant", "data-id": id, "aria-label": "Assistant" });
-      entry.reasoningEl = h("details", { class: "reasoning", hidden: true },
-        h("summary", { text: "Thinking" }), h("div", { class: "reasoning-body" }));
-      entry.body = h("div", { class: "md" });
-      entry.tools = h("div", { class: "tool-cards" });
-      entry.el.append(entry.reasoningEl, entry.body, entry.tools);
-    }
-    (container || el.messages).append(entry.el);
-    S.messages.set(id, entry);
-    if (acts() && !String(id).startsWith("pending-")) acts().decorate(entry);
-    updateWelcome();
-    return entry;
-  }
-
-  function renderHuman(msg, container) {
-    if ((msg.additional_kwargs || {}).hide_from_ui) return;
-    const id = msg.id || "human-" + Math.random().toString(36).slice(2);
-    if (!S.messages.has(id) && S.pendingHuman) {
-      // the optimistic bubble becomes the real message once the server echoes it
-      const entry = S.pendingHuman;
-      S.messages.delete(entry.id);
-      entry.id = id;
-      entry.el.dataset.id = id;
-      entry.el.classList.remove("pending");
-      S.messages.set(id, entry);
-      S.pendingHuman = null;
-      if (acts()) acts().decorate(entry);
-    }
-    const entry = entryFor(id, "human", container);
-    const text = textOf(msg.content);
-    if (entry.text !== text || !entry.final) {
-      entry.text = text;
-      entry.body.textContent = text; // user text is shown as typed, never as markup
-    }
-    entry.final = true;
-    renderFilesOnMessage(entry, (msg.additional_kwargs || {}).files);
-  }
-
-  function renderFilesOnMessage(entry, files) {
-    entry.files.replaceChildren();
-    if (!Array.isArray(files)) return;
-    for (const f of files) {
-      const name = f.filename || basename(f.path || "");
-      entry.files.append(h("li", { class: "file-chip", title: f.path || name }, icon("file"), name, f.size ? h("span", { class: "muted", text: " " + formatSize(f.size) }) : null));
-    }
-  }
-
-  function renderAi(msg, container) {
-    if ((msg.additional_kwargs || {}).hide_from_ui) return;
-    const entry = entryFor(msg.id, "ai", container);
-    if (S.rowRun && !entry.runId) entry.runId = S.rowRun; // from history: the run that wrote it
-    if (S.runId && !entry.runId) entry.runId = S.runId; // a live answer: rated once its run ends
-    if (entry.runId) entry.el.dataset.run = entry.runId;
-    entry.text = textOf(msg.content);
-    entry.reasoning = reasoningOf(msg);
-    entry.final = true;
-    entry.el.classList.remove("streaming");
-    paintAi(entry);
-    const kw = msg.additional_kwargs || {};
-    if (kw.deerflow_error_fallback && !entry.retry) {
-      // the model provider failed for good: say so where it happened and offer a retry
-      entry.el.classList.add("failed");
-      entry.retry = h("div", { class: "run-error", role: "alert" },
-        h("span", { text: (kw.error && kw.error.detail) ? shorten(kw.error.detail, 200) : "The model call failed." }),
-        h("button", { type: "button", class: "button secondary", text: "Retry", onclick: () => retryFrom(entry) }));
-      entry.el.append(entry.retry);
-    }
-    for (const call of msg.tool_calls || []) upsertToolCard(entry, { id: call.id, name: call.name, args: call.args, final: true });
-    for (const bad of msg.invalid_tool_calls || []) {
-      if (bad && bad.id) upsertToolCard(entry, { id: bad.id, name: bad.name || "tool", argsText: bad.args || "", final: true, error: bad.error || "invalid arguments" });
-    }
-  }
-
-  function paintAi(entry) {
-    if (entry.reasoning) {
-      entry.reasoningEl.hidden = false;
-      entry.reasoningEl.querySelector(".reasoning-body").textContent = entry.reasoning;
-    }
-    if (entry.painted !== entry.text) {
-      md().render(entry.body, entry.text);
-      entry.painted = entry.text;
-      if (web()) web().sources(entry);
-    }
-    entry.body.hidden = !entry.text;
-  }
-
-  function schedulePaint(entry) {
-    if (S.renderQueued.has(entry)) return;
-    S.renderQueued.add(entry);
-    requestAnimationFrame(() => {
-      S.renderQueued.delete(entry);
-      paintAi(entry);
-      scrollToEnd();
-    });
-  }
-
-  function applyChunk(chunk) {
-    if (!chunk || !chunk.id) return;
-    if (chunk.type === "tool" || chunk.type === "ToolMessageChunk") { renderTool(chunk); return; }
-    if (!isAi(chunk.type)) return;
-    const known = S.messages.get(chunk.id);
-    if (known && known.final) return; // complete already (history or snapshot): chunks would duplicate
-    if (textOf(chunk.content) || (chunk.additional_kwargs || {}).reasoning_content || (chunk.tool_call_chunks || []).length) working().done();
-    const entry = entryFor(chunk.id, "ai");
-    if (S.runId) { entry.runId = entry.runId || S.runId; entry.el.dataset.run = S.runId; }
-    entry.el.classList.add("streaming");
-    entry.text += textOf(chunk.content);
-    const kw = chunk.additional_kwargs || {};
-    if (typeof kw.reasoning_content === "string") entry.reasoning += kw.reasoning_content;
-    for (const part of chunk.tool_call_chunks || []) {
-      const idx = part.index === undefined || part.index === null ? entry.toolCalls.length : part.index;
-      let call = entry.toolCalls[idx];
-      if (!call) { call = entry.toolCalls[idx] = { id: null, name: "", argsText: "" }; }
-      if (part.id) call.id = part.id;
-      if (part.name) call.name = part.name;
-      if (part.args) call.argsText += part.args;
-      if (call.id) upsertToolCard(entry, { id: call.id, name: call.name, argsText: call.argsText, final: false });
-    }
-    schedulePaint(entry);
-  }
-
   const web = () => window.DFWebTools; // web_tools.js: result lists on web cards, sources under answers
   const subs = () => window.DFSubagents; // subagents.js: the task tool's card
   const fb = () => window.DFFeedback; // feedback.js: thumbs under an answer
   const gov = () => window.DFGovernance; // governance.js: approval card, budget notice
   const acts = () => window.DFMessageActions; // message_actions.js: copy, regenerate, edit, branch
-
   // tool_cards.js: the card of each tool call (status pill, arguments, result, presented files)
   const upsertToolCard = (entry, call) => window.DFToolCards.upsert(entry, call);
   const setToolStatus = (card, status, detail) => window.DFToolCards.setStatus(card, status, detail);
-  const renderTool = (msg) => window.DFToolCards.result(msg);
 
-  function renderRow(row, container) {
-    const msg = row.content || {};
-    S.rowRun = row.run_id || null;
-    if (msg.type === "human") renderHuman(msg, container);
-    else if (isAi(msg.type)) {
-      renderAi(msg, container);
-      if (fb()) fb().attach(S.messages.get(msg.id), row.run_id, msg.id, row.feedback);
-    } else if (msg.type === "tool") {
-      renderTool(msg);
-      // a clarification answered in an earlier visit: shown as the answered card, not a tool card
-      if (msg.name === "ask_clarification" && acts()) acts().answeredClarification(msg, S.toolCards.get(msg.tool_call_id));
-    }
-    S.rowRun = null;
-    const entry = msg.id && S.messages.get(msg.id);
-    if (entry && row.run_id) { entry.runId = entry.runId || row.run_id; entry.el.dataset.run = row.run_id; } // where a "Stopped" marker goes
-  }
+  // transcript.js: the messages, keyed by id (history rows, stream chunks, snapshots)
+  const transcript = window.DFTranscript;
+  const { textOf, entryFor, renderFilesOnMessage, applyChunk, renderRow, applySnapshot } = transcript;
+  // clarify.js: the agent's question (or an approval) waiting for the user's answer
+  const showClarification = (value) => window.DFClarify.show(value);
+  const renderTodos = (todos) => window.DFTodos.render(todos); // todos.js: the plan panel
+  const clearClarification = () => window.DFClarify.clear();
+  const answerClarification = (answer) => window.DFClarify.answer(answer);
+
 
   function applyValues(values) {
     if (!values) return;
@@ -255,81 +84,16 @@
     if ("todos" in values) renderTodos(values.todos);
     if (Array.isArray(values.artifacts)) viewer().setArtifacts(values.artifacts);
     if (Array.isArray(values.delegations) && subs()) subs().onLedger(values.delegations);
-    if (Array.isArray(values.messages)) {
-      let seenKnown = false;
-      for (const msg of values.messages) {
-        if (!msg || !msg.id) continue;
-        const known = S.messages.has(msg.id) || (msg.type === "tool" && S.toolCards.has(msg.tool_call_id));
-        // messages older than the loaded history page stay unloaded ("Load earlier" fetches them)
-        if (!known && !seenKnown && S.hasMore) continue;
-        seenKnown = seenKnown || known;
-        if (msg.type === "human") renderHuman(msg);
-        else if (isAi(msg.type)) renderAi(msg);
-        else if (msg.type === "tool") renderTool(msg);
-      }
-    }
+    if (Array.isArray(values.messages)) applySnapshot(values.messages);
     scrollToEnd();
   }
 
-  // ---------------------------------------------------------------- todos, title, files
-
-  function renderTodos(todos) {
-    if (!Array.isArray(todos) || todos.length === 0) { el.todos.hidden = true; el.todoList.replaceChildren(); return; }
-    el.todos.hidden = false;
-    const icons = { completed: "circle-check", in_progress: "circle-dot", pending: "circle" };
-    el.todoList.replaceChildren(...todos.map((t) => h("li", { class: "todo " + (t.status || "pending"), "data-status": t.status || "pending" },
-      h("span", { class: "todo-icon", "aria-hidden": "true" }, icon(icons[t.status] || "circle")),
-      h("span", { class: "todo-text", text: t.content || "" }),
-      h("span", { class: "visually-hidden", text: ` (${(t.status || "pending").replace("_", " ")})` }))));
-    const done = todos.filter((t) => t.status === "completed").length;
-    el.todosProgress.textContent = `${done}/${todos.length}`;
-  }
+  // ---------------------------------------------------------------- title
 
   function setTitle(title) {
     el.title.textContent = title || "New chat";
     document.title = (title ? title + " · " : "") + "DeerFlow";
     if (sidebar()) sidebar().setTitle(S.threadId, title);
-  }
-
-  // ---------------------------------------------------------------- clarification
-
-  function showClarification(value) {
-    working().done();
-    if (value && value.type === "approval" && gov()) {
-      clearClarification();
-      S.interrupt = value;
-      gov().show(value, el.messages);
-      const callCard = value.tool_call_id && S.toolCards.get(value.tool_call_id);
-      if (callCard) setToolStatus(callCard, "waiting");
-      updateWelcome();
-      scrollToEnd(true);
-      return;
-    }
-    if (!value || value.type !== "clarification") return;
-    clearClarification();
-    S.interrupt = value;
-    // clarify.js builds the card for the question's mode (free text, choices, a form)
-    const card = window.DFClarify.card(value, answerClarification, () => setNote("Choose or type an answer first.", "error"));
-    el.messages.append(card);
-    const callCard = value.tool_call_id && S.toolCards.get(value.tool_call_id);
-    if (callCard) setToolStatus(callCard, "waiting");
-    setNote("The agent is waiting for your answer — you can also type it below.");
-    updateWelcome();
-    scrollToEnd(true);
-  }
-
-  function clearClarification() {
-    const old = $("clarify");
-    if (old) old.remove();
-    if (gov()) gov().clear();
-    S.interrupt = null;
-  }
-
-  function answerClarification(answer) {
-    window.DFClarify.markAnswered($("clarify"), answer);
-    S.interrupt = null;
-    setNote("");
-    startRun({ command: { resume: answer } });
   }
 
   // ---------------------------------------------------------------- runs and the websocket
@@ -539,25 +303,9 @@
     S.runId = runId;
     S.lastEventId = null;
     setRunning(true);
-    if (info && info.replay) dropTurnAfterLastQuestion();
+    if (info && info.replay) transcript.dropLastTurn();
     working().start(el.messages);
     wsSend({ type: "subscribe", run_id: runId });
-  }
-
-  /* A replay rewrites the latest turn: its question comes back from the run, so the old
-   * bubble and answer leave the page now (the history reload at the end is authoritative). */
-  function dropTurnAfterLastQuestion() {
-    const questions = el.messages.querySelectorAll(".msg.user");
-    const last = questions[questions.length - 1];
-    if (!last) return;
-    let node = last;
-    while (node) {
-      const next = node.nextElementSibling;
-      const entry = S.messages.get(node.dataset.id);
-      if (entry) { S.messages.delete(entry.id); for (const c of entry.el.querySelectorAll(".tool-card")) { for (const [k, v] of S.toolCards) if (v === c) S.toolCards.delete(k); } }
-      node.remove();
-      node = next;
-    }
   }
 
   function retryFrom(entry) {
@@ -593,15 +341,8 @@
     if (beforeSeq) q.set("before_seq", String(beforeSeq));
     const page = await api("GET", `/threads/${encodeURIComponent(S.threadId)}/messages/page?${q}`);
     const rows = (page.data || []).slice().sort((a, b) => a.seq - b.seq);
-    if (beforeSeq) {
-      const holder = document.createElement("div");
-      const keepScroll = el.conversation.scrollHeight - el.conversation.scrollTop;
-      rows.forEach((r) => renderRow(r, holder));
-      el.messages.prepend(...holder.children);
-      el.conversation.scrollTop = el.conversation.scrollHeight - keepScroll;
-    } else {
-      rows.forEach((r) => renderRow(r));
-    }
+    if (beforeSeq) transcript.prependRows(rows, el.conversation);
+    else rows.forEach((r) => renderRow(r));
     S.hasMore = !!page.has_more;
     S.nextBeforeSeq = page.next_before_seq;
     el.loadEarlier.hidden = !S.hasMore;
@@ -691,32 +432,12 @@
     $("attach").addEventListener("click", () => el.fileInput.click());
     el.fileInput.addEventListener("change", () => { addFiles(el.fileInput.files); el.fileInput.value = ""; });
     el.loadEarlier.addEventListener("click", () => loadHistory(S.nextBeforeSeq));
-    $("todos-head").addEventListener("click", () => {
-      const open = el.todoList.hidden;
-      el.todoList.hidden = !open;
-      $("todos-head").setAttribute("aria-expanded", String(open));
-    });
     $("open-sidebar").addEventListener("click", openSidebar);
     $("close-sidebar").addEventListener("click", closeSidebar);
     el.scrim.addEventListener("click", closeSidebar);
-
-    // drag and drop anywhere over the chat
-    let depth = 0;
-    const chat = document.querySelector(".chat");
-    chat.addEventListener("dragenter", (ev) => { if (hasFiles(ev)) { depth++; el.dropHint.hidden = false; chat.classList.add("dragging"); } });
-    chat.addEventListener("dragover", (ev) => { if (hasFiles(ev)) ev.preventDefault(); });
-    chat.addEventListener("dragleave", () => { depth = Math.max(0, depth - 1); if (!depth) { el.dropHint.hidden = true; chat.classList.remove("dragging"); } });
-    chat.addEventListener("drop", (ev) => {
-      if (!hasFiles(ev)) return;
-      ev.preventDefault();
-      depth = 0;
-      el.dropHint.hidden = true;
-      chat.classList.remove("dragging");
-      addFiles(ev.dataTransfer.files);
-    });
+    window.DFAttach.acceptDrops(document.querySelector(".chat"), el.dropHint);
   }
 
-  function hasFiles(ev) { return ev.dataTransfer && [...(ev.dataTransfer.types || [])].includes("Files"); }
   function openSidebar() { document.body.classList.add("sidebar-open"); el.scrim.hidden = false; }
   function closeSidebar() { document.body.classList.remove("sidebar-open"); el.scrim.hidden = true; }
 
@@ -728,6 +449,9 @@
     viewer().init({ api, setNote, threadId: () => S.threadId });
     window.DFAttach.init({ api, ensureThread, setNote, threadId: () => S.threadId, list: el.attachments,
                            uploaded: () => viewer().refresh(), emptied: () => discardDraft() });
+    window.DFTodos.init();
+    window.DFTranscript.init({ state: S, list: el.messages, updateWelcome, retryFrom });
+    window.DFClarify.init({ state: S, list: el.messages, setNote, updateWelcome, resume: (answer) => startRun({ command: { resume: answer } }) });
     window.DFToolCards.init({ cards: S.toolCards, textOf, running: () => S.running, runId: () => S.runId });
     window.DFScroll.init(el.conversation, el.messages, $("jump-latest"));
     if (acts()) {

@@ -76,8 +76,27 @@
     }));
   }
 
+  const hasFiles = (ev) => ev.dataTransfer && [...(ev.dataTransfer.types || [])].includes("Files");
+
+  /* Files dragged anywhere over ``area`` are attached; ``hint`` shows while they hover. */
+  function acceptDrops(area, hint) {
+    let depth = 0; // dragenter/leave fire for every child crossed: count them
+    area.addEventListener("dragenter", (ev) => { if (hasFiles(ev)) { depth++; hint.hidden = false; area.classList.add("dragging"); } });
+    area.addEventListener("dragover", (ev) => { if (hasFiles(ev)) ev.preventDefault(); });
+    area.addEventListener("dragleave", () => { depth = Math.max(0, depth - 1); if (!depth) { hint.hidden = true; area.classList.remove("dragging"); } });
+    area.addEventListener("drop", (ev) => {
+      if (!hasFiles(ev)) return;
+      ev.preventDefault();
+      depth = 0;
+      hint.hidden = true;
+      area.classList.remove("dragging");
+      add(ev.dataTransfer.files);
+    });
+  }
+
   window.DFAttach = {
     init(options) { deps = options; },
+    acceptDrops,
     add,
     ready: () => list.filter((a) => a.status === "done"),
     uploading: () => list.some((a) => a.status === "uploading"),

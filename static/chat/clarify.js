@@ -1,6 +1,6 @@
 /* The card for the agent's question (ask_clarification): a text box, choices with "Other",
- * or a form of typed fields, by the question's human_input.mode. app.js places the card and
- * resumes the run with the answer. */
+ * or a form of typed fields, by the question's human_input.mode. It places the card in the
+ * conversation and hands the answer to app.js, which resumes the run with it. */
 (function () {
   "use strict";
 
@@ -82,5 +82,50 @@
     card.append(h("p", { class: "clarify-answer" }, "You answered: ", h("strong", { text: typeof answer === "string" ? answer : JSON.stringify(answer) })));
   }
 
-  window.DFClarify = { card, markAnswered };
+  // -- the waiting question in the conversation (app.js hands over the chat's state)
+
+  let deps = null; // { state, list, setNote, updateWelcome, resume(answer) }
+  const gov = () => window.DFGovernance; // an approval request is the governance card instead
+
+  function init(options) { deps = options; }
+
+  function markWaiting(value) {
+    const callCard = value.tool_call_id && deps.state.toolCards.get(value.tool_call_id);
+    if (callCard) window.DFToolCards.setStatus(callCard, "waiting");
+    deps.updateWelcome();
+    window.DFScroll.follow(true);
+  }
+
+  function show(value) {
+    window.DFWorking.done();
+    if (value && value.type === "approval" && gov()) {
+      clear();
+      deps.state.interrupt = value;
+      gov().show(value, deps.list);
+      markWaiting(value);
+      return;
+    }
+    if (!value || value.type !== "clarification") return;
+    clear();
+    deps.state.interrupt = value;
+    deps.list.append(card(value, answer, () => deps.setNote("Choose or type an answer first.", "error")));
+    deps.setNote("The agent is waiting for your answer — you can also type it below.");
+    markWaiting(value);
+  }
+
+  function clear() {
+    const old = document.getElementById("clarify");
+    if (old) old.remove();
+    if (gov()) gov().clear();
+    deps.state.interrupt = null;
+  }
+
+  function answer(text) {
+    markAnswered(document.getElementById("clarify"), text);
+    deps.state.interrupt = null;
+    deps.setNote("");
+    deps.resume(text);
+  }
+
+  window.DFClarify = { card, markAnswered, init, show, clear, answer };
 })();

@@ -176,6 +176,29 @@ def test_plan_mode_todos_appear_and_update(page, script):
     expect(assistant(page).last).to_contain_text("Plan done.")
 
 
+def test_a_long_chat_opens_at_its_end_and_loads_earlier_messages(page, script):
+    # 26 plan steps: 54 messages, more than the 50 a chat opens with
+    steps = [tool_reply(call("write_todos", todos=[{"content": f"Step {i}", "status": "in_progress"}])) for i in range(26)]
+    script(*steps, Reply(text="All steps done."))
+    page.goto("/")
+    page.get_by_label("Mode", exact=True).select_option("plan")
+    send(page, "Work through the steps")
+    expect(assistant(page).last).to_contain_text("All steps done.", timeout=30_000)
+
+    page.reload()
+    expect(assistant(page).last).to_contain_text("All steps done.")
+    messages = page.locator("#messages article.msg")
+    expect(messages.first).not_to_have_class(re.compile("user"))  # the question is on the earlier page
+    earlier = page.get_by_role("button", name="Load earlier")
+    expect(earlier).to_be_visible()
+    earlier.click()
+    expect(messages.first).to_have_class(re.compile("user"))
+    expect(messages.first.locator(".bubble")).to_have_text("Work through the steps")
+    expect(page.locator("article.msg.user")).to_have_count(1)  # prepended once, nothing repeated
+    expect(earlier).to_be_hidden()
+    assert page.js_errors == []
+
+
 def test_stop_a_slow_run(page, script, model_server):
     script(Reply(text="This answer comes too late.", delay=20))
     page.goto("/")
