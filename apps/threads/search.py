@@ -6,14 +6,20 @@ brought up to date by the search itself (``_catch_up``: only events newer than t
 search, usually none). PostgreSQL: a partial GIN index the database keeps as the journal
 is written. Both are created by migration 0003. Every word of the query must match, each as
 a prefix, so the sidebar finds "postgres" while the user is still typing "postg".
+
+The journal keeps the answers a regenerate or an edit replaced; the history hides them
+(``actions/visibility.py``) and so does the search: a word only they contain finds nothing.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import uuid
 
 from django.db import DatabaseError, connection, transaction
+
+from apps.threads.actions.visibility import hidden_run_ids_of_threads
 
 logger = logging.getLogger(__name__)
 
@@ -72,13 +78,13 @@ def thread_text_matches(*, user, query: str, limit: int = 100) -> dict[str, str]
     if vendor == "sqlite":
         _catch_up()
         match = " ".join(f'"{t}"*' for t in terms)  # terms are \w only: no quote to escape
-        sql = ("SELECT e.thread_id, snippet(threads_search_fts, 0, '', '', '…', 12) FROM threads_search_fts "
+        sql = ("SELECT e.thread_id, e.run_id, snippet(threads_search_fts, 0, '', '', '…', 12) FROM threads_search_fts "
                "JOIN runs_runevent e ON e.id = threads_search_fts.rowid JOIN threads_thread t ON t.id = e.thread_id "
                "WHERE threads_search_fts MATCH %s AND t.owner_id = %s ORDER BY threads_search_fts.rowid DESC LIMIT %s")
         params = [match, user.pk, limit]
     elif vendor == "postgresql":
         tsquery = " & ".join(f"{t}:*" for t in terms)
-        sql = ("SELECT e.thread_id, ts_headline('simple', coalesce(e.content->>'content', ''), q, 'MaxWords=14, MinWords=5, MaxFragments=1') "
+        sql = ("SELECT e.thread_id, e.run_id, ts_headline('simple', coalesce(e.content->>'content', ''), q, 'MaxWords=14, MinWords=5, MaxFragments=1') "
                "FROM runs_runevent e JOIN threads_thread t ON t.id = e.thread_id, to_tsquery('simple', %s) q "
                # the partial index's own predicate, spelled the same so the planner uses it
                "WHERE e.category = 'message' AND e.event_type IN ('llm.human.input', 'llm.ai.response') "
@@ -88,9 +94,12 @@ def thread_text_matches(*, user, query: str, limit: int = 100) -> dict[str, str]
         params = [tsquery, user.pk, limit]
     else:  # SQLite and PostgreSQL are the supported databases; elsewhere titles alone match
         return {}
-    found: dict[str, str] = {}
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        for thread_id, snippet in cursor.fetchall():
+        rows = cursor.fetchall()
+    hidden = {uuid.UUID(str(r)) for r in hidden_run_ids_of_threads(list({thread_id for thread_id, _, _ in rows}))} if rows else set()
+    found: dict[str, str] = {}
+    for thread_id, run_id, snippet in rows:
+        if uuid.UUID(str(run_id)) not in hidden:
             found.setdefault(thread_id, " ".join(_TAGS.sub("", snippet or "").split()))
     return found

@@ -25,7 +25,12 @@ def replay_failed(status: str, stop_reason: str) -> bool:
 
 
 def hidden_run_ids(*, thread_id: str) -> set[str]:
-    rows = Run.objects.filter(thread_id=thread_id, metadata__has_key="replay").values_list("pk", "status", "stop_reason", "metadata")
+    return hidden_run_ids_of_threads([thread_id])
+
+
+def hidden_run_ids_of_threads(thread_ids: list[str]) -> set[str]:
+    """The hidden runs of several threads at once (run ids are unique across threads)."""
+    rows = Run.objects.filter(thread_id__in=thread_ids, metadata__has_key="replay").values_list("pk", "status", "stop_reason", "metadata")
     hidden: set[str] = set()
     for pk, status, stop_reason, metadata in rows:
         if replay_failed(status, stop_reason or ""):

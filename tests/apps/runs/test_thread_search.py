@@ -130,3 +130,16 @@ def test_a_titled_thread_keeps_its_title_when_a_later_run_is_cancelled(user_clie
     wait_for_status(run["run_id"], {"interrupted"})
     assert Run.objects.get(pk=run["run_id"]).status == "interrupted"
     assert Thread.objects.get(pk=tid).title == "My trip"
+
+
+def test_an_answer_replaced_by_regenerate_no_longer_matches(user_client, scripted_agent):
+    scripted_agent("The capybara is the largest rodent.", "Wombats dig burrows.")
+    tid = new_thread(user_client)
+    ask(user_client, tid, "Tell me an animal fact")
+    assert [t["thread_id"] for t in search(user_client, query="capybara")] == [tid]
+    response = user_client.post(f"/api/threads/{tid}/runs/regenerate", {}, format="json")
+    assert response.status_code == 201, response.content
+    wait_for_status(response.json()["run_id"], {"success"})
+    assert search(user_client, query="capybara") == []  # only the replaced answer said it
+    assert [t["thread_id"] for t in search(user_client, query="wombats")] == [tid]
+    assert [t["thread_id"] for t in search(user_client, query="animal fact")] == [tid]  # the question is still there
