@@ -1,5 +1,6 @@
 """Graph factories for benchmarks: the real lead agent with an instant scripted model."""
 
+import os
 from pathlib import Path
 
 from harness.agents import make_lead_agent
@@ -31,3 +32,13 @@ def instant_server_env() -> dict[str, str]:
 def make_instant_lead_agent(config):
     """The full lead agent (every middleware) whose model answers at once, in a few chunks."""
     return make_lead_agent(config, model=ScriptedChatModel(script=["Instant answer from the benchmark model."], loop=True))
+
+
+def process_cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU of these processes (all their threads) so far, from /proc."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])  # utime, stime
+    return total / tick

@@ -34,7 +34,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_support import instant_server_env  # noqa: E402
+from benchmarks.bench_support import instant_server_env, process_cpu_seconds  # noqa: E402
 from harness.testing import LoopbackOpenAIServer, Reply  # noqa: E402
 from tests.support.live import start_live_server  # noqa: E402
 
@@ -113,12 +113,14 @@ async def run(args: argparse.Namespace, base_url: str, token: str, pid: int) -> 
             spy = subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "--gil", "-r", "250", "-f", "raw",
                                     "-p", str(pid), "-o", args.profile], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         interval = args.seconds / args.runs
+        cpu_before, own_before = process_cpu_seconds([pid]), time.process_time()
         started = time.perf_counter()
         tasks = []
         for i in range(args.runs):
             await asyncio.sleep(max(0.0, started + i * interval - time.perf_counter()))
             tasks.append(asyncio.create_task(one_run(client, args.seconds)))
         results = await asyncio.gather(*tasks)
+        server_cpu, own_cpu = process_cpu_seconds([pid]) - cpu_before, time.process_time() - own_before
         if spy is not None:
             spy.send_signal(2)
             spy.wait(timeout=60)
@@ -137,6 +139,10 @@ async def run(args: argparse.Namespace, base_url: str, token: str, pid: int) -> 
         "rss_mb_before": round(rss_before / 1024, 1),
         "rss_mb_peak": round(peak[0] / 1024, 1),
         "rss_mb_growth_per_held_run": round((peak[0] - rss_before) / 1024 / args.runs, 3),
+        # The machine's two cores are shared: what the server spent, and what this process
+        # (the clients and the loopback model) spent beside it.
+        "server_cpu_ms_per_run": round(server_cpu * 1000 / args.runs, 1),
+        "benchmark_cpu_ms_per_run": round(own_cpu * 1000 / args.runs, 1),
     }
 
 

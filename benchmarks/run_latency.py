@@ -37,7 +37,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_support import INSTANT_CONFIG, instant_server_env  # noqa: E402
+from benchmarks.bench_support import INSTANT_CONFIG, instant_server_env, process_cpu_seconds  # noqa: E402
 from tests.support.live import start_live_server  # noqa: E402
 
 
@@ -120,18 +120,6 @@ def start_postgres(home: Path) -> tuple[str, Callable[[], None]]:
         subprocess.run([*as_pg, str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "stop"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
     return f"postgresql://deerflow@127.0.0.1:{port}/deerflow", stop
-
-
-def process_cpu_seconds(pids: list[int]) -> float:
-    """User + system CPU of these processes (all their threads) so far, from /proc."""
-    import os
-
-    tick = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])  # utime, stime
-    return total / tick
 
 
 async def main(args: argparse.Namespace) -> dict:
