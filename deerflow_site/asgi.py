@@ -45,6 +45,8 @@ from deerflow_site.gc_tuning import tune_gc  # noqa: E402
 recover_on_startup(get_runtime())
 # Runs a Celery worker admits (beat's firings) are executed here, where clients can watch them.
 serve_offered_runs()
+# Other server processes behind the same port (WEB_PROCESSES) read the runs executing here.
+get_runtime().serve_streams_to_peers()
 # Upload staging files a crash left behind are never anyone's file: remove them.
 sweep_staging_files()
 # Choose the sandbox provider now, so "isolated" or the no-isolation warning shows at startup.

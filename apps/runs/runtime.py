@@ -25,7 +25,9 @@ from typing import Any, TypeVar
 from django.conf import settings
 
 from harness.runtime.checkpointer import open_checkpointer
+from harness.config.paths import deer_flow_home
 from harness.runtime.stream_bridge import MemoryStreamBridge, StreamBridge
+from harness.runtime.stream_relay import RelayedStreamBridge, relay_directory
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +65,9 @@ def _make_bridge() -> StreamBridge:
         from harness.runtime.redis_bridge import RedisStreamBridge
 
         return RedisStreamBridge(settings.REDIS_URL)
-    return MemoryStreamBridge()
+    # Several server processes may share the port (WEB_PROCESSES): a run another one holds is
+    # read through it (harness/runtime/stream_relay.py).
+    return RelayedStreamBridge(MemoryStreamBridge(), relay_directory(deer_flow_home()))
 
 
 @dataclass
@@ -143,6 +147,13 @@ class RunsRuntime:
             loop.call_soon_threadsafe(loop.stop)
             thread.join(timeout)
             self._loop = self._thread = self._checkpointer = self._stack = None
+
+    def serve_streams_to_peers(self) -> None:
+        """At a server's startup on the embedded stack: answer the installation's other server
+        processes about the runs executing here (their streams, their cancels)."""
+        if isinstance(self.bridge, RelayedStreamBridge):
+            relay = self.bridge.relay(on_cancel=self.cancel_here)
+            self.keep_running(relay.serve_forever, "run-stream-relay")
 
     def keep_running(self, fn: Callable[[], Awaitable[None]], name: str) -> None:
         """Run ``fn`` as a background task of the runs loop until the runtime stops."""
@@ -247,9 +258,12 @@ class RunsRuntime:
         return self.call(_cancel, timeout=10)
 
     def broadcast_cancel(self, run_id: str, action: str) -> None:
-        """Ask whichever process executes the run to cancel it (distributed mode only; the
-        worker also looks for the database flag every second)."""
+        """Ask whichever process executes the run to cancel it: over Redis when distributed,
+        else through this installation's other server processes (the executing process also
+        looks for the database flag every second)."""
         if not self.distributed:
+            if isinstance(self.bridge, RelayedStreamBridge):
+                self.bridge.cancel_elsewhere(run_id, action)
             return
         import redis
 

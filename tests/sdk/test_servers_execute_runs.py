@@ -1,5 +1,7 @@
-"""Several servers that execute the runs they admit (REDIS_URL set, no Celery): any server
-serves any run's stream and cancels it, as with Celery workers."""
+"""Several servers that execute the runs they admit (no Celery): any server serves any run's
+stream and cancels it, as with Celery workers. With REDIS_URL set the events travel through
+Redis; without it (the embedded stack with WEB_PROCESSES > 1) through the servers' stream relay
+(harness/runtime/stream_relay.py)."""
 
 import os
 
@@ -10,15 +12,15 @@ from tests.sdk.conftest import LOCAL_SANDBOX
 from tests.sdk.test_langgraph_sdk import USER, cancel_through_another_server, first_event_ids
 from tests.support.live import start_live_server
 
-pytestmark = pytest.mark.redis
 
-
-@pytest.fixture(scope="module")
-def two_servers(tmp_path_factory, model_server):
+@pytest.fixture(scope="module", params=["relay", pytest.param("redis", marks=pytest.mark.redis)])
+def two_servers(request, tmp_path_factory, model_server):
     config = loopback_config_text(model_server.base_url, timeout=30, extra_yaml=LOCAL_SANDBOX)
-    redis_url = os.environ["DEERFLOW_TEST_REDIS_URL"]
-    server = start_live_server(tmp_path_factory.mktemp("live-servers"), config_text=config,
-                               extra_env={"REDIS_URL": redis_url, "CELERY_BROKER_URL": redis_url}, servers=2)
+    env = {}
+    if request.param == "redis":
+        redis_url = os.environ["DEERFLOW_TEST_REDIS_URL"]
+        env = {"REDIS_URL": redis_url, "CELERY_BROKER_URL": redis_url}
+    server = start_live_server(tmp_path_factory.mktemp(f"live-servers-{request.param}"), config_text=config, extra_env=env, servers=2)
     yield server
     server.stop()
 

@@ -1,12 +1,15 @@
 """The stream bridge contract: ids, replay, gaps, many subscribers, heartbeats, end.
 
-Shared behaviour runs against every implementation (Redis ones where a Redis is available);
+Shared behaviour runs against every implementation (Redis ones where a Redis is available, and
+the memory bridge read from another process through the stream relay);
 what only the in-memory bridge promises is tested on it alone at the end.
 """
 
 import asyncio
+import tempfile
 import threading
 import uuid
+from pathlib import Path
 
 import pytest
 
@@ -30,15 +33,41 @@ def id_key(event_id):
     return int(ms), int(seq)
 
 
-@pytest.fixture(params=["memory", pytest.param("redis", marks=pytest.mark.redis), pytest.param("redis, produced here", marks=pytest.mark.redis)])
+class ThroughAPeer:
+    """Publishes on one server process's bridge and reads through another's, as when a client's
+    request lands on the process that does not execute the run: the stream relay's socket."""
+
+    def __init__(self, owner, reader, socket_path):
+        self.owner, self.reader, self.socket_path = owner, reader, socket_path
+
+    def __getattr__(self, name):
+        return getattr(self.owner, name)
+
+    async def subscribe(self, *args, **kwargs):
+        while not self.socket_path.exists():  # the owner's relay is starting on this loop
+            await asyncio.sleep(0.01)
+        async for item in self.reader.subscribe(*args, **kwargs):
+            yield item
+
+
+@pytest.fixture(params=["memory", "relayed", pytest.param("redis", marks=pytest.mark.redis),
+                        pytest.param("redis, produced here", marks=pytest.mark.redis)])
 async def make_bridge(request):
     """A factory, so tests can pick max_events/retain_after_end; every bridge it made is closed.
-    "produced here" is the Redis bridge in the process that executes run "r": served from memory."""
-    made = []
+    "produced here" is the Redis bridge in the process that executes run "r": served from memory.
+    "relayed" reads from another process's memory bridge through its stream relay."""
+    made, relays = [], []
 
     def make(**kwargs):
         if request.param == "memory":
             bridge = MemoryStreamBridge(**kwargs)
+        elif request.param == "relayed":
+            from harness.runtime.stream_relay import RelayedStreamBridge
+
+            directory = Path(tempfile.mkdtemp(prefix="relay-", dir="/tmp"))
+            owner = RelayedStreamBridge(MemoryStreamBridge(**kwargs), directory, name="owner")
+            relays.append(asyncio.ensure_future(owner.relay().serve_forever()))
+            bridge = ThroughAPeer(owner, RelayedStreamBridge(MemoryStreamBridge(), directory, name="reader"), directory / "owner.sock")
         else:
             from harness.runtime.redis_bridge import RedisStreamBridge
 
@@ -52,6 +81,9 @@ async def make_bridge(request):
     for bridge in made:
         if hasattr(bridge, "aclose"):
             await bridge.aclose()
+    for relay in relays:
+        relay.cancel()
+    await asyncio.gather(*relays, return_exceptions=True)
 
 
 async def test_ids_are_monotonic_and_replay_covers_everything_retained(make_bridge):
