@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import statistics
 import subprocess
@@ -40,6 +41,33 @@ from tests.support.live import start_live_server  # noqa: E402
 
 BODY = {"assistant_id": "lead_agent", "input": {"messages": [{"role": "user", "content": "hi"}]},
         "stream_mode": ["values", "messages-tuple"]}
+
+
+ANSWER = "A slow answer from the benchmark model."
+
+_MODEL_PROCESS = """
+import sys, threading
+from harness.testing import LoopbackOpenAIServer, Reply
+server = LoopbackOpenAIServer([Reply(text=sys.argv[2], delay=float(sys.argv[1]))], loop=True).start()
+print(server.base_url, flush=True)
+threading.Event().wait()
+"""
+
+
+class ModelProcess:
+    """The loopback model in a process of its own: 500 answer threads sharing this process's
+    GIL with 500 streaming clients measured the benchmark as much as the server."""
+
+    def __init__(self, seconds: float):
+        self.process = subprocess.Popen([sys.executable, "-c", _MODEL_PROCESS, str(seconds), ANSWER], cwd=ROOT,
+                                        stdout=subprocess.PIPE, text=True)
+        self.base_url = self.process.stdout.readline().strip()
+        if not self.base_url:
+            raise RuntimeError("the loopback model process did not start")
+
+    def stop(self) -> None:
+        self.process.kill()
+        self.process.wait(10)
 
 
 def config_text(base_url: str) -> str:
@@ -92,19 +120,23 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q / 100 * (len(ordered) - 1))))]
 
 
-async def run(args: argparse.Namespace, base_url: str, token: str, pid: int) -> dict:
+async def run(args: argparse.Namespace, base_urls: list[str], token: str, pids: list[int]) -> dict:
     limits = httpx.Limits(max_connections=args.runs * 2 + 10, max_keepalive_connections=args.runs * 2 + 10)
-    async with httpx.AsyncClient(base_url=f"{base_url}/api", headers={"Authorization": f"Bearer {token}"}, timeout=args.seconds + 120,
-                                 limits=limits) as client:
-        for _ in range(3):  # warm-up: imports, first graph build, the model client's connections
-            await one_run(client, args.seconds)
-        rss_before, _ = rss_kb(pid)
+    clients = [httpx.AsyncClient(base_url=f"{url}/api", headers={"Authorization": f"Bearer {token}"}, timeout=args.seconds + 120,
+                                 limits=limits) for url in base_urls]
+    next_client = itertools.cycle(clients).__next__
+    pid = pids[0]
+    try:
+        for client in clients:
+            for _ in range(3):  # warm-up: imports, first graph build, the model client's connections
+                await one_run(client, args.seconds)
+        rss_before = sum(rss_kb(p)[0] for p in pids)
         peak = [rss_before]
         stop = threading.Event()
 
         def watch() -> None:
             while not stop.wait(0.2):
-                peak[0] = max(peak[0], rss_kb(pid)[0])
+                peak[0] = max(peak[0], sum(rss_kb(p)[0] for p in pids))
 
         watcher = threading.Thread(target=watch, daemon=True)
         watcher.start()
@@ -113,23 +145,27 @@ async def run(args: argparse.Namespace, base_url: str, token: str, pid: int) -> 
             spy = subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "--gil", "-r", "250", "-f", "raw",
                                     "-p", str(pid), "-o", args.profile], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         interval = args.seconds / args.runs
-        cpu_before, own_before = process_cpu_seconds([pid]), time.process_time()
+        cpu_before, own_before = process_cpu_seconds(pids), time.process_time()
         started = time.perf_counter()
         tasks = []
         for i in range(args.runs):
             await asyncio.sleep(max(0.0, started + i * interval - time.perf_counter()))
-            tasks.append(asyncio.create_task(one_run(client, args.seconds)))
+            tasks.append(asyncio.create_task(one_run(next_client(), args.seconds)))
         results = await asyncio.gather(*tasks)
-        server_cpu, own_cpu = process_cpu_seconds([pid]) - cpu_before, time.process_time() - own_before
+        server_cpu, own_cpu = process_cpu_seconds(pids) - cpu_before, time.process_time() - own_before
         if spy is not None:
             spy.send_signal(2)
             spy.wait(timeout=60)
         stop.set()
         watcher.join()
+    finally:
+        for client in clients:
+            await client.aclose()
     good = [r["overhead"] for r in results if "overhead" in r]
     errors = [r["error"] for r in results if "error" in r]
     return {
         "runs": args.runs,
+        "server_processes": len(pids),
         "model_seconds": args.seconds,
         "errors": len(errors),
         **({"first_errors": errors[:3]} if errors else {}),
@@ -150,15 +186,22 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=500)
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--servers", type=int, default=1, help="Daphne processes on the embedded stack (the client alternates)")
     parser.add_argument("--profile", default="", help="write a py-spy raw profile of the server during the runs here")
+    parser.add_argument("--model-process", action=argparse.BooleanOptionalAction, default=True,
+                        help="the loopback model in a process of its own, as a remote provider would be (default); "
+                             "--no-model-process keeps it in this process, beside the clients, as before 2026-12-01's eighth round")
     args = parser.parse_args(argv)
-    model = LoopbackOpenAIServer([Reply(text="A slow answer from the benchmark model.", delay=args.seconds)], loop=True).start()
+    if args.model_process:
+        model = ModelProcess(args.seconds)
+    else:
+        model = LoopbackOpenAIServer([Reply(text=ANSWER, delay=args.seconds)], loop=True).start()
     home = Path(tempfile.mkdtemp(prefix="deerflow-held-"))
     env = {k: v for k, v in instant_server_env().items() if k != "DEERFLOW_AGENT_FACTORY"}  # the real lead agent
-    server = start_live_server(home, config_text=config_text(model.base_url), extra_env=env)
+    server = start_live_server(home, config_text=config_text(model.base_url), extra_env=env, servers=args.servers)
     try:
         token = server.create_user_token("bench")
-        report = asyncio.run(run(args, server.url, token, server.process.pid))
+        report = asyncio.run(run(args, server.urls, token, [server.process.pid, *(p.pid for p in server.others)]))
         print(json.dumps(report, indent=2))
         return report
     finally:
