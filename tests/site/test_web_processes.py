@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from deerflow_site.web_processes import AUTO_MAX, process_count
-from tests.support.live import ROOT, free_port, live_env
+from tests.support.live import ROOT, copy_checkout, free_port, live_env
 
 CONFIG = """\
 config_version: 1
@@ -181,3 +181,42 @@ def test_a_port_in_use_is_one_clear_line_and_exit_2():
                                  "deerflow_site.asgi:application"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [f"error: cannot listen on 127.0.0.1:{port}: Address already in use"]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs two usable cores")
+def test_make_run_starts_the_servers_then_a_celery_worker_that_takes_no_server_core(tmp_path):
+    checkout = copy_checkout(tmp_path / "deerflow")
+    port = free_port()
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TERM") if k in os.environ}
+    env.update({"PORT": str(port), "WEB_PROCESSES": "2", "CPU_PINNING_DIR": str(tmp_path / "cpus"), "CELERY_LOG_LEVEL": "info", "RUN_CHANNELS": "false"})
+    log = tmp_path / "make-run.log"
+    run = subprocess.Popen(["scripts/run.sh"], cwd=checkout, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + START_DEADLINE
+        while " ready." not in log.read_text(errors="replace"):  # Celery's line once its pool runs
+            assert run.poll() is None and time.monotonic() < deadline, log.read_text(errors="replace")
+            time.sleep(0.3)
+        output = log.read_text(errors="replace")
+        assert f"DeerFlow is running at http://127.0.0.1:{port}/ on 2 web processes" in output
+        assert get(f"http://127.0.0.1:{port}/api/health") == 200
+
+        ours = [pid for pid in _pids() if _stat(pid)[1:2] == [str(run.pid)]]
+        launcher = next(pid for pid in ours if "deerflow_site.web_processes" in _cmdline(pid))
+        worker = next(pid for pid in ours if "celery" in _cmdline(pid))
+        servers = [pid for pid in _pids() if _stat(pid)[1:2] == [str(launcher)]]
+        server_cores = set().union(*(allowed_cpus(pid) for pid in servers))
+        assert len(servers) == 2 and all(len(allowed_cpus(pid)) == 1 for pid in servers) and len(server_cores) == 2
+        # Unpinned (every core) where the servers took them all, else a core of its own.
+        worker_cores = allowed_cpus(worker)
+        assert worker_cores == os.sched_getaffinity(0) or (len(worker_cores) == 1 and not worker_cores & server_cores), (worker_cores, server_cores)
+    finally:
+        os.killpg(run.pid, signal.SIGTERM)
+        run.wait(STOP_DEADLINE)

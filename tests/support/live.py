@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -24,6 +25,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def copy_checkout(dest: Path) -> Path:
+    """A fresh checkout of the working tree at ``dest`` (what a clone of it would hold), sharing
+    this suite's virtualenv and sandbox toolbox, for tests that run `make run` as a user does."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in filter(None, files.decode().split("\0")):
+        src = ROOT / name
+        if src.is_file() and not name.startswith(("config.yaml", "extensions_config.json")):
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    (dest / ".venv").symlink_to((ROOT / ".venv").resolve())
+    if (ROOT / ".toolbox").is_dir():  # the sandbox toolbox too: a rebuild would only cost time here
+        (dest / ".toolbox").symlink_to((ROOT / ".toolbox").resolve())
+    return dest
 
 
 def free_port() -> int:
