@@ -220,3 +220,32 @@ def test_make_run_starts_the_servers_then_a_celery_worker_that_takes_no_server_c
     finally:
         os.killpg(run.pid, signal.SIGTERM)
         run.wait(STOP_DEADLINE)
+
+
+ACCEPTS = """\
+import socket, sys
+from twisted.internet import reactor, tcp
+from twisted.internet.protocol import Factory, Protocol
+from deerflow_site.daphne_server import _SharedPort
+
+built = []
+factory = Factory.forProtocol(Protocol)
+factory.buildProtocol = lambda addr: built.append(addr) or Protocol()
+listener = socket.create_server(("127.0.0.1", 0), backlog=16)
+listener.setblocking(False)
+clients = [socket.create_connection(listener.getsockname()) for _ in range(3)]
+port = tcp.Port._fromListeningDescriptor(reactor, listener.fileno(), socket.AF_INET, factory)
+port.startListening()  # registers with the (not running) reactor; accepts nothing yet
+if sys.argv[1] == "shared":
+    port.__class__ = _SharedPort
+port.doRead()  # the socket is readable: what one wake-up of the loop does
+print(len(built))
+"""
+
+
+@pytest.mark.parametrize(("kind", "accepted"), [("shared", 1), ("plain", 3)])
+def test_a_server_on_the_shared_socket_takes_one_connection_per_wake_up(kind, accepted):
+    # Against the installed Twisted: an upgrade that stops reading numberAccepts fails here.
+    result = subprocess.run([sys.executable, "-c", ACCEPTS, kind], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(accepted)
