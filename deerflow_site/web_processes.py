@@ -9,8 +9,9 @@ from it through Daphne's ``--fd``: the kernel hands each new connection to which
 calls ``accept`` first, and a server busy with Python is not there to call it, so the idle one
 takes it. No port per process and no proxy in front.
 
-It imports nothing of Django (it serves nothing itself). The servers pin themselves to a core
-each when they load the application (deerflow_site/cpu_pinning.py). ``--ready-file`` is
+It serves nothing itself and never loads the application or sets Django up. The servers pin
+themselves to a core each when they load the application (deerflow_site/cpu_pinning.py).
+``--ready-file`` is
 written once every server is listening, so that ``scripts/run.sh`` starts the Celery worker only
 then: with the cores taken by the servers it stays unpinned rather than take one a server needs.
 
@@ -132,7 +133,7 @@ class Launcher:
                 got += len(chunk)
         pids = ", ".join(str(pid) for pid in self.children)
         print(f"web_processes: {self.count} server process{'es' if self.count > 1 else ''} listening (pids {pids})", file=sys.stderr, flush=True)
-        if self.ready_file is not None:
+        if self.ready_file is not None and not self.stopping:
             partial = self.ready_file.with_name(self.ready_file.name + ".tmp")
             partial.write_text(f"{self.count}\n")
             partial.replace(self.ready_file)
