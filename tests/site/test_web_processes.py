@@ -221,6 +221,13 @@ def test_make_run_starts_the_servers_then_a_celery_worker_that_takes_no_server_c
         os.killpg(run.pid, signal.SIGTERM)
         run.wait(STOP_DEADLINE)
 
+    # A bad count stops `make run` before any worker starts, with the launcher's line and code.
+    env["WEB_PROCESSES"] = "zero"
+    result = subprocess.run(["scripts/run.sh"], cwd=checkout, env=env, capture_output=True, text=True, timeout=START_DEADLINE)
+    assert result.returncode == 2
+    assert "error: WEB_PROCESSES must be 'auto' or a whole number from 1 to 64, not 'zero'" in result.stderr
+    assert "celery" not in result.stdout + result.stderr
+
 
 ACCEPTS = """\
 import socket, sys
