@@ -105,7 +105,6 @@ class Launcher:
         self.children: dict[int, subprocess.Popen] = {}
         self.stopping = False
         self.stop_signal = signal.SIGTERM
-        self._lock = threading.Lock()
 
     def start(self) -> None:
         ready_read, ready_write = os.pipe()
@@ -139,11 +138,12 @@ class Launcher:
             partial.replace(self.ready_file)
 
     def stop(self, signum: int = signal.SIGTERM) -> None:
-        with self._lock:
-            if self.stopping:
-                return
-            self.stopping = True
-            self.stop_signal = signum
+        # Only ever called on the main thread (signal handlers, wait()); no lock, since a signal
+        # arriving inside stop() would re-enter it, and sending the signals twice is harmless.
+        if self.stopping:
+            return
+        self.stopping = True
+        self.stop_signal = signum
         for child in list(self.children.values()):
             if child.returncode is None:
                 try:
