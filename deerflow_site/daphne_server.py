@@ -23,6 +23,9 @@ A 99 MiB upload grew the process by 1.2 GiB; a 200 MiB anonymous POST by 200 MiB
 3. the application's receive queue (``_PulledBody``) reads the next chunk from the temp file
    only when the application asks for it.
 
+Started by deerflow_site.web_processes (several servers on one socket), the server also tells
+the launcher when it listens, and takes one connection per wake-up (``_SharedPort``).
+
 Everything else — websockets, timeouts, the access log — is Daphne's. The memory bounds are
 asserted against this server by tests/site/test_body_limits_live.py, so a Daphne upgrade that
 changes these internals fails there.
@@ -32,12 +35,15 @@ from __future__ import annotations
 
 import asyncio
 import io
+import contextlib
 import logging
+import os
 from functools import partial
 
 from daphne.cli import CommandLineInterface
 from daphne.http_protocol import HTTPFactory, WebRequest
 from daphne.server import Server
+from twisted.internet import tcp
 from twisted.internet.threads import deferToThread
 
 # Chunks handed to the application: large enough that a 100 MiB body is ~1,600 reads.
@@ -195,7 +201,47 @@ class _Factory(HTTPFactory):
         return protocol
 
 
+class _SharedPort(tcp.Port):
+    """A listening socket shared with other servers: one ``accept`` per wake-up.
+
+    Twisted accepts up to 100 queued connections (more as traffic grows) each time the socket
+    is readable, so the first server to wake would take a whole burst while the others sleep.
+    Taking one, then going back to the loop, lets a server busy running Python leave the next
+    connection to one that is idle.
+    """
+
+    @property
+    def numberAccepts(self) -> int:
+        return 1
+
+    @numberAccepts.setter
+    def numberAccepts(self, value: int) -> None:
+        pass
+
+
+def _report_ready(fd: int) -> None:
+    with contextlib.suppress(OSError):  # the launcher is gone: it will not wait for us
+        os.write(fd, b"!")
+    with contextlib.suppress(OSError):
+        os.close(fd)
+
+
 class BoundedServer(Server):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        from deerflow_site.web_processes import READY_FD_ENV
+
+        # Popped so that the processes this server starts (sandbox commands) do not see it.
+        ready_fd = os.environ.pop(READY_FD_ENV, None)
+        self._shared_socket = ready_fd is not None
+        if ready_fd is not None and self.ready_callable is None:
+            self.ready_callable = partial(_report_ready, int(ready_fd))
+
+    def listen_success(self, port):
+        if self._shared_socket and type(port) is tcp.Port:
+            port.__class__ = _SharedPort
+        super().listen_success(port)
+
     # Daphne's run() builds its HTTPFactory itself; this swaps in ours as it is assigned.
     @property
     def http_factory(self):

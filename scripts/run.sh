@@ -22,15 +22,11 @@ fi
 
 HOST="${HOST:-127.0.0.1}"
 PORT="${PORT:-8000}"
-echo "DeerFlow is running at http://$HOST:$PORT/  (admin: http://$HOST:$PORT/admin/, API docs: http://$HOST:$PORT/api/docs/)"
-if ! .venv/bin/python manage.py shell -v0 -c 'from django.contrib.auth import get_user_model; import sys; sys.exit(0 if get_user_model().objects.filter(is_superuser=True).exists() else 1)' 2>/dev/null; then
-  echo "No admin account yet: open the site and sign up (the first account becomes the admin), or run  .venv/bin/python manage.py createsuperuser"
-fi
 
 # Daphne serves the site; a Celery worker with embedded beat fires scheduled tasks (on the
 # filesystem broker under DEER_FLOW_HOME, or on Redis when CELERY_BROKER_URL/REDIS_URL is
 # set). RUN_CELERY=false starts Daphne alone (e.g. when beat and workers run elsewhere).
-# Stopping `make run` (Ctrl-C, SIGTERM), or either process exiting, stops both.
+# Stopping `make run` (Ctrl-C, SIGTERM), or any of them exiting, stops them all.
 pids=()
 stop_all() {
   trap - EXIT INT TERM
@@ -40,6 +36,24 @@ stop_all() {
 trap stop_all EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+# The site first: several Daphne servers on one port (WEB_PROCESSES, default one per core up to
+# two; deerflow_site/web_processes.py, docs/deployment.md), each with request bodies bounded
+# and streamed (deerflow_site/daphne_server.py). The workers start once every server listens:
+# each server pins itself to a free core, and a worker started sooner could take one of them.
+ready="$home/web.ready"
+.venv/bin/python -m deerflow_site.web_processes -b "$HOST" -p "$PORT" --ready-file "$ready" deerflow_site.asgi:application &
+web=$!
+pids+=("$web")
+while [ ! -s "$ready" ]; do
+  kill -0 "$web" 2>/dev/null || { wait "$web" || exit $?; exit 1; }
+  sleep 0.2
+done
+processes="$(cat "$ready")"
+echo "DeerFlow is running at http://$HOST:$PORT/ on $processes web process$([ "$processes" = 1 ] || echo es)  (admin: http://$HOST:$PORT/admin/, API docs: http://$HOST:$PORT/api/docs/)"
+if ! .venv/bin/python manage.py shell -v0 -c 'from django.contrib.auth import get_user_model; import sys; sys.exit(0 if get_user_model().objects.filter(is_superuser=True).exists() else 1)' 2>/dev/null; then
+  echo "No admin account yet: open the site and sign up (the first account becomes the admin), or run  .venv/bin/python manage.py createsuperuser"
+fi
 
 if [ "${RUN_CELERY:-true}" = true ]; then
   .venv/bin/celery -A deerflow_site worker --beat --pool threads --concurrency "${CELERY_CONCURRENCY:-4}" \
@@ -56,7 +70,4 @@ if [ "$channels_mode" = true ]; then
   .venv/bin/python manage.py run_channels &
   pids+=($!)
 fi
-# Daphne with request bodies bounded and streamed (deerflow_site/daphne_server.py, docs/deployment.md).
-.venv/bin/python -m deerflow_site.daphne_server -b "$HOST" -p "$PORT" deerflow_site.asgi:application &
-pids+=($!)
 wait -n "${pids[@]}"

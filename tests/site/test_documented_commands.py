@@ -10,7 +10,6 @@ import os
 import pty
 import re
 import select
-import shutil
 import signal
 import subprocess
 import time
@@ -19,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.live import free_port
+from tests.support.live import copy_checkout, free_port
 
 pytestmark = pytest.mark.slow
 
@@ -59,16 +58,7 @@ def shell_env(**extra) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def checkout(tmp_path_factory):
     """A fresh checkout of the working tree, after `make run` has started once and stopped."""
-    dest = tmp_path_factory.mktemp("fresh") / "deerflow"
-    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
-    for name in filter(None, files.decode().split("\0")):
-        src = ROOT / name
-        if src.is_file() and not name.startswith(("config.yaml", "extensions_config.json")):
-            (dest / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src, dest / name)
-    (dest / ".venv").symlink_to((ROOT / ".venv").resolve())
-    if (ROOT / ".toolbox").is_dir():  # the sandbox toolbox too: a rebuild would only cost time here
-        (dest / ".toolbox").symlink_to((ROOT / ".toolbox").resolve())
+    dest = copy_checkout(tmp_path_factory.mktemp("fresh") / "deerflow")
 
     port = free_port()
     server = subprocess.Popen(["make", "run"], cwd=dest, env=shell_env(PORT=str(port)), stdout=subprocess.PIPE,

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -24,6 +25,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+
+
+def copy_checkout(dest: Path) -> Path:
+    """A fresh checkout of the working tree at ``dest`` (what a clone of it would hold), sharing
+    this suite's virtualenv and sandbox toolbox, for tests that run `make run` as a user does."""
+    files = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=ROOT, capture_output=True, check=True).stdout
+    for name in filter(None, files.decode().split("\0")):
+        src = ROOT / name
+        if src.is_file() and not name.startswith(("config.yaml", "extensions_config.json")):
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    (dest / ".venv").symlink_to((ROOT / ".venv").resolve())
+    if (ROOT / ".toolbox").is_dir():  # the sandbox toolbox too: a rebuild would only cost time here
+        (dest / ".toolbox").symlink_to((ROOT / ".toolbox").resolve())
+    return dest
 
 
 def free_port() -> int:
@@ -136,12 +152,12 @@ def _start_celery_worker(server: LiveServer, home: Path, index: int, concurrency
         raise RuntimeError(f"celery worker did not start: {log_path.read_text(errors='replace')}")
 
 
-def start_live_server(home: Path, *, config_text: str, extra_env: dict | None = None, servers: int = 1, celery_workers: int = 0,
-                      celery_concurrency: int = 8) -> LiveServer:
+def live_env(home: Path, *, config_text: str, extra_env: dict | None = None) -> dict:
+    """The environment of a live stack on ``home``: its config.yaml written, its database
+    migrated. For tests that start the server processes their own way."""
     home.mkdir(parents=True, exist_ok=True)
     config = home / "config.yaml"
     config.write_text(config_text)
-    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_SETTINGS_MODULE", "PYTEST"))}
     env.update({
         "DJANGO_SETTINGS_MODULE": "deerflow_site.settings",
@@ -153,9 +169,18 @@ def start_live_server(home: Path, *, config_text: str, extra_env: dict | None = 
         "LOG_LEVEL": "WARNING",
         **(extra_env or {}),
     })
+    result = subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    if result.returncode != 0:
+        raise RuntimeError(f"manage.py migrate failed: {result.stderr}")
+    return env
+
+
+def start_live_server(home: Path, *, config_text: str, extra_env: dict | None = None, servers: int = 1, celery_workers: int = 0,
+                      celery_concurrency: int = 8) -> LiveServer:
+    env = live_env(home, config_text=config_text, extra_env=extra_env)
+    port = free_port()
     log_path = home / "server.log"
     server = LiveServer(url=f"http://127.0.0.1:{port}", env=env, process=None, log_path=log_path)  # type: ignore[arg-type]
-    server.manage("migrate", "-v0")
     log = open(log_path, "w")
     server.process = _daphne(env, port, log)
     server.urls.append(server.url)

@@ -1,0 +1,258 @@
+"""deerflow_site.web_processes: several Daphne servers on one port, started, used and stopped
+for real on the embedded stack (SQLite, in-process runs)."""
+
+from __future__ import annotations
+
+import concurrent.futures
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from deerflow_site.web_processes import AUTO_MAX, process_count
+from tests.support.live import ROOT, copy_checkout, free_port, live_env
+
+CONFIG = """\
+config_version: 1
+models: []
+sandbox:
+  use: local
+"""
+# Generous: two servers load Django on a machine other test runs share.
+START_DEADLINE = 120
+STOP_DEADLINE = 60
+
+
+class Launched:
+    def __init__(self, process: subprocess.Popen, url: str, log: Path):
+        self.process, self.url, self.log = process, url, log
+
+    def children(self) -> list[int]:
+        return [pid for pid in _pids() if _stat(pid)[1] == str(self.process.pid)]
+
+    def output(self) -> str:
+        return self.log.read_text(errors="replace")
+
+
+def _pids() -> list[int]:
+    return [int(name) for name in os.listdir("/proc") if name.isdigit()]
+
+
+def _stat(pid: int) -> list[str]:
+    """State, parent pid, ... (the fields after the command name of /proc/<pid>/stat); [] once gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return []
+
+
+def cpu_ticks(pid: int) -> int:
+    fields = _stat(pid)
+    return int(fields[11]) + int(fields[12])  # utime + stime
+
+
+def alive(pid: int) -> bool:
+    fields = _stat(pid)
+    return bool(fields) and fields[0] != "Z"
+
+
+def wait_gone(pids: list[int]) -> None:
+    deadline = time.monotonic() + STOP_DEADLINE
+    while any(alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not any(alive(pid) for pid in pids), f"still running: {[pid for pid in pids if alive(pid)]}"
+
+
+def allowed_cpus(pid: int) -> set[int]:
+    return os.sched_getaffinity(pid)
+
+
+def launch(home: Path, *, processes: str, extra_env: dict | None = None) -> Launched:
+    env = live_env(home, config_text=CONFIG, extra_env={"CPU_PINNING_DIR": str(home / "cpus"), **(extra_env or {})})
+    port = free_port()
+    ready, log = home / "ready", home / "launcher.log"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "deerflow_site.web_processes", "-b", "127.0.0.1", "-p", str(port), "--processes", processes,
+         "--ready-file", str(ready), "deerflow_site.asgi:application"],
+        cwd=ROOT, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    launched = Launched(process, f"http://127.0.0.1:{port}", log)
+    deadline = time.monotonic() + START_DEADLINE
+    while not ready.exists():
+        if process.poll() is not None or time.monotonic() > deadline:
+            process.kill()
+            pytest.fail(f"the launcher did not report its servers listening: {launched.output()}")
+        time.sleep(0.2)
+    assert ready.read_text().strip() == processes
+    return launched
+
+
+def get(url: str) -> int:
+    with urllib.request.urlopen(url, timeout=60) as response:
+        response.read()
+        return response.status
+
+
+@pytest.fixture
+def stop_after(request):
+    started: list[Launched] = []
+    yield started.append
+    for launched in started:
+        children = launched.children()
+        if launched.process.poll() is None:
+            launched.process.kill()
+        for pid in children:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.slow
+def test_two_servers_share_the_port_and_both_serve_then_stop_on_sigterm(tmp_path, stop_after):
+    launched = launch(tmp_path, processes="2")
+    stop_after(launched)
+    children = launched.children()
+    assert len(children) == 2 and all(alive(pid) for pid in children), launched.output()
+    assert get(f"{launched.url}/api/health") == 200
+
+    before = {pid: cpu_ticks(pid) for pid in children}
+    with concurrent.futures.ThreadPoolExecutor(24) as pool:
+        statuses = list(pool.map(get, [f"{launched.url}/api/health"] * 96))
+    after = {pid: cpu_ticks(pid) for pid in children}
+    assert set(statuses) == {200}
+    # An idle server spends a tick or so on its timers; a server that took a share of the
+    # requests spends several (a health check reads both databases).
+    assert all(after[pid] - before[pid] >= 3 for pid in children), (before, after)
+
+    launched.process.send_signal(signal.SIGTERM)
+    assert launched.process.wait(STOP_DEADLINE) == 0, launched.output()
+    wait_gone(children)
+    assert not (tmp_path / "ready").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs two usable cores")
+def test_each_server_pins_itself_to_a_core_of_its_own(tmp_path, stop_after):
+    launched = launch(tmp_path, processes="2", extra_env={"CPU_PINNING": "true"})
+    stop_after(launched)
+    cores = [allowed_cpus(pid) for pid in launched.children()]
+    assert all(len(core) == 1 for core in cores) and cores[0] != cores[1], cores
+    # The launcher itself took none: what it starts later (nothing today) gets every core.
+    assert allowed_cpus(launched.process.pid) == os.sched_getaffinity(0)
+
+
+@pytest.mark.slow
+def test_a_server_that_dies_takes_the_launcher_and_the_other_server_down(tmp_path, stop_after):
+    launched = launch(tmp_path, processes="2", extra_env={"CPU_PINNING": "false"})
+    stop_after(launched)
+    victim, other = launched.children()
+    os.kill(victim, signal.SIGKILL)
+    assert launched.process.wait(STOP_DEADLINE) == 128 + signal.SIGKILL
+    wait_gone([other])
+    assert f"server process {victim} exited with code 137; stopping the others" in launched.output()
+
+
+@pytest.mark.parametrize("value", ["three", "0", "-1", "65", "2.5"])
+def test_a_bad_process_count_is_one_clear_line_and_exit_2(value):
+    env = {**os.environ, "WEB_PROCESSES": value}
+    result = subprocess.run([sys.executable, "-m", "deerflow_site.web_processes", "-p", str(free_port()), "deerflow_site.asgi:application"],
+                            cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [f"error: WEB_PROCESSES must be 'auto' or a whole number from 1 to 64, not {value!r}"]
+
+
+def test_auto_is_one_process_per_usable_core_up_to_two():
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    assert process_count(None) == process_count("") == process_count("auto") == process_count(" AUTO ") == min(usable, AUTO_MAX)
+    assert process_count("3") == 3
+
+
+def test_a_port_in_use_is_one_clear_line_and_exit_2():
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = subprocess.run([sys.executable, "-m", "deerflow_site.web_processes", "-p", str(port), "--processes", "1",
+                                 "deerflow_site.asgi:application"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [f"error: cannot listen on 127.0.0.1:{port}: Address already in use"]
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return ""
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(os, "sched_getaffinity") or len(os.sched_getaffinity(0)) < 2, reason="needs two usable cores")
+def test_make_run_starts_the_servers_then_a_celery_worker_that_takes_no_server_core(tmp_path):
+    checkout = copy_checkout(tmp_path / "deerflow")
+    port = free_port()
+    env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "TERM") if k in os.environ}
+    env.update({"PORT": str(port), "WEB_PROCESSES": "2", "CPU_PINNING_DIR": str(tmp_path / "cpus"), "CELERY_LOG_LEVEL": "info", "RUN_CHANNELS": "false"})
+    log = tmp_path / "make-run.log"
+    run = subprocess.Popen(["scripts/run.sh"], cwd=checkout, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT, start_new_session=True)
+    try:
+        deadline = time.monotonic() + START_DEADLINE
+        while " ready." not in log.read_text(errors="replace"):  # Celery's line once its pool runs
+            assert run.poll() is None and time.monotonic() < deadline, log.read_text(errors="replace")
+            time.sleep(0.3)
+        output = log.read_text(errors="replace")
+        assert f"DeerFlow is running at http://127.0.0.1:{port}/ on 2 web processes" in output
+        assert get(f"http://127.0.0.1:{port}/api/health") == 200
+
+        ours = [pid for pid in _pids() if _stat(pid)[1:2] == [str(run.pid)]]
+        launcher = next(pid for pid in ours if "deerflow_site.web_processes" in _cmdline(pid))
+        worker = next(pid for pid in ours if "celery" in _cmdline(pid))
+        servers = [pid for pid in _pids() if _stat(pid)[1:2] == [str(launcher)]]
+        server_cores = set().union(*(allowed_cpus(pid) for pid in servers))
+        assert len(servers) == 2 and all(len(allowed_cpus(pid)) == 1 for pid in servers) and len(server_cores) == 2
+        # Unpinned (every core) where the servers took them all, else a core of its own.
+        worker_cores = allowed_cpus(worker)
+        assert worker_cores == os.sched_getaffinity(0) or (len(worker_cores) == 1 and not worker_cores & server_cores), (worker_cores, server_cores)
+    finally:
+        os.killpg(run.pid, signal.SIGTERM)
+        run.wait(STOP_DEADLINE)
+
+    # A bad count stops `make run` before any worker starts, with the launcher's line and code.
+    env["WEB_PROCESSES"] = "zero"
+    result = subprocess.run(["scripts/run.sh"], cwd=checkout, env=env, capture_output=True, text=True, timeout=START_DEADLINE)
+    assert result.returncode == 2
+    assert "error: WEB_PROCESSES must be 'auto' or a whole number from 1 to 64, not 'zero'" in result.stderr
+    assert "celery" not in result.stdout + result.stderr
+
+
+ACCEPTS = """\
+import socket, sys
+from twisted.internet import reactor, tcp
+from twisted.internet.protocol import Factory, Protocol
+from deerflow_site.daphne_server import _SharedPort
+
+built = []
+factory = Factory.forProtocol(Protocol)
+factory.buildProtocol = lambda addr: built.append(addr) or Protocol()
+listener = socket.create_server(("127.0.0.1", 0), backlog=16)
+listener.setblocking(False)
+clients = [socket.create_connection(listener.getsockname()) for _ in range(3)]
+port = tcp.Port._fromListeningDescriptor(reactor, listener.fileno(), socket.AF_INET, factory)
+port.startListening()  # registers with the (not running) reactor; accepts nothing yet
+if sys.argv[1] == "shared":
+    port.__class__ = _SharedPort
+port.doRead()  # the socket is readable: what one wake-up of the loop does
+print(len(built))
+"""
+
+
+@pytest.mark.parametrize(("kind", "accepted"), [("shared", 1), ("plain", 3)])
+def test_a_server_on_the_shared_socket_takes_one_connection_per_wake_up(kind, accepted):
+    # Against the installed Twisted: an upgrade that stops reading numberAccepts fails here.
+    result = subprocess.run([sys.executable, "-c", ACCEPTS, kind], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == str(accepted)
