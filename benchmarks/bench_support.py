@@ -1,6 +1,9 @@
 """Graph factories for benchmarks: the real lead agent with an instant scripted model."""
 
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 from harness.agents import make_lead_agent
@@ -42,3 +45,28 @@ def process_cpu_seconds(pids: list[int]) -> float:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
         total += int(fields[11]) + int(fields[12])  # utime, stime
     return total / tick
+
+
+def start_make_run_stack(home: Path, *, config_text: str, extra_env: dict | None = None, processes: str = "auto"):
+    """The site as `make run` serves it: ``deerflow_site.web_processes`` with its Daphne servers
+    on one port (``processes`` as WEB_PROCESSES takes it). A LiveServer whose ``others`` are
+    empty; its ``server_pids`` attribute lists the servers, for CPU and memory readings."""
+    from tests.support.live import LiveServer, free_port, live_env
+
+    env = live_env(home, config_text=config_text, extra_env={"WEB_PROCESSES": str(processes), **(extra_env or {})})
+    port, ready = free_port(), home / "web.ready"
+    log_path = home / "server.log"
+    launcher = subprocess.Popen([sys.executable, "-m", "deerflow_site.web_processes", "-b", "127.0.0.1", "-p", str(port),
+                                 "--ready-file", str(ready), "deerflow_site.asgi:application"],
+                                cwd=ROOT, env=env, stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
+    server = LiveServer(url=f"http://127.0.0.1:{port}", env=env, process=launcher, log_path=log_path)
+    server.urls.append(server.url)
+    deadline = time.monotonic() + 90
+    while not ready.exists():
+        if launcher.poll() is not None or time.monotonic() > deadline:
+            server.stop()
+            raise RuntimeError(f"the web processes did not start: {server.log()}")
+        time.sleep(0.1)
+    children = Path(f"/proc/{launcher.pid}/task/{launcher.pid}/children").read_text().split()
+    server.server_pids = [int(pid) for pid in children]  # type: ignore[attr-defined]
+    return server

@@ -35,7 +35,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_support import instant_server_env, process_cpu_seconds  # noqa: E402
+from benchmarks.bench_support import instant_server_env, process_cpu_seconds, start_make_run_stack  # noqa: E402
 from harness.testing import LoopbackOpenAIServer, Reply  # noqa: E402
 from tests.support.live import start_live_server  # noqa: E402
 
@@ -44,6 +44,7 @@ BODY = {"assistant_id": "lead_agent", "input": {"messages": [{"role": "user", "c
 
 
 ANSWER = "A slow answer from the benchmark model."
+CONNECTIONS_PER_CLIENT = 25
 
 _MODEL_PROCESS = """
 import sys, threading
@@ -121,13 +122,17 @@ def pct(values: list[float], q: float) -> float:
 
 
 async def run(args: argparse.Namespace, base_urls: list[str], token: str, pids: list[int]) -> dict:
-    limits = httpx.Limits(max_connections=args.runs * 2 + 10, max_keepalive_connections=args.runs * 2 + 10)
+    # httpx looks through a client's whole pool for each request: one client holding 500 open
+    # streams spent more CPU than the server it measured. Runs are spread over small pools.
+    pools = max(1, args.runs // CONNECTIONS_PER_CLIENT)
+    per_pool = args.runs // pools * 2 + 10
+    limits = httpx.Limits(max_connections=per_pool, max_keepalive_connections=per_pool)
     clients = [httpx.AsyncClient(base_url=f"{url}/api", headers={"Authorization": f"Bearer {token}"}, timeout=args.seconds + 120,
-                                 limits=limits) for url in base_urls]
+                                 limits=limits) for url in base_urls for _ in range(pools)]
     next_client = itertools.cycle(clients).__next__
     pid = pids[0]
     try:
-        for client in clients:
+        for client in clients[:: max(1, len(clients) // len(base_urls))]:
             for _ in range(3):  # warm-up: imports, first graph build, the model client's connections
                 await one_run(client, args.seconds)
         rss_before = sum(rss_kb(p)[0] for p in pids)
@@ -146,6 +151,7 @@ async def run(args: argparse.Namespace, base_urls: list[str], token: str, pids: 
                                     "-p", str(pid), "-o", args.profile], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         interval = args.seconds / args.runs
         cpu_before, own_before = process_cpu_seconds(pids), time.process_time()
+        each_before = [process_cpu_seconds([p]) for p in pids]
         started = time.perf_counter()
         tasks = []
         for i in range(args.runs):
@@ -153,6 +159,7 @@ async def run(args: argparse.Namespace, base_urls: list[str], token: str, pids: 
             tasks.append(asyncio.create_task(one_run(next_client(), args.seconds)))
         results = await asyncio.gather(*tasks)
         server_cpu, own_cpu = process_cpu_seconds(pids) - cpu_before, time.process_time() - own_before
+        each = [round(process_cpu_seconds([p]) - b, 2) for p, b in zip(pids, each_before)]
         if spy is not None:
             spy.send_signal(2)
             spy.wait(timeout=60)
@@ -179,6 +186,7 @@ async def run(args: argparse.Namespace, base_urls: list[str], token: str, pids: 
         # (the clients and the loopback model) spent beside it.
         "server_cpu_ms_per_run": round(server_cpu * 1000 / args.runs, 1),
         "benchmark_cpu_ms_per_run": round(own_cpu * 1000 / args.runs, 1),
+        "server_cpu_s_each_process": each,  # how evenly the servers shared the work
     }
 
 
@@ -186,7 +194,8 @@ def main(argv: list[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=500)
     parser.add_argument("--seconds", type=float, default=5.0)
-    parser.add_argument("--servers", type=int, default=1, help="Daphne processes on the embedded stack (the client alternates)")
+    parser.add_argument("--web-processes", default="auto", help="servers on one port, as WEB_PROCESSES takes it (default auto, as make run)")
+    parser.add_argument("--servers", type=int, default=1, help="instead: this many Daphne processes on ports of their own (the client alternates)")
     parser.add_argument("--profile", default="", help="write a py-spy raw profile of the server during the runs here")
     parser.add_argument("--model-process", action=argparse.BooleanOptionalAction, default=True,
                         help="the loopback model in a process of its own, as a remote provider would be (default); "
@@ -198,10 +207,14 @@ def main(argv: list[str] | None = None) -> dict:
         model = LoopbackOpenAIServer([Reply(text=ANSWER, delay=args.seconds)], loop=True).start()
     home = Path(tempfile.mkdtemp(prefix="deerflow-held-"))
     env = {k: v for k, v in instant_server_env().items() if k != "DEERFLOW_AGENT_FACTORY"}  # the real lead agent
-    server = start_live_server(home, config_text=config_text(model.base_url), extra_env=env, servers=args.servers)
+    if args.servers > 1:
+        server = start_live_server(home, config_text=config_text(model.base_url), extra_env=env, servers=args.servers)
+    else:
+        server = start_make_run_stack(home, config_text=config_text(model.base_url), extra_env=env, processes=args.web_processes)
     try:
         token = server.create_user_token("bench")
-        report = asyncio.run(run(args, server.urls, token, [server.process.pid, *(p.pid for p in server.others)]))
+        pids = getattr(server, "server_pids", None) or [server.process.pid, *(p.pid for p in server.others)]
+        report = asyncio.run(run(args, server.urls, token, pids))
         print(json.dumps(report, indent=2))
         return report
     finally:

@@ -37,7 +37,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_support import INSTANT_CONFIG, instant_server_env, process_cpu_seconds  # noqa: E402
+from benchmarks.bench_support import INSTANT_CONFIG, instant_server_env, process_cpu_seconds, start_make_run_stack  # noqa: E402
 from tests.support.live import start_live_server  # noqa: E402
 
 
@@ -138,8 +138,11 @@ async def main(args: argparse.Namespace) -> dict:
         env["DATABASE_URL"], stop_postgres = start_postgres(home)
     elif args.database_url:
         env["DATABASE_URL"] = args.database_url
-    server = start_live_server(home, config_text=INSTANT_CONFIG, extra_env=env, servers=servers, celery_workers=workers,
-                               celery_concurrency=args.burst + 4)
+    if args.stack == "embedded" and not args.postgres and not args.database_url:
+        server = start_make_run_stack(home, config_text=INSTANT_CONFIG, extra_env=env, processes=args.web_processes)
+    else:
+        server = start_live_server(home, config_text=INSTANT_CONFIG, extra_env=env, servers=servers, celery_workers=workers,
+                                   celery_concurrency=args.burst + 4)
     try:
         token = server.create_user_token("bench")
         headers = {"Authorization": f"Bearer {token}"}
@@ -155,7 +158,7 @@ async def main(args: argparse.Namespace) -> dict:
             # One burst lasts about two seconds, so a neighbour's load can halve its rate:
             # --bursts repeats it and reports every rate and their median.
             rates, results = [], []
-            pids = [server.process.pid, *(p.pid for p in server.others)]
+            pids = getattr(server, "server_pids", None) or [server.process.pid, *(p.pid for p in server.others)]
             spy = None
             if args.profile:
                 # py-spy (pip install py-spy) samples the server while it holds the GIL.
@@ -213,6 +216,8 @@ if __name__ == "__main__":
     parser.add_argument("--bursts", type=int, default=1, help="bursts to run one after another; runs/s is their median")
     parser.add_argument("--stack", choices=["embedded", "distributed"], default="embedded")
     parser.add_argument("--servers", type=int, default=2, help="Daphne processes (distributed stack)")
+    parser.add_argument("--web-processes", default="auto",
+                        help="the embedded stack's servers on one port, as WEB_PROCESSES takes it (default auto, as make run)")
     parser.add_argument("--workers", type=int, default=1, help="Celery worker processes (distributed stack)")
     parser.add_argument("--executor", choices=["celery", "embedded"], default="celery",
                         help="distributed stack: runs on Celery workers, or in the server that admitted them")
