@@ -44,3 +44,23 @@ def test_a_run_executed_by_one_server_is_joined_and_cancelled_through_the_other(
     assert executed_by.endswith(f":{two_servers.process.pid}")  # the server that admitted it
 
     cancel_through_another_server(first, second, tid, script, model_server)
+
+
+def test_a_websocket_on_the_other_server_follows_a_live_run(two_servers, script):
+    """The chat's socket reconnecting to the server that does not execute its run (as after a
+    network blip behind one port) still gets the run's events to the end."""
+    import asyncio
+
+    from langgraph_sdk import get_sync_client
+
+    from tests.apps.runs.test_scheduling_live import follow, session_cookie
+
+    token = two_servers.create_user_token("socket-user")
+    first = get_sync_client(url=f"{two_servers.urls[0]}/api", headers={"Authorization": f"Bearer {token}"})
+    script(Reply(text="streamed to the other server", delay=1.0, chunk_size=4))
+    tid = first.threads.create()["thread_id"]
+    run = first.runs.create(tid, "lead_agent", input=USER, stream_mode=["values"])
+    events = asyncio.run(follow(two_servers.urls[1], tid, run["run_id"], session_cookie(two_servers, "socket-user")))
+    assert events[-1]["event"] == "end"
+    last_values = [e["data"] for e in events if e["event"] == "values"][-1]
+    assert last_values["messages"][-1]["content"] == "streamed to the other server"

@@ -3,6 +3,7 @@ its own thread and writers queued across processes; PostgreSQL's survives a drop
 
 import contextlib
 import os
+import uuid
 
 import pytest
 
@@ -72,12 +73,14 @@ async def test_a_postgres_saver_replaces_a_connection_the_database_dropped():
     import psycopg
 
     config = {"configurable": {"thread_id": "survivor", "checkpoint_ns": ""}}
-    async with open_checkpointer(PG_URL) as saver:
+    # Only this saver's connection is cut: the other xdist worker's runs use the same database.
+    name = f"checkpointer-survivor-{uuid.uuid4().hex[:12]}"
+    async with open_checkpointer(f"{PG_URL}{'&' if '?' in PG_URL else '?'}application_name={name}") as saver:
         assert await saver.aget_tuple(config) is None
         # What a database restart, a failover or a query cut off mid-way leaves behind.
         with psycopg.connect(PG_URL, autocommit=True) as admin:
-            admin.execute("select pg_terminate_backend(pid) from pg_stat_activity "
-                          "where datname = current_database() and pid <> pg_backend_pid() and application_name = ''")
+            killed = admin.execute("select pg_terminate_backend(pid) from pg_stat_activity where application_name = %s", [name]).fetchall()
+        assert killed == [(True,)]
         with contextlib.suppress(psycopg.OperationalError):
             await saver.aget_tuple(config)  # the call that meets the dead connection may fail
         assert await saver.aget_tuple(config) is None  # the next one gets a fresh connection
