@@ -110,6 +110,40 @@ def spool_dir(provider: str) -> Path:
     return deer_flow_home() / "channels" / "inbox" / provider
 
 
+# A webhook delivery is remembered for a day: platforms redeliver within minutes or hours.
+DELIVERY_MEMORY_SECONDS = 24 * 3600
+_last_prune = [0.0]
+
+
+def claim_delivery(key: tuple) -> bool:
+    """True the first time any process of this installation is handed ``key`` (provider, chat,
+    message id), False for a redelivery. Webhooks can land on any web server (``make run`` has
+    two) or come again after a restart, so an in-memory set is not enough: the claim is a file
+    created exclusively under ``DEER_FLOW_HOME/channels/deliveries``, which the servers share.
+    Blocking: call it off the loop."""
+    import hashlib
+
+    from harness.config.paths import deer_flow_home
+
+    directory = deer_flow_home() / "channels" / "deliveries"
+    directory.mkdir(parents=True, exist_ok=True)
+    now = time.time()
+    if now - _last_prune[0] > 3600:  # at most hourly: a scan of the day's claims
+        _last_prune[0] = now
+        for old in directory.iterdir():
+            try:
+                if now - old.stat().st_mtime > DELIVERY_MEMORY_SECONDS:
+                    old.unlink()
+            except OSError:
+                pass  # another server pruned it first
+    name = hashlib.sha256(json.dumps([str(part) for part in key]).encode()).hexdigest()[:40]
+    try:
+        os.close(os.open(directory / name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return False
+    return True
+
+
 def _spool_write(provider: str, payload: dict[str, Any]) -> None:
     directory = spool_dir(provider)
     directory.mkdir(parents=True, exist_ok=True)

@@ -26,6 +26,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from apps.integrations.channels.base import ChannelAdapter
+from apps.integrations.channels.common import claim_delivery
 from apps.integrations.channels.config import ChannelsSettings, channels_settings
 from apps.integrations.channels.manager import CONNECT_COMMANDS, ChannelManager, _Turn, parse_command
 
@@ -67,10 +68,20 @@ class WebhookManager(ChannelManager):
             command = parse_command(message.text)
             adapter = self.adapters.get("github")
             if command and command[0] in CONNECT_COMMANDS and command[1] and adapter is not None:
-                if not self._duplicate(message):
+                if not await self._already_handled(message):
                     await self._connect(adapter, message, command[1])
                 return
         await super()._handle(message)
+
+    async def _already_handled(self, message) -> bool:
+        """Deliveries reach whichever web server the platform's request landed on, or come
+        again after a restart: past this process's memory, the installation's claim decides."""
+        if self._duplicate(message):
+            return True
+        if not message.message_id:
+            return False
+        key = (message.chat.provider, message.chat.workspace, message.chat.chat, message.message_id)
+        return not await asyncio.to_thread(claim_delivery, key)
 
     def sink_for(self, provider: str):
         return self.handle_tracked

@@ -88,7 +88,7 @@ class ChannelManager:
 
     async def _handle(self, message: InboundMessage) -> None:
         adapter = self.adapters.get(message.chat.provider)
-        if adapter is None or self._duplicate(message):
+        if adapter is None or await self._already_handled(message):
             return
         if not (message.is_direct or message.mentioned):
             return  # group chatter not addressed to the bot
@@ -122,6 +122,9 @@ class ChannelManager:
         if not message.text.strip() and not message.files:
             return
         await self._enqueue(adapter, _Turn(message, connection, message.text))
+
+    async def _already_handled(self, message: InboundMessage) -> bool:
+        return self._duplicate(message)
 
     def _duplicate(self, message: InboundMessage) -> bool:
         """Platforms redeliver (a reconnect, a retried webhook): each message is handled once."""

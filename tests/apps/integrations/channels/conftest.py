@@ -112,8 +112,14 @@ def gated_agent(settings):
 
 @pytest.fixture
 def hosted_channels():
-    """The web process's webhook host, closed after the test (its turns run on the runs loop)."""
-    from apps.integrations.channels import hosting
+    """The web process's webhook host, closed after the test (its turns run on the runs loop).
+    Each test starts as a new installation: the deliveries earlier tests claimed (their fake
+    platforms count message ids from the same start) are forgotten."""
+    import shutil
 
+    from apps.integrations.channels import hosting
+    from harness.config.paths import deer_flow_home
+
+    shutil.rmtree(deer_flow_home() / "channels" / "deliveries", ignore_errors=True)
     yield hosting
     hosting.call(hosting.close_all, timeout=60)

@@ -150,6 +150,22 @@ def test_comments_while_busy_are_buffered_deduplicated_bounded_and_run_after(
     assert not any("Queued" in b for b in bodies)  # buffering is silent on GitHub
 
 
+def test_a_redelivery_to_another_web_server_or_after_a_restart_runs_nothing(client, github, hosted_channels, scripted_agent, user):
+    # make run has two web servers, each with its own manager: a fresh manager stands for the other one
+    scripted_agent("answered once", loop=True)
+    connect(client, hosted_channels, user)
+    comment = issue_comment(f"@{BOT_LOGIN} run this once")
+    post(client, comment, delivery="d-once")
+    settle(hosted_channels)
+    hosted_channels.call(hosted_channels.close_all, timeout=60)  # the next delivery finds a new manager
+    post(client, comment, delivery="d-once")
+    settle(hosted_channels)
+    assert Run.objects.count() == 1
+    post(client, issue_comment(f"@{BOT_LOGIN} a new comment"))  # and new deliveries still run
+    settle(hosted_channels)
+    assert Run.objects.count() == 2
+
+
 def test_without_a_token_the_answer_is_only_logged(client, github, github_api, hosted_channels, scripted_agent, user, caplog):
     scripted_agent("A logged answer.")
     github(api_token="")
