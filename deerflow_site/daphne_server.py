@@ -216,7 +216,7 @@ class _SharedPort(tcp.Port):
 
     @numberAccepts.setter
     def numberAccepts(self, value: int) -> None:
-        pass
+        pass  # Twisted re-tunes it after every wake-up; a shared port keeps to one
 
 
 def _report_ready(fd: int) -> None:

@@ -149,7 +149,7 @@ class Launcher:
                 try:
                     child.send_signal(signum)
                 except ProcessLookupError:
-                    pass
+                    pass  # it exited meanwhile: nothing left to stop
         timer = threading.Timer(STOP_GRACE_SECONDS, self._kill_remaining)
         timer.daemon = True
         timer.start()
@@ -160,7 +160,7 @@ class Launcher:
                 try:
                     child.kill()
                 except ProcessLookupError:
-                    pass
+                    pass  # it exited meanwhile: nothing left to stop
 
     def wait(self) -> int:
         """Until every server has exited. The code is that of the first to exit on its own; after
