@@ -115,6 +115,8 @@ def test_the_console_cancels_a_run_that_is_going(page, script):
     page.goto("/")
     send(page, "Take all the time you need")
     expect(page.get_by_role("button", name="Stop")).to_be_visible()
+    # Stop shows as soon as the message is sent; the console lists the run once it is admitted
+    page.wait_for_function("() => !!window.DeerFlowChat.state().runId")
     console = page.context.new_page()
     console.goto("/console/")
     row = console.locator("#active-runs tbody tr[data-run-id]")
