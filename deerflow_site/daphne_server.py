@@ -96,7 +96,8 @@ class _PulledBody(asyncio.Queue):
     async def get(self):
         if self._more and self.empty():
             try:
-                chunk = await asyncio.to_thread(self._read)
+                # Twisted keeps a body under 100 kB in memory: reading it needs no thread.
+                chunk = self._read() if isinstance(self._file, io.BytesIO) else await asyncio.to_thread(self._read)
             except (ValueError, OSError):  # the file is closed: the client went away
                 self._more = False
                 return {"type": "http.disconnect"}

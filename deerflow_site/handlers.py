@@ -15,6 +15,10 @@ A request cancelled while its view still runs (Daphne cancels an application tha
 its client by ``application_close_timeout``) gives its thread up: the view runs on there,
 and the next request must not queue behind it.
 
+The same hop also sends ``request_started`` and, for a response that is not streamed, closes
+it (``request_finished``): Django sends each from the loop with a hop of its own, four hops
+per request where one does. A streamed body is closed after its last chunk, as Django does.
+
 The chain gives the thread's database connection back as soon as the view has answered.
 Django would do it at ``request_finished``, which for a streamed body (an SSE run stream)
 comes only when the stream ends: with pooled PostgreSQL connections every open stream would
@@ -23,14 +27,20 @@ hold one, and a few dozen long runs would drain the pool.
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import django
 from asgiref.sync import ThreadSensitiveContext, sync_to_async
-from django.core.handlers.asgi import ASGIHandler
+from django.conf import settings
+from django.core import signals
+from django.core.exceptions import RequestAborted
+from django.core.handlers.asgi import ASGIHandler, get_script_prefix
 from django.db import close_old_connections
+from django.urls import set_script_prefix, set_urlconf
+from django.utils.log import log_response
 
 # Idle request threads kept for reuse; a burst beyond this gets threads that end with it.
 IDLE_REQUEST_THREADS = 32
@@ -53,19 +63,82 @@ class SyncChainASGIHandler(ASGIHandler):
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async=False)
         chain = self._middleware_chain
+        handler_class = self.__class__
 
-        def chain_then_release(request):
+        def respond(request):
+            """Django's sync request cycle, from ``request_started`` to the response."""
+            signals.request_started.send(sender=handler_class, scope=request.scope)
+            set_urlconf(settings.ROOT_URLCONF)
             borrowed = _borrowed.get()
             if borrowed is not None:
                 borrowed.in_view = True
             try:
-                return chain(request)
+                response = chain(request)
             finally:
                 close_old_connections()
                 if borrowed is not None:
                     borrowed.in_view = False
+            response._resource_closers.append(request.close)
+            if response.status_code >= 400:
+                log_response("%s: %s", response.reason_phrase, request.path, response=response, request=request)
+            if not response.streaming:
+                response.close()
+                response._closed_in_chain = True
+            return response
 
-        self._middleware_chain = sync_to_async(chain_then_release, thread_sensitive=True)
+        self._middleware_chain = sync_to_async(respond, thread_sensitive=True)
+
+    async def get_response_async(self, request):
+        return await self._middleware_chain(request)
+
+    async def handle(self, scope, receive, send):
+        """Django's ``ASGIHandler.handle`` without the hops ``respond`` makes unneeded."""
+        try:
+            body_file = await self.read_body(receive)
+        except RequestAborted:
+            return
+        set_script_prefix(get_script_prefix(scope))
+        request, error_response = self.create_request(scope, body_file)
+        if request is None:
+            body_file.close()
+            await self.send_response(error_response, send)
+            await sync_to_async(error_response.close)()
+            return
+
+        async def process_request(request, send):
+            response = await self.run_get_response(request)
+            try:
+                await self.send_response(response, send)
+            except asyncio.CancelledError:
+                pass  # the client went away while the response was sent
+            return response
+
+        # As Django does: a disconnect while the view runs cancels the request.
+        tasks = [asyncio.create_task(self.listen_for_disconnect(receive)), asyncio.create_task(process_request(request, send))]
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+        for task in tasks:
+            if task.done():
+                try:
+                    task.result()
+                except RequestAborted:
+                    pass
+                except AssertionError:
+                    body_file.close()
+                    raise
+            else:
+                task.cancel()
+                try:
+                    await task
+                except asyncio.CancelledError:
+                    pass
+        try:
+            response = tasks[1].result()
+        except asyncio.CancelledError:
+            await signals.request_finished.asend(sender=self.__class__)
+        else:
+            if not getattr(response, "_closed_in_chain", False):
+                await sync_to_async(response.close)()
+        body_file.close()
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
