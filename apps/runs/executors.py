@@ -13,12 +13,15 @@ from django.conf import settings
 class Executor(Protocol):
     # How long an admitted run may stay pending before recovery declares it lost.
     pending_lease_seconds: int
+    # True when this process executes the run the moment it is admitted: admission then
+    # writes it running, leased to this process, and hands the worker what the claim reads.
+    claims_at_admission: bool
 
     def prepare(self, run_id: str) -> None:
         """At admission, before the run's first event is published."""
         ...
 
-    def submit(self, run_id: str) -> None: ...
+    def submit(self, run_id: str, claimed: dict | None = None) -> None: ...
 
 
 class EmbeddedExecutor:
@@ -28,6 +31,15 @@ class EmbeddedExecutor:
     def pending_lease_seconds(self) -> int:
         return settings.RUN_LEASE_SECONDS
 
+    @property
+    def claims_at_admission(self) -> bool:
+        """A server starts its runs at once (a process that serves no streams may offer them
+        to the servers instead): the pending → running claim, a thread hop and two queries
+        per run, is then done by admission's own insert."""
+        from apps.runs.runtime import get_runtime
+
+        return get_runtime().serves_streams
+
     def prepare(self, run_id: str) -> None:
         from apps.runs.runtime import get_runtime
 
@@ -35,11 +47,16 @@ class EmbeddedExecutor:
         # started it, above all) need not wait for the events to go round through Redis.
         get_runtime().bridge.produce_here(run_id)
 
-    def submit(self, run_id: str) -> None:
+    def submit(self, run_id: str, claimed: dict | None = None) -> None:
+        from functools import partial
+
         from apps.runs.runtime import get_runtime
         from apps.runs.worker import execute_run
 
         runtime = get_runtime()
+        if claimed is not None:
+            runtime.start(run_id, partial(execute_run, claimed=claimed))
+            return
         if not runtime.serves_streams:
             from apps.runs.handoff import handoff_possible, run_offer
 
@@ -56,10 +73,12 @@ class CeleryExecutor:
     def pending_lease_seconds(self) -> int:
         return settings.RUN_QUEUE_TIMEOUT
 
+    claims_at_admission = False  # a worker claims the run when it takes the task
+
     def prepare(self, run_id: str) -> None:
         """Nothing to prepare: a worker, not this process, will publish the run's events."""
 
-    def submit(self, run_id: str) -> None:
+    def submit(self, run_id: str, claimed: dict | None = None) -> None:
         from apps.runs.tasks import execute_run_task
         from harness.observability.context import current_request_id
 

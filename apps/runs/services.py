@@ -14,6 +14,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -96,14 +97,19 @@ def _insert(thread: Thread, user, request: RunCreate, kwargs: dict, model_name: 
     from apps.runs.executors import get_executor
 
     now = timezone.now()
+    executor = get_executor()
+    # A run this process starts at once is written running, as the worker's claim would.
+    claimed = executor.claims_at_admission
+    lease = settings.RUN_LEASE_SECONDS if claimed else executor.pending_lease_seconds
     with transaction.atomic():
         run = Run.objects.create(
             thread=thread, owner=user, assistant_id=request.assistant_id or graphs.LEAD_AGENT,
-            status=Run.Status.PENDING, multitask_strategy=request.multitask_strategy,
+            status=Run.Status.RUNNING if claimed else Run.Status.PENDING, started_at=now if claimed else None,
+            multitask_strategy=request.multitask_strategy,
             kwargs=kwargs, metadata=request.metadata or {}, model_name=model_name,
             # A run started outside a request (a schedule, a channel) gets its own id.
             request_id=current_request_id() or new_request_id(),
-            lease_owner=PROCESS_ID, lease_expires_at=now + timedelta(seconds=get_executor().pending_lease_seconds),
+            lease_owner=PROCESS_ID, lease_expires_at=now + timedelta(seconds=lease),
         )
         # The thread talks to the agent of its latest run (the chat shows it); same UPDATE, no extra query.
         Thread.objects.filter(pk=thread.pk).update(status=Thread.Status.BUSY, updated_at=now, assistant_id=run.assistant_id)
@@ -182,9 +188,20 @@ def _submit(executor, run: Run) -> None:
     # run admitted outside any request (a schedule) still hands over the id it was given.
     token = request_id_var.set(run.request_id)
     try:
-        executor.submit(str(run.pk))
+        if run.status == Run.Status.RUNNING:  # admitted running: the worker skips its claim
+            executor.submit(str(run.pk), claimed=claimed_meta(run))
+        else:
+            executor.submit(str(run.pk))
     finally:
         request_id_var.reset(token)
+
+
+def claimed_meta(run: Run) -> dict:
+    """What the worker's claim reads from the row, from the row just inserted; kwargs are
+    copied, so the worker and the response serializer never share them."""
+    return {"thread_id": run.thread_id, "owner_id": run.owner_id, "kwargs": copy.deepcopy(run.kwargs),
+            "assistant_id": run.assistant_id, "model_name": run.model_name, "metadata": run.metadata,
+            "request_id": run.request_id, "created_at": run.created_at}
 
 
 def run_cancel(*, run: Run, action: str = "interrupt", wait: bool = False, timeout: float = REPLACE_WAIT_SECONDS) -> Run:

@@ -286,14 +286,15 @@ def _stream_modes(kwargs: dict) -> tuple[list[str], list[str]]:
 # -- the run ------------------------------------------------------------------------------
 
 
-async def execute_run(run_id: str) -> None:
+async def execute_run(run_id: str, claimed: dict | None = None) -> None:
+    """``claimed``: what the claim would read, when admission already wrote the run running."""
     runtime = get_runtime()
     bind_run(run_id)  # this task's context: every line it logs names the run
     runtime.mark_started(run_id)
     try:
         if runtime.cancel_action(run_id):
             raise asyncio.CancelledError  # cancelled before it started
-        await _execute(run_id)
+        await _execute(run_id, claimed)
     except asyncio.CancelledError:
         runtime.mark_settling(run_id)
         # Cancelled before the run got going (e.g. while claiming it): nothing to roll back,
@@ -324,10 +325,10 @@ async def _publish_quietly(run_id: str, event: str, data: Any) -> None:
         logger.warning("Could not publish the %s event of run %s", event, run_id, exc_info=True)
 
 
-async def _execute(run_id: str) -> None:
+async def _execute(run_id: str, claimed: dict | None = None) -> None:
     runtime = get_runtime()
     bridge = runtime.bridge
-    meta = await _claim(run_id)
+    meta = claimed if claimed is not None else await _claim(run_id)
     if meta is None:
         # Cancelled before the claim. A canceller in this process leaves the row to this
         # worker, and asgiref may have swallowed the cancel of the claim itself: settle it
