@@ -10,6 +10,7 @@ from langchain_core.language_models import BaseChatModel
 
 from harness.config import AppConfig, ModelConfig, get_app_config
 from harness.config import class_path
+from harness.models.openai_chunks import stream_chunks_as_dicts
 
 logger = logging.getLogger(__name__)
 
@@ -81,6 +82,7 @@ def create_chat_model(name: str | None = None, thinking_enabled: bool = False, *
         raise ModelError(f"model '{entry.name}' ({entry.use}) could not be created: {type(exc).__name__}: {exc}") from exc
     # Middlewares (usage, vision, summarization) read the config name back from here.
     model.metadata = {**(model.metadata or {}), "deerflow_model_name": entry.name}
+    stream_chunks_as_dicts(model)  # OpenAI-SDK models: no typed object per streamed chunk
     return model
 
 
