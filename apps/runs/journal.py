@@ -152,11 +152,10 @@ def event_record(event: RunEvent) -> dict:
 
 
 class JournalBuffer:
-    """Batches a run's journal writes: at most one database round trip per FLUSH_SECONDS of a
-    run (or per FLUSH_EVENTS events) instead of one per graph step; what is left goes with the
-    final row. An event never waits longer than about FLUSH_SECONDS: when no later event comes
-    to write it (the model is thinking, a tool is running), the loop's flush timer does, so a
-    crash loses at most that much.
+    """Batches a run's journal writes: an event waits at most FLUSH_SECONDS for its write
+    (or until FLUSH_EVENTS are pending), so a crash loses at most that much, and the loop's one
+    flush timer writes what every run has due in one transaction. A run that ends within
+    FLUSH_SECONDS of its last events writes them with its final row, and writes nothing else.
 
     Writes of one buffer never overlap: seq is allocated at write time, so two writes in
     flight could commit later events before earlier ones.
@@ -170,24 +169,26 @@ class JournalBuffer:
         self.run_id = run_id
         self.pending: list[JournalEvent] = []
         self._loop = asyncio.get_running_loop()
-        self._last_flush = self._loop.time()
+        self._pending_since = self._loop.time()
         self._writing: asyncio.Task | None = None
         self._flusher = _flusher(self._loop)
 
     @property
     def due(self) -> float:
-        return self._last_flush + self.FLUSH_SECONDS
+        """When the oldest pending event must be written."""
+        return self._pending_since + self.FLUSH_SECONDS
 
     def hold(self, *events: JournalEvent) -> None:
-        """Queue events for the next write (the timer's at the latest)."""
+        """Queue events for the timer's next write at the latest."""
         if not self.pending:
+            self._pending_since = self._loop.time()
             self._flusher.watch(self)
         self.pending.extend(events)
 
     async def add(self, events: list[JournalEvent]) -> None:
-        """Queue events, and write them now when the batch is due."""
+        """Queue events; a long burst of them is written at once."""
         self.hold(*events)
-        if len(self.pending) >= self.FLUSH_EVENTS or self._loop.time() >= self.due:
+        if len(self.pending) >= self.FLUSH_EVENTS:
             await self.flush()
 
     async def flush(self) -> None:
@@ -196,13 +197,7 @@ class JournalBuffer:
         while self._writing is not None:
             await self._landed(self._writing)
         if self.pending:
-            await asyncio.shield(self._start_write())
-        self._last_flush = self._loop.time()
-
-    def flush_in_background(self) -> None:
-        """The timer's flush: a task of its own, so it is nobody's to cancel."""
-        if self._writing is None and self.pending:
-            self._start_write()
+            await asyncio.shield(_start_writes([self]))
 
     async def drain(self) -> list[JournalEvent]:
         """What is left for the final write, once any write in flight has landed."""
@@ -225,31 +220,72 @@ class JournalBuffer:
             return
         await asyncio.shield(task)
 
-    def _start_write(self) -> asyncio.Task:
-        events, self.pending = self.pending, []
-        self._last_flush = self._loop.time()
-        task = self._writing = self._loop.create_task(_write(self.thread_id, self.run_id, events))
-
-        def _written(done: asyncio.Task) -> None:
-            self._writing = None
-            if done.cancelled() or done.exception() is not None:
-                # Not lost: they go with the next write, or with the final row.
-                self.pending[:0] = events
-                self._flusher.watch(self)
-                if not done.cancelled():
-                    logger.warning("Could not journal %d events of run %s (retrying with the next write): %s",
-                                   len(events), self.run_id, done.exception())
-
-        task.add_done_callback(_written)
-        return task
+    def _written(self, events: list[JournalEvent], error: BaseException | None) -> None:
+        self._writing = None
+        if error is not None:
+            # Not lost: they go with the next write, or with the final row.
+            self.pending[:0] = events
+            self._pending_since = self._loop.time()
+            self._flusher.watch(self)
+            if not isinstance(error, asyncio.CancelledError):
+                logger.warning("Could not journal %d events of run %s (retrying with the next write): %s",
+                               len(events), self.run_id, error)
 
 
-_write = DatabaseSyncToAsync(lambda thread_id, run_id, events: journal_append(thread_id=thread_id, run_id=run_id, events=events),
-                             thread_sensitive=False)
+def journal_append_many(batches: list[tuple[str, str, list[JournalEvent]]]) -> list[BaseException | None]:
+    """Several runs' events in one transaction; when that fails, each run's alone, so one
+    run whose rows cannot be written (its thread deleted) does not hold the others back.
+    Returns each batch's error, or None."""
+    for _attempt in range(2):  # a lost seq race: once more, with fresh seqs
+        try:
+            with transaction.atomic():
+                for thread_id, run_id, events in batches:
+                    journal_insert(thread_id=thread_id, run_id=run_id, events=events)
+            return [None] * len(batches)
+        except IntegrityError:
+            if len(batches) == 1:
+                continue
+            break
+    errors: list[BaseException | None] = []
+    for thread_id, run_id, events in batches:
+        try:
+            journal_append(thread_id=thread_id, run_id=run_id, events=events)
+            errors.append(None)
+        except Exception as exc:
+            errors.append(exc)
+    return errors
+
+
+_write_many = DatabaseSyncToAsync(journal_append_many, thread_sensitive=False)
+
+
+def _start_writes(buffers: list[JournalBuffer]) -> asyncio.Task:
+    """One task writing the pending events of ``buffers`` (none with a write in flight)."""
+    taken = []
+    for buffer in buffers:
+        taken.append(buffer.pending)
+        buffer.pending = []
+    task = asyncio.get_running_loop().create_task(_write_many([(b.thread_id, b.run_id, ev) for b, ev in zip(buffers, taken)]))
+    for buffer in buffers:
+        buffer._writing = task
+
+    def _done(done: asyncio.Task) -> None:
+        if done.cancelled():
+            errors: list = [asyncio.CancelledError()] * len(buffers)
+        elif done.exception() is not None:
+            errors = [done.exception()] * len(buffers)
+        else:
+            errors = done.result()
+        for buffer, events, error in zip(buffers, taken, errors):
+            buffer._written(events, error)
+
+    task.add_done_callback(_done)
+    return task
 
 
 class _Flusher:
-    """One timer per loop for every buffer holding events: no task or timer per event."""
+    """One timer per loop for every buffer holding events: no task or timer per event, and
+    one write for all the buffers that are due together."""
 
     def __init__(self, loop: asyncio.AbstractEventLoop):
         self.loop = loop
@@ -275,16 +311,20 @@ class _Flusher:
         self.timer = None
         now = self.loop.time()
         next_due: float | None = None
+        ready = []
         for buffer in list(self.buffers):
             if not buffer.pending:
                 self.buffers.discard(buffer)  # written meanwhile (or the run finished)
                 continue
             if buffer.due <= now:
-                buffer.flush_in_background()
+                if buffer._writing is None:
+                    ready.append(buffer)
                 due = now + buffer.FLUSH_SECONDS  # look again then, in case that write failed
             else:
                 due = buffer.due
             next_due = due if next_due is None else min(next_due, due)
+        if ready:
+            _start_writes(ready)  # a task of its own, so it is nobody's to cancel
         if next_due is not None:
             self._arm(next_due)
 
