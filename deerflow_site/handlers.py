@@ -48,7 +48,9 @@ IDLE_REQUEST_THREADS = 32
 
 @dataclass
 class _Borrowed:
+    executor: ThreadPoolExecutor
     in_view: bool = False
+    returned: bool = False
 
 
 # The request's borrowed thread, seen from its sync code (asgiref copies the context there).
@@ -107,6 +109,12 @@ class SyncChainASGIHandler(ASGIHandler):
 
         async def process_request(request, send):
             response = await self.run_get_response(request)
+            if getattr(response, "needs_no_request_thread", False):
+                # A run's event stream: its sync work is done, and hundreds of streams may be
+                # held open for minutes. Its thread goes back to the idle ones now.
+                borrowed = _borrowed.get()
+                if borrowed is not None:
+                    self._give_back(borrowed)
             try:
                 await self.send_response(response, send)
             except asyncio.CancelledError:
@@ -136,7 +144,9 @@ class SyncChainASGIHandler(ASGIHandler):
         except asyncio.CancelledError:
             await signals.request_finished.asend(sender=self.__class__)
         else:
-            if not getattr(response, "_closed_in_chain", False):
+            if getattr(response, "needs_no_request_thread", False):
+                await sync_to_async(response.close, thread_sensitive=False)()  # its thread is another's now
+            elif not getattr(response, "_closed_in_chain", False):
                 await sync_to_async(response.close)()
         body_file.close()
 
@@ -144,18 +154,24 @@ class SyncChainASGIHandler(ASGIHandler):
         if scope["type"] != "http":
             raise ValueError(f"Django can only handle ASGI/HTTP connections, not {scope['type']}.")
         executor = self._idle_threads.pop() if self._idle_threads else ThreadPoolExecutor(max_workers=1, thread_name_prefix="request")
-        borrowed = _Borrowed()
+        borrowed = _Borrowed(executor)
         token = _borrowed.set(borrowed)
         try:
             async with ThreadSensitiveContext(executor=executor):
                 await self.handle(scope, receive, send)
         finally:
             _borrowed.reset(token)
-            # Cancelled mid-view: asgiref stops waiting, the thread is still the view's.
-            if not borrowed.in_view and len(self._idle_threads) < IDLE_REQUEST_THREADS:
-                self._idle_threads.append(executor)
-            else:
-                executor.shutdown(wait=False)
+            self._give_back(borrowed)
+
+    def _give_back(self, borrowed: _Borrowed) -> None:
+        if borrowed.returned:
+            return
+        borrowed.returned = True
+        # Cancelled mid-view: asgiref stops waiting, the thread is still the view's.
+        if not borrowed.in_view and len(self._idle_threads) < IDLE_REQUEST_THREADS:
+            self._idle_threads.append(borrowed.executor)
+        else:
+            borrowed.executor.shutdown(wait=False)
 
 
 def get_asgi_application() -> SyncChainASGIHandler:

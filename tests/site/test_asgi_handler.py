@@ -180,6 +180,52 @@ def test_a_request_cancelled_mid_view_does_not_hold_up_the_next_one(settings):
     assert async_to_sync(go)() == b"fast"
 
 
+def test_a_held_event_stream_gives_its_request_thread_back(settings):
+    """Hundreds of run streams may stay open for minutes: they must not hold a thread each.
+    While one is open, the next request reuses its thread."""
+    import asyncio
+
+    from tests.site import slow_urls
+
+    settings.ROOT_URLCONF = "tests.site.slow_urls"
+    handler = SyncChainASGIHandler()
+
+    def client():
+        sent = asyncio.Event()
+
+        async def receive():
+            if sent.is_set():
+                await asyncio.Event().wait()  # the client sends nothing more
+            sent.set()
+            return {"type": "http.request", "body": b"", "more_body": False}
+
+        body = []
+
+        async def send(message):
+            if message["type"] == "http.response.body":
+                body.append(message.get("body", b""))
+
+        return receive, send, body
+
+    async def go():
+        slow_urls.stream_release = asyncio.Event()
+        receive, send, body = client()
+        stream = asyncio.create_task(handler(_scope("/stream/"), receive, send))
+        while b"data: first\n\n" not in body:
+            await asyncio.sleep(0.01)
+        idle_while_streaming = len(handler._idle_threads)
+        receive2, send2, body2 = client()
+        await asyncio.wait_for(handler(_scope("/fast/"), receive2, send2), 3)
+        slow_urls.stream_release.set()
+        await asyncio.wait_for(stream, 3)
+        return idle_while_streaming, b"".join(body), b"".join(body2), len(handler._idle_threads)
+
+    idle_while_streaming, streamed, fast, idle_after = async_to_sync(go)()
+    assert idle_while_streaming == 1  # the stream's thread, back before the stream ended
+    assert streamed == b"data: first\n\ndata: last\n\n" and fast == b"fast"
+    assert idle_after == 1  # the fast request borrowed that same thread: none was made
+
+
 def test_a_query_string_that_is_not_utf8_is_422(user):
     token = token_create(owner=user, name="script", scopes=["threads:read"]).token
     response = _request("GET", "/api/threads/t1/runs?status=%ED%A0%80", headers={"Authorization": f"Bearer {token}"})
