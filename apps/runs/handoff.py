@@ -75,6 +75,7 @@ async def take_offered_runs_forever() -> None:
     runtime = get_runtime()
     offered = DatabaseSyncToAsync(_offered_runs, thread_sensitive=False)
     take = DatabaseSyncToAsync(_take, thread_sensitive=False)
+    failing = False
     while True:
         await asyncio.sleep(POLL_SECONDS)
         try:
@@ -82,10 +83,15 @@ async def take_offered_runs_forever() -> None:
                 if await take(run_id):
                     runtime.bridge.publish(run_id, "metadata", {"run_id": run_id, "thread_id": thread_id})
                     runtime.start(run_id, execute_run)
+            if failing:
+                logger.info("Taking offered runs again")
+                failing = False
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the database went away for a moment: the next tick retries
-            logger.warning("Could not take offered runs (retrying): %s", exc)
+            # Said once per outage, not twice a second.
+            (logger.debug if failing else logger.warning)("Could not take offered runs (retrying every %.1f s): %s", POLL_SECONDS, exc)
+            failing = True
 
 
 def serve_offered_runs() -> None:

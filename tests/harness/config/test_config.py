@@ -172,4 +172,5 @@ def test_the_example_config_loads_without_a_warning(caplog):
 
     with caplog.at_level("WARNING", logger="harness.config.loader"):
         get_app_config(REPO_ROOT / "config.example.yaml")
-    assert not [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    # The config loader's own warnings: a background poller another test started may log too.
+    assert not [r.getMessage() for r in caplog.records if r.levelname == "WARNING" and r.name.startswith("harness.config")]
