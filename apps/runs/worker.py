@@ -371,6 +371,7 @@ async def _execute(run_id: str, claimed: dict | None = None) -> None:
         for option in ("interrupt_before", "interrupt_after", "durability"):
             if kwargs.get(option):
                 stream_kwargs[option] = kwargs[option]
+        last_meta: tuple[Any, dict] = (None, {})
         async for chunk in graph.astream(graph_input, config, **stream_kwargs):
             if subgraphs:
                 namespace, mode, data = chunk
@@ -401,7 +402,11 @@ async def _execute(run_id: str, claimed: dict | None = None) -> None:
                 metrics.first_event(time.time() - meta["created_at"].timestamp())
             if mode == "messages":
                 message, cb_meta = data
-                payload: Any = [to_jsonable(message), _callback_metadata(cb_meta)]
+                # LangGraph hands every chunk of one model call the same metadata dict:
+                # filtered and converted once per call, not once per token.
+                if cb_meta is not last_meta[0]:
+                    last_meta = (cb_meta, _callback_metadata(cb_meta))
+                payload: Any = [to_jsonable(message), last_meta[1]]
             else:
                 payload = to_jsonable(data)
             await bridge.apublish(run_id, name, payload)
