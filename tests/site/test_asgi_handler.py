@@ -133,6 +133,27 @@ def _scope(path: str) -> dict:
             "client": ("127.0.0.1", 5000), "server": ("testserver", 80)}
 
 
+def _client():
+    """(receive, send, body) of an ASGI client that sends an empty request, then nothing."""
+    import asyncio
+
+    requested = []
+
+    async def receive():
+        if requested:
+            await asyncio.Event().wait()  # the client sends nothing more
+        requested.append(1)
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    body = []
+
+    async def send(message):
+        if message["type"] == "http.response.body":
+            body.append(message.get("body", b""))
+
+    return receive, send, body
+
+
 def test_a_request_cancelled_mid_view_does_not_hold_up_the_next_one(settings):
     """Daphne cancels a request's application task when its client left and the request does
     not finish in time; the view runs on in its thread, which must not be lent to the next
@@ -146,31 +167,14 @@ def test_a_request_cancelled_mid_view_does_not_hold_up_the_next_one(settings):
     slow_urls.release.clear()
     handler = SyncChainASGIHandler()
 
-    def client():
-        requested = []
-
-        async def receive():
-            if requested:
-                await asyncio.Event().wait()  # the client sends nothing more
-            requested.append(1)
-            return {"type": "http.request", "body": b"", "more_body": False}
-
-        body = []
-
-        async def send(message):
-            if message["type"] == "http.response.body":
-                body.append(message.get("body", b""))
-
-        return receive, send, body
-
     async def go() -> bytes:
-        receive, send, _ = client()
+        receive, send, _ = _client()
         slow = asyncio.create_task(handler(_scope("/slow/"), receive, send))
         await asyncio.to_thread(slow_urls.entered.wait, 10)
         slow.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await slow
-        receive, send, body = client()
+        receive, send, body = _client()
         try:
             await asyncio.wait_for(handler(_scope("/fast/"), receive, send), 3)
         finally:
@@ -190,31 +194,14 @@ def test_a_held_event_stream_gives_its_request_thread_back(settings):
     settings.ROOT_URLCONF = "tests.site.slow_urls"
     handler = SyncChainASGIHandler()
 
-    def client():
-        sent = asyncio.Event()
-
-        async def receive():
-            if sent.is_set():
-                await asyncio.Event().wait()  # the client sends nothing more
-            sent.set()
-            return {"type": "http.request", "body": b"", "more_body": False}
-
-        body = []
-
-        async def send(message):
-            if message["type"] == "http.response.body":
-                body.append(message.get("body", b""))
-
-        return receive, send, body
-
     async def go():
         slow_urls.stream_release = asyncio.Event()
-        receive, send, body = client()
+        receive, send, body = _client()
         stream = asyncio.create_task(handler(_scope("/stream/"), receive, send))
         while b"data: first\n\n" not in body:
             await asyncio.sleep(0.01)
         idle_while_streaming = len(handler._idle_threads)
-        receive2, send2, body2 = client()
+        receive2, send2, body2 = _client()
         await asyncio.wait_for(handler(_scope("/fast/"), receive2, send2), 3)
         slow_urls.stream_release.set()
         await asyncio.wait_for(stream, 3)
