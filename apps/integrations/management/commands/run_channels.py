@@ -46,6 +46,11 @@ class Command(BaseCommand):
                     pass
             await ChannelsWorker().run_forever(stop)
 
+        from apps.runs.runtime import get_runtime
+
+        # The runs a channel starts execute here: on the embedded stack the web servers follow
+        # them (a user who opens the thread in the chat) by asking this process, as a peer.
+        get_runtime().serve_streams_to_peers()
         self.stdout.write("Channels worker starting (Ctrl-C to stop)")
         asyncio.run(main())
         # The runs this process executed are settled; its runs loop stops with it.

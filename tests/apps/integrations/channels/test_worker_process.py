@@ -1,6 +1,7 @@
 """`manage.py run_channels` as a real process: a live server's database and config, the real
 lead agent on the loopback model, Telegram through the fake Bot API server. Stopping and
-starting the worker again resumes polling after the last update it handled."""
+starting the worker again resumes polling after the last update it handled; a run it executes
+is followed live from the web chat."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import sys
 import threading
 import time
 
+import httpx
 import pytest
 
-from harness.testing import loopback_config_text
+from harness.testing import Reply, loopback_config_text
 from tests.support.fake_telegram import FakeTelegram
 from tests.support.live import ROOT, start_live_server
 
@@ -79,6 +81,20 @@ def test_the_worker_process_answers_and_resumes_after_a_restart(tmp_path, model_
         _until(lambda: any(t.startswith("Connected to DeerFlow as ann") for t in fake.texts(501)), "the connect reply")
         threaded.call(fake.user_says, "first question")
         _until(lambda: fake.texts(501).count("The worker answers.") == 1, "the first answer")
+
+        # A run the channel started, followed live from the web chat: the server asks the
+        # worker process, which executes it (the stream relay of the embedded stack).
+        model_server.reset(Reply(text="A slow answer the web chat follows.", delay=8), *["The worker answers."] * 6)
+        threaded.call(fake.user_says, "second question")
+        running = "from apps.runs.models import Run\nr = Run.objects.filter(status='running').first()\nprint(f'{r.thread_id} {r.pk}' if r else '')"
+        found: list[str] = []
+        _until(lambda: found.append(live.shell(running)) or found[-1] != "", "the channel's run to be running")
+        thread_id, run_id = found[-1].split()
+        token = live.create_user_token("ann")
+        followed = httpx.get(f"{live.url}/api/threads/{thread_id}/runs/{run_id}/stream", headers={"Authorization": f"Bearer {token}"},
+                             timeout=60).text
+        assert "A slow answer the web chat follows." in followed and followed.strip().split("\n\n")[-1].startswith("event: end\n")
+        _until(lambda: "A slow answer the web chat follows." in fake.texts(501), "the slow answer in Telegram")
         _stop_worker(worker)
         worker = None
 
@@ -87,7 +103,7 @@ def test_the_worker_process_answers_and_resumes_after_a_restart(tmp_path, model_
         _until(lambda: fake.texts(501).count("The worker answers.") == 2, "the answer after the restart")
         out = live.shell("from apps.runs.models import Run\n"
                          "print([r.kwargs['input']['messages'][0]['content'] for r in Run.objects.order_by('created_at')])")
-        assert out == "['first question', 'asked while the worker was down']"
+        assert out == "['first question', 'second question', 'asked while the worker was down']"
         status = live.shell("from apps.integrations.models import ChannelStatus\n"
                             "s = ChannelStatus.objects.get(provider='telegram'); print(s.state, s.bot_name)")
         assert status == "connected deerflow_bot"
