@@ -13,6 +13,7 @@ from django.utils import timezone
 from apps.accounts.models import PersonalAccessToken, User
 from apps.accounts.services import TOKEN_PREFIX, token_digest
 from deerflow_site.errors import NotFound
+from deerflow_site.prepared_sql import convert_row, row_converters
 
 # dfp_ + at least 32 url-safe characters (token_create issues 43). Anything else cannot be ours.
 TOKEN_PATTERN = re.compile(rf"^{TOKEN_PREFIX}[A-Za-z0-9_-]{{32,}}$")
@@ -85,12 +86,7 @@ class _TokenQuery:
         self.sql = (f"SELECT {', '.join(columns)} FROM {tokens} INNER JOIN {users} "
                     f"ON {tokens}.{quote(token_meta.get_field('owner').column)} = {users}.{quote(user_meta.pk.column)} "
                     f"WHERE {tokens}.{quote(token_meta.get_field('digest').column)} = %s")
-        self.converters = []
-        for index, field in enumerate([*token_meta.concrete_fields, *user_meta.concrete_fields]):
-            column = field.get_col(field.model._meta.db_table)
-            functions = connection.ops.get_db_converters(column) + column.get_db_converters(connection)
-            if functions:
-                self.converters.append((index, functions, column))
+        self.converters = row_converters(connection, [*token_meta.concrete_fields, *user_meta.concrete_fields])
 
     def fetch(self, connection, digest: str) -> PersonalAccessToken | None:
         with connection.cursor() as cursor:
@@ -98,10 +94,7 @@ class _TokenQuery:
             row = cursor.fetchone()
         if row is None:
             return None
-        values = list(row)
-        for index, functions, column in self.converters:
-            for convert in functions:
-                values[index] = convert(values[index], column, connection)
+        values = convert_row(connection, row, self.converters)
         split = len(self.token_fields)
         token = PersonalAccessToken.from_db(connection.alias, self.token_fields, values[:split])
         token.owner = User.from_db(connection.alias, self.user_fields, values[split:])

@@ -6,19 +6,23 @@ from django.db.models import Exists, OuterRef, Q, QuerySet
 
 from apps.threads.models import Thread
 from deerflow_site.errors import InvalidRequest, NotFound
+from deerflow_site.prepared_sql import ModelLookup
 
 SORTABLE = {"thread_id": "id", "created_at": "created_at", "updated_at": "updated_at", "status": "status"}
 
 
+# Every thread route and every run's admission look a thread up: prepared, not built by the ORM.
+_thread_of_owner = ModelLookup(Thread, "id", "owner_id")
+
+
 def thread_get_for_user(*, user, thread_id: str) -> Thread:
     """The caller's thread, or NotFound — also for another user's id, which is never revealed."""
-    if not isinstance(thread_id, str):
+    if not isinstance(thread_id, str) or user.pk is None:
         raise NotFound(f"Thread {thread_id} not found")
-    # get() rather than first(): a primary-key lookup needs none of Meta.ordering's ORDER BY.
-    try:
-        return Thread.objects.get(pk=thread_id, owner_id=user.pk)
-    except Thread.DoesNotExist:
-        raise NotFound(f"Thread {thread_id} not found") from None
+    thread = _thread_of_owner.first(thread_id, user.pk)
+    if thread is None:
+        raise NotFound(f"Thread {thread_id} not found")
+    return thread
 
 
 def thread_search(*, user, metadata: dict | None = None, status: str | None = None, ids: list[str] | None = None,
