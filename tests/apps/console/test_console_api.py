@@ -4,6 +4,7 @@ days, ownership, and the 422/403 answers for bad filters and non-admins."""
 from __future__ import annotations
 
 from datetime import timedelta
+from datetime import timezone as dt_tz
 
 import pytest
 from django.utils import timezone
@@ -24,13 +25,16 @@ def admin_client(django_user_model):
 
 def test_stats_price_each_model_cache_aware_and_leave_unpriced_models_null(user_client, user, priced_config, seed_run):
     now = timezone.now()
+    # Both runs earlier today in UTC (the period's zone), whatever the hour: an hour ago is
+    # yesterday between midnight and one.
+    midnight = now.astimezone(dt_tz.utc).replace(hour=0, minute=0, second=0, microsecond=0)
     # One run that used all three models: pro with cache hits, lite without a cache price, free unpriced.
-    seed_run(user, at=now - timedelta(hours=1), by_model={
+    seed_run(user, at=midnight + (now - midnight) * 2 / 3, by_model={
         "pro": {"input_tokens": 1_000_000, "output_tokens": 100_000, "cache_read_tokens": 400_000},
         "lite": {"input_tokens": 500_000, "output_tokens": 0, "cache_read_tokens": 200_000},
         "free": {"input_tokens": 10, "output_tokens": 10},
     })
-    seed_run(user, at=now - timedelta(hours=2), by_model={"pro": {"input_tokens": 0, "output_tokens": 10}}, status="error", error="boom")
+    seed_run(user, at=midnight + (now - midnight) / 3, by_model={"pro": {"input_tokens": 0, "output_tokens": 10}}, status="error", error="boom")
     body = user_client.get("/api/console/stats?period=today").json()
     assert body["runs"] == 2 and body["threads"] == 2 and body["runs_by_status"]["error"] == 1
     assert body["tokens"] == {"input": 1_500_010, "output": 100_020, "cache_read": 600_000, "total": 1_600_030}
