@@ -129,7 +129,7 @@ class SyncChainASGIHandler(ASGIHandler):
                 try:
                     task.result()
                 except RequestAborted:
-                    pass
+                    pass  # the client disconnected: nothing to answer
                 except AssertionError:
                     body_file.close()
                     raise
@@ -138,7 +138,7 @@ class SyncChainASGIHandler(ASGIHandler):
                 try:
                     await task
                 except asyncio.CancelledError:
-                    pass
+                    pass  # the cancel just asked for
         try:
             response = tasks[1].result()
         except asyncio.CancelledError:

@@ -233,19 +233,17 @@ class JournalBuffer:
 
 
 def journal_append_many(batches: list[tuple[str, str, list[JournalEvent]]]) -> list[BaseException | None]:
-    """Several runs' events in one transaction; when that fails, each run's alone, so one
-    run whose rows cannot be written (its thread deleted) does not hold the others back.
-    Returns each batch's error, or None."""
-    for _attempt in range(2):  # a lost seq race: once more, with fresh seqs
+    """Several runs' events in one transaction; when that fails, each run's alone (with
+    ``journal_append``'s retries), so one run whose rows cannot be written (its thread
+    deleted) does not hold the others back. Returns each batch's error, or None."""
+    if len(batches) > 1:
         try:
             with transaction.atomic():
                 for thread_id, run_id, events in batches:
                     journal_insert(thread_id=thread_id, run_id=run_id, events=events)
             return [None] * len(batches)
         except IntegrityError:
-            if len(batches) == 1:
-                continue
-            break
+            pass  # a lost seq race, or one run's rows refused: each run alone below
     errors: list[BaseException | None] = []
     for thread_id, run_id, events in batches:
         try:
