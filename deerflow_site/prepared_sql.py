@@ -1,10 +1,14 @@
-"""Lookups on the request path with their SQL built once per database connection.
+"""Statements on the run path with their SQL built once per database connection.
 
 Building a query through the ORM costs far more than running it: ``Thread.objects.get(pk=…,
 owner_id=…)`` took 350 µs here, the same SELECT as prepared SQL 35 µs, and every thread route
-and every run's admission make one. The SQL comes from the model's metadata and the values go
-through the converters the ORM itself applies, so the instances are the ORM's own
-(``Model.from_db``), as a QuerySet would have built them.
+and every run's admission make one; a run's admission and finish make six writes more. The
+SQL comes from the model's metadata and the values go through the field methods the ORM itself
+applies (``pre_save``, ``get_db_prep_save``, the row converters), so rows are written and read
+exactly as a QuerySet would, and instances are the ORM's own (``Model.from_db``).
+
+None of these send model signals: none of the models they are used for has receivers, and
+``QuerySet.update``, which the updates replace, sends none either.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import weakref
 from typing import Any
 
 from django.db import connections, router
+from django.db.models import AutoField
 
 
 def row_converters(connection, fields) -> list[tuple[int, list, Any]]:
@@ -71,3 +76,114 @@ class ModelLookup:
         if row is None:
             return None
         return self.model.from_db(connection.alias, names, convert_row(connection, row, converters))
+
+
+class ModelInsert:
+    """INSERT of whole rows of ``model`` (every concrete field), as ``Model.objects.create``
+    and ``bulk_create`` write them: defaults from the constructor, ``auto_now_add`` and the
+    like through ``pre_save``. A primary key the database makes (an ``AutoField``) is not read
+    back: those instances keep ``pk`` None, so use this only for rows nobody needs the id of
+    (journal rows) or for models whose key comes from Python."""
+
+    def __init__(self, model):
+        self.model = model
+        self.fields = [f for f in model._meta.concrete_fields if not (f.primary_key and isinstance(f, AutoField))]
+        self._prepared: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def _sql(self, connection) -> str:
+        sql = self._prepared.get(connection)
+        if sql is None:
+            quote = connection.ops.quote_name
+            columns = ", ".join(quote(f.column) for f in self.fields)
+            marks = ", ".join(["%s"] * len(self.fields))
+            sql = self._prepared[connection] = f"INSERT INTO {quote(self.model._meta.db_table)} ({columns}) VALUES ({marks})"
+        return sql
+
+    def save(self, *instances) -> None:
+        """Insert unsaved instances; they are saved instances afterwards, as after ``create``."""
+        if not instances:
+            return
+        alias = router.db_for_write(self.model)
+        connection = connections[alias]
+        rows = [[f.get_db_prep_save(f.pre_save(obj, True), connection) for f in self.fields] for obj in instances]
+        with connection.cursor() as cursor:
+            if len(rows) == 1:
+                cursor.execute(self._sql(connection), rows[0])
+            else:
+                cursor.executemany(self._sql(connection), rows)
+        for obj in instances:
+            obj._state.adding = False
+            obj._state.db = alias
+
+    def create(self, **values):
+        instance = self.model(**values)
+        self.save(instance)
+        return instance
+
+
+class ModelUpdate:
+    """``Model.objects.filter(<where> = …).update(**values)`` with the SQL of each set of
+    columns built once. ``auto_now`` fields are not touched unless given, as with
+    ``QuerySet.update``."""
+
+    def __init__(self, model, *where: str):
+        self.model = model
+        self.where = where or ("pk",)
+        self._prepared: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def _for(self, connection, names: tuple[str, ...]) -> tuple[str, list, list]:
+        per_connection = self._prepared.get(connection)
+        if per_connection is None:
+            per_connection = self._prepared[connection] = {}
+        prepared = per_connection.get(names)
+        if prepared is None:
+            meta = self.model._meta
+            quote = connection.ops.quote_name
+            fields = [meta.get_field(name) for name in names]
+            where = [meta.pk if name == "pk" else meta.get_field(name) for name in self.where]
+            assignments = ", ".join(f"{quote(f.column)} = %s" for f in fields)
+            conditions = " AND ".join(f"{quote(f.column)} = %s" for f in where)
+            sql = f"UPDATE {quote(meta.db_table)} SET {assignments} WHERE {conditions}"
+            prepared = per_connection[names] = (sql, fields, where)
+        return prepared
+
+    def __call__(self, *where_values: Any, **values: Any) -> int:
+        """The number of rows updated."""
+        if len(where_values) != len(self.where):
+            raise TypeError(f"{self.model.__name__} update takes {len(self.where)} values ({', '.join(self.where)})")
+        if not values:
+            raise TypeError(f"{self.model.__name__} update: nothing to set")
+        connection = connections[router.db_for_write(self.model)]
+        sql, fields, where = self._for(connection, tuple(values))
+        params = [f.get_db_prep_save(values[f.name] if f.name in values else values[f.attname], connection) for f in fields]
+        params += [f.get_db_prep_value(v, connection) for f, v in zip(where, where_values)]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            return cursor.rowcount
+
+
+class ModelMax:
+    """``Max(field)`` of the rows of ``model`` whose ``where`` fields equal the values given
+    (None when there are none), read on the connection ``model`` is written through, so
+    inside a transaction it sees the transaction's rows."""
+
+    def __init__(self, model, field: str, *where: str):
+        self.model = model
+        self.field = field
+        self.where = where
+        self._prepared: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+    def __call__(self, *values: Any) -> Any:
+        connection = connections[router.db_for_write(self.model)]
+        prepared = self._prepared.get(connection)
+        if prepared is None:
+            meta = self.model._meta
+            quote = connection.ops.quote_name
+            where = [meta.get_field(name) for name in self.where]
+            conditions = " AND ".join(f"{quote(f.column)} = %s" for f in where)
+            sql = f"SELECT MAX({quote(meta.get_field(self.field).column)}) FROM {quote(meta.db_table)} WHERE {conditions}"
+            prepared = self._prepared[connection] = (sql, where)
+        sql, where = prepared
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [f.get_db_prep_value(v, connection) for f, v in zip(where, values)])
+            return cursor.fetchone()[0]

@@ -17,10 +17,10 @@ from typing import Any
 
 from channels.db import DatabaseSyncToAsync
 from django.db import IntegrityError, transaction
-from django.db.models import Max
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from apps.runs.models import RunEvent
+from deerflow_site.prepared_sql import ModelInsert, ModelMax
 from harness.observability import metrics
 from harness.runtime.serialize import to_jsonable
 
@@ -120,18 +120,22 @@ def journal_append(*, thread_id: str, run_id: str, events: list[JournalEvent]) -
     return []
 
 
+_last_seq = ModelMax(RunEvent, "seq", "thread")
+_insert_events = ModelInsert(RunEvent)
+
+
 def journal_insert(*, thread_id: str, run_id: str, events: list[JournalEvent]) -> list[int]:
     """The rows for ``events`` after the thread's last ``seq``, inside the caller's transaction;
     the caller retries the transaction on IntegrityError (a lost allocation race)."""
     if not events:
         return []
-    last = RunEvent.objects.filter(thread_id=thread_id).aggregate(m=Max("seq"))["m"] or 0
+    last = _last_seq(thread_id) or 0
     rows = [
         RunEvent(thread_id=thread_id, run_id=run_id, seq=last + i + 1, event_type=e.event_type[:32],
                  category=e.category[:16], content=e.content, metadata=e.metadata)
         for i, e in enumerate(events)
     ]
-    RunEvent.objects.bulk_create(rows)
+    _insert_events.save(*rows)
     return [r.seq for r in rows]
 
 

@@ -30,6 +30,7 @@ from apps.threads.models import Thread
 from apps.threads.selectors import thread_get_for_user
 from apps.threads.services import thread_create
 from deerflow_site.errors import Conflict, InvalidRequest, NotFound, ThreadBusy
+from deerflow_site.prepared_sql import ModelInsert, ModelUpdate
 from harness.config.loader import get_app_config
 from harness.observability.context import current_request_id, new_request_id, request_id_var
 
@@ -93,6 +94,11 @@ def _has_state(thread: Thread) -> bool:
     return runtime.call(_latest)
 
 
+# Admission's two writes as prepared SQL (deerflow_site/prepared_sql.py).
+_insert_run = ModelInsert(Run)
+_update_thread = ModelUpdate(Thread)
+
+
 def _insert(thread: Thread, user, request: RunCreate, kwargs: dict, model_name: str) -> Run:
     from apps.runs.executors import get_executor
 
@@ -102,7 +108,7 @@ def _insert(thread: Thread, user, request: RunCreate, kwargs: dict, model_name: 
     claimed = executor.claims_at_admission
     lease = settings.RUN_LEASE_SECONDS if claimed else executor.pending_lease_seconds
     with transaction.atomic():
-        run = Run.objects.create(
+        run = _insert_run.create(
             thread=thread, owner=user, assistant_id=request.assistant_id or graphs.LEAD_AGENT,
             status=Run.Status.RUNNING if claimed else Run.Status.PENDING, started_at=now if claimed else None,
             multitask_strategy=request.multitask_strategy,
@@ -112,7 +118,7 @@ def _insert(thread: Thread, user, request: RunCreate, kwargs: dict, model_name: 
             lease_owner=PROCESS_ID, lease_expires_at=now + timedelta(seconds=lease),
         )
         # The thread talks to the agent of its latest run (the chat shows it); same UPDATE, no extra query.
-        Thread.objects.filter(pk=thread.pk).update(status=Thread.Status.BUSY, updated_at=now, assistant_id=run.assistant_id)
+        _update_thread(thread.pk, status=Thread.Status.BUSY, updated_at=now, assistant_id=run.assistant_id)
     return run
 
 

@@ -29,6 +29,7 @@ from apps.runs.scheduling.services import scheduled_run_settled
 from apps.runs.subagent_journal import cancelled_ends, subagent_events
 from apps.threads.actions import goals
 from apps.threads.models import Thread
+from deerflow_site.prepared_sql import ModelUpdate
 from harness.agents.middlewares.title import local_title
 from harness.config import ConfigError
 from harness.observability import metrics
@@ -124,6 +125,13 @@ async def keep_leases_forever() -> None:
             runtime.cancel_here(run_id, action)
 
 
+# The finish's statements as prepared SQL (deerflow_site/prepared_sql.py): the ORM took
+# longer to build them than the database took to run them.
+_update_run = ModelUpdate(Run)
+_update_thread = ModelUpdate(Thread)
+_update_untitled_thread = ModelUpdate(Thread, "pk", "title")
+
+
 @database_sync_to_async
 def _finish(run_id: str, *, status: str, thread_status: str, error: str, progress: RunProgress, title: str | None,
             thread_id: str, metadata: dict, events: list[JournalEvent], fallback_title: str = "") -> None:
@@ -149,13 +157,13 @@ def _finish(run_id: str, *, status: str, thread_status: str, error: str, progres
     for attempt in range(5):
         try:
             with transaction.atomic():
-                Run.objects.filter(pk=run_id).update(**written)
+                _update_run(run_id, **written)
                 journal_insert(thread_id=thread_id, run_id=run_id, events=events)
-                Thread.objects.filter(pk=thread_id).update(**thread_updates)
+                _update_thread(thread_id, **thread_updates)
                 if fallback_title:
                     # A first run stopped before the title middleware spoke: name the chat
                     # from its first message rather than leave an "Untitled chat" behind.
-                    Thread.objects.filter(pk=thread_id, title="").update(title=fallback_title[:255])
+                    _update_untitled_thread(thread_id, "", title=fallback_title[:255])
                 # The metadata was read at the claim; admission wrote it and nothing changes it since.
                 scheduled_run_settled(Run(id=run_id, thread_id=thread_id, status=status, error=error, finished_at=now, metadata=metadata))
             return

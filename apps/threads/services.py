@@ -9,6 +9,7 @@ from django.db import IntegrityError, transaction
 
 from apps.threads.models import THREAD_ID_PATTERN, Thread, new_thread_id
 from deerflow_site.errors import Conflict, InvalidRequest, NotFound
+from deerflow_site.prepared_sql import ModelInsert
 
 _THREAD_ID = re.compile(THREAD_ID_PATTERN)
 # Ownership is the server's to decide; clients cannot smuggle it in through metadata.
@@ -30,6 +31,9 @@ def validate_thread_id(thread_id: object) -> str:
     return thread_id
 
 
+_insert_thread = ModelInsert(Thread)  # prepared SQL: deerflow_site/prepared_sql.py
+
+
 def thread_create(*, owner, thread_id: str | None = None, assistant_id: str = "", metadata: dict | None = None) -> Thread:
     """Create a thread, or return the caller's existing one with that id (idempotent)."""
     generated = thread_id is None
@@ -49,7 +53,7 @@ def thread_create(*, owner, thread_id: str | None = None, assistant_id: str = ""
         # A savepoint only inside a caller's transaction, where a failed insert would break it;
         # alone, the insert is its own transaction and holds SQLite's write lock for less time.
         with transaction.atomic() if transaction.get_connection().in_atomic_block else contextlib.nullcontext():
-            return Thread.objects.create(id=thread_id, owner=owner, assistant_id=assistant_id or "", metadata=clean_metadata)
+            return _insert_thread.create(id=thread_id, owner=owner, assistant_id=assistant_id or "", metadata=clean_metadata)
     except IntegrityError:
         # A concurrent create with the same id won the race.
         existing = Thread.objects.filter(pk=thread_id, owner=owner).first()

@@ -41,3 +41,53 @@ def test_the_thread_of_another_user_is_not_found(user, django_user_model):
 def test_a_lookup_with_the_wrong_number_of_values_says_so():
     with pytest.raises(TypeError, match="id, owner_id"):
         ModelLookup(Thread, "id", "owner_id").first("t1")
+
+
+def test_a_prepared_insert_writes_the_row_the_orm_would(user):
+    from apps.runs.models import Run
+    from deerflow_site.prepared_sql import ModelInsert
+
+    thread = ModelInsert(Thread).create(owner=user, metadata={"graph_id": "lead_agent"})
+    assert thread._state.adding is False and thread.created_at is not None and thread.created_at.tzinfo is not None
+    run = ModelInsert(Run).create(thread=thread, owner=user, kwargs={"input": {"messages": [{"role": "user", "content": "hé"}]}},
+                                  status=Run.Status.RUNNING, started_at=timezone.now())
+    stored = Run.objects.get(pk=run.pk)  # the UUID key, as the ORM stores it on each database
+    assert _fields(stored) == _fields(run)
+    assert stored.kwargs["input"]["messages"][0]["content"] == "hé" and stored.status == "running"
+    assert Thread.objects.get(pk=thread.pk).metadata == {"graph_id": "lead_agent"}
+
+
+def test_a_prepared_insert_of_several_rows_and_their_max(user):
+    from apps.runs.models import Run, RunEvent
+    from deerflow_site.prepared_sql import ModelInsert, ModelMax
+
+    thread = Thread.objects.create(owner=user)
+    run = Run.objects.create(thread=thread, owner=user)
+    last_seq = ModelMax(RunEvent, "seq", "thread")
+    assert last_seq(thread.pk) is None
+    ModelInsert(RunEvent).save(*[RunEvent(thread=thread, run=run, seq=i, event_type="t", category="message", content={"n": i})
+                                 for i in (1, 2, 3)])
+    assert last_seq(thread.pk) == 3
+    rows = list(RunEvent.objects.filter(run=run).order_by("seq").values_list("seq", "content", "metadata"))
+    assert rows == [(1, {"n": 1}, {}), (2, {"n": 2}, {}), (3, {"n": 3}, {})]
+    assert all(e.created_at is not None for e in RunEvent.objects.filter(run=run))
+
+
+def test_a_prepared_update_sets_only_what_it_is_given(user):
+    from apps.runs.models import Run
+    from deerflow_site.prepared_sql import ModelUpdate
+
+    thread = Thread.objects.create(owner=user, title="Old")
+    run = Run.objects.create(thread=thread, owner=user, kwargs={"keep": True})
+    finished = timezone.now()
+    assert ModelUpdate(Run)(str(run.pk), status="success", finished_at=finished, token_usage={"by_model": {"m": 1}}) == 1
+    stored = Run.objects.get(pk=run.pk)
+    assert (stored.status, stored.finished_at, stored.token_usage, stored.kwargs) == ("success", finished, {"by_model": {"m": 1}}, {"keep": True})
+    untitled = ModelUpdate(Thread, "pk", "title")
+    assert untitled(thread.pk, "", title="New") == 0  # it has a title: left alone
+    assert untitled(thread.pk, "Old", title="New") == 1
+    assert Thread.objects.get(pk=thread.pk).title == "New"
+    with pytest.raises(TypeError, match="pk, title"):
+        untitled(thread.pk, title="x")
+    with pytest.raises(TypeError, match="nothing to set"):
+        ModelUpdate(Thread)(thread.pk)
