@@ -40,6 +40,18 @@ import logging
 import os
 from functools import partial
 
+# Daphne makes its loop (Twisted's reactor runs on it) when daphne.server is imported: the
+# policy set here gives it uvloop's, as the runs loop has. Waking a standard loop from another
+# thread (every event a run streams) writes to its self-pipe with the GIL released, and the
+# writer then waits for the GIL again; uvloop's wake-up does not let go of it. Twisted's
+# asyncio reactor uses only the public loop API (its one private access is guarded).
+try:
+    import uvloop
+except ImportError:  # no build for this platform (Windows): the standard loop does the same
+    pass
+else:
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+
 from daphne.cli import CommandLineInterface
 from daphne.http_protocol import HTTPFactory, WebRequest
 from daphne.server import Server
