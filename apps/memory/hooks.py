@@ -9,14 +9,14 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from harness.config import get_app_config
+from harness.config import AppConfig
 from harness.memory.injection import MEMORY_CONTEXT_KEY
 
 logger = logging.getLogger(__name__)
 
 
-def _active(context: dict) -> bool:
-    return context.get("memory") is not False and get_app_config().memory.enabled
+def _active(context: dict, app_config: AppConfig) -> bool:
+    return context.get("memory") is not False and app_config.memory.enabled
 
 
 def _last_user_text(kwargs: dict) -> str:
@@ -31,14 +31,16 @@ def _last_user_text(kwargs: dict) -> str:
     return ""
 
 
-async def before_run(*, meta: dict, kwargs: dict, config: dict, context: dict) -> None:
-    """Put the memory text in the run's context (never a value a client sent under its key)."""
+async def before_run(*, meta: dict, kwargs: dict, config: dict, context: dict, app_config: AppConfig) -> None:
+    """Put the memory text in the run's context (never a value a client sent under its key).
+    ``app_config`` is the config the run is built from: reading the file here would be IO on
+    the runs loop."""
     context.pop(MEMORY_CONTEXT_KEY, None)
     (config.get("configurable") or {}).pop(MEMORY_CONTEXT_KEY, None)
-    if not _active(context):
+    if not _active(context, app_config):
         context["memory"] = False  # after_run then knows without reading the config again
         return
-    if not get_app_config().memory.injection_enabled:
+    if not app_config.memory.injection_enabled:
         return
     from apps.memory.selectors import memory_context
     from apps.runs.worker import database_sync_to_async
@@ -46,7 +48,7 @@ async def before_run(*, meta: dict, kwargs: dict, config: dict, context: dict) -
     try:
         text = await database_sync_to_async(memory_context)(
             owner_id=meta["owner_id"], agent=str(context.get("agent_name") or ""), query=_last_user_text(kwargs),
-            max_tokens=get_app_config().memory.max_injection_tokens)
+            max_tokens=app_config.memory.max_injection_tokens)
     except Exception:  # memory is an aid: a failing read must not fail the run
         logger.warning("Could not read the memory of user %s", meta["owner_id"], exc_info=True)
         return
@@ -54,9 +56,9 @@ async def before_run(*, meta: dict, kwargs: dict, config: dict, context: dict) -
         context[MEMORY_CONTEXT_KEY] = text
 
 
-def after_run(*, meta: dict, run_id: str, context: dict, values: Any) -> None:
+def after_run(*, meta: dict, run_id: str, context: dict, values: Any, app_config: AppConfig) -> None:
     """Queue the conversation for the passive updater (in memory; no IO here)."""
-    if context.get("memory") is False or get_app_config().memory.tool_mode:
+    if context.get("memory") is False or app_config.memory.tool_mode:
         return
     from apps.memory.updates import enqueue, job_from_run
 

@@ -71,6 +71,12 @@ async def _sources() -> tuple:
     return sources
 
 
+async def run_app_config() -> Any:
+    """The config.yaml runs are built from now, read as ``build_graph`` reads it (off the loop,
+    at most once per ``CONFIG_RECHECK_SECONDS``)."""
+    return (await _sources())[0]
+
+
 async def build_graph(config: dict, checkpointer: Any) -> Any:
     """The compiled graph for these run options, with the checkpointer attached; the
     tracing callbacks config.yaml asks for are added to ``config``.

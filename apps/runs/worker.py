@@ -365,8 +365,10 @@ async def _execute(run_id: str, claimed: dict | None = None) -> None:
     runtime.hold_lease(run_id)
     journal = JournalBuffer(thread_id, run_id)
     journal.hold(JournalEvent("run.start", "trace", {"chain": meta["assistant_id"] or graphs.LEAD_AGENT}, {"caller": "lead_agent"}))
+    app_config = None
     try:
-        await memory_hooks.before_run(meta=meta, kwargs=kwargs, config=config, context=context)
+        app_config = await graphs.run_app_config()
+        await memory_hooks.before_run(meta=meta, kwargs=kwargs, config=config, context=context, app_config=app_config)
         checkpointer = await runtime.checkpointer()
         graph = await graphs.build_graph(config, checkpointer)
         graph_input = _graph_input(kwargs)
@@ -461,5 +463,5 @@ async def _execute(run_id: str, claimed: dict | None = None) -> None:
         seconds = time.monotonic() - claimed_at
         metrics.run_finished(str(status), seconds, progress.usage)
         logger.info("Run finished", extra={"status": str(status), "stop_reason": progress.stop_reason, "duration_ms": round(seconds * 1000)})
-    if status == Run.Status.SUCCESS:
-        memory_hooks.after_run(meta=meta, run_id=run_id, context=context, values=progress.last_values)
+    if status == Run.Status.SUCCESS and app_config is not None:
+        memory_hooks.after_run(meta=meta, run_id=run_id, context=context, values=progress.last_values, app_config=app_config)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,12 @@ logger = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _cache: dict[Path, tuple[str, AppConfig]] = {}
+# How long a config just checked is trusted without looking at its file again. 0, the default,
+# looks on every call (a script, a test that edits the file and reads it at once). A server
+# sets its CONFIG_RECHECK_SECONDS: every admission and every run asked, and each look was a
+# path resolution, a read and a hash, some of it on the runs loop.
+_recheck_seconds = 0.0
+_recent: dict[str | None, tuple[float, AppConfig]] = {}
 
 
 def format_loc(loc: tuple[Any, ...]) -> str:
@@ -168,8 +175,29 @@ def _signature(path: Path) -> str:
         raise ConfigError(f"cannot read the file: {exc}", path=str(path)) from None
 
 
+def set_recheck_seconds(seconds: float) -> None:
+    """Trust a config checked less than ``seconds`` ago without reading its file again."""
+    global _recheck_seconds
+    _recheck_seconds = max(0.0, float(seconds))
+    _recent.clear()
+
+
 def get_app_config(path: str | Path | None = None) -> AppConfig:
-    """The current config, re-parsed only when the file's content changed."""
+    """The current config, re-parsed only when the file's content changed (looked at once per
+    ``set_recheck_seconds`` interval when one is set)."""
+    if not _recheck_seconds:
+        return _checked_config(path)
+    key = None if path is None else str(path)
+    now = time.monotonic()
+    recent = _recent.get(key)
+    if recent is not None and now - recent[0] < _recheck_seconds:
+        return recent[1]
+    config = _checked_config(path)
+    _recent[key] = (now, config)
+    return config
+
+
+def _checked_config(path: str | Path | None) -> AppConfig:
     resolved = resolve_config_path(path)
     signature = _signature(resolved)
     cached = _cache.get(resolved)
@@ -189,3 +217,4 @@ def get_app_config(path: str | Path | None = None) -> AppConfig:
 def reset_config_cache() -> None:
     with _lock:
         _cache.clear()
+        _recent.clear()

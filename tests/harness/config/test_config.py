@@ -104,6 +104,24 @@ def test_reload_on_content_change_even_when_mtime_is_unchanged(tmp_path):
     assert get_app_config(path).title.max_words == 7
 
 
+def test_a_server_looks_at_the_file_once_per_recheck_interval(tmp_path):
+    from harness.config.loader import set_recheck_seconds
+
+    path = tmp_path / "config.yaml"
+    path.write_text("title:\n  max_words: 5\n")
+    set_recheck_seconds(60)
+    try:
+        first = get_app_config(path)
+        path.write_text("title:\n  max_words: 9\n")
+        assert get_app_config(path) is first  # within the interval: the file is not read
+        reset_config_cache()
+        assert get_app_config(path).title.max_words == 9  # a reset looks again at once
+    finally:
+        set_recheck_seconds(0)
+    path.write_text("title:\n  max_words: 11\n")
+    assert get_app_config(path).title.max_words == 11  # no interval: every call looks
+
+
 def test_config_path_from_environment_and_defaults_when_missing(tmp_path, monkeypatch):
     path = tmp_path / "elsewhere.yaml"
     path.write_text("subagents:\n  max_concurrent: 7\n")
