@@ -378,6 +378,20 @@ class RedisStreamBridge:
             async for item in self._local.subscribe(run_id, last_event_id=last_event_id, heartbeat=heartbeat):
                 yield item
             return
+        async for item in self._subscribe_redis(run_id, last_event_id, heartbeat):
+            yield item
+
+    async def subscribe_batches(self, run_id: str, *, last_event_id: str | None = None,
+                                heartbeat: float | None = 15.0) -> AsyncIterator[list[StreamItem]]:
+        """The local bridge's batches for a run this process executes; Redis entries one by one."""
+        if self._local.has_run(run_id):
+            async for batch in self._local.subscribe_batches(run_id, last_event_id=last_event_id, heartbeat=heartbeat):
+                yield batch
+            return
+        async for item in self._subscribe_redis(run_id, last_event_id, heartbeat):
+            yield [item]
+
+    async def _subscribe_redis(self, run_id: str, last_event_id: str | None, heartbeat: float | None) -> AsyncIterator[StreamItem]:
         state = self._async_client()
         key = self.key(run_id)
         cursor = _parse_stream_id(last_event_id)

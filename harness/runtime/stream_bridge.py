@@ -168,6 +168,14 @@ class MemoryStreamBridge:
         Ends after the ``end`` item, or after a ``gap`` item. A run this bridge does not know
         yields a lone ``end`` (it finished long ago, or runs elsewhere).
         """
+        async for batch in self.subscribe_batches(run_id, last_event_id=last_event_id, heartbeat=heartbeat):
+            for item in batch:
+                yield item
+
+    async def subscribe_batches(self, run_id: str, *, last_event_id: str | None = None,
+                                heartbeat: float | None = 15.0) -> AsyncIterator[list[StreamItem]]:
+        """``subscribe``, with the items that are there together handed over together: a
+        stream's writer can send them in one write."""
         loop = asyncio.get_running_loop()
         next_counter: int | None = None
         if last_event_id is not None:
@@ -210,16 +218,18 @@ class MemoryStreamBridge:
                         elif not pending:
                             waiter = loop.create_future()
                             stream.waiters.append((loop, waiter))
-            for item in pending:
-                yield item
+            for index, item in enumerate(pending):
                 if item.event in (END, GAP):
+                    yield pending[: index + 1]
                     return
+            if pending:
+                yield pending
             if waiter is not None:
                 try:
                     # asyncio.wait leaves the future alone on timeout (wait_for would need a shield)
                     done, _ = await asyncio.wait((waiter,), timeout=heartbeat)
                     if not done:
-                        yield StreamItem(HEARTBEAT, None)
+                        yield [StreamItem(HEARTBEAT, None)]
                 finally:
                     if not waiter.done():
                         waiter.cancel()
@@ -227,6 +237,18 @@ class MemoryStreamBridge:
                             stream = self._runs.get(run_id)
                             if stream is not None:
                                 stream.waiters = [w for w in stream.waiters if w[1] is not waiter]
+
+
+async def subscribe_batches(bridge: StreamBridge, run_id: str, *, last_event_id: str | None = None,
+                            heartbeat: float | None = 15.0) -> AsyncIterator[list[StreamItem]]:
+    """The bridge's ``subscribe_batches`` where it has one; otherwise each item alone."""
+    batched = getattr(bridge, "subscribe_batches", None)
+    if batched is not None:
+        async for batch in batched(run_id, last_event_id=last_event_id, heartbeat=heartbeat):
+            yield batch
+        return
+    async for item in bridge.subscribe(run_id, last_event_id=last_event_id, heartbeat=heartbeat):
+        yield [item]
 
 
 def _wake(loop: asyncio.AbstractEventLoop, fut: asyncio.Future) -> None:

@@ -181,14 +181,21 @@ class RelayedStreamBridge:
     # -- consuming ---------------------------------------------------------------------
 
     async def subscribe(self, run_id: str, *, last_event_id: str | None = None, heartbeat: float | None = 15.0) -> AsyncIterator[StreamItem]:
+        async for batch in self.subscribe_batches(run_id, last_event_id=last_event_id, heartbeat=heartbeat):
+            for item in batch:
+                yield item
+
+    async def subscribe_batches(self, run_id: str, *, last_event_id: str | None = None,
+                                heartbeat: float | None = 15.0) -> AsyncIterator[list[StreamItem]]:
+        """The local bridge's batches; a peer's items one by one, as its socket delivers them."""
         if not self.local.has_run(run_id):
             peer = await self._peer_holding(run_id, last_event_id, heartbeat)
             if peer is not None:
                 async for item in _relayed(*peer):
-                    yield item
+                    yield [item]
                 return
-        async for item in self.local.subscribe(run_id, last_event_id=last_event_id, heartbeat=heartbeat):
-            yield item
+        async for batch in self.local.subscribe_batches(run_id, last_event_id=last_event_id, heartbeat=heartbeat):
+            yield batch
 
     async def _peer_holding(self, run_id: str, last_event_id: str | None, heartbeat: float | None):
         request = _line({"op": "subscribe", "run_id": run_id, "last_event_id": last_event_id, "heartbeat": heartbeat})

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.runtime.stream_bridge import END, GAP, HEARTBEAT, MemoryStreamBridge
+from harness.runtime.stream_bridge import END, GAP, HEARTBEAT, MemoryStreamBridge, subscribe_batches
 
 
 async def collect(bridge, run_id, **kwargs):
@@ -48,6 +48,12 @@ class ThroughAPeer:
             await asyncio.sleep(0.01)
         async for item in self.reader.subscribe(*args, **kwargs):
             yield item
+
+    async def subscribe_batches(self, *args, **kwargs):
+        while not self.socket_path.exists():
+            await asyncio.sleep(0.01)
+        async for batch in self.reader.subscribe_batches(*args, **kwargs):
+            yield batch
 
 
 @pytest.fixture(params=["memory", "relayed", pytest.param("redis", marks=pytest.mark.redis),
@@ -233,6 +239,34 @@ async def test_resuming_after_the_last_event_of_an_ended_stream_ends_at_once(mak
 
 
 # -- in-memory only ------------------------------------------------------------------------
+
+
+async def test_batches_carry_the_same_items_and_stop_after_end(make_bridge):
+    bridge = make_bridge()
+    for i in range(3):
+        bridge.publish("r", "values", {"i": i})
+    bridge.end("r")
+    batches = [batch async for batch in subscribe_batches(bridge, "r")]
+    assert [(item.event, item.data) for batch in batches for item in batch] == [
+        ("values", {"i": 0}), ("values", {"i": 1}), ("values", {"i": 2}), (END, None)]
+    assert all(batch for batch in batches) and batches[-1][-1].event == END
+    assert [item.id for batch in batches for item in batch] == [item.id for item in await collect(bridge, "r")]
+
+
+async def test_memory_hands_over_what_is_there_together_as_one_batch():
+    bridge = MemoryStreamBridge()
+    bridge.publish("r", "metadata", {})
+    bridge.publish("r", "values", {"n": 1})
+    stream = subscribe_batches(bridge, "r", heartbeat=None)
+    first = await anext(stream)
+    assert [item.event for item in first] == ["metadata", "values"]
+    following = asyncio.ensure_future(anext(stream))
+    await asyncio.sleep(0)
+    bridge.publish("r", "messages", ["chunk"])
+    bridge.end("r")
+    assert [item.event for item in await following] in (["messages", END], ["messages"])
+    rest = [batch async for batch in stream]
+    assert [item.event for batch in [await following, *rest] for item in batch] == ["messages", END]
 
 
 async def test_memory_ids_count_from_zero_per_run():
