@@ -27,9 +27,11 @@ sandbox:
 
 def instant_server_env() -> dict[str, str]:
     """The environment of a benchmark server: production settings (DJANGO_DEBUG off, since
-    debug mode logs every SQL query) and the instant lead agent."""
+    debug mode logs every SQL query; config.yaml looked at once a second) and the instant
+    lead agent."""
     return {"DEERFLOW_AGENT_FACTORY": "benchmarks.bench_support:make_instant_lead_agent", "PYTHONPATH": str(ROOT),
-            "DJANGO_DEBUG": "false", "DJANGO_SECRET_KEY": "benchmark-only-" + "x" * 40, "ALLOWED_HOSTS": "127.0.0.1,localhost"}
+            "DJANGO_DEBUG": "false", "DJANGO_SECRET_KEY": "benchmark-only-" + "x" * 40, "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "CONFIG_RECHECK_SECONDS": "1"}  # make run's default (the test servers look on every call)
 
 
 def make_instant_lead_agent(config):

@@ -167,6 +167,9 @@ def live_env(home: Path, *, config_text: str, extra_env: dict | None = None) -> 
         "DEER_FLOW_EXTENSIONS_CONFIG_PATH": str(home / "extensions_config.json"),
         "DATABASE_URL": _database_url(home),
         "LOG_LEVEL": "WARNING",
+        # Tests edit config.yaml under a running server and look at once; a server otherwise
+        # looks at the file once a second (CONFIG_RECHECK_SECONDS), as the benchmarks' do.
+        "CONFIG_RECHECK_SECONDS": "0",
         **(extra_env or {}),
     })
     result = subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
