@@ -17,7 +17,7 @@ import weakref
 from typing import Any
 
 from django.db import connections, router
-from django.db.models import AutoField
+from django.db.models import AutoField, Model
 
 
 def row_converters(connection, fields) -> list[tuple[int, list, Any]]:
@@ -155,11 +155,20 @@ class ModelUpdate:
             raise TypeError(f"{self.model.__name__} update: nothing to set")
         connection = connections[router.db_for_write(self.model)]
         sql, fields, where = self._for(connection, tuple(values))
-        params = [f.get_db_prep_save(values[f.name] if f.name in values else values[f.attname], connection) for f in fields]
+        params = [f.get_db_prep_save(_column_value(f, values), connection) for f in fields]
         params += [f.get_db_prep_value(v, connection) for f, v in zip(where, where_values)]
         with connection.cursor() as cursor:
             cursor.execute(sql, params)
             return cursor.rowcount
+
+
+def _column_value(field, values: dict) -> Any:
+    """The value given for ``field``, by its name or its column's (``thread`` or ``thread_id``);
+    a related instance stands for its key, as with ``QuerySet.update``."""
+    value = values[field.name] if field.name in values else values[field.attname]
+    if field.is_relation and isinstance(value, Model):
+        value = getattr(value, field.target_field.attname)
+    return value
 
 
 class ModelMax:

@@ -83,6 +83,11 @@ def test_a_prepared_update_sets_only_what_it_is_given(user):
     assert ModelUpdate(Run)(str(run.pk), status="success", finished_at=finished, token_usage={"by_model": {"m": 1}}) == 1
     stored = Run.objects.get(pk=run.pk)
     assert (stored.status, stored.finished_at, stored.token_usage, stored.kwargs) == ("success", finished, {"by_model": {"m": 1}}, {"keep": True})
+    other = Thread.objects.create(owner=user)
+    assert ModelUpdate(Run)(run.pk, thread=other) == 1  # a related instance stands for its key
+    assert Run.objects.get(pk=run.pk).thread_id == other.pk
+    assert ModelUpdate(Run)(run.pk, thread_id=thread.pk) == 1
+    assert Run.objects.get(pk=run.pk).thread_id == thread.pk
     untitled = ModelUpdate(Thread, "pk", "title")
     assert untitled(thread.pk, "", title="New") == 0  # it has a title: left alone
     assert untitled(thread.pk, "Old", title="New") == 1
