@@ -40,17 +40,23 @@ import logging
 import os
 from functools import partial
 
-# Daphne makes its loop (Twisted's reactor runs on it) when daphne.server is imported: the
-# policy set here gives it uvloop's, as the runs loop has. Waking a standard loop from another
-# thread (every event a run streams) writes to its self-pipe with the GIL released, and the
-# writer then waits for the GIL again; uvloop's wake-up does not let go of it. Twisted's
-# asyncio reactor uses only the public loop API (its one private access is guarded).
+# Daphne makes its loop (Twisted's reactor runs on it) when daphne.server is first imported:
+# under uvloop's policy for that import only, it is uvloop's, as the runs loop is. Waking a
+# standard loop from another thread (every event a run streams) writes to its self-pipe with
+# the GIL released, and the writer then waits for the GIL again; uvloop's wake-up does not let
+# go of it. Twisted's asyncio reactor uses only the public loop API (its one private access is
+# guarded). The policy goes back at once, so no other loop of the process changes kind.
 try:
     import uvloop
 except ImportError:  # no build for this platform (Windows): the standard loop does the same
-    pass
-else:
+    uvloop = None
+if uvloop is not None:
+    _policy = asyncio.get_event_loop_policy()
     asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+    try:
+        import daphne.server  # noqa: F401
+    finally:
+        asyncio.set_event_loop_policy(_policy)
 
 from daphne.cli import CommandLineInterface
 from daphne.http_protocol import HTTPFactory, WebRequest
