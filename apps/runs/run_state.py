@@ -50,10 +50,15 @@ async def prepare(graph: Any, config: dict, graph_input: Any = None) -> PreRun:
     """Check the thread can be read in this mode and read its pre-run state (at the run's
     checkpoint when it names one: LangGraph forks from there, in either mode)."""
     conf = config["configurable"]
-    target = await graph.checkpointer.aget_tuple(config)
+    checkpointer = graph.checkpointer
+    target = await checkpointer.aget_tuple(config)
+    if target is not None:
+        ensure_readable(target, graph_mode(graph), conf["thread_id"])
+    prime = getattr(checkpointer, "prime", None)
+    if prime is not None:  # LangGraph reads the same head again as the run starts
+        prime(config, target)
     if target is None:
         return PreRun()
-    ensure_readable(target, graph_mode(graph), conf["thread_id"])
     stored = (target.checkpoint.get("channel_values") or {}).get("messages")
     count = _input_count(graph_input)
     if count is not None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import sqlite3
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -87,20 +88,47 @@ async def open_checkpointer(url: str) -> AsyncIterator[BaseCheckpointSaver]:
         await saver.conn.close()
 
 
+# This task's last pre-run read: (checkpoint key, tuple); see ThreadedSqliteSaver.prime.
+_primed: contextvars.ContextVar[tuple[tuple, CheckpointTuple | None] | None] = contextvars.ContextVar(
+    "deerflow_primed_checkpoint", default=None)
+
+
+def _tuple_key(config: dict) -> tuple:
+    conf = config.get("configurable") or {}
+    return conf.get("thread_id"), conf.get("checkpoint_ns", ""), conf.get("checkpoint_id")
+
+
+def _settle(outcomes: list) -> None:
+    for future, result, exc in outcomes:
+        if future.done():  # cancelled while it ran
+            continue
+        if exc is None:
+            future.set_result(result)
+        else:
+            future.set_exception(exc)
+
+
 class ThreadedSqliteSaver(SqliteSaver):
     """LangGraph's SQLite saver whose async methods run each operation whole on one thread
     of its own.
 
     LangGraph's AsyncSqliteSaver goes through aiosqlite, which hands every cursor, execute,
     fetch, close and commit to its thread separately: 36 hand-offs to the event loop per
-    run of the lead agent. Here a write or a read is one hand-off (9 per run), and the
-    operations stay serialized on one connection as before.
+    run of the lead agent. Here a write or a read is one hand-off, and the operations stay
+    serialized on one connection as before.
+
+    Operations asked for in the same turn of the loop share one hand-off: a run's exit
+    writes its anchor checkpoint and its delta writes together, three hops that became one.
+    Each operation is still its own transaction, run in the order asked, with its own
+    result or error. And the pre-run read of a thread's head (``prime``) answers LangGraph's
+    read of the same head a moment later, when nothing can have written in between.
     """
 
     def __init__(self, conn: sqlite3.Connection, path: str, **kwargs: Any):
         super().__init__(conn, **kwargs)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checkpointer")
         self._write_lock = WriteLock(path, timeout=20.0) if lockable(path) else None
+        self._queued: list[tuple[asyncio.Future, Callable[..., Any], tuple]] = []
 
     @contextlib.contextmanager
     def cursor(self, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
@@ -117,7 +145,43 @@ class ThreadedSqliteSaver(SqliteSaver):
             self._write_lock.release()
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
-        return await asyncio.get_running_loop().run_in_executor(self._executor, fn, *args)
+        loop = asyncio.get_running_loop()
+        future = loop.create_future()
+        self._queued.append((future, fn, args))
+        if len(self._queued) == 1:
+            # After the callbacks already due this turn, which may queue more operations.
+            loop.call_soon(self._hand_off, loop)
+        return await future
+
+    def _hand_off(self, loop: asyncio.AbstractEventLoop) -> None:
+        batch, self._queued = self._queued, []
+        try:
+            self._executor.submit(self._run_batch, loop, batch)
+        except RuntimeError as exc:  # shut down (the process is stopping)
+            for future, _fn, _args in batch:
+                if not future.done():
+                    future.set_exception(exc)
+
+    @staticmethod
+    def _run_batch(loop: asyncio.AbstractEventLoop, batch: list) -> None:
+        outcomes = []
+        for future, fn, args in batch:
+            if future.cancelled():  # its caller gave up before the thread got to it
+                continue
+            try:
+                outcomes.append((future, fn(*args), None))
+            except BaseException as exc:  # handed to the caller, as run_in_executor does
+                outcomes.append((future, None, exc))
+        try:
+            loop.call_soon_threadsafe(_settle, outcomes)
+        except RuntimeError:  # the loop closed meanwhile: nobody is waiting
+            pass
+
+    def prime(self, config: dict, found: CheckpointTuple | None) -> None:
+        """``found`` was just read for ``config`` by this task: its next read of the same
+        checkpoint gets it without a query (once). For the run's own pre-run read, which
+        LangGraph repeats as the run starts, with the thread held by the run meanwhile."""
+        _primed.set((_tuple_key(config), found))
 
     async def aclose(self) -> None:
         try:
@@ -128,6 +192,11 @@ class ThreadedSqliteSaver(SqliteSaver):
             self._executor.shutdown(wait=False)
 
     async def aget_tuple(self, config: dict) -> CheckpointTuple | None:
+        primed = _primed.get()
+        if primed is not None:
+            _primed.set(None)
+            if primed[0] == _tuple_key(config):
+                return primed[1]
         return await self.run(self.get_tuple, config)
 
     async def alist(self, config: dict | None, *, filter: dict[str, Any] | None = None, before: dict | None = None,

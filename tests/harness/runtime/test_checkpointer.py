@@ -67,6 +67,54 @@ async def test_two_sqlite_savers_on_one_file_write_without_locking_errors(tmp_pa
             assert len(state.values["messages"]) == 10
 
 
+async def test_operations_asked_together_share_one_thread_hop_and_keep_their_own_outcomes(tmp_path):
+    """A run's exit asks for its checkpoint and its writes at once: one hand-off to the
+    saver's thread serves them all, in order, each with its own result or error."""
+    import asyncio
+
+    async with open_checkpointer(f"sqlite:///{tmp_path / 'checkpoints.sqlite3'}") as saver:
+        graph = _graph(saver)
+        await graph.ainvoke({"messages": [("user", "hi")]}, {"configurable": {"thread_id": "t1"}})
+        hops = []
+        submit = saver._executor.submit
+        saver._executor.submit = lambda *a, **k: hops.append(1) or submit(*a, **k)
+        order = []
+
+        def step(name):
+            order.append(name)
+            if name == "bad":
+                raise ValueError("this one fails")
+            return name
+
+        results = await asyncio.gather(saver.aget_tuple({"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}),
+                                       saver.run(step, "first"), saver.run(step, "bad"), saver.run(step, "last"),
+                                       return_exceptions=True)
+        assert len(hops) == 1
+        assert order == ["first", "bad", "last"]
+        assert [m.content for m in results[0].checkpoint["channel_values"]["messages"]] == ["hi", "reply 1"]
+        assert results[1] == "first" and results[3] == "last"
+        assert isinstance(results[2], ValueError)
+        assert await saver.run(step, "alone") == "alone"  # later calls get hops of their own
+        assert len(hops) == 2
+
+
+async def test_a_primed_read_answers_the_next_read_of_the_same_checkpoint_once(tmp_path):
+    """The run's pre-run read of a thread's head answers LangGraph's read of it as the run
+    starts; a read of another checkpoint, or a second read, goes to the database."""
+    async with open_checkpointer(f"sqlite:///{tmp_path / 'checkpoints.sqlite3'}") as saver:
+        graph = _graph(saver)
+        config = {"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}
+        await graph.ainvoke({"messages": [("user", "hi")]}, config)
+        head = await saver.aget_tuple(config)
+        saver.prime(config, head)
+        await saver.adelete_thread("t1")  # what the database says from here on
+        assert await saver.aget_tuple(config) is head
+        assert await saver.aget_tuple(config) is None
+        saver.prime(config, head)
+        assert await saver.aget_tuple({"configurable": {"thread_id": "t2", "checkpoint_ns": ""}}) is None
+        assert await saver.aget_tuple(config) is None  # the mismatched read used the priming up
+
+
 @pytest.mark.postgres
 @pytest.mark.skipif(not PG_URL.startswith("postgres"), reason="needs PostgreSQL: runs in the second tier of `make test`")
 async def test_a_postgres_saver_replaces_a_connection_the_database_dropped():
