@@ -27,7 +27,7 @@ from harness.agents.middlewares.remote_content import RemoteContentSanitizationM
 from harness.agents.middlewares.run_setup import RunSetupMiddleware
 from harness.agents.middlewares.sandbox import SandboxMiddleware
 from harness.agents.middlewares.summarization import DeerFlowSummarizationMiddleware
-from harness.agents.middlewares.skills import SkillsMiddleware
+from harness.agents.middlewares.skills import SkillSetSnapshot, SkillsMiddleware
 from harness.agents.middlewares.system_coalescing import SystemMessageCoalescingMiddleware
 from harness.agents.middlewares.terminal_response import TerminalResponseMiddleware
 from harness.agents.middlewares.thread_data import ThreadDataMiddleware
@@ -138,9 +138,11 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
     hooks run in reverse). docs/agent.md explains each position."""
     title_model = _optional_model(app.title.model_name, app, "title") if app.title.enabled else None
     summarizer = _summarization(app, entry, model)
+    skills = _skills_middleware(options, app)
     chain: list[AgentMiddleware | None] = [
         # One graph step for the run's setup; the parts' order is the order of their hooks.
-        RunSetupMiddleware([InputSanitizationMiddleware(), ThreadDataMiddleware(), UploadsMiddleware(), SandboxMiddleware()],
+        RunSetupMiddleware([InputSanitizationMiddleware(), ThreadDataMiddleware(), UploadsMiddleware(), SandboxMiddleware(),
+                            SkillSetSnapshot(skills)],
                            state_schema=thread_state_schema(app.checkpoints.mode, app.checkpoints.snapshot_frequency)),
         # Early in the chain: its after_model runs after every other one, on the final tool calls.
         approval_middleware(app.approvals, interactive=not options.non_interactive),
@@ -153,7 +155,7 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
         ToolErrorHandlingMiddleware(),
         # Without summarization the turn context carries a manual compaction's summary.
         DynamicContextMiddleware() if summarizer else DynamicContextMiddleware([date_provider, memory_provider, summary_provider]),
-        _skills_middleware(options, app),
+        skills,
         summarizer,
         PlanTodoMiddleware() if options.is_plan_mode else None,
         TokenUsageMiddleware(entry.name),

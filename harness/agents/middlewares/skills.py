@@ -1,7 +1,8 @@
 """Skills in the agent loop: the prompt block, ``/skill`` activation, the tool policy.
 
-- The user's skill set is resolved once per run, on its first model call, off the event
-  loop (it reads the store and stats the skill folders), and kept for the run's calls.
+- The user's skill set is resolved once per run, off the event loop (it reads the store and
+  stats the skill folders), and kept for the run's calls: in the run's setup step
+  (``SkillSetSnapshot``), or on the first model call of a run that had none (a resume).
 - ``/skill-name task`` as the run's user message: an enabled skill's SKILL.md goes into
   each model request as hidden context and the skill is active for the run; an unknown or
   disabled one is answered at once and the model is never called. No graph step is added:
@@ -166,6 +167,25 @@ class SkillsMiddleware(AgentMiddleware):
         skills = await self._askills(request.runtime)
         refused = self._refusal(request, skills)
         return refused if refused is not None else self._note_read(request, await handler(request), skills)
+
+
+class SkillSetSnapshot(AgentMiddleware):
+    """A part of the run's setup step (``RunSetupMiddleware``): resolves the run's skill set
+    in the thread the setup already runs in, so the first model call finds it ready
+    instead of hopping to a thread of its own. A run that starts without the setup step
+    (a resumed interrupt) still resolves it on its first call."""
+
+    def __init__(self, skills: SkillsMiddleware):
+        super().__init__()
+        self.skills = skills
+
+    @property
+    def name(self) -> str:
+        return "SkillSetSnapshot"
+
+    def before_agent(self, state: Any, runtime: Any) -> None:
+        self.skills._skills(runtime)
+        return None
 
 
 _md_cache: dict[tuple, str] = {}

@@ -39,7 +39,8 @@ def test_chain_order_is_the_documented_one():
     ]
     # the run's setup hooks, in the order they run, as one graph step
     assert [type(m).__name__ for m in chain[0].parts] == [
-        "InputSanitizationMiddleware", "ThreadDataMiddleware", "UploadsMiddleware", "SandboxMiddleware"]
+        "InputSanitizationMiddleware", "ThreadDataMiddleware", "UploadsMiddleware", "SandboxMiddleware", "SkillSetSnapshot"]
+    assert chain[0].parts[-1].skills is chain[names.index("SkillsMiddleware")]  # resolves the set the chain's skills use
     without_plan = [type(m).__name__ for m in build_middlewares(LeadAgentOptions(), app=app, entry=app.models[0], model=None)]
     assert "PlanTodoMiddleware" not in without_plan and without_plan[-2:] == ["ClarificationMiddleware", "ToolSchemaCacheMiddleware"]
 

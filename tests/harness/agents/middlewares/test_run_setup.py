@@ -114,3 +114,22 @@ def test_reducers_are_read_from_the_state_schema():
 
     assert channel_reducers(State) == {"merged": keep_both}
     assert {"messages", "artifacts"} <= channel_reducers(ThreadState).keys() and "title" not in channel_reducers(ThreadState)
+
+
+async def test_the_runs_skill_set_is_resolved_in_the_setup_step(agent_factory):
+    """The setup step already runs in a worker thread: the skill set is read there, so the
+    first model call finds it ready instead of hopping to a thread of its own."""
+    from harness.skills import activation
+
+    seen = []
+
+    class BeforeModel(AgentMiddleware):
+        def before_model(self, state, runtime):
+            seen.append(activation.snapshot(runtime.context["run_id"]) if isinstance(runtime.context, dict) else None)
+
+    h = agent_factory(["done"], extra_middlewares=[BeforeModel()])
+    run_id = "run-with-skills"
+    await h.graph.ainvoke({"messages": [{"role": "user", "content": "hi"}]}, h.config(run_id=run_id),
+                          context={"run_id": run_id, "user_id": h.user_id, "thread_id": h.thread_id})
+    assert len(seen) == 1 and seen[0] is not None
+    assert seen[0] is activation.snapshot(run_id)  # the model call used the same set, read once
