@@ -165,7 +165,9 @@ def _finish(run_id: str, *, status: str, thread_status: str, error: str, progres
                     # from its first message rather than leave an "Untitled chat" behind.
                     _update_untitled_thread(thread_id, "", title=fallback_title[:255])
                 # The metadata was read at the claim; admission wrote it and nothing changes it since.
-                scheduled_run_settled(Run(id=run_id, thread_id=thread_id, status=status, error=error, finished_at=now, metadata=metadata))
+                if metadata.get("scheduled_task_run_id"):  # a scheduled run: its task run follows
+                    scheduled_run_settled(Run(id=run_id, thread_id=thread_id, status=status, error=error, finished_at=now,
+                                              metadata=metadata))
             return
         except IntegrityError:
             if attempt == 4:
