@@ -128,7 +128,8 @@ class ThreadedSqliteSaver(SqliteSaver):
         super().__init__(conn, **kwargs)
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="checkpointer")
         self._write_lock = WriteLock(path, timeout=20.0) if lockable(path) else None
-        self._queued: list[tuple[asyncio.Future, Callable[..., Any], tuple]] = []
+        # Per event loop: each batch's results go back to the loop that asked.
+        self._queued: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future, Callable[..., Any], tuple]]] = {}
 
     @contextlib.contextmanager
     def cursor(self, transaction: bool = True) -> Iterator[sqlite3.Cursor]:
@@ -147,14 +148,16 @@ class ThreadedSqliteSaver(SqliteSaver):
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
         future = loop.create_future()
-        self._queued.append((future, fn, args))
-        if len(self._queued) == 1:
+        queued = self._queued.get(loop)
+        if queued is None:
+            queued = self._queued[loop] = []
             # After the callbacks already due this turn, which may queue more operations.
             loop.call_soon(self._hand_off, loop)
+        queued.append((future, fn, args))
         return await future
 
     def _hand_off(self, loop: asyncio.AbstractEventLoop) -> None:
-        batch, self._queued = self._queued, []
+        batch = self._queued.pop(loop)
         try:
             self._executor.submit(self._run_batch, loop, batch)
         except RuntimeError as exc:  # shut down (the process is stopping)
