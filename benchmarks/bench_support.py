@@ -49,18 +49,25 @@ def process_cpu_seconds(pids: list[int]) -> float:
     return total / tick
 
 
-def start_make_run_stack(home: Path, *, config_text: str, extra_env: dict | None = None, processes: str = "auto"):
+def start_make_run_stack(home: Path, *, config_text: str, extra_env: dict | None = None, processes: str = "auto",
+                         checkout: Path = ROOT, cpu: int | None = None):
     """The site as `make run` serves it: ``deerflow_site.web_processes`` with its Daphne servers
     on one port (``processes`` as WEB_PROCESSES takes it). A LiveServer whose ``others`` are
-    empty; its ``server_pids`` attribute lists the servers, for CPU and memory readings."""
+    empty; its ``server_pids`` attribute lists the servers, for CPU and memory readings.
+    ``checkout``: another build's tree to serve (on this virtualenv); ``cpu``: the one core the
+    servers may use."""
     from tests.support.live import LiveServer, free_port, live_env
 
     env = live_env(home, config_text=config_text, extra_env={"WEB_PROCESSES": str(processes), **(extra_env or {})})
+    if checkout != ROOT:  # its code and its migrations (live_env applied this tree's)
+        env["PYTHONPATH"] = str(checkout)
+        subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=checkout, env=env, check=True, timeout=120)
     port, ready = free_port(), home / "web.ready"
     log_path = home / "server.log"
-    launcher = subprocess.Popen([sys.executable, "-m", "deerflow_site.web_processes", "-b", "127.0.0.1", "-p", str(port),
+    pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
+    launcher = subprocess.Popen([*pin, sys.executable, "-m", "deerflow_site.web_processes", "-b", "127.0.0.1", "-p", str(port),
                                  "--ready-file", str(ready), "deerflow_site.asgi:application"],
-                                cwd=ROOT, env=env, stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
+                                cwd=checkout, env=env, stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
     server = LiveServer(url=f"http://127.0.0.1:{port}", env=env, process=launcher, log_path=log_path)
     server.urls.append(server.url)
     deadline = time.monotonic() + 90

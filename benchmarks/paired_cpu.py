@@ -21,11 +21,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import httpx
@@ -33,31 +33,15 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_support import INSTANT_CONFIG, instant_server_env, process_cpu_seconds  # noqa: E402
+from benchmarks.bench_support import INSTANT_CONFIG, instant_server_env, process_cpu_seconds, start_make_run_stack  # noqa: E402
 from benchmarks.run_latency import one_run  # noqa: E402
-from tests.support.live import LiveServer, free_port, live_env  # noqa: E402
 
 
-def start_server(checkout: Path, cpu: int) -> LiveServer:
+def start_server(checkout: Path, cpu: int):
     """One server of ``checkout`` as `make run` starts it, on ``cpu`` only."""
     home = Path(tempfile.mkdtemp(prefix="deerflow-paired-"))
-    env = live_env(home, config_text=INSTANT_CONFIG, extra_env={**instant_server_env(), "WEB_PROCESSES": "1", "CPU_PINNING": "false"})
-    env["PYTHONPATH"] = str(checkout)  # its benchmark agent factory, not ours
-    if checkout != ROOT:  # live_env migrated with this checkout's migrations; add the other's
-        subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=checkout, env=env, check=True, timeout=120)
-    port, ready = free_port(), home / "web.ready"
-    process = subprocess.Popen(["taskset", "-c", str(cpu), sys.executable, "-m", "deerflow_site.web_processes", "-b", "127.0.0.1",
-                                "-p", str(port), "--ready-file", str(ready), "deerflow_site.asgi:application"],
-                               cwd=checkout, env=env, stdout=open(home / "server.log", "w"), stderr=subprocess.STDOUT)
-    server = LiveServer(url=f"http://127.0.0.1:{port}", env=env, process=process, log_path=home / "server.log")
-    deadline = time.monotonic() + 90
-    while not ready.exists():
-        if process.poll() is not None or time.monotonic() > deadline:
-            server.stop()
-            raise RuntimeError(f"{checkout}: the server did not start: {server.log()}")
-        time.sleep(0.1)
-    server.server_pids = [int(p) for p in Path(f"/proc/{process.pid}/task/{process.pid}/children").read_text().split()]  # type: ignore[attr-defined]
-    return server
+    return start_make_run_stack(home, config_text=INSTANT_CONFIG, extra_env={**instant_server_env(), "CPU_PINNING": "false"},
+                                processes="1", checkout=checkout, cpu=cpu)
 
 
 async def measure(args: argparse.Namespace, base: Path) -> dict:
@@ -129,6 +113,7 @@ def main() -> None:
     finally:
         if worktree is not None:
             subprocess.run(["git", "worktree", "remove", "--force", str(worktree)], cwd=ROOT, check=False)
+            shutil.rmtree(worktree.parent, ignore_errors=True)
 
 
 if __name__ == "__main__":
