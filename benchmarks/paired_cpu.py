@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import shutil
 import statistics
@@ -101,14 +102,18 @@ def main() -> None:
         parser.error("--phases, --runs and --concurrency must be at least 1")
     if len(os.sched_getaffinity(0)) < 2:
         parser.error("needs two CPUs: one for each build")
+    if args.base is not None and not (args.base / "manage.py").is_file():
+        parser.error(f"--base {args.base}: not a checkout of this project (no manage.py there)")
     worktree = None
     if args.base_rev:
+        known = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{args.base_rev}^{{commit}}"], cwd=ROOT,
+                               capture_output=True)
+        if known.returncode != 0:
+            parser.error(f"--base-rev {args.base_rev}: no such commit in this repository")
         worktree = Path(tempfile.mkdtemp(prefix="deerflow-base-")) / "checkout"
         subprocess.run(["git", "worktree", "add", "--detach", str(worktree), args.base_rev], cwd=ROOT, check=True,
                        stdout=subprocess.DEVNULL)
     try:
-        import json
-
         print(json.dumps(asyncio.run(measure(args, worktree or args.base.resolve())), indent=2))
     finally:
         if worktree is not None:

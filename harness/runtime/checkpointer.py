@@ -175,10 +175,8 @@ class ThreadedSqliteSaver(SqliteSaver):
                 outcomes.append((future, fn(*args), None))
             except BaseException as exc:  # handed to the caller, as run_in_executor does
                 outcomes.append((future, None, exc))
-        try:
+        with contextlib.suppress(RuntimeError):  # the loop closed meanwhile: nobody is waiting
             loop.call_soon_threadsafe(_settle, outcomes)
-        except RuntimeError:  # the loop closed meanwhile: nobody is waiting
-            pass
 
     def prime(self, config: dict, found: CheckpointTuple | None) -> None:
         """``found`` was just read for ``config`` by this task: its next read of the same

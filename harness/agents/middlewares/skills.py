@@ -184,8 +184,7 @@ class SkillSetSnapshot(AgentMiddleware):
         return "SkillSetSnapshot"
 
     def before_agent(self, state: Any, runtime: Any) -> None:
-        self.skills._skills(runtime)
-        return None
+        self.skills._skills(runtime)  # kept for the run; the setup writes no state for it
 
 
 _md_cache: dict[tuple, str] = {}
