@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from harness.agents import make_lead_agent
-from harness.testing import ScriptedChatModel
+from harness.testing import Reply, ScriptedChatModel
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -35,8 +35,11 @@ def instant_server_env() -> dict[str, str]:
 
 
 def make_instant_lead_agent(config):
-    """The full lead agent (every middleware) whose model answers at once, in a few chunks."""
-    return make_lead_agent(config, model=ScriptedChatModel(script=["Instant answer from the benchmark model."], loop=True))
+    """The full lead agent (every middleware) whose model answers at once, in a few chunks.
+    It reports usage as a provider does, without counting the prompt itself (that cost is the
+    provider's, not the server's), and keeps no record of its requests."""
+    reply = Reply(text="Instant answer from the benchmark model.", usage={"input_tokens": 120, "output_tokens": 9})
+    return make_lead_agent(config, model=ScriptedChatModel(script=[reply], loop=True, record_requests=False))
 
 
 def process_cpu_seconds(pids: list[int]) -> float:

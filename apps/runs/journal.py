@@ -47,6 +47,17 @@ class RunProgress:
     stop_reason: str = ""
     subagent_tokens: int = 0
     open_tasks: dict[str, str] = field(default_factory=dict)  # subagents started, not ended: task_id -> model
+    # The message list last looked at. A run's values events mostly extend the list the event
+    # before had, and a list that starts with those same messages has only its tail to journal:
+    # each values event scanning a long thread's whole history was a cost that grew per turn.
+    scanned: list = field(default_factory=list)
+    # Pre-run messages taken as seen without reading their ids; read only when a later list
+    # does not start with them (a summary replaced them, say).
+    unread_older: list = field(default_factory=list)
+
+    def assume_older(self, messages: list) -> None:
+        """These leading messages of the run's first values event are from before the run."""
+        self.scanned = self.unread_older = messages
 
     def add_subagent_usage(self, model: str, usage: dict) -> None:
         """A subagent's summed usage (``calls`` model calls) from its end event."""
@@ -75,8 +86,16 @@ def message_id(msg: Any) -> str | None:
 
 def message_events(messages: list, progress: RunProgress, default_model: str) -> list[JournalEvent]:
     """Journal events for messages not seen before; counts usage once per AI message."""
+    done = len(progress.scanned)
+    # Compared object by object (identity first, in C): values events share the objects.
+    if done > len(messages) or messages[:done] != progress.scanned:
+        done = 0
+        if progress.unread_older:
+            progress.seen_message_ids.update(mid for mid in map(message_id, progress.unread_older) if mid is not None)
+            progress.unread_older = []
+    progress.scanned = messages
     events = []
-    for msg in messages:
+    for msg in messages[done:]:
         mid = message_id(msg)
         if mid is None or mid in progress.seen_message_ids or not isinstance(msg, BaseMessage):
             continue

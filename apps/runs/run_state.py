@@ -37,9 +37,9 @@ def _input_count(graph_input: Any) -> int | None:
     return len(messages) if isinstance(messages, list) else 1
 
 
-def older_ids(values: dict, pre: PreRun) -> set[str]:
+def older_messages(values: dict, pre: PreRun) -> list:
     messages = list(values.get("messages") or [])
-    return _ids(messages[: max(0, len(messages) - pre.input_count)])
+    return messages[: max(0, len(messages) - pre.input_count)]
 
 
 def _ids(messages: Any) -> set[str]:

@@ -393,7 +393,7 @@ async def _execute(run_id: str, claimed: dict | None = None) -> None:
             if mode == "values" and not namespace:
                 progress.last_values = data
                 if pre_run.ids_from_first_values and isinstance(data, dict):
-                    progress.seen_message_ids |= run_state.older_ids(data, pre_run)
+                    progress.assume_older(run_state.older_messages(data, pre_run))
                     pre_run.ids_from_first_values = False
                 if isinstance(data, dict):
                     events = message_events(list(data.get("messages") or []), progress, meta.get("model_name") or "")

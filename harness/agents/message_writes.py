@@ -13,6 +13,7 @@ writes in order as the steps did, and runs in time linear in the list plus the w
 from __future__ import annotations
 
 import uuid
+from collections import deque
 from collections.abc import Sequence
 from typing import Any
 
@@ -31,10 +32,27 @@ def _as_messages(write: Any) -> list[BaseMessage]:
     return [message_chunk_to_message(m) if isinstance(m, BaseMessageChunk) else m for m in convert_to_messages(items)]
 
 
+# The last lists this reducer returned, each with a copy and its id -> position index.
+# LangGraph hands such a list (or a copy of it) back as a later write's state; on a long thread,
+# rebuilding the index was most of what a one-message write cost. The copy is what a state must
+# equal, object for object, for the index to be reused, so a list changed in place is not
+# mistaken for it. A step's own write and a branch's look at it alternate, hence a few entries.
+_recent: deque[tuple[list[BaseMessage], dict[str, int]]] = deque(maxlen=4)
+
+
+def _index(state: list[BaseMessage]) -> dict[str, int]:
+    if state:
+        for copy, index in list(_recent):
+            if len(copy) == len(state) and copy[-1] is state[-1] and copy == state:
+                return dict(index)
+    return {m.id: i for i, m in enumerate(state)}
+
+
 def merge_message_writes(state: Sequence[BaseMessage] | None, writes: Sequence[Any]) -> list[BaseMessage]:
     merged: list[BaseMessage | None] = list(state or [])
-    position = {m.id: i for i, m in enumerate(merged) if m is not None}
+    position = _index(merged)  # type: ignore[arg-type]
     last_live = len(merged) - 1
+    holes = False
     for write in writes:
         if write is None:
             raise ValueError("a messages write of None is not allowed")
@@ -52,6 +70,7 @@ def merge_message_writes(state: Sequence[BaseMessage] | None, writes: Sequence[A
             merged = list(messages[cut + 1:])
             position = {m.id: i for i, m in enumerate(merged)}
             last_live = len(merged) - 1
+            holes = False
             continue
         removed: set[str] = set()
         for m in messages:
@@ -69,5 +88,9 @@ def merge_message_writes(state: Sequence[BaseMessage] | None, writes: Sequence[A
                 merged.append(m)
         for mid in removed:  # tombstones until the end: positions stay valid meanwhile
             merged[position.pop(mid)] = None
+            holes = True
         last_live = len(merged) - 1
-    return [m for m in merged if m is not None]
+    if holes:
+        return [m for m in merged if m is not None]
+    _recent.append((list(merged), position))  # type: ignore[arg-type]
+    return merged  # type: ignore[return-value]

@@ -68,6 +68,9 @@ class ScriptedChatModel(BaseChatModel):
     loop: bool = False
     model_name: str = "scripted-model"
     default_chunk_size: int | None = None
+    # False: keep no request (a benchmark's looping model serves thousands of runs, and each
+    # request holds its whole message list).
+    record_requests: bool = True
 
     _cursor: Script = PrivateAttr()
     _requests: list[RecordedRequest] = PrivateAttr(default_factory=list)
@@ -99,7 +102,8 @@ class ScriptedChatModel(BaseChatModel):
 
     def _next_reply(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> Reply:
         tools = [t.get("function", {}).get("name", "") for t in kwargs.get("tools") or []]
-        self._requests.append(RecordedRequest(list(messages), tools, {k: v for k, v in kwargs.items() if k != "tools"}))
+        if self.record_requests:
+            self._requests.append(RecordedRequest(list(messages), tools, {k: v for k, v in kwargs.items() if k != "tools"}))
         reply = self._cursor.next(messages)
         if reply is None:
             raise ScriptExhaustedError(f"scripted model called {len(self._requests)} times; the script has no reply left")

@@ -38,40 +38,65 @@ def _safe_name(name: Any) -> str:
     return (re.sub(r"[^A-Za-z0-9_-]", "_", text)[:64]) or "invalid_tool_name"
 
 
+def _fixed_calls(m: AIMessage) -> tuple[list[dict], bool]:
+    calls, changed = [], False
+    for tc in m.tool_calls:
+        name, args = _safe_name(tc.get("name")), tc.get("args")
+        if not isinstance(args, dict):
+            args, changed = {}, True
+        changed = changed or name != tc.get("name")
+        calls.append({**tc, "name": name, "args": args})
+    return calls, changed
+
+
 def repair_request_messages(messages: list[BaseMessage]) -> list[BaseMessage]:
-    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    # Runs on every model call over the whole history, and only messages with tool calls and
+    # tool results can need a change: find those by type first (one pass in C), and copy the
+    # rest over in slices.
+    kinds = list(map(type, messages))
+    present = set(kinds)
+    ai_kinds = {k for k in present if issubclass(k, AIMessage)}
+    tool_kinds = {k for k in present if issubclass(k, ToolMessage)}
+    marks = [i for i, k in enumerate(kinds) if (k in ai_kinds and messages[i].tool_calls) or k in tool_kinds]
+    if not marks:
+        return list(messages)
+    answered = {messages[i].tool_call_id for i in marks if kinds[i] in tool_kinds}
     called: set[str] = set()
-    out: list[BaseMessage] = []
-    pending: list[ToolMessage] = []
-
-    def flush() -> None:
-        out.extend(pending)
-        pending.clear()
-
-    for m in messages:
-        if isinstance(m, AIMessage) and m.tool_calls:
-            flush()
-            calls = []
-            changed = False
-            for tc in m.tool_calls:
-                name, args = _safe_name(tc.get("name")), tc.get("args")
-                if not isinstance(args, dict):
-                    args, changed = {}, True
-                changed = changed or name != tc.get("name")
-                calls.append({**tc, "name": name, "args": args})
-                called.add(tc.get("id"))
-                if tc.get("id") not in answered:
-                    pending.append(ToolMessage(content=PLACEHOLDER, tool_call_id=tc.get("id"), name=name, status="error"))
-            out.append(m.model_copy(update={"tool_calls": calls}) if changed else m)
-            continue
-        if isinstance(m, ToolMessage):
+    replaced: dict[int, BaseMessage | None] = {}  # None: left out of the request
+    placeholders: dict[int, list[ToolMessage]] = {}  # go in before this index
+    for i in marks:
+        m = messages[i]
+        if kinds[i] in tool_kinds:
             if m.tool_call_id not in called:
-                continue  # an orphan result (its call was summarized away) would be rejected
-            out.append(m)
+                replaced[i] = None  # an orphan result (its call was summarized away) would be rejected
             continue
-        flush()
-        out.append(m)
-    flush()
+        calls, changed = _fixed_calls(m)
+        if changed:
+            replaced[i] = m.model_copy(update={"tool_calls": calls})
+        missing = []
+        for tc in calls:
+            called.add(tc.get("id"))
+            if tc.get("id") not in answered:
+                missing.append(ToolMessage(content=PLACEHOLDER, tool_call_id=tc.get("id"), name=tc["name"], status="error"))
+        if missing:  # after the call's results, before whatever comes next
+            end = i + 1
+            while end < len(kinds) and kinds[end] in tool_kinds:
+                end += 1
+            placeholders.setdefault(end, []).extend(missing)
+    if not replaced and not placeholders:
+        return list(messages)
+    out: list[BaseMessage] = []
+    start = 0
+    for i in sorted({*replaced, *placeholders}):
+        out.extend(messages[start:i])
+        out.extend(placeholders.get(i, ()))
+        if i in replaced:
+            if replaced[i] is not None:
+                out.append(replaced[i])
+            start = i + 1
+        else:
+            start = i
+    out.extend(messages[start:])
     return out
 
 

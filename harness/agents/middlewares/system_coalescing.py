@@ -20,7 +20,9 @@ def _plain_blocks(content: Any) -> bool:
 
 
 def coalesce(request: Any) -> Any:
-    stray = [m for m in request.messages if isinstance(m, SystemMessage)]
+    # Every model call passes here with the whole history: look at the types present first.
+    has_system = any(issubclass(kind, SystemMessage) for kind in set(map(type, request.messages)))
+    stray = [m for m in request.messages if isinstance(m, SystemMessage)] if has_system else []
     if not stray:
         # layers that append system text produce content blocks; plain text is what
         # every backend accepts (blocks with provider extras such as cache hints stay)

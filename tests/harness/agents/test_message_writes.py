@@ -81,3 +81,14 @@ def test_the_writes_own_messages_keep_no_id():
     assert first.id is None and second.id is None
     merged = merge_message_writes(state, [[first], [second]])
     assert shape(merged)[1:] == [("ToolMessage", "r1"), ("ToolMessage", "r2")] and merged[1].id != merged[2].id
+
+
+def test_a_list_changed_in_place_is_not_taken_for_the_one_the_reducer_returned():
+    # The reducer remembers the index of the lists it returned, to skip rebuilding it when
+    # LangGraph hands one back; a list someone changed in place must get a fresh index.
+    state = merge_message_writes([], [[HumanMessage("a", id="a"), AIMessage("b", id="b")]])
+    state[0] = HumanMessage("z", id="z")
+    merged = merge_message_writes(state, [[HumanMessage("z, edited", id="z")]])
+    assert shape(merged) == [("HumanMessage", "z, edited"), ("AIMessage", "b")]
+    again = merge_message_writes(merged, [[AIMessage("a reply", id="d")], [HumanMessage("z, again", id="z")]])
+    assert shape(again) == [("HumanMessage", "z, again"), ("AIMessage", "b"), ("AIMessage", "a reply")]

@@ -32,6 +32,13 @@ def test_scripted_model_streams_text_and_tool_calls_with_usage():
         model.invoke([HumanMessage("more")])
 
 
+def test_a_looping_benchmark_model_keeps_no_requests_and_reports_the_scripted_usage():
+    model = ScriptedChatModel(script=[Reply(text="ok", usage={"input_tokens": 120, "output_tokens": 9})], loop=True, record_requests=False)
+    replies = [model.invoke([HumanMessage("question " * n)]) for n in (1, 500)]
+    assert [r.usage_metadata["input_tokens"] for r in replies] == [120, 120]
+    assert model.requests == []
+
+
 def test_scripted_model_reports_invalid_json_arguments_like_chatopenai():
     model = ScriptedChatModel(script=[tool_reply(call("add", '{"a": 1, "b":'))])
     msg = model.invoke([HumanMessage("x")])

@@ -48,3 +48,23 @@ def test_request_repair_renames_bad_names_fixes_args_and_drops_orphans():
     assert [m.type for m in out] == ["human", "ai", "tool", "human"]
     assert out[1].tool_calls[0]["name"] == "bad_name_"
     assert out[2].tool_call_id == "c1"
+
+
+def test_request_repair_places_each_placeholder_after_its_calls_results():
+    msgs = [
+        HumanMessage("go"),
+        AIMessage("", tool_calls=[{"name": "a", "args": {}, "id": "c1"}, {"name": "b", "args": {}, "id": "c2"}]),
+        ToolMessage("b done", tool_call_id="c2"),
+        AIMessage("", tool_calls=[{"name": "c", "args": {}, "id": "c3"}]),
+        ToolMessage("late orphan", tool_call_id="c9"),
+        AIMessage("", tool_calls=[{"name": "d", "args": {}, "id": "c4"}]),
+    ]
+    out = repair_request_messages(msgs)
+    assert [(m.type, getattr(m, "tool_call_id", None), m.content) for m in out] == [
+        ("human", None, "go"),
+        ("ai", None, ""), ("tool", "c2", "b done"), ("tool", "c1", PLACEHOLDER),
+        ("ai", None, ""), ("tool", "c3", PLACEHOLDER),
+        ("ai", None, ""), ("tool", "c4", PLACEHOLDER),
+    ]
+    assert out[1] is msgs[1]  # well-formed messages go to the provider as they are
+    assert repair_request_messages(out[:3] + [ToolMessage("a done", tool_call_id="c1")]) == out[:3] + [ToolMessage("a done", tool_call_id="c1")]
