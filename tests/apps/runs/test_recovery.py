@@ -11,6 +11,8 @@ import pytest
 from django.utils import timezone
 
 from apps.runs.models import Run, RunEvent
+from apps.runs.recovery import recover_on_startup
+from apps.runs.runtime import get_runtime
 from apps.runs.services import runs_recover_orphans
 from apps.threads.services import thread_create
 from harness.testing import call, tool_reply
@@ -22,6 +24,9 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
 
 def test_expired_lease_marks_the_run_error_and_frees_the_thread(user, user_client, scripted_agent):
     scripted_agent("fresh start")
+    # The runs loop sweeps for orphans as it starts: started (and swept) first, that sweep
+    # cannot take this orphan from the call under test, as it did when this test ran alone.
+    recover_on_startup(get_runtime())
     thread = thread_create(owner=user, thread_id="crashed")
     orphan = Run.objects.create(thread=thread, owner=user, status=Run.Status.RUNNING,
                                 lease_owner="gone:1", lease_expires_at=timezone.now() - timedelta(seconds=5))
