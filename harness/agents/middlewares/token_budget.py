@@ -24,7 +24,17 @@ from harness.agents.middlewares.token_usage import RUN_ID_KEY
 
 def run_tokens(messages: list[Any], run_id: str | None) -> int:
     if run_id:
-        scope = [m for m in messages if isinstance(m, AIMessage) and m.response_metadata.get(RUN_ID_KEY) == run_id]
+        # A run's replies come after every earlier run's (runs append), so the walk back from
+        # the end stops at the first reply another run stamped: it is checked on every model
+        # call, and a long thread's older turns are none of this run's business.
+        scope = []
+        for m in reversed(messages):
+            if isinstance(m, AIMessage):
+                stamp = m.response_metadata.get(RUN_ID_KEY)
+                if stamp == run_id:
+                    scope.append(m)
+                elif stamp:
+                    break
     else:
         scope = [m for m in current_run_messages(messages) if isinstance(m, AIMessage)]
     return sum(int((m.usage_metadata or {}).get("total_tokens") or 0) for m in scope)

@@ -31,3 +31,19 @@ async def test_token_budget_ends_the_run(agent_factory):
     # the next run has a fresh budget
     h.model.add("fresh")
     assert (await h.send("next"))["messages"][-1].content == "fresh"
+
+
+def test_a_runs_tokens_are_its_own_replies_after_the_earlier_runs():
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    from harness.agents.middlewares.token_budget import run_tokens
+
+    def reply(run, tokens, **extra):
+        return AIMessage("", response_metadata={"deerflow_run_id": run} if run else {},
+                         usage_metadata={"input_tokens": tokens, "output_tokens": 0, "total_tokens": tokens}, **extra)
+
+    history = [HumanMessage("first"), reply("r1", 500), HumanMessage("second"),
+               reply("r2", 100, tool_calls=[{"name": "step", "args": {}, "id": "c1"}]), ToolMessage("ok", tool_call_id="c1"),
+               reply(None, 70), reply("r2", 50)]
+    assert run_tokens(history, "r2") == 150
+    assert run_tokens(history[:2], "r1") == 500
