@@ -13,7 +13,6 @@ recorded as a ``GlobalSkillChange`` row.
 from __future__ import annotations
 
 import os
-import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -108,11 +107,15 @@ def _install(path: Path, *, user, scope: str = USER_SCOPE) -> InstallResult:
     return result
 
 
+def _too_large(file: str) -> SkillRefused:
+    message = f"the archive is larger than {MAX_ARCHIVE_BYTES // (1024 * 1024)} MB"
+    return SkillRefused(f"the archive was refused by the scan: {file}: {message}", [{
+        "rule": "archive.too_large", "severity": "critical", "file": file, "line": None, "message": message}])
+
+
 def skill_install_upload(*, user, upload, scope: str = USER_SCOPE) -> InstallResult:
     if upload.size > MAX_ARCHIVE_BYTES:
-        raise SkillRefused("the archive was refused by the scan", [{
-            "rule": "archive.too_large", "severity": "critical", "file": upload.name, "line": None,
-            "message": f"the archive is larger than {MAX_ARCHIVE_BYTES // (1024 * 1024)} MB"}])
+        raise _too_large(upload.name)
     fd, tmp = tempfile.mkstemp(suffix=".skill")
     try:
         with os.fdopen(fd, "wb") as out:
@@ -139,11 +142,12 @@ def skill_install_from_thread(*, user, thread_id: str, path: str, scope: str = U
     os.close(fd)
     try:
         with open(resolved.real, "rb") as src, open(tmp, "wb") as dst:
-            shutil.copyfileobj(src, dst, 65536)
-            if dst.tell() > MAX_ARCHIVE_BYTES:
-                raise SkillRefused("the archive was refused by the scan", [{
-                    "rule": "archive.too_large", "severity": "critical", "file": resolved.virtual, "line": None,
-                    "message": f"the archive is larger than {MAX_ARCHIVE_BYTES // (1024 * 1024)} MB"}])
+            copied = 0  # counted as read: the file may grow while it is copied
+            while chunk := src.read(65536):
+                copied += len(chunk)
+                if copied > MAX_ARCHIVE_BYTES:
+                    raise _too_large(resolved.virtual)
+                dst.write(chunk)
         return _install(Path(tmp), user=user, scope=scope)
     finally:
         Path(tmp).unlink(missing_ok=True)

@@ -26,6 +26,7 @@ from deerflow_site.errors import Conflict, DomainError, Forbidden, InvalidReques
 from harness.config import get_app_config, thread_user_data_dir
 from harness.sandbox.errors import SandboxPathError
 from harness.sandbox.paths import MAX_NAME_BYTES, MAX_PATH_BYTES, OUTPUTS, USER_DATA, VirtualFS
+from harness.skills.zipread import MemberRefused, read_member
 
 from harness.uploads import STAGING_SUFFIX, is_staging_name
 
@@ -146,14 +147,15 @@ def _skill_member(thread, virtual: str) -> Artifact | None:
                     raise NotFound(f"{archive_virtual} has no file {name}") from None
                 if info.is_dir():
                     raise InvalidRequest(f"{name} is a directory inside {archive_virtual}, not a file")
-                if info.file_size > SKILL_MEMBER_MAX_BYTES:
-                    raise PayloadTooLarge(f"{name} in {archive_virtual} is larger than {SKILL_MEMBER_MAX_BYTES} bytes")
-                with bundle.open(info) as fh:
-                    data = fh.read(SKILL_MEMBER_MAX_BYTES + 1)
+                # Bounded as it inflates: a member that lies about its size, fails its CRC or
+                # uses a method without an output bound is refused, never inflated whole.
+                data = read_member(bundle, info, max_bytes=SKILL_MEMBER_MAX_BYTES)
+        except MemberRefused as exc:
+            if exc.rule == "archive.member_too_large":
+                raise PayloadTooLarge(f"{name} in {archive_virtual} is larger than {SKILL_MEMBER_MAX_BYTES} bytes") from None
+            raise InvalidRequest(f"{archive_virtual} is not a readable skill archive: {exc}") from None
         except (zipfile.BadZipFile, zipfile.LargeZipFile, NotImplementedError, RuntimeError) as exc:
             raise InvalidRequest(f"{archive_virtual} is not a readable skill archive ({exc})") from None
-        if len(data) > SKILL_MEMBER_MAX_BYTES:
-            raise PayloadTooLarge(f"{name} in {archive_virtual} is larger than {SKILL_MEMBER_MAX_BYTES} bytes")
         content_type = mimetypes.guess_type(parts[-1])[0] or "application/octet-stream"
         return Artifact(virtual=virtual, real=archive, size=len(data), content_type=content_type,
                         mtime=archive.stat().st_mtime, data=data)

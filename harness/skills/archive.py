@@ -2,11 +2,16 @@
 
 Every member is checked from the archive's own directory, never by extracting first:
 ``..`` or absolute names, symlinks, device files, too many members, too many bytes, a
-compression ratio only a bomb has, and a missing or invalid ``SKILL.md`` are *critical* and
-refuse the install. Suspicious content (a download piped into a shell, reads of credential
-files, an obfuscated payload fed to ``eval``) is reported with the file and line so a person
-can judge it; it does not block. Extraction afterwards re-counts the bytes it really
-writes, so a header that lies about sizes gains nothing.
+compression ratio only a bomb has, two members of one name, a compression method other than
+stored or deflate, and a missing or invalid ``SKILL.md`` are *critical* and refuse the
+install. Suspicious content (a download piped into a shell, reads of credential files, an
+obfuscated payload fed to ``eval``) is reported with the file and line so a person can judge
+it; it does not block.
+
+The members the scan reads (``SKILL.md``, the content of small files) go through
+``harness.skills.zipread``, which inflates in bounded chunks and refuses a member that
+inflates past its declared size or fails its CRC; extraction afterwards goes through it too
+and counts the bytes it really writes, so a header that lies about sizes gains nothing.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import PurePosixPath
 
 from harness.skills.parser import SkillMeta, SkillParseError, parse_skill_md
+from harness.skills.zipread import MemberRefused, check_readable, read_member
 
 MAX_ARCHIVE_BYTES = 20 * 1024 * 1024
 MAX_MEMBERS = 500
@@ -55,6 +61,15 @@ class ScanResult:
 
     def add(self, rule: str, severity: str, file: str, message: str, line: int | None = None) -> None:
         self.findings.append(Finding(rule, severity, file, line, message))
+
+    def refuse(self, exc: MemberRefused) -> None:
+        self.add(exc.rule, CRITICAL, exc.file, exc.message)
+
+    def reason(self, limit: int = 3) -> str:
+        """The critical findings in one line, for an error's detail."""
+        critical = [f"{f.file}: {f.message}" for f in self.findings if f.severity == CRITICAL]
+        more = f" (and {len(critical) - limit} more)" if len(critical) > limit else ""
+        return "; ".join(critical[:limit]) + more
 
 
 _CONTENT_RULES = (
@@ -112,8 +127,14 @@ def scan_archive(path, *, public_names: frozenset[str] | set[str] = frozenset(),
             result.add("archive.too_many_files", CRITICAL, label, f"{len(infos)} members; at most {MAX_MEMBERS} are allowed")
             return result
         total = 0
+        seen: set[str] = set()
         for info in infos:
             name = info.filename
+            key = _path_key(name)
+            if key in seen:
+                result.add("archive.duplicate_name", CRITICAL, name, "appears more than once in the archive")
+                continue
+            seen.add(key)
             problem = _name_problem(name)
             if problem:
                 result.add(problem[0], CRITICAL, name, problem[1])
@@ -127,8 +148,10 @@ def scan_archive(path, *, public_names: frozenset[str] | set[str] = frozenset(),
                 continue
             if info.is_dir():
                 continue
-            if info.flag_bits & 0x1:
-                result.add("archive.encrypted", CRITICAL, name, "encrypted members cannot be scanned")
+            try:
+                check_readable(info, max_bytes=info.file_size)  # encryption, compression method
+            except MemberRefused as exc:
+                result.refuse(exc)
                 continue
             total += info.file_size
             if info.file_size > RATIO_FLOOR and info.file_size > MAX_RATIO * max(info.compress_size, 1):
@@ -147,8 +170,18 @@ def scan_archive(path, *, public_names: frozenset[str] | set[str] = frozenset(),
             return result
         for info in result.files:
             if info.file_size <= CONTENT_SCAN_BYTES * 4:
-                _scan_content(result, info.filename, zf.read(info)[:CONTENT_SCAN_BYTES])
+                try:
+                    head = read_member(zf, info, max_bytes=MAX_MEMBER_BYTES, keep=CONTENT_SCAN_BYTES)
+                except MemberRefused as exc:
+                    result.refuse(exc)
+                    return result
+                _scan_content(result, info.filename, head)
     return result
+
+
+def _path_key(name: str) -> str:
+    """Names that unpack to the same path are the same name (``a/b``, ``a//b``, ``a/./b``, ``a/b/``)."""
+    return "/".join(part for part in name.split("/") if part not in ("", "."))
 
 
 def _find_skill_md(result: ScanResult, zf: zipfile.ZipFile, public_names) -> None:
@@ -166,7 +199,10 @@ def _find_skill_md(result: ScanResult, zf: zipfile.ZipFile, public_names) -> Non
     result.prefix = prefix
     skill_md = f"{prefix}SKILL.md"
     try:
-        meta = parse_skill_md(zf.read(names[skill_md]).decode("utf-8"))
+        meta = parse_skill_md(read_member(zf, names[skill_md], max_bytes=MAX_MEMBER_BYTES).decode("utf-8"))
+    except MemberRefused as exc:
+        result.refuse(exc)
+        return
     except UnicodeDecodeError:
         result.add("skill_md.invalid", CRITICAL, skill_md, "SKILL.md is not UTF-8 text")
         return

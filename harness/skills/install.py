@@ -21,9 +21,10 @@ import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.skills.archive import CRITICAL, MAX_UNCOMPRESSED_BYTES, Finding, scan_archive
+from harness.skills.archive import CRITICAL, MAX_MEMBER_BYTES, MAX_UNCOMPRESSED_BYTES, Finding, scan_archive
 from harness.skills.loader import CUSTOM, clear_cache, user_skills_home
 from harness.skills.parser import NAME_PATTERN, parse_skill_md
+from harness.skills.zipread import MemberRefused, extract_members
 
 KEEP_VERSIONS = 5
 _locks: dict[str, threading.Lock] = {}
@@ -48,27 +49,6 @@ class InstallResult:
 def _lock(key: str) -> threading.Lock:
     with _locks_guard:
         return _locks.setdefault(key, threading.Lock())
-
-
-def _extract(zf: zipfile.ZipFile, infos, prefix: str, target: Path) -> None:
-    written = 0
-    for info in infos:
-        rel = info.filename[len(prefix):]
-        if not rel or info.is_dir():
-            continue
-        dest = target / rel
-        # The scan refused '..' and absolute names; this is the belt to its braces.
-        if not dest.resolve().is_relative_to(target.resolve()):
-            raise SkillInstallError(f"{info.filename} would land outside the skill")
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        executable = bool((info.external_attr >> 16) & 0o111)
-        with zf.open(info) as src, open(dest, "xb") as out:
-            while chunk := src.read(65536):
-                written += len(chunk)
-                if written > MAX_UNCOMPRESSED_BYTES:
-                    raise SkillInstallError("the archive unpacks to more bytes than its directory declares")
-                out.write(chunk)
-        os.chmod(dest, 0o755 if executable else 0o644)
 
 
 def _version_dirs(home: Path, name: str) -> list[Path]:
@@ -107,7 +87,7 @@ def install_archive(archive: Path, *, user_id: str | None, public_names: set[str
         result.add("name.clash_global", CRITICAL, f"{result.prefix}SKILL.md",
                    f"'{result.meta.name}' is the name of a skill installed for everyone; choose another name", 2)
     if result.blocked or result.meta is None:
-        raise SkillInstallError("the archive was refused by the scan", result.findings)
+        raise SkillInstallError(f"the archive was refused by the scan: {result.reason()}", result.findings)
     name = result.meta.name
     (home / live_dir).mkdir(parents=True, exist_ok=True)
     with _lock(f"{home}:{name}"):
@@ -115,8 +95,15 @@ def install_archive(archive: Path, *, user_id: str | None, public_names: set[str
         try:
             tree = staging / name
             tree.mkdir()
-            with zipfile.ZipFile(archive) as zf:
-                _extract(zf, result.files, result.prefix, tree)
+            try:
+                with zipfile.ZipFile(archive) as zf:
+                    extract_members(zf, result.files, prefix=result.prefix, target=tree,
+                                    max_member_bytes=MAX_MEMBER_BYTES, max_total_bytes=MAX_UNCOMPRESSED_BYTES)
+            except MemberRefused as exc:
+                # The staging tree goes in the finally below: nothing of it stays.
+                finding = Finding(exc.rule, CRITICAL, exc.file, None, exc.message)
+                raise SkillInstallError(f"the archive was refused while unpacking: {exc}",
+                                        [*result.findings, finding]) from None
             replaced = (home / live_dir / name).exists()
             _retire(home, name, live_dir)
             os.rename(tree, home / live_dir / name)
