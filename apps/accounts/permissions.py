@@ -4,6 +4,10 @@ A DRF view opts in to token callers with a class attribute mapping HTTP methods 
 they need, e.g. ``token_scopes = {"GET": "threads:read", "POST": "threads:write"}``; ``None`` as
 the scope means "any valid token". Views without it (or without the method) refuse tokens.
 Session callers are never affected by ``token_scopes``.
+
+Where one of a route's parameters does more than the route's scope covers (``?action=`` on a
+run's stream cancels the run, on top of reading it), the view asks ``require_token_scope`` for
+the extra scope.
 """
 
 from __future__ import annotations
@@ -51,7 +55,24 @@ def check_token_scope(*, token: PersonalAccessToken, token_scopes: dict | None, 
     if not admitted:
         raise TokenRefused(TOKEN_NOT_ALLOWED)
     if required is not ANY_SCOPE and required not in (token.scopes or []):
-        raise TokenRefused(f"this token lacks the '{required}' scope")
+        raise TokenRefused(lacks_scope_message(required))
+
+
+def lacks_scope_message(scope: str) -> str:
+    return f"this token lacks the '{scope}' scope"
+
+
+def token_lacks_scope(request, scope: str) -> bool:
+    """Whether this is a token caller whose token does not hold ``scope`` (sessions never lack one)."""
+    token = getattr(request, "auth", None)
+    return isinstance(token, PersonalAccessToken) and scope not in (token.scopes or [])
+
+
+def require_token_scope(request, scope: str) -> None:
+    """403 for a token caller without ``scope``: for a parameter that asks more of a route than
+    its declared scope (a read that would also cancel). Sessions pass."""
+    if token_lacks_scope(request, scope):
+        raise exceptions.PermissionDenied(lacks_scope_message(scope))
 
 
 def accepts_tokens(token_scopes: dict):

@@ -17,6 +17,7 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.accounts.permissions import require_token_scope, token_lacks_scope
 from apps.runs import selectors, services
 from apps.runs.runtime import get_runtime
 from apps.runs.schemas import parse_run_request
@@ -178,39 +179,65 @@ class RunCancelView(APIView):
         return Response(status=status.HTTP_204_NO_CONTENT if wait else status.HTTP_202_ACCEPTED)
 
 
+CANCEL_SCOPE = "runs:cancel"
+GET_ACTION_REFUSED = ("action is only accepted on POST: a GET never changes anything; "
+                      "cancel with POST …/runs/{run_id}/cancel?action=… (or POST this stream with ?action=…)")
+
+
+def _cancel_on_disconnect(request, *, default: bool) -> bool:
+    """Whether the run is cancelled when this client goes away. Asking for that is asking to
+    cancel, so a token needs ``runs:cancel`` for it; the run's own ``on_disconnect`` (the
+    default) applies only to callers who may cancel: a read-only token's stream just ends."""
+    value = request.query_params.get("cancel_on_disconnect")
+    if value in (None, ""):
+        return default and not token_lacks_scope(request, CANCEL_SCOPE)
+    wanted = _flag(value, "cancel_on_disconnect")
+    if wanted:
+        require_token_scope(request, CANCEL_SCOPE)
+    return wanted
+
+
 class RunJoinView(APIView):
     token_scopes = {"GET": "runs:read"}
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request, thread_id, run_id):
+        cancel = _cancel_on_disconnect(request, default=False)
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         run = selectors.run_get_for_user(user=request.user, thread_id=thread.pk, run_id=run_id)
-        cancel = _flag(request.query_params.get("cancel_on_disconnect"), "cancel_on_disconnect")
         return _json_response(_final_values(str(run.pk), thread, cancel_on_disconnect=cancel))
 
 
 class RunJoinStreamView(APIView):
+    """(Re)attach to a run's stream: a read, by GET (the langgraph-sdk's ``join_stream``) or
+    POST. ``?action=`` cancels the run first: on POST only, and a token needs ``runs:cancel``
+    for it as well; a GET with ``action`` is a 422 and changes nothing."""
+
     token_scopes = {"GET": "runs:read", "POST": "runs:read"}
     renderer_classes = RENDERERS
 
-    def _stream(self, request, thread_id, run_id):
+    def _stream(self, request, thread_id, run_id, *, action: str | None):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         run = selectors.run_get_for_user(user=request.user, thread_id=thread.pk, run_id=run_id)
-        action = request.query_params.get("action")
+        default_cancel = (run.kwargs or {}).get("on_disconnect", "cancel") == "cancel"
+        cancel = _cancel_on_disconnect(request, default=default_cancel)
         if action:
             services.run_cancel(run=run, action=action, wait=_flag(request.query_params.get("wait"), "wait"))
-        default_cancel = (run.kwargs or {}).get("on_disconnect", "cancel") == "cancel"
-        cancel = _flag(request.query_params.get("cancel_on_disconnect"), "cancel_on_disconnect", default_cancel)
         last_event_id = request.headers.get("Last-Event-ID") or None
         return sse_response(run_events(str(run.pk), last_event_id=last_event_id, cancel_on_disconnect=cancel))
 
     @extend_schema(responses={(200, "text/event-stream"): OpenApiTypes.STR})
     def get(self, request, thread_id, run_id):
-        return self._stream(request, thread_id, run_id)
+        if request.query_params.get("action"):
+            raise InvalidRequest(GET_ACTION_REFUSED)
+        return self._stream(request, thread_id, run_id, action=None)
 
     @extend_schema(request=None, responses={(200, "text/event-stream"): OpenApiTypes.STR})
     def post(self, request, thread_id, run_id):
-        return self._stream(request, thread_id, run_id)
+        action = request.query_params.get("action")
+        if action:
+            require_token_scope(request, CANCEL_SCOPE)
+        return self._stream(request, thread_id, run_id, action=action)
 
 
 def _int_param(value: str | None, name: str, default: int | None) -> int | None:

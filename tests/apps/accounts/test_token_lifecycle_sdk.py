@@ -73,6 +73,14 @@ def test_token_life_cycle_with_the_langgraph_sdk(live):
         reader.runs.create(thread["thread_id"], "lead_agent", input=USER)
     assert err.value.response.status_code == 403
     assert err.value.response.json() == {"detail": "this token lacks the 'runs:create' scope"}
+    # It follows a run with the SDK's join_stream (a GET: a read), and cannot cancel one.
+    run = sdk.runs.create(thread["thread_id"], "lead_agent", input=USER)
+    sdk.runs.join(thread["thread_id"], run["run_id"])
+    events = [part.event for part in reader.runs.join_stream(thread["thread_id"], run["run_id"])]
+    assert events[0] == "metadata" and events[-1] == "end"
+    with pytest.raises(httpx.HTTPStatusError) as err:
+        reader.runs.cancel(thread["thread_id"], run["run_id"])
+    assert err.value.response.json() == {"detail": "this token lacks the 'runs:cancel' scope"}
 
     # The token cannot manage tokens; the browser session can, and revoking is immediate.
     assert httpx.get(f"{live.url}/api/tokens/", headers={"Authorization": f"Bearer {full['token']}"}).status_code == 403
