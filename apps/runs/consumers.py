@@ -28,12 +28,13 @@ from apps.runs.runtime import get_runtime
 from apps.runs.schemas import parse_run_request
 from apps.runs.serializers import run_json
 from apps.runs.services import run_cancel, start_run
+from apps.runs.sse import with_failure_before_lone_end
 from apps.threads.selectors import thread_get_for_user
 from deerflow_site.errors import DomainError, NotFound
 from deerflow_site.json_input import load_json
 from harness.observability import metrics
 from harness.observability.context import request_id_from_headers, request_id_var
-from harness.runtime.stream_bridge import HEARTBEAT
+from harness.runtime.stream_bridge import HEARTBEAT, subscribe_batches
 
 logger = logging.getLogger(__name__)
 
@@ -135,10 +136,13 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
     async def _follow(self, run_id: str, after: str | None) -> None:
         metrics.subscriber("websocket", 1)
         try:
-            async for item in get_runtime().bridge.subscribe(run_id, last_event_id=after, heartbeat=15.0):
-                if item.event == HEARTBEAT:
-                    continue
-                await self.send_json({"type": "event", "run_id": run_id, "id": item.id, "event": item.event, "data": item.data})
+            batches = subscribe_batches(get_runtime().bridge, run_id, last_event_id=after, heartbeat=15.0)
+            # A failed run the bridge no longer holds still says why before its end.
+            async for batch in with_failure_before_lone_end(run_id, after, batches):
+                for item in batch:
+                    if item.event == HEARTBEAT:
+                        continue
+                    await self.send_json({"type": "event", "run_id": run_id, "id": item.id, "event": item.event, "data": item.data})
         finally:
             metrics.subscriber("websocket", -1)
 

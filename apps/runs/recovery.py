@@ -44,6 +44,9 @@ SWEEP_SECONDS = 15
 # The sweep never spins: after a pass it sleeps at least this long.
 MIN_SLEEP_SECONDS = 0.5
 ORPHAN_ERROR = "The process executing this run stopped before it finished."
+# The stream's `error` event, shaped as a worker's (its name is the journal's error_type, so a
+# stream the bridge no longer holds says the same: selectors.run_failure).
+ORPHAN_ERROR_EVENT = {"error": "orphan_recovered", "message": ORPHAN_ERROR, "name": "orphan_recovered"}
 
 # Set once the first sweep of this process is over (startup waits for it).
 _first_sweep = threading.Event()
@@ -129,7 +132,9 @@ def _settle(*, run_id: str, thread_id: str, model_name: str, messages: list) -> 
 
 
 def _end_stream(runtime: Any, run_id: str) -> None:
+    """Tell the run's followers it failed, then end its stream, as its worker would have."""
     try:
+        runtime.bridge.publish(run_id, "error", ORPHAN_ERROR_EVENT)
         runtime.bridge.end(run_id)
     except RuntimeError:  # already ended
         pass

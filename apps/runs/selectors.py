@@ -21,6 +21,21 @@ def run_get_for_user(*, user, thread_id: str, run_id: str) -> Run:
     return run
 
 
+def run_failure(*, run_id: str) -> dict | None:
+    """What a stream's ``error`` event says about a run that failed (``{error, message,
+    name}``, the shape its worker or recovery published): from the run's ``run.error`` journal
+    entry, for a stream the bridge no longer holds. None unless the run's status is ``error``."""
+    run = Run.objects.filter(pk=run_id).only("status", "error").first()
+    if run is None or run.status != Run.Status.ERROR:
+        return None
+    event = (RunEvent.objects.filter(run_id=run_id, event_type="run.error").order_by("-seq")
+             .values("content", "metadata").first())
+    if event is not None and isinstance(event["content"], str):
+        name = str((event["metadata"] or {}).get("error_type") or "RunError")
+        return {"error": name, "message": event["content"], "name": name}
+    return {"error": "RunError", "message": run.error, "name": "RunError"}
+
+
 def run_list(*, thread, limit: int = 10, offset: int = 0, status: str | None = None):
     if not (1 <= limit <= 1000) or offset < 0:
         raise InvalidRequest("limit must be 1 to 1000 and offset non-negative")

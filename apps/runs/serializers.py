@@ -13,6 +13,8 @@ def run_json(run: Run) -> dict:
         "assistant_id": run.assistant_id,
         "created_at": run.created_at.isoformat(),
         "updated_at": run.updated_at.isoformat(),
+        # When the run settled (worker, cancel or recovery); null while it is active.
+        "finished_at": run.finished_at.isoformat() if run.finished_at else None,
         "status": run.status,
         "metadata": run.metadata,
         # The agent snapshot a run carries is the server's, not part of the request.

@@ -107,3 +107,82 @@ def test_a_thread_held_by_a_lapsed_run_admits_at_once_and_the_checkpoint_fills_t
         ("llm.human.input", "my second words"), ("llm.ai.response", "second answer"),
     ]
     assert {e["run_id"] for e in page[:2]} == {str(orphan.pk)}
+
+
+def _join_stream(client, thread_id: str, run_id: str, last_event_id: str | None = None) -> list[dict]:
+    from tests.apps.runs.test_runs_api import parse_sse
+
+    headers = {"HTTP_LAST_EVENT_ID": last_event_id} if last_event_id else {}
+    response = client.get(f"/api/threads/{thread_id}/runs/{run_id}/stream", HTTP_ACCEPT="text/event-stream", **headers)
+    assert response.status_code == 200, getattr(response, "content", b"")
+    return parse_sse(body_of(response))
+
+
+def test_a_recovered_run_has_its_finish_time_and_its_stream_says_why_it_failed(user, user_client):
+    from apps.runs.recovery import ORPHAN_ERROR
+
+    recover_on_startup(get_runtime())
+    thread = thread_create(owner=user)
+    orphan = Run.objects.create(thread=thread, owner=user, status=Run.Status.RUNNING, lease_owner="gone:1",
+                                lease_expires_at=timezone.now() - timedelta(seconds=5))
+    _wait_until(lambda: runs_recover_orphans() or Run.objects.get(pk=orphan.pk).status == "error", "the orphan to be settled")
+
+    info = user_client.get(f"/api/threads/{thread.pk}/runs/{orphan.pk}").json()
+    assert info["status"] == "error" and info["stop_reason"] == "orphan_recovered"
+    assert info["finished_at"] and info["finished_at"] >= info["created_at"]
+    events = _join_stream(user_client, thread.pk, str(orphan.pk))
+    assert [e["event"] for e in events] == ["error", "end"]
+    assert events[0]["data"] == {"error": "orphan_recovered", "message": ORPHAN_ERROR, "name": "orphan_recovered"}
+    # Once the bridge has forgotten the run, its journal says the same.
+    from apps.runs.selectors import run_failure
+
+    assert run_failure(run_id=str(orphan.pk)) == events[0]["data"]
+
+
+def test_a_failed_run_whose_events_the_bridge_does_not_hold_still_streams_its_error_before_end(user, user_client):
+    # What a client rejoining after the bridge's retention (or through a process that never
+    # held the run) finds: the row and the journal, nothing in the bridge.
+    from apps.runs.journal import JournalEvent, journal_insert
+
+    thread = thread_create(owner=user)
+    run = Run.objects.create(thread=thread, owner=user, status=Run.Status.ERROR, error="ValueError: the tool broke",
+                             stop_reason="error", finished_at=timezone.now())
+    journal_insert(thread_id=thread.pk, run_id=str(run.pk),
+                   events=[JournalEvent("run.error", "error", "the tool broke", {"error_type": "ValueError"})])
+    assert not get_runtime().bridge.has_run(str(run.pk))
+
+    error = {"error": "ValueError", "message": "the tool broke", "name": "ValueError"}
+    events = _join_stream(user_client, thread.pk, str(run.pk))
+    assert [(e["event"], e["data"]) for e in events] == [("error", error), ("end", None)]
+    # A client resuming with the last id it saw (from long ago) is told too.
+    events = _join_stream(user_client, thread.pk, str(run.pk), last_event_id="1700000000000-3")
+    assert [(e["event"], e["data"]) for e in events] == [("error", error), ("end", None)]
+
+    # A run that succeeded gets its lone end, as before.
+    ok = Run.objects.create(thread=thread, owner=user, status=Run.Status.SUCCESS, finished_at=timezone.now())
+    assert [e["event"] for e in _join_stream(user_client, thread.pk, str(ok.pk))] == ["end"]
+
+
+def test_the_websocket_of_a_failed_run_the_bridge_does_not_hold_sends_its_error_before_end(user):
+    from asgiref.sync import async_to_sync
+
+    from apps.runs.journal import JournalEvent, journal_insert
+    from tests.apps.runs.test_websocket import connect, events_until_end
+
+    thread = thread_create(owner=user)
+    run = Run.objects.create(thread=thread, owner=user, status=Run.Status.ERROR, error="ValueError: the tool broke",
+                             stop_reason="error", finished_at=timezone.now())
+    journal_insert(thread_id=thread.pk, run_id=str(run.pk),
+                   events=[JournalEvent("run.error", "error", "the tool broke", {"error_type": "ValueError"})])
+
+    async def follow():
+        ws, connected, _ = await connect(user, thread.pk)
+        assert connected
+        await ws.send_json_to({"type": "subscribe", "run_id": str(run.pk)})
+        events = await events_until_end(ws)
+        await ws.disconnect()
+        return events
+
+    events = async_to_sync(follow)()
+    assert [(e["event"], e["data"]) for e in events] == [
+        ("error", {"error": "ValueError", "message": "the tool broke", "name": "ValueError"}), ("end", None)]
