@@ -25,6 +25,7 @@ from langgraph.types import Command
 from harness.sandbox import SandboxError
 from harness.sandbox.paths import OUTPUTS
 from harness.tools._context import get_sandbox, masked
+from harness.tools.file_access import READ, declare_thread_files
 
 MAX_PRESENTED_FILES = 50
 MAX_IMAGE_BYTES = 8 * 1024 * 1024
@@ -147,6 +148,11 @@ def ask_clarification_tool(
         context: Why you are asking, shown with the question.
     """
     return f"Asked the user: {question} — wait for their answer."
+
+
+# Both look at the thread's files, so they run after the earlier writes of their message.
+declare_thread_files(present_files_tool, READ)
+declare_thread_files(view_image_tool, READ)
 
 
 def get_builtin_tools(*, include_clarification: bool = True, include_view_image: bool = True) -> list[BaseTool]:

@@ -25,6 +25,7 @@ from harness.sandbox import SandboxError, get_sandbox_provider
 from harness.sandbox.paths import WORKSPACE
 from harness.sandbox.process import CommandResult
 from harness.tools._context import get_sandbox, masked, request_secrets, skill_secrets
+from harness.tools.file_access import READ, WRITE, declare_thread_files
 
 MAX_GLOB_RESULTS = 200
 DEFAULT_GREP_RESULTS = 100
@@ -330,6 +331,12 @@ def str_replace_tool(description: str, path: str, old_str: str, new_str: str, ru
         return f"Replaced {count} {noun} in {sandbox.resolve(path).virtual}."
 
     return guarded(runtime, run)
+
+
+# Calls of one message that touch the thread's files keep the message's order (file_access).
+for _tool, _access in ((bash_tool, WRITE), (ls_tool, READ), (glob_tool, READ), (grep_tool, READ), (read_file_tool, READ),
+                       (write_file_tool, WRITE), (str_replace_tool, WRITE)):
+    declare_thread_files(_tool, _access)
 
 
 def get_sandbox_tools() -> list[BaseTool]:
