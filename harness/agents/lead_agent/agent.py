@@ -32,6 +32,7 @@ from harness.agents.middlewares.system_coalescing import SystemMessageCoalescing
 from harness.agents.middlewares.terminal_response import TerminalResponseMiddleware
 from harness.agents.middlewares.thread_data import ThreadDataMiddleware
 from harness.agents.middlewares.title import TitleMiddleware
+from harness.agents.middlewares.tool_call_order import ToolCallOrderMiddleware
 from harness.agents.middlewares.todo_list import PlanTodoMiddleware
 from harness.agents.middlewares.token_budget import TokenBudgetMiddleware
 from harness.agents.middlewares.token_usage import TokenUsageMiddleware
@@ -144,6 +145,9 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
         RunSetupMiddleware([InputSanitizationMiddleware(), ThreadDataMiddleware(), UploadsMiddleware(), SandboxMiddleware(),
                             SkillSetSnapshot(skills)],
                            state_schema=thread_state_schema(app.checkpoints.mode, app.checkpoints.snapshot_frequency)),
+        # Outermost tool wrapper: every call of a step passes it, so a call refused further in
+        # still releases the file-touching calls after it in its message.
+        ToolCallOrderMiddleware(),
         # Early in the chain: its after_model runs after every other one, on the final tool calls.
         approval_middleware(app.approvals, interactive=not options.non_interactive),
         ToolOutputBudgetMiddleware(options.max_tool_output_chars),

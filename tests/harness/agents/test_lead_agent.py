@@ -30,7 +30,7 @@ def test_chain_order_is_the_documented_one():
     chain = build_middlewares(LeadAgentOptions(is_plan_mode=True), app=app, entry=app.models[0], model=None)
     names = [type(m).__name__ for m in chain]
     assert names == [
-        "RunSetupMiddleware", "ToolOutputBudgetMiddleware", "RemoteContentSanitizationMiddleware", "DanglingToolCallMiddleware",
+        "RunSetupMiddleware", "ToolCallOrderMiddleware", "ToolOutputBudgetMiddleware", "RemoteContentSanitizationMiddleware", "DanglingToolCallMiddleware",
         "LLMErrorHandlingMiddleware", "ReadBeforeWriteMiddleware", "ToolErrorHandlingMiddleware",
         "DynamicContextMiddleware", "SkillsMiddleware", "PlanTodoMiddleware", "TokenUsageMiddleware", "TitleMiddleware",
         "ViewImageMiddleware", "SystemMessageCoalescingMiddleware", "LoopDetectionMiddleware",
