@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from django.db.models import Exists, OuterRef, Q, QuerySet
 
+from apps.threads.metadata import PAGE_THREADS, metadata_limit, metadata_size, metadata_within
 from apps.threads.models import Thread
 from deerflow_site.errors import InvalidRequest, NotFound
 from deerflow_site.prepared_sql import ModelLookup
 
+_SEARCH_CHUNK = 20  # rows read from the database at a time by a search
 SORTABLE = {"thread_id": "id", "created_at": "created_at", "updated_at": "updated_at", "status": "status"}
 
 
@@ -81,7 +83,17 @@ def thread_search(*, user, metadata: dict | None = None, status: str | None = No
         raise InvalidRequest(f"sort_by must be one of {', '.join(SORTABLE)}")
     if sort_order not in (None, "asc", "desc"):
         raise InvalidRequest("sort_order must be 'asc' or 'desc'")
-    threads = list(qs.order_by(field if sort_order == "asc" else f"-{field}")[offset : offset + limit])
-    for thread in threads:
+    page = qs.order_by(field if sort_order == "asc" else f"-{field}")[offset : offset + limit]
+    # Each thread's metadata is cut to what a list carries as its row is read (a few rows at a
+    # time), so a page of rows from before the metadata limit never sits in memory whole.
+    cap = metadata_limit()
+    budget = PAGE_THREADS * cap
+    threads = []
+    for thread in page.iterator(chunk_size=_SEARCH_CHUNK):
         thread.search_snippet = snippets.get(thread.pk, "")
+        thread.list_metadata, thread.metadata_truncated = metadata_within(thread.metadata, min(cap, budget))
+        if thread.metadata_truncated:
+            del thread.metadata  # deferred from now on: reading it again loads it, save() leaves it alone
+        budget -= metadata_size(thread.list_metadata)
+        threads.append(thread)
     return threads

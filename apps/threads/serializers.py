@@ -5,12 +5,14 @@ from __future__ import annotations
 from apps.threads.models import Thread
 
 
-def thread_json(thread: Thread, *, values: dict | None = None, snippet: str = "") -> dict:
+def thread_json(thread: Thread, *, values: dict | None = None, snippet: str = "", listed: bool = False) -> dict:
+    """``listed``: a thread of a search page, whose metadata the search cut to what a list
+    carries (``apps/threads/metadata.py``); ``metadata_truncated`` says when it did."""
     data = {
         "thread_id": thread.pk,
         "created_at": thread.created_at.isoformat(),
         "updated_at": thread.updated_at.isoformat(),
-        "metadata": thread.metadata,
+        "metadata": thread.list_metadata if listed else thread.metadata,
         "status": thread.status,
         "values": values if values is not None else {},
         "interrupts": {},
@@ -22,4 +24,6 @@ def thread_json(thread: Thread, *, values: dict | None = None, snippet: str = ""
     }
     if snippet:  # a search that matched the thread's messages: the passage that did
         data["search_snippet"] = snippet
+    if listed and thread.metadata_truncated:  # GET /threads/{id} has the whole of it
+        data["metadata_truncated"] = True
     return data

@@ -7,6 +7,7 @@ import re
 
 from django.db import IntegrityError, transaction
 
+from apps.threads.metadata import check_metadata_size
 from apps.threads.models import THREAD_ID_PATTERN, Thread, new_thread_id
 from deerflow_site.errors import Conflict, InvalidRequest, NotFound
 from deerflow_site.prepared_sql import ModelInsert
@@ -42,6 +43,7 @@ def thread_create(*, owner, thread_id: str | None = None, assistant_id: str = ""
         raise InvalidRequest("metadata must be an object")
     _check_mode(metadata or {})
     clean_metadata = {k: v for k, v in (metadata or {}).items() if k not in _RESERVED_METADATA_KEYS}
+    check_metadata_size(clean_metadata)
     # A fresh uuid4 names no existing thread; the insert would still catch the impossible clash.
     existing = None if generated else Thread.objects.filter(pk=thread_id).first()
     if existing is not None:
@@ -77,6 +79,7 @@ def thread_update(*, thread: Thread, metadata: dict | None) -> Thread:
             merged.pop(key, None)
         else:
             merged[key] = value
+    check_metadata_size(merged, before=thread.metadata)
     thread.metadata = merged
     thread.save(update_fields=["metadata", "updated_at"])
     return thread

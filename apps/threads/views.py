@@ -61,7 +61,8 @@ class ThreadSearchView(APIView):
             sort_by=body.get("sort_by"), sort_order=body.get("sort_order"),
             query=body.get("query"), pinned=body.get("pinned"), started=body.get("started"),
         )
-        return Response([serializers.thread_json(t, values={"title": t.title} if t.title else {}, snippet=t.search_snippet) for t in threads])
+        return Response([serializers.thread_json(t, values={"title": t.title} if t.title else {}, snippet=t.search_snippet, listed=True)
+                         for t in threads])
 
 
 class ThreadDetailView(APIView):

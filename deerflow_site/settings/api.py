@@ -11,6 +11,9 @@ DEERFLOW_MAX_JSON_BODY = env.int("DEERFLOW_MAX_JSON_BODY", default=4 * 1024 * 10
 DATA_UPLOAD_MAX_MEMORY_SIZE = DEERFLOW_MAX_JSON_BODY
 # JSON nested deeper than this is refused (422) before it reaches a view.
 DEERFLOW_MAX_JSON_DEPTH = env.int("DEERFLOW_MAX_JSON_DEPTH", default=64)
+# A thread's metadata, in bytes of compact UTF-8 JSON: create, patch and branch refuse more
+# (413). A search page carries at most 100 threads' worth of it (apps/threads/metadata.py).
+DEERFLOW_MAX_THREAD_METADATA = env.int("DEERFLOW_MAX_THREAD_METADATA", default=64 * 1024)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

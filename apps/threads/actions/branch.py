@@ -27,6 +27,7 @@ from apps.runs.models import Run, RunEvent
 from apps.runs.runtime import get_runtime
 from apps.threads.actions import lineage
 from apps.threads.actions.visibility import hidden_run_ids
+from apps.threads.metadata import check_metadata_size
 from apps.threads.models import Thread, new_thread_id
 from deerflow_site.errors import Conflict, InvalidRequest, NotFound, ThreadBusy
 from harness.config import thread_user_data_dir
@@ -116,6 +117,10 @@ def _seed(branch: Thread, source_runs: list[Run]) -> int:
 def branch_create(*, user, thread: Thread, message_id: Any = None, run_id: Any = None, title: Any = None) -> dict:
     if Run.objects.filter(thread=thread, status__in=Run.ACTIVE_STATUSES).exists():
         raise ThreadBusy(f"Thread {thread.pk} has an active run; branch once it has finished")
+    # The branch inherits the metadata: one over the limit (a thread from before it) is not
+    # copied into a new thread. ``branched_from``, the server's, is not counted.
+    inherited_metadata = {k: v for k, v in (thread.metadata or {}).items() if k not in ("branched_from", "title")}
+    check_metadata_size(inherited_metadata, what=f"the metadata thread {thread.pk} passes to its branch")
     turn = _turn_run(thread, message_id=message_id, run_id=run_id)
     hidden = hidden_run_ids(thread_id=thread.pk)
     visible = [r for r in Run.objects.filter(thread=thread).order_by("created_at") if str(r.pk) not in hidden]
@@ -129,8 +134,7 @@ def branch_create(*, user, thread: Thread, message_id: Any = None, run_id: Any =
     with transaction.atomic():
         branch = Thread.objects.create(
             id=branch_id, owner=user, assistant_id=thread.assistant_id, title=branch_title,
-            metadata={**{k: v for k, v in (thread.metadata or {}).items() if k not in ("branched_from", "title")},
-                      "branched_from": {"thread_id": thread.pk, "run_id": str(turn.pk)}},
+            metadata={**inherited_metadata, "branched_from": {"thread_id": thread.pk, "run_id": str(turn.pk)}},
         )
         seeded = _seed(branch, inherited)
     # The checkpoint write is outside the transaction (it waits on the runs loop; SQLite's
