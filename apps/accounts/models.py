@@ -22,6 +22,9 @@ class PersonalAccessToken(models.Model):
         RUNS_READ = "runs:read"
         RUNS_CREATE = "runs:create"
         RUNS_CANCEL = "runs:cancel"
+        # Staff operations by token (budgets, the operator's console); for staff accounts only,
+        # never pre-selected, and it never makes anyone staff (apps.accounts.permissions).
+        ADMIN = "admin"
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="access_tokens")
     name = models.CharField(max_length=100)

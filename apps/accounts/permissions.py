@@ -8,17 +8,23 @@ Session callers are never affected by ``token_scopes``.
 Where one of a route's parameters does more than the route's scope covers (``?action=`` on a
 run's stream cancels the run, on top of reading it), the view asks ``require_token_scope`` for
 the extra scope.
+
+Staff: a staff member's token acts with staff powers only when it holds the ``admin`` scope, and
+the scope never makes anyone staff. Staff-only DRF views use ``STAFF_ONLY`` as their permission
+classes and declare ``"admin"`` in ``token_scopes`` (or nothing: session only); a view where only
+some parameters need staff (everyone's numbers rather than the caller's) asks ``require_staff``.
 """
 
 from __future__ import annotations
 
 from rest_framework import exceptions
-from rest_framework.permissions import BasePermission
+from rest_framework.permissions import BasePermission, IsAdminUser
 
 from apps.accounts.models import PersonalAccessToken
 
 TOKEN_NOT_ALLOWED = "personal access tokens cannot be used on this route"
 ANY_SCOPE = None
+ADMIN_SCOPE = PersonalAccessToken.Scope.ADMIN.value
 _MISSING = object()
 
 
@@ -75,6 +81,14 @@ def require_token_scope(request, scope: str) -> None:
         raise exceptions.PermissionDenied(lacks_scope_message(scope))
 
 
+def require_staff(request, detail: str) -> None:
+    """403 unless the caller may act as staff here: ``detail`` for someone who is not staff; a
+    staff member's token without ``admin`` is told the scope it lacks."""
+    if not getattr(request.user, "is_staff", False):
+        raise exceptions.PermissionDenied(detail)
+    require_token_scope(request, ADMIN_SCOPE)
+
+
 def accepts_tokens(token_scopes: dict):
     """Decorator for a plain (non-DRF) Django view, e.g. an async SSE view, with the same meaning
     as the DRF class attribute. apps.accounts.middleware then authenticates the bearer for it."""
@@ -104,3 +118,13 @@ class TokenScopePermission(BasePermission):
         except TokenRefused as refused:
             raise exceptions.PermissionDenied(str(refused)) from None
         return True
+
+
+class IsStaff(IsAdminUser):
+    """Staff only. With TokenScopePermission (``STAFF_ONLY``) a token also needs the scope its
+    view declares, ``admin``; a view that declares none is for a staff session only."""
+
+    message = "this is for staff only"
+
+
+STAFF_ONLY = [IsStaff, TokenScopePermission]

@@ -9,6 +9,8 @@ from what the code does. The rules:
   wrapped in ``login_required``.
 - ``session | token <scope>``: a DRF view (or an ``accepts_tokens`` plain view) whose
   ``token_scopes`` admit personal access tokens for that method.
+- ``staff`` / ``staff | token: <scope>``: a DRF view for staff only (``IsStaff``), by a staff
+  member's session, or their token with the listed scope (``admin``).
 - ``admin``: Django admin (staff session).
 - ``page``: a Django view with no login marker; it decides per request (e.g. the landing page).
 - ``session (websocket)``: Channels routes (``deerflow_site.routing``); asgi.py authenticates
@@ -88,15 +90,14 @@ def _drf_rule(callback, methods) -> str:
     initkwargs = getattr(callback, "initkwargs", {}) or {}
     permissions = initkwargs.get("permission_classes", cls.permission_classes)
     authentications = initkwargs.get("authentication_classes", cls.authentication_classes)
-    if any(p is IsAdminUser or (isinstance(p, type) and issubclass(p, IsAdminUser)) for p in permissions):
-        return "admin"
     if not permissions or all(p is AllowAny for p in permissions):
         return "public"
     token_ok = any(issubclass(a, PersonalAccessTokenAuthentication) for a in authentications) and any(
         isinstance(p, type) and issubclass(p, TokenScopePermission) for p in permissions
     )
     token_text = _token_rule(view_token_scopes(callback), methods) if token_ok else ""
-    return f"session | token: {token_text}" if token_text else "session"
+    who = "staff" if any(p is IsAdminUser or (isinstance(p, type) and issubclass(p, IsAdminUser)) for p in permissions) else "session"
+    return f"{who} | token: {token_text}" if token_text else who
 
 
 def _django_rule(callback, namespace: str, methods) -> str:

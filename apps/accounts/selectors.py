@@ -33,6 +33,11 @@ def signup_is_open() -> bool:
     return bool(getattr(settings, "DEERFLOW_ALLOW_SIGNUP", False)) or not superuser_exists()
 
 
+def token_scopes_offered(*, user) -> list[str]:
+    """The scopes this user may give a token: ``admin`` for staff accounts only."""
+    return [s for s in PersonalAccessToken.Scope.values if user.is_staff or s != PersonalAccessToken.Scope.ADMIN]
+
+
 def token_list_for_user(*, user) -> QuerySet[PersonalAccessToken]:
     """The user's tokens that are not revoked (expired ones stay listed, marked by expires_at)."""
     return PersonalAccessToken.objects.filter(owner=user, revoked_at__isnull=True).order_by("-created_at", "-pk")

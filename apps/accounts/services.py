@@ -64,6 +64,8 @@ def token_create(*, owner, name: str, scopes: list[str], expires_in_days: int | 
         raise InvalidRequest(f"scopes: unknown {', '.join(unknown)}; choose from {', '.join(sorted(valid))}")
     if not scopes:
         raise InvalidRequest("scopes: choose at least one scope")
+    if PersonalAccessToken.Scope.ADMIN in scopes and not owner.is_staff:
+        raise InvalidRequest("scopes: admin: only staff accounts can hold the admin scope")
     if expires_in_days is not None and not (1 <= expires_in_days <= 3650):
         raise InvalidRequest("expires_in_days: must be between 1 and 3650")
     # 32 random bytes -> 43 url-safe characters after the prefix.

@@ -94,7 +94,11 @@ SCOPE_HELP = {
     "runs:read": "list runs and follow their streams",
     "runs:create": "start runs (send messages to the agent)",
     "runs:cancel": "stop runs in progress",
+    "admin": "staff operations by script: set budgets, the console's overview, cancel anyone's run, "
+             "read everyone's usage and decisions (MCP settings, global skills and Django admin stay browser-only)",
 }
+# What a langgraph-sdk script needs to start a chat and read the answer. Never `admin`: staff
+# powers are chosen deliberately, token by token.
 DEFAULT_TOKEN_SCOPES = ["threads:read", "threads:write", "runs:read", "runs:create"]
 
 
@@ -127,13 +131,12 @@ def tokens_page(request):
             form_errors = error.detail
     context = {
         "tokens": selectors.token_list_for_user(user=request.user),
-        "scopes": PersonalAccessToken.Scope.values,
+        "scopes": selectors.token_scopes_offered(user=request.user),
         "issued": issued,
         "form_errors": form_errors,
         "form": request.POST if form_errors else None,
         "scope_help": SCOPE_HELP,
-        # What a langgraph-sdk script needs to start a chat and read the answer; an empty
-        # selection was the first attempt's usual failure.
+        # An empty selection was the first attempt's usual failure.
         "selected_scopes": request.POST.getlist("scopes") if form_errors else DEFAULT_TOKEN_SCOPES,
     }
     # The plaintext must not be cached anywhere on the way back.

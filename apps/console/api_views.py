@@ -4,10 +4,10 @@ the operator's views of active and failing runs, feedback, and CSV exports."""
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiTypes, extend_schema
-from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.accounts.permissions import ADMIN_SCOPE, STAFF_ONLY, require_token_scope
 from apps.console import exports, operations, reports
 from apps.console.periods import parse_period, parse_scope
 from apps.runs.models import Run
@@ -35,7 +35,11 @@ def _int(params, name: str, default: int) -> int:
 
 def _request_scope(request):
     params = request.query_params
-    return parse_scope(request.user, params.get("user")), parse_period(params)
+    scope = parse_scope(request.user, params.get("user"))
+    if scope.owner_id != request.user.pk:
+        # Someone else's numbers, or everyone's: a staff power, so a token needs ``admin`` too.
+        require_token_scope(request, ADMIN_SCOPE)
+    return scope, parse_period(params)
 
 
 def _runs_report(request, *, limit_default: int = 50, limit: int | None = None) -> dict:
@@ -44,12 +48,6 @@ def _runs_report(request, *, limit_default: int = 50, limit: int | None = None) 
     return reports.console_runs(scope=scope, period=period, status=p.get("status"), model=p.get("model"), thread_id=p.get("thread_id"),
                                 limit=limit or _int(p, "limit", limit_default), offset=0 if limit else _int(p, "offset", 0),
                                 max_limit=limit or 500)
-
-
-from apps.accounts.permissions import TokenScopePermission  # noqa: E402
-
-# Staff only; tokens still confined to their scopes.
-_ADMIN = [IsAdminUser, TokenScopePermission]
 
 
 class ConsoleStatsView(APIView):
@@ -124,8 +122,8 @@ class ConsoleFeedbackExportView(APIView):
 class ConsoleOverviewView(APIView):
     """Admins: what needs acting on now, across users."""
 
-    permission_classes = _ADMIN
-    token_scopes = {"GET": "runs:read"}
+    permission_classes = STAFF_ONLY
+    token_scopes = {"GET": ADMIN_SCOPE}
 
     @extend_schema(parameters=COMMON, responses=OpenApiTypes.OBJECT)
     def get(self, request):
@@ -140,8 +138,8 @@ class ConsoleOverviewView(APIView):
 class ConsoleRunCancelView(APIView):
     """Admins: cancel any user's run (the owner's route is ``/api/threads/{tid}/runs/{rid}/cancel``)."""
 
-    permission_classes = _ADMIN
-    token_scopes = {"POST": "runs:cancel"}
+    permission_classes = STAFF_ONLY
+    token_scopes = {"POST": ADMIN_SCOPE}
 
     @extend_schema(request=None, responses=OpenApiTypes.OBJECT)
     def post(self, request, run_id):

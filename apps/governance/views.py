@@ -6,9 +6,10 @@ from drf_spectacular.utils import OpenApiTypes, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.accounts.permissions import ADMIN_SCOPE, STAFF_ONLY, require_staff
 from apps.governance import selectors, services
 from apps.runs.serializers import run_json
-from deerflow_site.errors import Forbidden, InvalidRequest
+from deerflow_site.errors import InvalidRequest
 
 
 def _int(value, name: str, default: int) -> int:
@@ -45,8 +46,8 @@ class DecisionListView(APIView):
     def get(self, request):
         p = request.query_params
         all_users = p.get("all") in ("1", "true")
-        if all_users and not request.user.is_staff:
-            raise Forbidden("Only staff can read everyone's approval decisions")
+        if all_users:
+            require_staff(request, "Only staff can read everyone's approval decisions")
         return Response({"decisions": selectors.decision_list(user=request.user, all_users=all_users, thread_id=p.get("thread_id"),
                                                               limit=_int(p.get("limit"), "limit", 50), offset=_int(p.get("offset"), "offset", 0))})
 
@@ -87,12 +88,11 @@ class MyBudgetView(APIView):
 class BudgetAdminView(APIView):
     """Staff: PUT ``/api/budgets/default`` or ``/api/budgets/{user_id}`` with the caps."""
 
-    token_scopes = {"PUT": "threads:write"}  # and the token's owner must be staff
+    permission_classes = STAFF_ONLY
+    token_scopes = {"PUT": ADMIN_SCOPE}  # a staff member's token with the admin scope
 
     @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
     def put(self, request, target: str):
-        if not request.user.is_staff:
-            raise Forbidden("Only staff can set budgets")
         user_id = None if target == "default" else _int(target, "user", 0)
         b = services.budget_set(user_id=user_id, data=request.data)
         return Response({"user_id": b.user_id, **{f: (None if getattr(b, f) is None else float(getattr(b, f))) for f in b.CAP_FIELDS},

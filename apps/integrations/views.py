@@ -1,23 +1,21 @@
 """The admin-only MCP API: thin views over selectors and services.
 
 Session only: the settings can start programs on the host, so no personal access token
-reaches them (TokenScopePermission refuses tokens here because no ``token_scopes`` is set).
+reaches them, not even one with the ``admin`` scope (TokenScopePermission refuses tokens here
+because no ``token_scopes`` is set).
 """
 
 from __future__ import annotations
 
-from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.accounts.permissions import TokenScopePermission
+from apps.accounts.permissions import STAFF_ONLY
 from apps.integrations import selectors, services
-
-_ADMIN = [IsAdminUser, TokenScopePermission]
 
 
 class McpConfigView(APIView):
-    permission_classes = _ADMIN
+    permission_classes = STAFF_ONLY  # and no token_scopes: no token, not even with admin
 
     def get(self, request):
         return Response(selectors.mcp_config_get())
@@ -30,14 +28,14 @@ class McpConfigView(APIView):
 
 
 class McpStatusView(APIView):
-    permission_classes = _ADMIN
+    permission_classes = STAFF_ONLY  # and no token_scopes: no token, not even with admin
 
     def get(self, request):
         return Response(selectors.mcp_status_list())
 
 
 class McpServerTestView(APIView):
-    permission_classes = _ADMIN
+    permission_classes = STAFF_ONLY  # and no token_scopes: no token, not even with admin
 
     def post(self, request, name: str):
         return Response(services.mcp_server_test(name=name))

@@ -7,9 +7,11 @@ from django.core.cache import cache
 from rest_framework.test import APIClient
 
 from apps.accounts.models import PersonalAccessToken
+from apps.accounts.selectors import token_scopes_offered
 from apps.accounts.services import token_create
 
-ALL_SCOPES = list(PersonalAccessToken.Scope.values)
+# Every scope an ordinary user's token can hold (`admin` is for staff accounts only).
+ALL_SCOPES = [s for s in PersonalAccessToken.Scope.values if s != PersonalAccessToken.Scope.ADMIN]
 
 
 @pytest.fixture(autouse=True)
@@ -23,7 +25,9 @@ def _fresh_rate_limits():
 @pytest.fixture
 def issue_token():
     def issue(owner, scopes=None, **kwargs):
-        return token_create(owner=owner, name=kwargs.pop("name", "script"), scopes=ALL_SCOPES if scopes is None else scopes, **kwargs)
+        """A token for ``owner``; by default with every scope the owner may hold."""
+        scopes = token_scopes_offered(user=owner) if scopes is None else scopes
+        return token_create(owner=owner, name=kwargs.pop("name", "script"), scopes=scopes, **kwargs)
 
     return issue
 
@@ -44,3 +48,8 @@ def session_client(user):
     client = APIClient(enforce_csrf_checks=True)
     client.force_login(user)
     return client
+
+
+@pytest.fixture
+def staff_user(django_user_model):
+    return django_user_model.objects.create_user(username="root", email="root@example.com", password="pw-root-123", is_staff=True)

@@ -37,9 +37,9 @@ def token(live):
 
 @pytest.fixture(scope="module")
 def staff_token(live):
-    token = live.create_user_token("gov-admin")
-    live.shell("from apps.accounts.models import User; User.objects.filter(username='gov-admin').update(is_staff=True)")
-    return token
+    # Staff first: only a staff account's token may hold `admin`, which budgets need.
+    live.shell("from apps.accounts.models import User; User.objects.update_or_create(username='gov-admin', defaults={'is_staff': True})")
+    return live.create_user_token("gov-admin", scopes="threads:read threads:write runs:read runs:create runs:cancel admin")
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from rest_framework.test import APIClient
 
-from apps.accounts.models import PersonalAccessToken
+from apps.accounts.selectors import token_scopes_offered
 from apps.accounts.services import token_create
 from harness.mcp import reset_mcp
 
@@ -98,7 +98,7 @@ def test_non_admins_and_tokens_are_refused(user, admin_client, ext, method, path
     client.force_login(user)
     assert getattr(client, method)(path, {}, format="json").status_code == 403
     for owner in (user, admin_client.admin):
-        token = token_create(owner=owner, name="t", scopes=list(PersonalAccessToken.Scope.values)).token
+        token = token_create(owner=owner, name="t", scopes=token_scopes_offered(user=owner)).token  # the admin's has `admin`
         bearer = APIClient()
         bearer.credentials(HTTP_AUTHORIZATION=f"Bearer {token}")
         assert getattr(bearer, method)(path, {}, format="json").status_code == 403

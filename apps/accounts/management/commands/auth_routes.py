@@ -6,7 +6,7 @@ from apps.accounts.routes import route_table, websocket_routes
 
 
 class Command(BaseCommand):
-    help = "List every URL route with its auth rule (public / session / session | token scopes / admin)."
+    help = "List every URL route with its auth rule (public / session / session | token scopes / staff / admin)."
 
     def add_arguments(self, parser):
         parser.add_argument("--admin", action="store_true", help="list each Django admin route instead of one summary line")
