@@ -19,8 +19,10 @@ from django.http import StreamingHttpResponse
 from rest_framework.renderers import BaseRenderer
 
 from apps.runs.runtime import get_runtime
+from deerflow_site.errors import InvalidRequest
 from harness.observability import metrics
 from harness.runtime.stream_bridge import END, GAP, HEARTBEAT, StreamItem, subscribe_batches
+from harness.runtime.stream_compaction import id_key
 
 logger = logging.getLogger(__name__)
 
@@ -88,6 +90,10 @@ class RunBody:
 
 
 def run_events(run_id: str, *, last_event_id: str | None, cancel_on_disconnect: bool) -> RunBody:
+    if last_event_id is not None and id_key(last_event_id) is None:
+        # Refused before the stream starts; an id that has the shape but was never issued for
+        # this run is only known to the bridge, which answers it with a `gap` saying so.
+        raise InvalidRequest(f"Last-Event-ID {last_event_id[:64]!r} is not an event id (<ms>-<n>) of this stream")
     return RunBody(_frames(run_id, last_event_id), run_id, cancel_on_disconnect=cancel_on_disconnect)
 
 

@@ -2,12 +2,16 @@
 
 One stream per run (``<key_prefix><run_id>:events``); entries carry ``event`` and ``data`` (JSON
 text) and their Redis ids (``<ms>-<seq>``) are the event ids, monotonic per run across processes.
-Behaviour matches :class:`~harness.runtime.stream_bridge.MemoryStreamBridge`: bounded replay,
-one ``gap`` item for a cursor older than what is retained, heartbeats, refusal after ``end``
-(an entry named ``end`` is the end, whichever method wrote it).
+Behaviour matches :class:`~harness.runtime.stream_bridge.MemoryStreamBridge`: replay of
+everything after a cursor for as long as the run is retained, one ``gap`` item for an id never
+issued or older than a safety cap left, heartbeats, refusal after ``end`` (an entry named
+``end`` is the end, whichever method wrote it).
 
-Trimming is done by the publish script with XDEL rather than XADD MAXLEN: Redis 7 only advances
-``max-deleted-entry-id`` on XDEL, and that watermark is what makes gap detection exact.
+A stream keeps its newest entries as they are; once it is longer than ``max_events`` the
+process that published the entry compacts the oldest into segments (``stream_compaction``) kept
+in a list beside the stream (``<key_prefix><run_id>:compacted``), moved there atomically by a
+script. A reader whose cursor is older than the stream's first entry gets those segments in
+the same atomic read.
 
 A run this process executes (``produce_here``) is also kept in memory: its events get their ids
 here (``<ms>-<n>``, as the memory bridge makes them), subscribers in this process read them from
@@ -33,15 +37,18 @@ from typing import Any
 import redis
 import redis.asyncio
 
-from harness.runtime.stream_bridge import END, GAP, HEARTBEAT, MemoryStreamBridge, StreamItem
+from harness.runtime.stream_bridge import END, HEARTBEAT, MemoryStreamBridge, StreamItem, gap_item, unknown_id_item
+from harness.runtime.stream_compaction import Lost, compact, from_json, replay, to_json
 
 logger = logging.getLogger(__name__)
 
-# KEYS[1] stream; ARGV: event, data, max_events, ttl ms while running, ttl ms once ended, id.
-# The id is '*' (Redis makes one) or the producer's own; one that is not above the stream's
-# last (another process wrote to the stream meanwhile) is replaced by a Redis-made one, unless
-# the entry is already there (a batch sent again after a lost reply): sending is idempotent.
-# Returns the id written, or false when the stream already ended.
+# KEYS[1] stream, KEYS[2] its compacted segments; ARGV: event, data, safety cap, ttl ms while
+# running, ttl ms once ended, id. The id is '*' (Redis makes one) or the producer's own; one that
+# is not above the stream's last (another process wrote to the stream meanwhile) is replaced by a
+# Redis-made one, unless the entry is already there (a batch sent again after a lost reply):
+# sending is idempotent. Past the safety cap (compaction fell behind) the oldest entries are
+# dropped and a `lost` segment says which. Returns {id written, stream length}, or false when
+# the stream already ended.
 _PUBLISH_LUA = """
 local key = KEYS[1]
 local last = redis.call('XREVRANGE', key, '+', '-', 'COUNT', 1)[1]
@@ -55,7 +62,7 @@ local id = false
 if ARGV[6] ~= '*' then
   id = redis.pcall('XADD', key, ARGV[6], 'event', ARGV[1], 'data', ARGV[2])
   if type(id) == 'table' and id.err then
-    if #redis.call('XRANGE', key, ARGV[6], ARGV[6]) > 0 then return ARGV[6] end
+    if #redis.call('XRANGE', key, ARGV[6], ARGV[6]) > 0 then return {ARGV[6], redis.call('XLEN', key)} end
     id = false
   end
 end
@@ -64,19 +71,37 @@ local excess = redis.call('XLEN', key) - tonumber(ARGV[3])
 if excess > 0 then
   local old = redis.call('XRANGE', key, '-', '+', 'COUNT', excess)
   for i = 1, #old do redis.call('XDEL', key, old[i][1]) end
+  redis.call('RPUSH', KEYS[2], '{"k":"lost","first":"' .. old[1][1] .. '","last":"' .. old[#old][1] .. '"}')
 end
-if ARGV[1] == 'end' then
-  redis.call('PEXPIRE', key, ARGV[5])
-else
-  redis.call('PEXPIRE', key, ARGV[4])
-end
-return id
+local ttl = ARGV[4]
+if ARGV[1] == 'end' then ttl = ARGV[5] end
+redis.call('PEXPIRE', key, ttl)
+redis.call('PEXPIRE', KEYS[2], ttl)
+return {id, redis.call('XLEN', key)}
 """
 
-# KEYS[1] stream; ARGV: XRANGE start, count. The watermarks and the entries are read in one
-# atomic step, so "nothing after the cursor was trimmed" holds for exactly the entries returned.
-# Returns false for a missing stream, else {last-generated, max-deleted, first id, last id, entries,
-# ended}: ended is 1 when the last entry is `end`.
+# KEYS[1] stream, KEYS[2] its compacted segments; ARGV: the first and last id compacted, how
+# many entries that is, then the segments' JSON. Applied only if those entries are still the
+# stream's oldest (another process may have compacted them first): they are deleted and their
+# segments appended, in one atomic step, so a reader sees one or the other, never neither.
+_COMPACT_LUA = """
+local key = KEYS[1]
+local head = redis.call('XRANGE', key, '-', '+', 'COUNT', 1)[1]
+if not head or head[1] ~= ARGV[1] then return 0 end
+local old = redis.call('XRANGE', key, ARGV[1], ARGV[2])
+if #old ~= tonumber(ARGV[3]) then return 0 end
+for i = 1, #old do redis.call('XDEL', key, old[i][1]) end
+for i = 4, #ARGV do redis.call('RPUSH', KEYS[2], ARGV[i]) end
+local ttl = redis.call('PTTL', key)
+if ttl > 0 then redis.call('PEXPIRE', KEYS[2], ttl) end
+return 1
+"""
+
+# KEYS[1] stream, KEYS[2] its compacted segments; ARGV: XRANGE start, count, the cursor ('' for
+# none). The watermark, the entries and (when the cursor is older than every entry still in the
+# stream) the compacted segments are read in one atomic step, so what compaction moved while we
+# read is in exactly one of them. Returns false for a missing stream, else {last-generated,
+# first id, last id, entries, ended, segments}: ended is 1 when the last entry is `end`.
 _READ_LUA = """
 local key = KEYS[1]
 if redis.call('EXISTS', key) == 0 then return false end
@@ -91,17 +116,23 @@ if last then
     if fields[i] == 'event' and fields[i + 1] == 'end' then ended = 1 end
   end
 end
+local segments = {}
+if ARGV[3] == '' or #redis.call('XREVRANGE', key, ARGV[3], '-', 'COUNT', 1) == 0 then
+  segments = redis.call('LRANGE', KEYS[2], 0, -1)
+end
 return {
-  f['last-generated-id'], f['max-deleted-entry-id'],
+  f['last-generated-id'],
   first and first[1] or '', last and last[1] or '',
   redis.call('XRANGE', key, ARGV[1], '+', 'COUNT', ARGV[2]),
   ended,
+  segments,
 }
 """
 
 _ID_RE = re.compile(r"(\d+)-(\d+)")
 _MAX_PART = 2**64 - 1  # Redis ids are two u64s; anything larger cannot exist
 _READ_BATCH = 512
+_COMPACT_BATCH = 2048  # entries compacted in one step at most
 _RUNNING_TTL = 24 * 3600.0  # a safety net for runs whose worker died before ``end``
 # Locally produced events waiting for Redis: how long a batch is retried while Redis is away.
 _SEND_RETRY_SECONDS = 30.0
@@ -133,6 +164,7 @@ class _AsyncClient:
     client: redis.asyncio.Redis
     publish: Any
     read: Any
+    compact: Any
 
 
 class RedisStreamBridge:
@@ -143,16 +175,20 @@ class RedisStreamBridge:
     # How long a sync publish of a run produced here waits for Redis to have the event.
     SYNC_PUBLISH_WAIT = 5.0
 
-    def __init__(self, url: str, *, max_events: int = 256, retain_after_end: float = 60.0, key_prefix: str = "deerflow:run:"):
+    def __init__(self, url: str, *, max_events: int = 256, retain_after_end: float = 60.0, key_prefix: str = "deerflow:run:",
+                 max_raw_events: int | None = None):
         if max_events < 1:
             raise ValueError("max_events must be at least 1")
         self.url = url
         self.max_events = max_events
+        # Entries kept uncompacted at most, should compaction fall behind (a lost segment then).
+        self.max_raw_events = max_raw_events or max(16 * max_events, 64)
         self.retain_after_end = retain_after_end
         self.key_prefix = key_prefix
         self._lock = threading.Lock()
         self._sync: redis.Redis | None = None
         self._sync_publish: Any = None
+        self._sync_compact: Any = None
         # redis.asyncio clients are bound to the loop that first used them; the bridge is used
         # from the ASGI loop, the runs loop and tests' loops, hence one client per loop.
         self._async: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _AsyncClient] = weakref.WeakKeyDictionary()
@@ -170,6 +206,10 @@ class RedisStreamBridge:
     def key(self, run_id: str) -> str:
         return f"{self.key_prefix}{run_id}:events"
 
+    def keys(self, run_id: str) -> list[str]:
+        """The run's stream and the list of its compacted segments."""
+        return [self.key(run_id), f"{self.key_prefix}{run_id}:compacted"]
+
     # -- clients ---------------------------------------------------------------------
 
     def _sync_client(self) -> tuple[redis.Redis, Any]:
@@ -177,6 +217,7 @@ class RedisStreamBridge:
             if self._sync is None:
                 self._sync = redis.Redis.from_url(self.url, decode_responses=True)
                 self._sync_publish = self._sync.register_script(_PUBLISH_LUA)
+                self._sync_compact = self._sync.register_script(_COMPACT_LUA)
             return self._sync, self._sync_publish
 
     def _async_client(self) -> _AsyncClient:
@@ -185,7 +226,8 @@ class RedisStreamBridge:
             state = self._async.get(loop)
             if state is None:
                 client = redis.asyncio.Redis.from_url(self.url, decode_responses=True)
-                state = _AsyncClient(client, client.register_script(_PUBLISH_LUA), client.register_script(_READ_LUA))
+                state = _AsyncClient(client, client.register_script(_PUBLISH_LUA), client.register_script(_READ_LUA),
+                                     client.register_script(_COMPACT_LUA))
                 self._async[loop] = state
             return state
 
@@ -235,7 +277,7 @@ class RedisStreamBridge:
     # -- producing -------------------------------------------------------------------
 
     def _publish_args(self, event: str, data: Any, event_id: str = "*") -> list[Any]:
-        return [event, _encode(data), self.max_events, _ms(self.running_ttl), _ms(self.retain_after_end), event_id]
+        return [event, _encode(data), self.max_raw_events, _ms(self.running_ttl), _ms(self.retain_after_end), event_id]
 
     def produce_here(self, run_id: str) -> None:
         self._local.open(run_id)
@@ -271,6 +313,7 @@ class RedisStreamBridge:
     def _send_forever(self) -> None:
         client = redis.Redis.from_url(self.url, decode_responses=True)
         script = client.register_script(_PUBLISH_LUA)
+        compact_script = client.register_script(_COMPACT_LUA)
         try:
             while True:
                 with self._outbox_changed:
@@ -283,7 +326,8 @@ class RedisStreamBridge:
                     batch = list(self._outbox)
                     self._outbox.clear()
                 try:
-                    self._send(client, script, batch)
+                    for run_id in self._send(client, script, batch):
+                        self._compact_sync(client, compact_script, run_id)
                 except Exception:  # a bug or a refusal must not stop later events from going out
                     logger.exception("Could not send %d run events to Redis", len(batch))
                 finally:
@@ -293,36 +337,79 @@ class RedisStreamBridge:
         finally:
             client.close()
 
-    def _send(self, client: redis.Redis, script: Any, batch: list[tuple[str, str, str, Any]]) -> None:
-        """One pipeline for the batch: one round trip however many runs and events it holds."""
-        args = [(self.key(run_id), self._publish_args(event, data, event_id)) for run_id, event_id, event, data in batch]
+    def _send(self, client: redis.Redis, script: Any, batch: list[tuple[str, str, str, Any]]) -> set[str]:
+        """One pipeline for the batch: one round trip however many runs and events it holds.
+        Returns the runs whose streams are now long enough to compact."""
+        args = [(self.keys(run_id), self._publish_args(event, data, event_id)) for run_id, event_id, event, data in batch]
         deadline = time.monotonic() + self.send_retry_seconds
         delay = 0.1
         while True:
             try:
                 pipe = client.pipeline(transaction=False)
-                for key, argv in args:
-                    pipe.evalsha(script.sha, 1, key, *argv)
+                for keys, argv in args:
+                    pipe.evalsha(script.sha, 2, *keys, *argv)
                 results = pipe.execute(raise_on_error=False)
                 if any(isinstance(r, redis.exceptions.NoScriptError) for r in results):
                     # First use, or Redis restarted: without the script every entry failed alike.
                     script.sha = client.script_load(_PUBLISH_LUA)
                     continue
-                for result in results:
+                long_enough = set()
+                for (run_id, *_), result in zip(batch, results):
                     if isinstance(result, Exception):
                         logger.warning("Redis refused a run event: %s", result)
-                return
+                    elif result and self._needs_compaction(result):
+                        long_enough.add(run_id)
+                return long_enough
             except (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError) as exc:
                 if time.monotonic() + delay > deadline:
                     logger.warning("Gave up sending %d run events to Redis: %s (subscribers in this process had them)", len(batch), exc)
-                    return
+                    return set()
                 time.sleep(delay)
                 delay = min(delay * 2, 2.0)
 
     @staticmethod
-    def _checked(run_id: str, event_id: str | None) -> str:
-        if event_id is None:
+    def _checked(run_id: str, result: list | None) -> str:
+        if not result:
             raise RuntimeError(f"stream of run {run_id} has already ended")
+        return result[0]
+
+    # -- compacting ------------------------------------------------------------------
+
+    def _needs_compaction(self, result: list) -> bool:
+        return int(result[1]) > self.max_events
+
+    def _compaction_args(self, entries: list) -> list[Any] | None:
+        """The compact script's arguments for the oldest ``entries`` of a stream."""
+        if not entries:
+            return None
+        items = [StreamItem(fields["event"], json.loads(fields["data"]), entry_id) for entry_id, fields in entries]
+        segments = [_encode(to_json(segment)) for segment in compact(items)]
+        return [entries[0][0], entries[-1][0], len(entries), *segments]
+
+    def _compaction_count(self, length: int) -> int:
+        keep = max(1, self.max_events // 2)
+        return min(length - keep, _COMPACT_BATCH)
+
+    def _compact_sync(self, client: redis.Redis, script: Any, run_id: str) -> None:
+        key = self.key(run_id)
+        count = self._compaction_count(client.xlen(key))
+        if count > 0:
+            args = self._compaction_args(client.xrange(key, count=count))
+            if args:
+                script(keys=self.keys(run_id), args=args, client=client)
+
+    async def _compact_async(self, state: _AsyncClient, run_id: str, length: int) -> None:
+        count = self._compaction_count(length)
+        if count > 0:
+            args = self._compaction_args(await state.client.xrange(self.key(run_id), count=count))
+            if args:
+                await state.compact(keys=self.keys(run_id), args=args)
+
+    def _published_sync(self, run_id: str, result: list | None) -> str:
+        event_id = self._checked(run_id, result)
+        if self._needs_compaction(result):  # type: ignore[arg-type]
+            client, _ = self._sync_client()
+            self._compact_sync(client, self._sync_compact, run_id)
         return event_id
 
     def publish(self, run_id: str, event: str, data: Any) -> str:
@@ -333,7 +420,7 @@ class RedisStreamBridge:
             self.flush(self.SYNC_PUBLISH_WAIT)
             return local
         _, script = self._sync_client()
-        return self._checked(run_id, script(keys=[self.key(run_id)], args=self._publish_args(event, data)))
+        return self._published_sync(run_id, script(keys=self.keys(run_id), args=self._publish_args(event, data)))
 
     def end(self, run_id: str) -> str:
         local = self._publish_local(run_id, END, None, ending=True)
@@ -346,8 +433,12 @@ class RedisStreamBridge:
         local = self._publish_local(run_id, event, data)
         if local is not None:
             return local
-        script = self._async_client().publish
-        return self._checked(run_id, await script(keys=[self.key(run_id)], args=self._publish_args(event, data)))
+        state = self._async_client()
+        result = await state.publish(keys=self.keys(run_id), args=self._publish_args(event, data))
+        event_id = self._checked(run_id, result)
+        if self._needs_compaction(result):
+            await self._compact_async(state, run_id, int(result[1]))
+        return event_id
 
     async def aend(self, run_id: str) -> str:
         local = self._publish_local(run_id, END, None, ending=True)
@@ -393,36 +484,39 @@ class RedisStreamBridge:
 
     async def _subscribe_redis(self, run_id: str, last_event_id: str | None, heartbeat: float | None) -> AsyncIterator[StreamItem]:
         state = self._async_client()
-        key = self.key(run_id)
+        keys = self.keys(run_id)
         cursor = _parse_stream_id(last_event_id)
-        if cursor is not None and max(cursor) > _MAX_PART:
-            cursor = None  # no Redis id is that large: above the watermark, so replay
+        if last_event_id is not None and (cursor is None or max(cursor) > _MAX_PART):
+            # Not an id at all, or larger than any Redis id can be.
+            yield unknown_id_item(run_id, last_event_id, None)
+            return
+        checked = last_event_id is None
         # Blocking reads must return before the client's socket timeout fires.
         socket_timeout = state.client.connection_pool.connection_kwargs.get("socket_timeout")
         block_slice = min(2.0, socket_timeout / 2) if socket_timeout else 2.0
         loop = asyncio.get_running_loop()
         while True:
             start = "-" if cursor is None else f"({_fmt(cursor)}"
-            reply = await state.read(keys=[key], args=[start, _READ_BATCH])
+            reply = await state.read(keys=keys, args=[start, _READ_BATCH, "" if cursor is None else _fmt(cursor)])
             if reply is None:
                 yield StreamItem(END, None)
                 return
-            last_generated, max_deleted, first_id, last_id, entries, ended = reply
-            if cursor is not None:
-                if cursor > _parse_stream_id(last_generated):
-                    # Above the watermark (made up, or from a stream since recreated).
-                    cursor = None
-                    continue
-                if _parse_stream_id(max_deleted) > cursor:
-                    yield StreamItem(GAP, {
-                        "code": "stream_replay_gap",
-                        "run_id": run_id,
-                        "requested_event_id": last_event_id,
-                        "earliest_available_event_id": first_id or None,
-                        "latest_available_event_id": last_id or None,
-                        "recovery": "reload_durable_state",
-                    })
+            last_generated, first_id, last_id, entries, ended, raw_segments = reply
+            segments = [from_json(json.loads(raw)) for raw in raw_segments]
+            if not checked:
+                # An id this run never issued: above the last one, or below the first one.
+                earliest = segments[0].first if segments else _parse_stream_id(first_id)
+                if cursor > _parse_stream_id(last_generated) or earliest is None or cursor < earliest:
+                    yield unknown_id_item(run_id, last_event_id, last_id or None)
                     return
+                checked = True
+            for item in replay(segments, cursor):
+                if isinstance(item, Lost):
+                    earliest = next((_fmt(s.first) for s in segments if not isinstance(s, Lost)), first_id or None)
+                    yield gap_item(run_id, last_event_id, earliest, last_id or None)
+                    return
+                yield item
+                cursor = _parse_stream_id(item.id)
             for entry_id, flat in entries:
                 fields = dict(zip(flat[::2], flat[1::2]))
                 item = StreamItem(fields["event"], json.loads(fields["data"]), entry_id)
@@ -438,7 +532,7 @@ class RedisStreamBridge:
                 yield StreamItem(END, None)
                 return
             # XREAD is only the wake-up; the next atomic read decides what is delivered, so
-            # entries trimmed while we waited become a gap rather than a silent hole.
+            # entries compacted while we waited come as segments rather than a silent hole.
             after = "0-0" if cursor is None else _fmt(cursor)
             deadline = None if heartbeat is None else loop.time() + heartbeat
             woke = False
@@ -446,7 +540,7 @@ class RedisStreamBridge:
                 wait = block_slice if deadline is None else min(block_slice, deadline - loop.time())
                 if wait < 0.001:
                     break
-                if await state.client.xread({key: after}, count=1, block=_ms(wait)):
+                if await state.client.xread({keys[0]: after}, count=1, block=_ms(wait)):
                     woke = True
                     break
                 if deadline is None:

@@ -77,15 +77,28 @@ async def test_streams_expire_after_end_and_carry_a_safety_ttl_while_running(mak
     assert [i.event for i in await _collect(bridge, "r")] == [END]
 
 
-async def test_trimming_is_exact_and_gaps_are_detected_across_instances(make_bridge, raw):
-    producer, server = make_bridge(max_events=3), make_bridge(max_events=3)
+async def test_long_streams_are_compacted_and_another_instance_resumes_them_without_loss(make_bridge, raw):
+    producer, server = make_bridge(max_events=4), make_bridge(max_events=4)
+    ids = [producer.publish("r", "updates", {"step": i}) for i in range(40)]
+    assert raw.xlen(producer.key("r")) <= 4  # the older entries moved to the compacted list
+    assert raw.llen(producer.keys("r")[1]) > 0
+    assert raw.ttl(producer.keys("r")[1]) > 3600  # expires with the stream
+    producer.end("r")
+    assert 0 < raw.pttl(producer.keys("r")[1]) <= 60_000
+    for cut in (0, 17, 36, 38):
+        items = await _collect(server, "r", last_event_id=ids[cut])
+        assert [i.data for i in items] == [{"step": i} for i in range(cut + 1, 40)] + [None], cut
+
+
+async def test_past_the_safety_cap_the_oldest_entries_are_lost_and_said_to_be(make_bridge, raw):
+    # A producer whose compaction never catches up (here: a window larger than the cap).
+    producer, server = make_bridge(max_events=100, max_raw_events=3), make_bridge(max_events=100, max_raw_events=3)
     ids = [producer.publish("r", "values", i) for i in range(7)]
     assert raw.xlen(producer.key("r")) == 3
-    assert raw.xinfo_stream(producer.key("r"))["max-deleted-entry-id"] == ids[3]
     gap = await _collect(server, "r", last_event_id=ids[2])
-    assert [i.event for i in gap] == [GAP] and gap[0].id is None
+    assert [i.event for i in gap] == [GAP] and gap[0].id is None and gap[0].data["code"] == "stream_replay_gap"
     assert (gap[0].data["earliest_available_event_id"], gap[0].data["latest_available_event_id"]) == (ids[4], ids[6])
-    producer.end("r")  # trims ids[4] in turn
+    producer.end("r")  # loses ids[4] in turn
     assert [i.data for i in await _collect(server, "r", last_event_id=ids[4])] == [5, 6, None]
 
 

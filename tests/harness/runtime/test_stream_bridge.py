@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.runtime.stream_bridge import END, GAP, HEARTBEAT, MemoryStreamBridge, subscribe_batches
+from harness.runtime.stream_bridge import END, GAP, HEARTBEAT, MemoryStreamBridge, StreamItem, subscribe_batches
 
 
 async def collect(bridge, run_id, **kwargs):
@@ -131,51 +131,99 @@ async def test_live_subscribers_all_see_every_event_in_order(make_bridge):
         assert items[-1].event == END
 
 
-async def test_a_cursor_older_than_the_buffer_gets_one_gap_and_no_end(make_bridge):
+def chunk(text, message_id="ai-1", **extra):
+    """A token chunk of one AI message, as the worker publishes it for `messages-tuple`."""
+    message = {"content": text, "additional_kwargs": {}, "response_metadata": {}, "type": "AIMessageChunk", "name": None,
+               "id": message_id, "tool_calls": [], "invalid_tool_calls": [], "usage_metadata": None,
+               "tool_call_chunks": [], "chunk_position": None, **extra}
+    return [message, {"langgraph_node": "model", "run_id": "r"}]
+
+
+def args_chunk(args, *, name=None, call_id=None):
+    """A piece of a streamed tool call's arguments."""
+    return chunk("", tool_call_chunks=[{"name": name, "args": args, "id": call_id, "index": 0, "type": "tool_call_chunk"}])
+
+
+def text_of(items, message_id="ai-1"):
+    return "".join(i.data[0]["content"] for i in items if i.event == "messages" and i.data[0]["id"] == message_id)
+
+
+async def test_a_cursor_older_than_the_recent_window_still_gets_everything_after_it(make_bridge):
     bridge = make_bridge(max_events=4)
-    ids = [bridge.publish("r", "values", i) for i in range(10)]
-    items = await collect(bridge, "r", last_event_id=ids[0])
-    assert len(items) == 1 and items[0].event == GAP and items[0].id is None
-    gap = items[0].data
-    assert gap == {
-        "code": "stream_replay_gap",
-        "run_id": "r",
-        "requested_event_id": ids[0],
-        "earliest_available_event_id": ids[6],
-        "latest_available_event_id": ids[9],
-        "recovery": "reload_durable_state",
-    }
-    # The newest trimmed id is still a complete cursor: no gap, the retained tail replays.
-    assert [i.data for i in await take(bridge, "r", 4, last_event_id=ids[5])] == [6, 7, 8, 9]
-    # Rejoining from the latest retained id follows the live stream again.
-    follower = asyncio.create_task(collect(bridge, "r", last_event_id=gap["latest_available_event_id"]))
-    await asyncio.sleep(0.01)
-    bridge.publish("r", "values", 10)
+    ids = [bridge.publish("r", "updates", {"step": i}) for i in range(30)]
+    ids.append(bridge.end("r"))
+    for cut in (0, 1, 13, 25, 28, 29):
+        items = await collect(bridge, "r", last_event_id=ids[cut])
+        assert [i.data for i in items] == [{"step": i} for i in range(cut + 1, 30)] + [None], cut
+        assert [i.id for i in items] == ids[cut + 1:]
+
+
+async def test_a_long_answer_resumed_anywhere_reassembles_to_the_same_text(make_bridge):
+    """2,000 token chunks, far past the recent window: a client that saw the first k events live
+    and resumes after the k-th id gets the rest of the text exactly, once, then `end`."""
+    bridge = make_bridge()
+    words = [f"w{i} " for i in range(2000)]
+    published = []  # what a client following live saw, in order
+
+    async def publish(event, data):
+        published.append(StreamItem(event, data, await bridge.apublish("r", event, data)))
+
+    await publish("metadata", {"run_id": "r"})
+    for index, word in enumerate(words):
+        await publish("messages", chunk(word))
+        if index % 700 == 0:
+            await publish("values", {"messages": index})
+    await publish("values", {"messages": 2000})
+    published.append(StreamItem(END, None, await bridge.aend("r")))
+    whole = [i async for i in bridge.subscribe("r")]
+    assert text_of(whole) == "".join(words) and whole[-1].event == END
+    assert len(whole) < len(published) / 4  # the older chunks came back joined
+    for cut in (0, 1, 5, 255, 256, 700, 1234, 1999, len(published) - 3, len(published) - 2):
+        seen = published[: cut + 1]
+        resumed = await collect(bridge, "r", last_event_id=seen[-1].id)
+        assert text_of(seen) + text_of(resumed) == "".join(words), cut
+        assert resumed[-1].event == END
+        assert [i.data for i in seen + resumed if i.event == "values"][-1] == {"messages": 2000}
+        assert len({i.id for i in resumed}) == len(resumed) and min(id_key(i.id) for i in resumed) > id_key(seen[-1].id)
+    # After `end` there is nothing left to send.
+    assert [i.event for i in await collect(bridge, "r", last_event_id=published[-1].id)] == [END]
+
+
+async def test_streamed_tool_arguments_resume_to_the_same_call(make_bridge):
+    bridge = make_bridge(max_events=8)
+    pieces = ['{"pa', 'th": "/mnt/user-data/outputs/a.md", ', '"content": "', *(f"line {i}\\n" for i in range(40)), '"}']
+    ids = [bridge.publish("r", "messages", args_chunk("", name="write_file", call_id="call-1"))]
+    ids += [bridge.publish("r", "messages", args_chunk(piece)) for piece in pieces]
     bridge.end("r")
-    assert [i.data for i in await asyncio.wait_for(follower, 5)] == [10, None]
+    resumed = await collect(bridge, "r", last_event_id=ids[2])
+    args = "".join(i.data[0]["tool_call_chunks"][0]["args"] for i in resumed if i.event == "messages")
+    assert args == "".join(pieces[2:])
+    merged = [i for i in resumed if i.event == "messages"]
+    assert len(merged) < len(pieces) - 2  # the older pieces came back joined, not one by one
+    assert all(i.data[0]["tool_call_chunks"][0]["index"] == 0 for i in merged)
 
 
-async def test_a_subscriber_that_falls_behind_the_buffer_gets_a_gap(make_bridge):
+async def test_a_subscriber_that_falls_behind_the_recent_window_loses_nothing(make_bridge):
     bridge = make_bridge(max_events=4)
-    bridge.publish("r", "values", 0)
+    bridge.publish("r", "updates", 0)
     stream = bridge.subscribe("r")
     assert (await anext(stream)).data == 0
-    for i in range(1, 10):  # the subscriber is suspended meanwhile
-        bridge.publish("r", "values", i)
-    item = await anext(stream)
-    assert item.event == GAP and item.data["earliest_available_event_id"] is not None
-    with pytest.raises(StopAsyncIteration):
-        await anext(stream)
+    for i in range(1, 40):  # the subscriber is suspended meanwhile
+        bridge.publish("r", "updates", i)
+    bridge.end("r")
+    assert [item.data async for item in stream] == list(range(1, 40)) + [None]
 
 
-async def test_foreign_or_future_cursors_replay_from_the_start(make_bridge):
+async def test_ids_never_issued_for_the_run_get_one_gap_saying_so(make_bridge):
     bridge = make_bridge()
     ids = [bridge.publish("r", "values", i) for i in range(2)]
     bridge.end("r")
-    for cursor in ("not-an-id", "abc", "", "1-999999", "99999999999999-99999999", "1-99999999999999999999999"):
+    first_ms = int(ids[0].split("-")[0])
+    for cursor in ("not-an-id", "abc", "1-999999", "99999999999999-9999", "99999999999999-99999999",
+                   "1-99999999999999999999999", f"{first_ms - 1}-0"):
         items = await collect(bridge, "r", last_event_id=cursor)
-        assert [i.id for i in items][:2] == ids, cursor
-        assert items[-1].event == END
+        assert [i.event for i in items] == [GAP], cursor
+        assert items[0].data["code"] == "stream_event_id_unknown" and items[0].data["requested_event_id"] == cursor
 
 
 async def test_unknown_run_yields_a_lone_end_and_heartbeats_fill_silence(make_bridge):
