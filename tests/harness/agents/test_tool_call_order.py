@@ -312,3 +312,20 @@ def test_calls_approved_after_an_approval_pause_run_in_order(mode):
     assert tool_messages(done, "write_file")[0].status != "error"
     assert tool_messages(done, "present_files")[0].status != "error", tool_messages(done, "present_files")[0].content
     assert h.state()["artifacts"] == [OUT]
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize("max_concurrency", [None, 2])
+def test_many_appends_land_in_message_order_even_with_fewer_workers_than_calls(mode, max_concurrency):
+    """More file calls than threads (or a ``max_concurrency`` cap): earlier calls start first,
+    so a waiting call never holds the worker an earlier one needs."""
+    # bash, not write_file(append=True): appending to an existing file needs a read first
+    appends = [call("bash", description="append", command=f"echo 'line {i}' >> {OUT}") for i in range(10)]
+    script = [tool_reply(*appends, call("present_files", filepaths=[OUT])), "ok"]
+    h = AgentHarness(script, tools=file_tools())
+    config = h.config()
+    if max_concurrency:
+        config["max_concurrency"] = max_concurrency
+    result = run_bounded(h, mode, user("append"), config)
+    assert (h.outputs / "report.md").read_text() == "".join(f"line {i}\n" for i in range(10))
+    assert tool_messages(result, "present_files")[0].status != "error"
