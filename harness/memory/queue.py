@@ -4,6 +4,9 @@ Each thread has at most one pending job: a new run on the thread replaces it (it
 holds the whole conversation so far) and pushes its due time back by the delay, so a
 busy conversation costs one model call once it goes quiet. One daemon thread processes
 due jobs; the model call and the store's IO never touch an event loop.
+
+A process about to exit calls ``stop``: everything pending is due at once, and what is not
+done within its bound is handed back for the caller to keep.
 """
 
 from __future__ import annotations
@@ -23,13 +26,21 @@ class DebouncedQueue:
         self.process = process
         self.delay = delay
         self._pending: dict[tuple, tuple[float, UpdateJob]] = {}
-        self._busy = 0
+        # Taken by the thread and not yet done.
+        self._running: list[UpdateJob] = []
+        # A stop is under way: every job, and any added meanwhile, is due at once.
+        self._draining = False
+        # Stopped: no job is taken any more.
+        self._stopped = False
         self._cond = threading.Condition()
         self._thread: threading.Thread | None = None
 
-    def add(self, job: UpdateJob) -> None:
+    def add(self, job: UpdateJob, *, delay: float | None = None) -> None:
+        """Queue ``job`` (replacing its thread's pending one), due after ``delay`` seconds
+        (the queue's debounce when None)."""
         with self._cond:
-            self._pending[job.key] = (time.monotonic() + self.delay, job)
+            wait = 0.0 if self._draining else (self.delay if delay is None else delay)
+            self._pending[job.key] = (time.monotonic() + wait, job)
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._loop, name="memory-updater", daemon=True)
                 self._thread.start()
@@ -37,18 +48,34 @@ class DebouncedQueue:
 
     def pending(self) -> int:
         with self._cond:
-            return len(self._pending) + self._busy
+            return len(self._pending) + len(self._running)
 
     def flush(self, timeout: float | None = None) -> bool:
-        """Make every pending job due now and wait until all are processed (tests, shutdown)."""
+        """Make every pending job due now and wait until all are processed (tests)."""
         with self._cond:
             self._pending = {k: (0.0, job) for k, (_, job) in self._pending.items()}
             self._cond.notify_all()
-            return self._cond.wait_for(lambda: not self._pending and not self._busy, timeout)
+            return self._cond.wait_for(lambda: not self._pending and not self._running, timeout)
 
-    def _take_due(self) -> UpdateJob | None:
+    def stop(self, timeout: float) -> list[UpdateJob]:
+        """For a process about to exit: process every pending job now, and any added meanwhile,
+        for at most ``timeout`` seconds, then take no more. Returns the jobs not done: those
+        still pending, and those in progress, whose process is about to end under them (one
+        may still finish before it does: kept and applied again, its facts are confirmed, not
+        duplicated)."""
+        with self._cond:
+            self._draining = True
+            self._pending = {k: (0.0, job) for k, (_, job) in self._pending.items()}
+            self._cond.notify_all()
+            self._cond.wait_for(lambda: not self._pending and not self._running, timeout)
+            self._stopped = True
+            left = [job for _, job in self._pending.values()] + list(self._running)
+            self._pending.clear()
+            return left
+
+    def _take_due(self) -> UpdateJob:
         while True:
-            if not self._pending:
+            if self._stopped or not self._pending:
                 self._cond.wait()
                 continue
             key, (due, job) = min(self._pending.items(), key=lambda kv: kv[1][0])
@@ -57,7 +84,7 @@ class DebouncedQueue:
                 self._cond.wait(wait)
                 continue
             del self._pending[key]
-            self._busy += 1
+            self._running.append(job)
             return job
 
     def _loop(self) -> None:
@@ -70,5 +97,5 @@ class DebouncedQueue:
                 logger.warning("memory update for thread %s failed", job.thread_id, exc_info=True)
             finally:
                 with self._cond:
-                    self._busy -= 1
+                    self._running.remove(job)
                     self._cond.notify_all()

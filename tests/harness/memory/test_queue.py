@@ -1,0 +1,66 @@
+"""The debounced queue's stop: what a process about to exit gets done, and what it gets back."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from harness.memory.queue import DebouncedQueue
+from harness.memory.updater import UpdateJob
+
+
+def job(thread_id: str, run_id: str = "r") -> UpdateJob:
+    return UpdateJob(owner="7", agent="", thread_id=thread_id, run_id=run_id, messages=[])
+
+
+def test_stop_processes_everything_pending_at_once_and_hands_back_nothing():
+    seen = []
+    queue = DebouncedQueue(seen.append, delay=3600)
+    queue.add(job("t1"))
+    queue.add(job("t2"))
+    assert queue.stop(timeout=10) == []
+    assert sorted(j.thread_id for j in seen) == ["t1", "t2"] and queue.pending() == 0
+
+
+def test_stop_hands_back_what_it_could_not_finish_in_time_and_then_takes_no_more():
+    release, started, seen = threading.Event(), threading.Event(), []
+
+    def slow(j):
+        started.set()
+        release.wait(30)
+        seen.append(j)
+
+    queue = DebouncedQueue(slow, delay=3600)
+    queue.add(job("t1"), delay=0)
+    assert started.wait(10)
+    queue.add(job("t2"))
+    began = time.monotonic()
+    left = queue.stop(timeout=0.3)
+    assert time.monotonic() - began < 5
+    # the one in progress (its process is about to end under it) and the one never taken
+    assert sorted(j.thread_id for j in left) == ["t1", "t2"]
+    release.set()
+    deadline = time.monotonic() + 10
+    while queue.pending() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(seen) == 1  # the one in progress finished; the other was never taken
+
+
+def test_a_job_added_while_the_queue_stops_is_due_at_once():
+    first_taken, seen = threading.Event(), []
+    queue = DebouncedQueue(lambda j: (seen.append(j), first_taken.set(), time.sleep(0.2)), delay=3600)
+    queue.add(job("t1"))
+    left: list[UpdateJob] = []
+    stopping = threading.Thread(target=lambda: left.extend(queue.stop(timeout=10)))
+    stopping.start()
+    assert first_taken.wait(10)
+    queue.add(job("t2"))  # a run that finished during the stop
+    stopping.join(15)
+    assert left == [] and [j.thread_id for j in seen] == ["t1", "t2"]
+
+
+def test_stop_with_no_time_hands_everything_back_unprocessed():
+    seen = []
+    queue = DebouncedQueue(seen.append, delay=3600)
+    queue.add(job("t1"))
+    assert [j.thread_id for j in queue.stop(timeout=0)] == ["t1"] and seen == []
