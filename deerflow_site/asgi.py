@@ -35,6 +35,7 @@ from apps.runs.handoff import serve_offered_runs  # noqa: E402
 from apps.runs.recovery import recover_on_startup  # noqa: E402
 from apps.runs.runtime import get_runtime  # noqa: E402
 from apps.threads.uploads import sweep_staging_files  # noqa: E402
+from apps.memory.updates import resume_saved_updates  # noqa: E402
 
 from harness.sandbox import get_sandbox_provider  # noqa: E402
 
@@ -49,6 +50,8 @@ serve_offered_runs()
 get_runtime().serve_streams_to_peers()
 # Upload staging files a crash left behind are never anyone's file: remove them.
 sweep_staging_files()
+# Memory updates the last stop could not apply in time (deerflow_site/daphne_server.py) are due now.
+resume_saved_updates()
 # Choose the sandbox provider now, so "isolated" or the no-isolation warning shows at startup.
 get_sandbox_provider()
 

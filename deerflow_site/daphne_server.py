@@ -26,6 +26,10 @@ A 99 MiB upload grew the process by 1.2 GiB; a 200 MiB anonymous POST by 200 MiB
 Started by deerflow_site.web_processes (several servers on one socket), the server also tells
 the launcher when it listens, and takes one connection per wake-up (``_SharedPort``).
 
+Once Daphne has stopped (SIGTERM, SIGINT) and serves nothing more, ``_after_stop`` hands on
+what the process still holds for later: the memory updates its runs queued are applied, within
+a bound, or saved for the next start (apps/memory/updates.py, docs/memory.md).
+
 Everything else — websockets, timeouts, the access log — is Daphne's. The memory bounds are
 asserted against this server by tests/site/test_body_limits_live.py, so a Daphne upgrade that
 changes these internals fails there.
@@ -256,6 +260,12 @@ class BoundedServer(Server):
         if ready_fd is not None and self.ready_callable is None:
             self.ready_callable = partial(_report_ready, int(ready_fd))
 
+    def run(self):
+        try:
+            super().run()
+        finally:
+            _after_stop()
+
     def listen_success(self, port):
         if self._shared_socket and type(port) is tcp.Port:
             port.__class__ = _SharedPort
@@ -281,6 +291,16 @@ class BoundedServer(Server):
             return None
         self.connections[protocol]["application_instance"] = asyncio.ensure_future(application_instance, loop=asyncio.get_event_loop())
         return input_queue
+
+
+def _after_stop() -> None:
+    """What a stopped server does before its process exits: no request reaches it any more."""
+    from apps.memory.updates import stop_updates
+
+    try:
+        stop_updates()
+    except Exception:  # the process exits regardless; say what went wrong
+        logger.exception("Could not apply or save the pending memory updates")
 
 
 class BoundedCommandLine(CommandLineInterface):

@@ -54,3 +54,17 @@ class MemoryFact(models.Model):
 
     def __str__(self) -> str:
         return self.content[:80]
+
+
+class PendingMemoryUpdate(models.Model):
+    """An update a server was stopped before applying (``updates.stop_updates``): the next
+    start queues it (``updates.resume_saved_updates``) and deletes the row."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    thread_id = models.CharField(max_length=64)
+    # harness.memory.updater.UpdateJob as a dict: owner, agent, thread_id, run_id, messages.
+    job = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return f"pending memory update of thread {self.thread_id}"

@@ -171,6 +171,9 @@ class MemoryConfig(_Section):
     # Off unless config.yaml turns it on: learning costs a model call per quiet conversation.
     enabled: bool = False
     debounce_seconds: float = Field(30, ge=0)
+    # A server being stopped applies its pending updates for at most this long, then saves the
+    # rest for its next start (under `make run` the launcher kills a server 15 s after SIGTERM).
+    shutdown_flush_seconds: float = Field(10, ge=0)
     model_name: str | None = None
     max_facts: PositiveInt = 100
     fact_confidence_threshold: float = Field(0.7, ge=0, le=1)

@@ -51,3 +51,47 @@ def test_on_celery_only_the_latest_job_of_a_thread_works(user, memory_on, settin
         update_memory.app.conf.task_always_eager = eager
     assert len(model.requests) == 1
     assert [f.content for f in DjangoMemoryStore().load(str(user.pk)).facts] == ["Lives in Porto"]
+
+
+@pytest.mark.django_db(transaction=True)  # the updater works on its own thread and connection
+def test_a_stop_saves_what_it_cannot_apply_and_the_next_start_applies_it_once(user, memory_on):
+    import yaml
+
+    from apps.memory.models import PendingMemoryUpdate
+
+    cfg = yaml.safe_load(memory_on.read_text())
+    cfg["memory"]["shutdown_flush_seconds"] = 0  # no time at all: everything is saved
+    memory_on.write_text(yaml.safe_dump(cfg))
+    model = mem.set_updater(json.dumps({"newFacts": [{"content": "Lives in Porto", "confidence": 0.9}]}))
+    job = updates.UpdateJob(owner=str(user.pk), agent="", thread_id="th", run_id="r",
+                            messages=[{"role": "user", "content": "I live in Porto", "id": "u1"}])
+    updates.enqueue(job)
+
+    assert updates.stop_updates() == [job]
+    assert model.requests == []
+    assert [(r.owner_id, r.thread_id, r.job) for r in PendingMemoryUpdate.objects.all()] == [(user.pk, "th", asdict(job))]
+
+    updates._queue = None  # the next start of the process
+    assert updates.resume_saved_updates() == 1
+    assert updates.get_queue().flush(timeout=30)
+    assert len(model.requests) == 1
+    assert [f.content for f in DjangoMemoryStore().load(str(user.pk)).facts] == ["Lives in Porto"]
+    assert not PendingMemoryUpdate.objects.exists() and updates.resume_saved_updates() == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_saved_updates_wait_while_memory_is_off(user, memory_on):
+    import yaml
+
+    from apps.memory.models import PendingMemoryUpdate
+
+    PendingMemoryUpdate.objects.create(owner=user, thread_id="th", job=asdict(updates.UpdateJob(
+        owner=str(user.pk), agent="", thread_id="th", run_id="r", messages=[{"role": "user", "content": "hi", "id": "u1"}])))
+    cfg = yaml.safe_load(memory_on.read_text())
+    cfg["memory"]["enabled"] = False
+    memory_on.write_text(yaml.safe_dump(cfg))
+    assert updates.resume_saved_updates() == 0 and PendingMemoryUpdate.objects.count() == 1
+
+
+def test_a_process_that_queued_nothing_stops_at_once(memory_on):
+    assert updates._queue is None and updates.stop_updates() == []
