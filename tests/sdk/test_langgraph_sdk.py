@@ -53,6 +53,79 @@ def first_event_ids(base_url, headers, tid, run_id, count):
     return ids
 
 
+def read_stream(base_url, headers, tid, run_id, *, count=None, last_event_id=None):
+    """A run's SSE events as (event, data, id), the first ``count`` of them (all when None), read
+    as a client that then drops off would; ``last_event_id`` resumes after that id."""
+    import json
+
+    events, current = [], {}
+    extra = {"Last-Event-ID": last_event_id} if last_event_id else {}
+    with httpx.Client(base_url=base_url, headers={**headers, **extra}, timeout=60) as raw:
+        with raw.stream("GET", f"/threads/{tid}/runs/{run_id}/stream", params={"cancel_on_disconnect": "false"}) as response:
+            assert response.status_code == 200, response.read()
+            for line in response.iter_lines():
+                if line.startswith("event: "):
+                    current = {"event": line[7:], "id": None, "data": None}
+                elif line.startswith("data: "):
+                    current["data"] = json.loads(line[6:])
+                elif line.startswith("id: "):
+                    current["id"] = line[4:]
+                elif not line and current:
+                    events.append((current["event"], current["data"], current["id"]))
+                    current = {}
+                    if count is not None and len(events) == count:
+                        break
+    return events
+
+
+def answer_text(events, message_id):
+    return "".join(data[0]["content"] for event, data, _ in events
+                   if event == "messages" and data[0].get("id") == message_id and isinstance(data[0].get("content"), str))
+
+
+def resume_a_long_answer_anywhere(admitting, admitting_url, resuming_url, headers, script):
+    """A 2,000-chunk answer's stream, cut after k events (right after `metadata`, inside the
+    answer, after `end`) and resumed with Last-Event-ID on ``resuming_url``: what was read before
+    the cut and after it reassembles exactly the answer the thread's state holds, nothing comes
+    twice, and the resumed stream ends with `end`."""
+    import random
+
+    words = "".join(f"w{i} " for i in range(2000))
+    script(Reply(text=words, chunk_size=6))
+    tid = admitting.threads.create()["thread_id"]
+    run_id = admitting.runs.create(tid, "lead_agent", input=USER, stream_mode=["messages-tuple", "values"])["run_id"]
+    cuts = [1, 2, 40, 255, 600, *random.sample(range(3, 1900), 3)]
+    reads = [(cut, read_stream(admitting_url, headers, tid, run_id, count=cut)) for cut in cuts]
+    assert admitting.runs.join(tid, run_id)["messages"][-1]["content"] == words
+    final = admitting.threads.get_state(tid)["values"]["messages"][-1]
+    assert final["content"] == words
+    whole = read_stream(admitting_url, headers, tid, run_id)
+    reads.append((len(whole), whole))  # cut after `end`
+    for cut, seen in reads:
+        resumed = read_stream(resuming_url, headers, tid, run_id, last_event_id=seen[-1][2])
+        assert resumed[-1][0] == "end", cut
+        assert answer_text(seen, final["id"]) + answer_text(resumed, final["id"]) == words, cut
+        ids = [event_id for _, _, event_id in seen + resumed if event_id]
+        assert len(ids) == len(set(ids)), cut
+
+
+def test_a_long_answer_resumes_from_any_point_without_loss(live, sdk, token, script):
+    resume_a_long_answer_anywhere(sdk, f"{live.url}/api", f"{live.urls[-1]}/api", {"Authorization": f"Bearer {token}"}, script)
+
+
+def test_a_made_up_last_event_id_gets_no_replay(live, sdk, token, script):
+    script("Short answer.")
+    tid = sdk.threads.create()["thread_id"]
+    run_id = sdk.runs.create(tid, "lead_agent", input=USER)["run_id"]
+    sdk.runs.join(tid, run_id)
+    headers = {"Authorization": f"Bearer {token}"}
+    unknown = read_stream(f"{live.url}/api", headers, tid, run_id, last_event_id="99999999999999-9999")
+    assert [event for event, _, _ in unknown] == ["gap"] and unknown[0][1]["code"] == "stream_event_id_unknown"
+    with httpx.Client(base_url=f"{live.url}/api", headers={**headers, "Last-Event-ID": "not an id"}) as raw:
+        response = raw.get(f"/threads/{tid}/runs/{run_id}/stream")
+    assert response.status_code == 422 and "Last-Event-ID" in response.json()["detail"]
+
+
 def test_stream_values_messages_and_custom(sdk, script):
     script("Hello from the loopback model, streamed in pieces.")
     thread = sdk.threads.create(metadata={"purpose": "sdk-test"})

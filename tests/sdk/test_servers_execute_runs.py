@@ -9,7 +9,7 @@ import pytest
 
 from harness.testing import Reply, loopback_config_text
 from tests.sdk.conftest import LOCAL_SANDBOX
-from tests.sdk.test_langgraph_sdk import USER, cancel_through_another_server, first_event_ids
+from tests.sdk.test_langgraph_sdk import USER, cancel_through_another_server, first_event_ids, resume_a_long_answer_anywhere
 from tests.support.live import start_live_server
 
 
@@ -64,3 +64,11 @@ def test_a_websocket_on_the_other_server_follows_a_live_run(two_servers, script)
     assert events[-1]["event"] == "end"
     last_values = [e["data"] for e in events if e["event"] == "values"][-1]
     assert last_values["messages"][-1]["content"] == "streamed to the other server"
+
+
+def test_a_long_answer_admitted_by_one_server_resumes_on_the_other_without_loss(two_servers, script):
+    from langgraph_sdk import get_sync_client
+
+    headers = {"Authorization": f"Bearer {two_servers.create_user_token('long-answer-user')}"}
+    first = get_sync_client(url=f"{two_servers.urls[0]}/api", headers=headers)
+    resume_a_long_answer_anywhere(first, f"{two_servers.urls[0]}/api", f"{two_servers.urls[1]}/api", headers, script)
