@@ -29,6 +29,7 @@ from langchain_core.tools import BaseTool
 
 from harness.agents.middlewares.loop_detection import LoopDetectionMiddleware
 from harness.agents.middlewares.token_usage import TokenUsageMiddleware
+from harness.agents.middlewares.tool_call_order import ToolCallOrderMiddleware
 from harness.agents.middlewares.tool_errors import ToolErrorHandlingMiddleware
 from harness.agents.middlewares.tool_output_budget import ToolOutputBudgetMiddleware
 from harness.agents.thread_state import ThreadState
@@ -100,8 +101,10 @@ def _add_usage(total: dict[str, int], msg: AIMessage) -> None:
 def build_subagent_graph(stype: SubagentType, model: BaseChatModel, tools: Sequence[BaseTool], model_name: str,
                          extra_middleware: Sequence[Any] = ()) -> Any:
     """``extra_middleware``: what the lead shares with its subagents (the user's skills)."""
-    middleware = [ToolOutputBudgetMiddleware(24000), ToolErrorHandlingMiddleware(), *extra_middleware, TokenUsageMiddleware(model_name),
-                  LoopDetectionMiddleware(3, 5)]
+    # A subagent batches tool calls on the thread's files like the lead does: the same order
+    # (outermost, so every call settles and releases the ones after it).
+    middleware = [ToolCallOrderMiddleware(), ToolOutputBudgetMiddleware(24000), ToolErrorHandlingMiddleware(), *extra_middleware,
+                  TokenUsageMiddleware(model_name), LoopDetectionMiddleware(3, 5)]
     return create_agent(model, tools=list(tools), system_prompt=stype.prompt, middleware=middleware, state_schema=ThreadState,
                         checkpointer=None, name=f"subagent:{stype.name}")
 

@@ -39,6 +39,44 @@ async def test_three_subagents_run_in_parallel_and_each_returns_one_result(lead_
     assert all("probe" not in str(m.content) for r in lead_requests for m in r.messages if m.type == "human")
 
 
+async def test_a_subagents_file_calls_of_one_message_run_in_its_order(lead_factory):
+    """A subagent that writes and then reads the same file in one message reads what it wrote."""
+    import asyncio
+
+    from harness.tools.file_access import READ, WRITE, declare_thread_files
+
+    files: dict[str, str] = {}
+    read_started = asyncio.Event()
+
+    @tool
+    async def save(path: str, text: str) -> str:
+        """Write a file."""
+        # Unordered, the read starts meanwhile and finds nothing; ordered, it never starts
+        # before this returns, and the wait simply runs out.
+        try:
+            await asyncio.wait_for(read_started.wait(), 0.5)
+        except asyncio.TimeoutError:
+            pass
+        files[path] = text
+        return "saved"
+
+    @tool
+    async def load(path: str) -> str:
+        """Read a file."""
+        read_started.set()
+        return files.get(path, "no such file")
+
+    declare_thread_files(save, WRITE)
+    declare_thread_files(load, READ)
+    router = Router(lead=[tool_reply(task_call("A", "job A")), "Done."],
+                    subs={"job A": [tool_reply(call("save", path="a.txt", text="hello"), call("load", path="a.txt")), "finished"]})
+    lead = lead_factory(router, tools=[save, load])
+    await lead.send("write and read")
+    subagent_requests = [r for r in lead.model.requests if "subagent of DeerFlow" in r.system_text]
+    results = [m.content for r in subagent_requests for m in r.messages if m.type == "tool"]
+    assert results[-2:] == ["saved", "hello"]
+
+
 async def test_calls_past_the_concurrency_cap_do_not_run_and_the_model_is_told(lead_factory):
     router = Router(lead=[tool_reply(*[task_call(k, f"job {k}") for k in "ABCD"]), "Summary of what ran."],
                     subs={f"job {k}": [f"result {k}"] for k in "ABCD"})
