@@ -528,8 +528,9 @@ class RedisStreamBridge:
                 if len(entries) == _READ_BATCH:
                     continue
             elif ended:
-                # Resumed after the `end` entry itself: nothing will come, so end now.
-                yield StreamItem(END, None)
+                # Resumed after the `end` entry itself: nothing will come, so end now (under
+                # its id, as the memory bridge does).
+                yield StreamItem(END, None, last_id or None)
                 return
             # XREAD is only the wake-up; the next atomic read decides what is delivered, so
             # entries compacted while we waited come as segments rather than a silent hole.

@@ -264,8 +264,9 @@ class MemoryStreamBridge:
                     pending, position = self._pending_locked(run_id, stream, cursor, position, last_event_id)
                     if not pending and stream.ended:
                         # Resumed after the last event (a client that lost its connection
-                        # just after `end`): nothing will come, so end now.
-                        pending = [StreamItem(END, None)]
+                        # just after `end`): nothing will come, so end now, under the id of
+                        # that `end` (a lone `end` without an id means "a run not held here").
+                        pending = [StreamItem(END, None, stream.recent[-1].id if stream.recent else None)]
                     elif not pending:
                         waiter = loop.create_future()
                         stream.waiters.append((loop, waiter))

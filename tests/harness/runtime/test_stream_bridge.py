@@ -284,6 +284,7 @@ async def test_resuming_after_the_last_event_of_an_ended_stream_ends_at_once(mak
     last = bridge.end("r")
     items = await asyncio.wait_for(collect(bridge, "r", last_event_id=last, heartbeat=heartbeat), 10)
     assert [(i.event, i.data) for i in items] == [(END, None)]
+    assert items[0].id == last  # the run is held: not the id-less `end` of a run unknown here
 
 
 # -- in-memory only ------------------------------------------------------------------------
