@@ -89,11 +89,16 @@ class RunBody:
                 logger.exception("Run %s: could not cancel it after its client disconnected", self.run_id)
 
 
-def run_events(run_id: str, *, last_event_id: str | None, cancel_on_disconnect: bool) -> RunBody:
+def check_last_event_id(last_event_id: str | None) -> None:
+    """Refuse a ``Last-Event-ID`` that is not an event id at all, before anything happens. One
+    that has the shape but was never issued for this run is only known to the bridge, which
+    answers it with a ``gap`` saying so."""
     if last_event_id is not None and id_key(last_event_id) is None:
-        # Refused before the stream starts; an id that has the shape but was never issued for
-        # this run is only known to the bridge, which answers it with a `gap` saying so.
         raise InvalidRequest(f"Last-Event-ID {last_event_id[:64]!r} is not an event id (<ms>-<n>) of this stream")
+
+
+def run_events(run_id: str, *, last_event_id: str | None, cancel_on_disconnect: bool) -> RunBody:
+    check_last_event_id(last_event_id)
     return RunBody(_frames(run_id, last_event_id), run_id, cancel_on_disconnect=cancel_on_disconnect)
 
 

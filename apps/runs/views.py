@@ -22,7 +22,7 @@ from apps.runs import selectors, services
 from apps.runs.runtime import get_runtime
 from apps.runs.schemas import parse_run_request
 from apps.runs.serializers import run_json
-from apps.runs.sse import EventStreamRenderer, RunBody, run_events, sse_response
+from apps.runs.sse import EventStreamRenderer, RunBody, check_last_event_id, run_events, sse_response
 from apps.threads.selectors import thread_get_for_user
 from apps.threads.state import thread_values
 from deerflow_site.errors import InvalidRequest
@@ -217,13 +217,14 @@ class RunJoinStreamView(APIView):
     renderer_classes = RENDERERS
 
     def _stream(self, request, thread_id, run_id, *, action: str | None):
+        last_event_id = request.headers.get("Last-Event-ID") or None
+        check_last_event_id(last_event_id)  # before a cancel: a refused request changes nothing
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         run = selectors.run_get_for_user(user=request.user, thread_id=thread.pk, run_id=run_id)
         default_cancel = (run.kwargs or {}).get("on_disconnect", "cancel") == "cancel"
         cancel = _cancel_on_disconnect(request, default=default_cancel)
         if action:
             services.run_cancel(run=run, action=action, wait=_flag(request.query_params.get("wait"), "wait"))
-        last_event_id = request.headers.get("Last-Event-ID") or None
         return sse_response(run_events(str(run.pk), last_event_id=last_event_id, cancel_on_disconnect=cancel))
 
     @extend_schema(responses={(200, "text/event-stream"): OpenApiTypes.STR})

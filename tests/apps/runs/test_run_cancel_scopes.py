@@ -90,6 +90,13 @@ def test_a_session_cancels_by_posting_to_the_stream(user):
     assert cancel_requested(run)
 
 
+def test_a_cancel_with_a_malformed_last_event_id_is_refused_before_it_cancels(user):
+    run = running_run(user)
+    response = session(user).post(stream_path(run, "?action=interrupt&cancel_on_disconnect=false"), HTTP_LAST_EVENT_ID="not an id")
+    assert response.status_code == 422 and "Last-Event-ID" in response.json()["detail"]
+    assert not cancel_requested(run)
+
+
 def test_joining_with_cancel_on_disconnect_needs_runs_cancel(user):
     run = running_run(user)
     reader = bearer(user, "runs:read")
