@@ -3,14 +3,20 @@
 # in-memory layers) with a throwaway Redis for the Redis-marked tests; tier 2 runs the
 # database-sensitive tests again on a throwaway PostgreSQL. Extra arguments go to pytest
 # in tier 1 (and skip tier 2), e.g. `make test ARGS="tests/harness -k config"`.
+# `scripts/test.sh --under-load [ARGS]` runs it with two CPU-bound processes beside it the
+# whole time, as on a busy machine: a test that then fails asserts timing, not behaviour.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+under_load=false
+if [ "${1:-}" = "--under-load" ]; then under_load=true; shift; fi
 scripts/bootstrap.sh test
 
 work=$(mktemp -d /tmp/deerflow-test.XXXXXX)
 chmod 755 "$work"
 PGDATA_DIR=""
+load_pids=()
 cleanup() {
+  [ ${#load_pids[@]} -eq 0 ] || kill "${load_pids[@]}" 2>/dev/null || true
   [ ! -f "$work/redis.pid" ] || kill "$(cat "$work/redis.pid")" 2>/dev/null || true
   if [ -n "${PGDATA_DIR:-}" ] && [ -f "$PGDATA_DIR/postmaster.pid" ]; then as_pg "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -m immediate stop >/dev/null 2>&1 || true; fi
   rm -rf "$work"
@@ -47,6 +53,11 @@ start_postgres() {
   PG_URL="postgresql://deerflow@127.0.0.1:$port/deerflow"
 }
 
+if $under_load; then
+  for _ in 1 2; do sha256sum /dev/zero >/dev/null 2>&1 & load_pids+=($!); done
+  echo "note: two CPU-bound processes run beside the suite (--under-load)." >&2
+fi
+
 REDIS_TEST_URL=""
 start_redis || true
 export DEERFLOW_TEST_REDIS_URL="$REDIS_TEST_URL"
@@ -60,11 +71,15 @@ workers=${TEST_WORKERS:-2}
 parallel=()
 if [ $# -eq 0 ] && [ "$workers" -gt 1 ]; then parallel=(-n "$workers" --dist loadfile); fi
 
+# Where the time goes: the 30 slowest steps of each tier (docs/development.md keeps the table).
+durations=()
+if [ $# -eq 0 ]; then durations=(--durations=30 --durations-min=1); fi
+
 echo "== tier 1: embedded stack (SQLite) =="
-.venv/bin/python -m pytest -q "${parallel[@]}" "$@"
+.venv/bin/python -m pytest -q "${parallel[@]}" "${durations[@]}" "$@"
 
 if [ $# -gt 0 ]; then exit 0; fi
 
 echo "== tier 2: PostgreSQL =="
 start_postgres
-DATABASE_URL="$PG_URL" .venv/bin/python -m pytest -q "${parallel[@]}" -m "db_tier or postgres" -p no:cacheprovider
+DATABASE_URL="$PG_URL" .venv/bin/python -m pytest -q "${parallel[@]}" "${durations[@]}" -m "db_tier or postgres" -p no:cacheprovider

@@ -13,12 +13,17 @@ the other.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import itertools
+import json
 import os
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -57,6 +62,7 @@ class LiveServer:
     # The distributed stack's other processes: more Daphne servers (``urls[1:]``) and workers.
     urls: list[str] = field(default_factory=list)
     others: list[subprocess.Popen] = field(default_factory=list)
+    _shell: subprocess.Popen | None = field(default=None, repr=False)
 
     def manage(self, *args: str) -> str:
         result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=120)
@@ -65,7 +71,21 @@ class LiveServer:
         return result.stdout
 
     def shell(self, code: str) -> str:
-        return self.manage("shell", "-v0", "-c", code).strip()
+        """Run ``code`` with Django set up on the stack's database and settings; its output.
+        One process per stack serves every call: ``manage.py shell`` set Django up again for
+        each, about 4 s of CPU a time."""
+        if self._shell is None or self._shell.poll() is not None:
+            self._shell = subprocess.Popen([sys.executable, "-c", _SHELL_HOST], cwd=ROOT, env=self.env, text=True,
+                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self._shell.stdin.write(json.dumps(code) + "\n")
+        self._shell.stdin.flush()
+        line = self._shell.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the stack's shell exited ({self._shell.wait(10)}) running: {code}")
+        reply = json.loads(line)
+        if not reply["ok"]:
+            raise RuntimeError(f"shell code failed: {reply['error']}")
+        return reply["out"].strip()
 
     def create_user_token(self, username: str, scopes: str = "threads:read threads:write runs:read runs:create runs:cancel") -> str:
         return self.shell(
@@ -92,6 +112,12 @@ class LiveServer:
         _wait_healthy(self, self.url, self.process, time.monotonic() + 60)
 
     def stop(self) -> None:
+        if self._shell is not None and self._shell.poll() is None:
+            self._shell.stdin.close()  # its loop ends at end of input
+            try:
+                self._shell.wait(10)
+            except subprocess.TimeoutExpired:
+                self._shell.kill()
         for process in [self.process, *self.others]:
             process.terminate()
         for process in [self.process, *self.others]:
@@ -101,21 +127,94 @@ class LiveServer:
                 process.kill()
 
 
+# ``LiveServer.shell``'s process: Django set up once, then one JSON-encoded code string a line
+# in, one JSON reply a line out. Each call gets fresh globals and closes its database
+# connections after it, as a ``manage.py shell -c`` of its own would.
+_SHELL_HOST = """
+import contextlib, io, json, sys, traceback
+import django
+django.setup()
+from django.db import connections
+for line in sys.stdin:
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(json.loads(line), {"__name__": "__main__"})
+        reply = {"ok": True, "out": out.getvalue()}
+    except BaseException:
+        reply = {"ok": False, "out": out.getvalue(), "error": traceback.format_exc()}
+    finally:
+        connections.close_all()
+    sys.stdout.write(json.dumps(reply) + "\\n")
+    sys.stdout.flush()
+"""
+
 _stack_numbers = itertools.count()
+# One migrated database per test process, copied for each live stack: ``migrate`` from
+# scratch cost every stack about 9 s of CPU. Keyed by the database server ("" for SQLite).
+_templates: dict[str, str] = {}
 
 
-def _database_url(home: Path) -> str:
+def _migrate(env: dict) -> None:
+    result = subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    if result.returncode != 0:
+        raise RuntimeError(f"manage.py migrate failed: {result.stderr}")
+
+
+def _template(env: dict, base: str, url: str) -> str:
+    """The migrated template for ``base`` ("" for SQLite), made at first use: ``url`` is where
+    to make it (a SQLite file, or a PostgreSQL database that this function creates)."""
+    if base not in _templates:
+        _migrate({**env, "DATABASE_URL": url})
+        _templates[base] = url
+    return _templates[base]
+
+
+def _drop_templates() -> None:
+    for base, url in list(_templates.items()):
+        if not base:
+            for suffix in ("", "-wal", "-shm", "-writelock"):
+                Path(url.removeprefix("sqlite:///") + suffix).unlink(missing_ok=True)
+            continue
+        import psycopg
+
+        with contextlib.suppress(psycopg.Error), psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{url.rsplit("/", 1)[1]}"')
+    _templates.clear()
+
+
+atexit.register(_drop_templates)
+
+
+def _migrated_database(home: Path, env: dict) -> str:
+    """A database for the stack on ``home``, already migrated: a copy of this process's
+    template (a file copy on SQLite, ``CREATE DATABASE … TEMPLATE`` on PostgreSQL)."""
     base = os.environ.get("DATABASE_URL", "")
     if not base.startswith(("postgres://", "postgresql://")):
-        return f"sqlite:///{home / 'live.sqlite3'}"
+        scratch = Path(tempfile.gettempdir()) / f"deerflow-live-template-{os.getpid()}"
+        scratch.mkdir(exist_ok=True)
+        template = _template({**env, "DEER_FLOW_HOME": str(scratch)}, "", f"sqlite:///{scratch / 'template.sqlite3'}")
+        target = home / "live.sqlite3"
+        # The backup API copies what the template holds, its write-ahead log included.
+        with contextlib.closing(sqlite3.connect(template.removeprefix("sqlite:///"))) as src, \
+                contextlib.closing(sqlite3.connect(target)) as dst:
+            src.backup(dst)
+        return f"sqlite:///{target}"
     import psycopg
 
+    server = base.rsplit("/", 1)[0]
+    template_name = f"deerflow_live_template_{os.getpid()}"
+    if base not in _templates:
+        with psycopg.connect(base, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{template_name}"')
+            conn.execute(f'CREATE DATABASE "{template_name}"')
+    _template(env, base, f"{server}/{template_name}")
     # One database per live stack: several stacks may be up in one test session.
     name = f"deerflow_live_{os.getpid()}_{next(_stack_numbers)}"
     with psycopg.connect(base, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE IF EXISTS "{name}"')
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return base.rsplit("/", 1)[0] + "/" + name
+        conn.execute(f'CREATE DATABASE "{name}" TEMPLATE "{template_name}"')
+    return f"{server}/{name}"
 
 
 def _daphne(env: dict, port: int, log) -> subprocess.Popen:
@@ -165,16 +264,13 @@ def live_env(home: Path, *, config_text: str, extra_env: dict | None = None) -> 
         "DEER_FLOW_HOME": str(home),
         "DEER_FLOW_CONFIG_PATH": str(config),
         "DEER_FLOW_EXTENSIONS_CONFIG_PATH": str(home / "extensions_config.json"),
-        "DATABASE_URL": _database_url(home),
         "LOG_LEVEL": "WARNING",
         # Tests edit config.yaml under a running server and look at once; a server otherwise
         # looks at the file once a second (CONFIG_RECHECK_SECONDS), as the benchmarks' do.
         "CONFIG_RECHECK_SECONDS": "0",
         **(extra_env or {}),
     })
-    result = subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
-    if result.returncode != 0:
-        raise RuntimeError(f"manage.py migrate failed: {result.stderr}")
+    env["DATABASE_URL"] = _migrated_database(home, env)
     return env
 
 
