@@ -128,13 +128,15 @@ class LiveServer:
 
 
 # ``LiveServer.shell``'s process: Django set up once, then one JSON-encoded code string a line
-# in, one JSON reply a line out. Each call gets fresh globals and closes its database
-# connections after it, as a ``manage.py shell -c`` of its own would.
+# in, one JSON reply a line out. Each call ends as a ``manage.py shell -c`` of its own would:
+# fresh globals, database connections closed, and a runs loop the code started stopped (left
+# running, it would take runs offered to the servers, as a server's does).
 _SHELL_HOST = """
 import contextlib, io, json, sys, traceback
 import django
 django.setup()
 from django.db import connections
+from apps.runs.runtime import stop_runtime
 for line in sys.stdin:
     out = io.StringIO()
     try:
@@ -144,6 +146,7 @@ for line in sys.stdin:
     except BaseException:
         reply = {"ok": False, "out": out.getvalue(), "error": traceback.format_exc()}
     finally:
+        stop_runtime()
         connections.close_all()
     sys.stdout.write(json.dumps(reply) + "\\n")
     sys.stdout.flush()
