@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from apps.memory.models import MemoryFact, MemoryProfile
+from apps.memory.models import MemoryFact, MemoryProfile, PendingMemoryUpdate
 
 
 class MemoryFactInline(admin.TabularInline):
@@ -25,3 +25,12 @@ class MemoryFactAdmin(admin.ModelAdmin):
     list_filter = ("category", "source_kind")
     search_fields = ("content", "profile__owner__username")
     readonly_fields = ("fact_id", "source_thread_id", "source_run_id", "source_message_id", "revision")
+
+
+@admin.register(PendingMemoryUpdate)
+class PendingMemoryUpdateAdmin(admin.ModelAdmin):
+    """Updates a stopped server saved for the next start: shown so an operator sees what waits."""
+
+    list_display = ("thread_id", "owner", "created_at")
+    search_fields = ("thread_id", "owner__username")
+    readonly_fields = ("owner", "thread_id", "job", "created_at")

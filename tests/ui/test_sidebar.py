@@ -6,6 +6,7 @@ by an upload taken back before the first message. Desktop and a 375 px phone."""
 from __future__ import annotations
 
 import re
+import time
 
 import pytest
 from playwright.sync_api import expect
@@ -151,8 +152,12 @@ def test_no_empty_chat_is_left_behind_by_an_upload_taken_back(page, live):
     expect(item(page, draft)).to_have_count(0)  # a draft is not a chat in the list
     page.get_by_role("button", name="Remove notes.txt").click()
     expect(page).to_have_url(re.compile(r"/$"))
-    gone = live.shell(f"from apps.threads.models import Thread; print(Thread.objects.filter(pk={draft!r}).exists())")
-    assert gone == "False"
+    # The page deletes the draft as it leaves it: wait for the row to go (a generous deadline,
+    # not a guess at how long the request takes).
+    deadline = time.monotonic() + 30
+    while live.shell(f"from apps.threads.models import Thread; print(Thread.objects.filter(pk={draft!r}).exists())") != "False":
+        assert time.monotonic() < deadline, f"the draft thread {draft} was never deleted"
+        time.sleep(0.1)
 
     # uploaded, then left for a new chat without sending: still not listed
     page.locator("#file-input").set_input_files([{"name": "left.txt", "mimeType": "text/plain", "buffer": b"left behind\n"}])
