@@ -16,7 +16,6 @@ from __future__ import annotations
 import atexit
 import contextlib
 import itertools
-import json
 import os
 import shutil
 import socket
@@ -62,7 +61,6 @@ class LiveServer:
     # The distributed stack's other processes: more Daphne servers (``urls[1:]``) and workers.
     urls: list[str] = field(default_factory=list)
     others: list[subprocess.Popen] = field(default_factory=list)
-    _shell: subprocess.Popen | None = field(default=None, repr=False)
 
     def manage(self, *args: str) -> str:
         result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=120)
@@ -71,21 +69,7 @@ class LiveServer:
         return result.stdout
 
     def shell(self, code: str) -> str:
-        """Run ``code`` with Django set up on the stack's database and settings; its output.
-        One process per stack serves every call: ``manage.py shell`` set Django up again for
-        each, about 4 s of CPU a time."""
-        if self._shell is None or self._shell.poll() is not None:
-            self._shell = subprocess.Popen([sys.executable, "-c", _SHELL_HOST], cwd=ROOT, env=self.env, text=True,
-                                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-        self._shell.stdin.write(json.dumps(code) + "\n")
-        self._shell.stdin.flush()
-        line = self._shell.stdout.readline()
-        if not line:
-            raise RuntimeError(f"the stack's shell exited ({self._shell.wait(10)}) running: {code}")
-        reply = json.loads(line)
-        if not reply["ok"]:
-            raise RuntimeError(f"shell code failed: {reply['error']}")
-        return reply["out"].strip()
+        return self.manage("shell", "-v0", "-c", code).strip()
 
     def create_user_token(self, username: str, scopes: str = "threads:read threads:write runs:read runs:create runs:cancel") -> str:
         return self.shell(
@@ -112,12 +96,6 @@ class LiveServer:
         _wait_healthy(self, self.url, self.process, time.monotonic() + 60)
 
     def stop(self) -> None:
-        if self._shell is not None and self._shell.poll() is None:
-            self._shell.stdin.close()  # its loop ends at end of input
-            try:
-                self._shell.wait(10)
-            except subprocess.TimeoutExpired:
-                self._shell.kill()
         for process in [self.process, *self.others]:
             process.terminate()
         for process in [self.process, *self.others]:
@@ -126,31 +104,6 @@ class LiveServer:
             except subprocess.TimeoutExpired:
                 process.kill()
 
-
-# ``LiveServer.shell``'s process: Django set up once, then one JSON-encoded code string a line
-# in, one JSON reply a line out. Each call ends as a ``manage.py shell -c`` of its own would:
-# fresh globals, database connections closed, and a runs loop the code started stopped (left
-# running, it would take runs offered to the servers, as a server's does).
-_SHELL_HOST = """
-import contextlib, io, json, sys, traceback
-import django
-django.setup()
-from django.db import connections
-from apps.runs.runtime import stop_runtime
-for line in sys.stdin:
-    out = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out):
-            exec(json.loads(line), {"__name__": "__main__"})
-        reply = {"ok": True, "out": out.getvalue()}
-    except BaseException:
-        reply = {"ok": False, "out": out.getvalue(), "error": traceback.format_exc()}
-    finally:
-        stop_runtime()
-        connections.close_all()
-    sys.stdout.write(json.dumps(reply) + "\\n")
-    sys.stdout.flush()
-"""
 
 _stack_numbers = itertools.count()
 # One migrated database per test process, copied for each live stack: ``migrate`` from
