@@ -16,13 +16,16 @@ from __future__ import annotations
 import atexit
 import contextlib
 import itertools
+import json
 import os
+import select
 import shutil
 import socket
 import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass, field
@@ -61,6 +64,9 @@ class LiveServer:
     # The distributed stack's other processes: more Daphne servers (``urls[1:]``) and workers.
     urls: list[str] = field(default_factory=list)
     others: list[subprocess.Popen] = field(default_factory=list)
+    # tests/support/shell_server.py for this stack, started at the first ``shell`` call.
+    _shell_server: subprocess.Popen | None = None
+    _shell_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def manage(self, *args: str) -> str:
         result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=120)
@@ -69,7 +75,25 @@ class LiveServer:
         return result.stdout
 
     def shell(self, code: str) -> str:
-        return self.manage("shell", "-v0", "-c", code).strip()
+        """Run ``code`` as ``manage.py shell -c`` does, in a process of its own on this stack's
+        database, and return what it printed. The process is forked from one that has already
+        set Django up (tests/support/shell_server.py), which saves each call the start-up."""
+        with self._shell_lock:
+            if self._shell_server is None or self._shell_server.poll() is not None:
+                self._shell_server = subprocess.Popen([sys.executable, "-m", "tests.support.shell_server"], cwd=ROOT, env=self.env,
+                                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+            server = self._shell_server
+            server.stdin.write(json.dumps({"code": code}) + "\n")
+            server.stdin.flush()
+            ready, _, _ = select.select([server.stdout], [], [], 120)
+            line = server.stdout.readline() if ready else ""
+            if not line:
+                server.kill()
+                raise RuntimeError(f"manage.py shell gave no answer (exit status {server.poll()})")
+        result = json.loads(line)
+        if result["rc"] != 0:
+            raise RuntimeError(f"manage.py shell -c failed: {result['stderr']}")
+        return result["stdout"].strip()
 
     def create_user_token(self, username: str, scopes: str = "threads:read threads:write runs:read runs:create runs:cancel") -> str:
         return self.shell(
@@ -96,6 +120,12 @@ class LiveServer:
         _wait_healthy(self, self.url, self.process, time.monotonic() + 60)
 
     def stop(self) -> None:
+        if self._shell_server is not None:
+            self._shell_server.stdin.close()  # its loop ends at end of input
+            try:
+                self._shell_server.wait(10)
+            except subprocess.TimeoutExpired:
+                self._shell_server.kill()
         for process in [self.process, *self.others]:
             process.terminate()
         for process in [self.process, *self.others]:
