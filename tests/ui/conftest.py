@@ -1,7 +1,7 @@
 """Browser tests: Debian's chromium (driven by Playwright) against a live Daphne server whose
 agent is the real lead agent talking to a LoopbackOpenAIServer in this process.
 
-One server for the session and one browser per module; each test gets a fresh, signed-in
+One server and one sign-in for the session, one browser for the browser tests in a row; each test gets a fresh, signed-in
 browser context. A failing test saves a screenshot (path printed in the report) under
 ``$DEERFLOW_UI_FAILURES`` (default ``<tmp>/deerflow-ui-failures``). With
 ``DEERFLOW_UI_SCREENSHOTS=docs/screenshots`` the tests also write the documentation shots.
@@ -64,33 +64,80 @@ def live(tmp_path_factory, model_server):
     server.stop()
 
 
-# Module-scoped, not session-scoped: while Playwright's sync API is open it keeps an event
-# loop running in this thread, which breaks every async test, and any other sync_playwright,
-# that runs after it. Closing it with each module keeps the suite order-independent.
-@pytest.fixture(scope="module")
+class _SharedBrowser:
+    """One Chromium for the browser tests that run one after another, closed as soon as the
+    next test is not one of them. Not a session fixture: while Playwright's sync API is open
+    it keeps an event loop running in this thread, which breaks every async test, and any
+    other sync_playwright, that runs after it (see ``pytest_runtest_teardown`` below)."""
+
+    def __init__(self) -> None:
+        self._playwright = None
+        self._browser = None
+
+    def get(self):
+        if self._browser is None:
+            from playwright.sync_api import sync_playwright
+
+            self._playwright = sync_playwright().start()
+            self._browser = self._playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        return self._browser
+
+    def close(self) -> None:
+        if self._browser is not None:
+            self._browser.close()
+            self._playwright.stop()
+            self._browser = self._playwright = None
+
+
+_shared = _SharedBrowser()
+
+
+def _in_this_directory(item) -> bool:
+    return item is not None and Path(str(item.fspath)).resolve().is_relative_to(Path(__file__).resolve().parent)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_teardown(item, nextitem):
+    if not _in_this_directory(nextitem):
+        _shared.close()
+
+
+@pytest.fixture
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
+    return _shared.get()
 
 
-@pytest.fixture(scope="module")
-def signed_in_state(browser, live, tmp_path_factory):
-    """Sign in once through the real form; tests reuse the session cookie."""
-    context = browser.new_context(base_url=live.url)
-    page = context.new_page()
-    page.goto("/accounts/login/")
-    page.get_by_label("Username or email").fill("tester")
-    page.get_by_label("Password").fill(PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(f"{live.url}/")
-    path = tmp_path_factory.mktemp("ui-state") / "state.json"
-    context.storage_state(path=str(path))
-    context.close()
-    return str(path)
+# Storage states by (server, username): each account signs in once per server.
+_states: dict[tuple[str, str], str] = {}
+
+
+@pytest.fixture
+def sign_in(live, tmp_path_factory):
+    """Sign ``username`` in through the real form, once per server; the storage state's path."""
+
+    def sign_in(username: str, password: str) -> str:
+        key = (live.url, username)
+        if key not in _states:
+            context = _shared.get().new_context(base_url=live.url)
+            page = context.new_page()
+            page.goto("/accounts/login/")
+            page.get_by_label("Username or email").fill(username)
+            page.get_by_label("Password").fill(password)
+            page.get_by_role("button", name="Sign in").click()
+            page.wait_for_url(f"{live.url}/")
+            path = tmp_path_factory.mktemp("ui-state") / "state.json"
+            context.storage_state(path=str(path))
+            context.close()
+            _states[key] = str(path)
+        return _states[key]
+
+    return sign_in
+
+
+@pytest.fixture
+def signed_in_state(sign_in):
+    """The admin tester's signed-in session; tests reuse its cookie."""
+    return sign_in("tester", PASSWORD)
 
 
 def _failure_dir() -> Path:

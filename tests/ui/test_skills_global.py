@@ -24,24 +24,14 @@ def install(page, data: bytes, name: str, *, everyone: bool):
     page.get_by_role("button", name="Install").click()
 
 
-@pytest.fixture(scope="module")
-def member_state(browser, live, tmp_path_factory):
+@pytest.fixture
+def member_state(live, sign_in):
     """A second, non-admin account, signed in through the real form."""
     live.shell(
         "from apps.accounts.models import User\n"
         f"User.objects.filter(username='member').exists() or User.objects.create_user(username='member', email='member@example.com', password={MEMBER_PASSWORD!r})"
     )
-    context = browser.new_context(base_url=live.url)
-    page = context.new_page()
-    page.goto("/accounts/login/")
-    page.get_by_label("Username or email").fill("member")
-    page.get_by_label("Password").fill(MEMBER_PASSWORD)
-    page.get_by_role("button", name="Sign in").click()
-    page.wait_for_url(f"{live.url}/")
-    path = tmp_path_factory.mktemp("ui-member") / "state.json"
-    context.storage_state(path=str(path))
-    context.close()
-    return str(path)
+    return sign_in("member", MEMBER_PASSWORD)
 
 
 @pytest.fixture
