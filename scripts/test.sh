@@ -74,12 +74,15 @@ if [ $# -eq 0 ] && [ "$workers" -gt 1 ]; then parallel=(-n "$workers" --dist loa
 # Where the time goes: the 30 slowest steps of each tier (docs/development.md keeps the table).
 durations=()
 if [ $# -eq 0 ]; then durations=(--durations=30 --durations-min=1); fi
+# TEST_REPORT_DIR=dir keeps each tier's per-test times as JUnit XML (tier1.xml, tier2.xml);
+# scripts/test_times.py sums them per file and per worker.
+report() { [ -z "${TEST_REPORT_DIR:-}" ] || echo "--junitxml=$TEST_REPORT_DIR/$1.xml"; }
 
 echo "== tier 1: embedded stack (SQLite) =="
-.venv/bin/python -m pytest -q "${parallel[@]}" "${durations[@]}" "$@"
+.venv/bin/python -m pytest -q "${parallel[@]}" "${durations[@]}" $(report tier1) "$@"
 
 if [ $# -gt 0 ]; then exit 0; fi
 
 echo "== tier 2: PostgreSQL =="
 start_postgres
-DATABASE_URL="$PG_URL" .venv/bin/python -m pytest -q "${parallel[@]}" "${durations[@]}" -m "db_tier or postgres" -p no:cacheprovider
+DATABASE_URL="$PG_URL" .venv/bin/python -m pytest -q "${parallel[@]}" "${durations[@]}" -m "db_tier or postgres" -p no:cacheprovider $(report tier2)

@@ -9,7 +9,10 @@ LOCAL_SANDBOX = "sandbox:\n  use: local\n  bash_command_timeout: 30\nsubagents:\
 
 
 
-@pytest.fixture(scope="session", params=["embedded", pytest.param("distributed", marks=pytest.mark.redis)])
+# db_tier on the distributed stack only: its handoffs between processes (leases, row locks,
+# the run events another server reads) are what PostgreSQL changes; the embedded stack's
+# runs are the first tier's.
+@pytest.fixture(scope="session", params=["embedded", pytest.param("distributed", marks=[pytest.mark.redis, pytest.mark.db_tier])])
 def live(request, tmp_path_factory, model_server):
     """Every SDK test runs on the embedded stack and again on the distributed one: two Daphne
     servers and a Celery worker sharing the database, run events carried by Redis Streams."""

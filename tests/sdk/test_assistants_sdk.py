@@ -6,7 +6,7 @@ import httpx
 import pytest
 from langgraph_sdk.errors import ConflictError, NotFoundError, UnprocessableEntityError
 
-pytestmark = [pytest.mark.slow, pytest.mark.db_tier]
+pytestmark = [pytest.mark.slow]
 
 
 def test_assistants_calls_map_onto_custom_agents(sdk, script, model_server, live):

@@ -10,7 +10,7 @@ from langgraph_sdk.schema import Command
 
 from harness.testing import Reply, call, tool_reply
 
-pytestmark = [pytest.mark.slow, pytest.mark.db_tier]
+pytestmark = [pytest.mark.slow]
 
 USER = {"messages": [{"role": "user", "content": "hello"}]}
 

@@ -6,7 +6,7 @@ import pytest
 
 from harness.testing import call, tool_reply
 
-pytestmark = [pytest.mark.slow, pytest.mark.db_tier]
+pytestmark = [pytest.mark.slow]
 
 
 def test_sdk_stream_carries_task_events(sdk, script, live, token):

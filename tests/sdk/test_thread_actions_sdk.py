@@ -4,7 +4,7 @@ against the real lead agent (delta checkpoints, the default) on a live server.""
 
 import pytest
 
-pytestmark = [pytest.mark.slow, pytest.mark.db_tier]
+pytestmark = [pytest.mark.slow]
 
 
 def texts(messages):

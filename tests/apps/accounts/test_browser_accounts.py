@@ -11,7 +11,7 @@ from django.core import mail
 from django.core.management import call_command
 from django.test import Client
 
-pytestmark = [pytest.mark.django_db, pytest.mark.db_tier]
+pytestmark = [pytest.mark.django_db]
 
 PASSWORD = "Correct-Horse-42-battery"
 User = get_user_model()

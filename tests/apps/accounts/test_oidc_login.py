@@ -16,7 +16,7 @@ from django.test import Client
 
 from deerflow_site.settings.auth import social_providers_from_env
 
-pytestmark = [pytest.mark.django_db, pytest.mark.db_tier]
+pytestmark = [pytest.mark.django_db]
 
 
 class _Provider(BaseHTTPRequestHandler):

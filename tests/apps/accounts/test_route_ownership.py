@@ -33,7 +33,7 @@ from apps.threads.services import thread_create
 from tests.apps.accounts.conftest import ALL_SCOPES
 
 # Runs execute on the runtime's own loop and connections, so rows must be committed.
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 @dataclass(frozen=True)

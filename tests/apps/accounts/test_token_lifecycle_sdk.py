@@ -13,7 +13,7 @@ from langgraph_sdk import get_sync_client
 from harness.testing import LoopbackOpenAIServer, loopback_config_text
 from tests.support.live import start_live_server
 
-pytestmark = [pytest.mark.slow, pytest.mark.db_tier]
+pytestmark = [pytest.mark.slow]
 
 PASSWORD = "Correct-Horse-42-battery"
 USER = {"messages": [{"role": "user", "content": "hello"}]}

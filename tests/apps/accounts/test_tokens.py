@@ -14,7 +14,7 @@ from apps.accounts.authentication import MALFORMED
 from apps.accounts.models import PersonalAccessToken
 from apps.accounts.services import token_digest
 
-pytestmark = [pytest.mark.django_db, pytest.mark.db_tier]
+pytestmark = [pytest.mark.django_db]
 
 
 def test_create_shows_the_token_once_and_stores_only_its_digest(session_client, user):

@@ -13,7 +13,7 @@ from apps.memory import services as memory
 from harness.testing import call, tool_reply
 from tests.apps.runs.test_runs_api import body_of, new_thread
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 def run(client, tid, text, assistant_id="lead_agent", context=None, status=200):

@@ -15,7 +15,6 @@ from apps.runs.models import Run, ScheduledTask
 from apps.threads.models import Thread
 from harness.testing import call, tool_reply
 
-pytestmark = [pytest.mark.db_tier]
 
 
 def act(client, model: str, action: str, ids) -> str:

@@ -18,7 +18,7 @@ from tests.apps.memory.conftest import memory_on  # noqa: F401  (fixture)
 from tests.apps.memory.test_runs import run
 from tests.apps.runs.test_runs_api import new_thread
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 def test_a_memory_update_counts_toward_the_users_budget(user_client, user, memory_on):  # noqa: F811

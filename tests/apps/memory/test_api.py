@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-pytestmark = [pytest.mark.django_db, pytest.mark.db_tier]
+pytestmark = [pytest.mark.django_db]
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from apps.memory.updates import get_queue
 from tests.apps.memory import conftest as mem
 from tests.apps.runs.test_runs_api import body_of, new_thread
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 def run(client, tid, text, context=None):

@@ -18,7 +18,7 @@ import pytest
 from harness.testing import LoopbackOpenAIServer, Reply, loopback_config_text
 from tests.support.live import start_live_server
 
-pytestmark = [pytest.mark.slow, pytest.mark.db_tier]
+pytestmark = [pytest.mark.slow]
 
 LEASE = "5"
 PROMPT = "Please remember this sentence: the heron flies at dawn."

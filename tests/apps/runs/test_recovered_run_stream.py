@@ -16,7 +16,7 @@ from tests.apps.runs.test_crash_restart import _client, _run_status, _start_slow
 from tests.apps.runs.test_runs_api import parse_sse
 from tests.support.live import start_live_server
 
-pytestmark = [pytest.mark.slow, pytest.mark.db_tier]
+pytestmark = [pytest.mark.slow]
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from rest_framework.test import APIClient
 from apps.accounts.services import token_create
 from apps.runs.models import Run
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 LACKS_CANCEL = {"detail": "this token lacks the 'runs:cancel' scope"}
 

@@ -12,7 +12,7 @@ from apps.runs.models import ScheduledTask, ScheduledTaskRun
 from apps.runs.scheduling.beat import entry_name
 from apps.runs.scheduling.dispatch import dispatch
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 def create(client, **data):

@@ -9,7 +9,7 @@ from tests.support.subagents import Router, task_call
 
 from .test_runs_api import new_thread, stream
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture

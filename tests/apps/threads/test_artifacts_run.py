@@ -13,7 +13,7 @@ from apps.runs.models import Run
 from harness.testing import call, tool_reply
 from tests.apps.threads.conftest import read_body
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 def test_presented_output_lands_in_the_run_archive(user_client, scripted_agent, settings, thread_of):

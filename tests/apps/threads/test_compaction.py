@@ -18,7 +18,7 @@ from tests.apps.runs.test_runs_api import new_thread
 from tests.apps.threads.test_thread_actions import ask, state_texts, visible
 from tests.support import agents
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture(params=["full", "delta"])

@@ -10,7 +10,7 @@ from apps.runs.models import Run, RunEvent
 from tests.apps.runs.test_runs_api import new_thread, wait_for_status
 from tests.apps.threads.test_thread_actions import agent, ask  # noqa: F401 (agent is a fixture)
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 def settle(tid, runs, timeout=20):

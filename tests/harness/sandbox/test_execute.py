@@ -36,7 +36,7 @@ def _processes_with(marker: str) -> list[int]:
     return found
 
 
-def _wait_gone(marker: str, seconds: float = 5.0) -> list[int]:
+def _wait_gone(marker: str, seconds: float = 30.0) -> list[int]:
     deadline = time.monotonic() + seconds
     while time.monotonic() < deadline:
         left = _processes_with(marker)

@@ -8,7 +8,7 @@ from rest_framework.test import APIClient
 from apps.integrations.connections import connect_code_consume
 from apps.integrations.models import ChannelConnection, ChannelStatus
 
-pytestmark = [pytest.mark.django_db, pytest.mark.db_tier]
+pytestmark = [pytest.mark.django_db]
 
 TELEGRAM = {"enabled": True, "telegram": {"enabled": True, "bot_token": "123:abc"}}
 

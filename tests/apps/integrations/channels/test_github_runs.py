@@ -15,7 +15,7 @@ from harness.testing import call, tool_reply
 from tests.support.fake_github import API_TOKEN, BOT_LOGIN, SECRET, FakeGitHubAPI, delivery_headers, issue_comment
 
 URL = "/api/channels/github/webhook"
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture

@@ -10,7 +10,7 @@ from apps.integrations.models import ChannelConnection, ChannelConversation
 from apps.runs.models import Run
 from harness.testing import call, tool_reply
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 def _runs() -> list[Run]:

@@ -15,7 +15,7 @@ from harness.testing import call, tool_reply
 from tests.support.channels import make_manager
 from tests.support.fake_slack import APP_TOKEN, BOT_TOKEN, BOT_USER, TEAM, FakeSlack
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from tests.support.fake_slack import BOT_TOKEN, BOT_USER, FakeSlack
 
 URL = "/api/channels/slack/events"
 SIGNING_SECRET = "slack-signing-secret-for-tests"
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
+pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
 @pytest.fixture
