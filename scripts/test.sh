@@ -75,7 +75,7 @@ if [ $# -eq 0 ] && [ "$workers" -gt 1 ]; then parallel=(-n "$workers" --dist loa
 durations=()
 if [ $# -eq 0 ]; then durations=(--durations=30 --durations-min=1); fi
 # TEST_REPORT_DIR=dir keeps each tier's per-test times as JUnit XML (tier1.xml, tier2.xml);
-# scripts/test_times.py sums them per file and per worker.
+# scripts/test_times.py sums them per file.
 report() { [ -z "${TEST_REPORT_DIR:-}" ] || echo "--junitxml=$TEST_REPORT_DIR/$1.xml"; }
 
 echo "== tier 1: embedded stack (SQLite) =="

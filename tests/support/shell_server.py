@@ -6,7 +6,8 @@ each request read from stdin, forks: the child runs the code as ``manage.py shel
 (one fresh process per call, which exits when the code is done, so any runs loop or
 connection it opened ends with it, as before) and the parent reports the child's exit status
 and output. Fork is safe here because the parent never opens a database connection or starts
-a thread: it only imports. Importing the product costs about 4 s of CPU; a fork and an exit, under a second.
+a thread: it only imports. Importing the product costs about 4 s of CPU; a fork and an
+exit, under a second.
 
 Protocol, one line each way: ``{"code": ...}`` in, ``{"rc": int, "stdout": str, "stderr": str}``
 out.
@@ -16,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import tempfile
 
@@ -65,6 +67,7 @@ def main() -> None:
             result = {"rc": os.waitstatus_to_exitcode(status), "stdout": out.read(), "stderr": err.read()}
         reply.write(json.dumps(result) + "\n")
         reply.flush()
+    shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,8 @@
 """Browser tests: Debian's chromium (driven by Playwright) against a live Daphne server whose
 agent is the real lead agent talking to a LoopbackOpenAIServer in this process.
 
-One server and one sign-in for the session, one browser for the browser tests in a row; each test gets a fresh, signed-in
-browser context. A failing test saves a screenshot (path printed in the report) under
+One server for the session, one sign-in per account and server, one browser for the browser
+tests in a row; each test gets a fresh, signed-in browser context. A failing test saves a screenshot (path printed in the report) under
 ``$DEERFLOW_UI_FAILURES`` (default ``<tmp>/deerflow-ui-failures``). With
 ``DEERFLOW_UI_SCREENSHOTS=docs/screenshots`` the tests also write the documentation shots.
 """
@@ -107,7 +107,8 @@ def browser():
     return _shared.get()
 
 
-# Storage states by (server, username): each account signs in once per server.
+# Storage states by (server home, username): each account signs in once per server. The home
+# directory, not the URL: a module's own server that stopped may leave its port to another.
 _states: dict[tuple[str, str], str] = {}
 
 
@@ -116,7 +117,7 @@ def sign_in(live, tmp_path_factory):
     """Sign ``username`` in through the real form, once per server; the storage state's path."""
 
     def sign_in(username: str, password: str) -> str:
-        key = (live.url, username)
+        key = (live.env["DEER_FLOW_HOME"], username)
         if key not in _states:
             context = _shared.get().new_context(base_url=live.url)
             page = context.new_page()
