@@ -353,7 +353,10 @@ def test_agent_learns_about_new_uploads_and_companions_on_its_next_turn(user_cli
     assert "first.txt" not in text
 
 
-def test_startup_sweep_removes_only_old_staging_files(user, thread_of, tmp_path):
+def test_startup_sweep_removes_only_old_staging_files(user, thread_of, tmp_path, monkeypatch):
+    # A home of its own: the sweep walks every thread of the home, and the worker's shared one
+    # holds what earlier tests left (an upload taken back mid-way leaves a staging file).
+    monkeypatch.setenv("DEER_FLOW_HOME", str(tmp_path / "home"))
     tid = thread_of()
     root = thread_user_data_dir(user.pk, tid)
     for sub in ("uploads", "outputs"):
