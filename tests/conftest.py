@@ -60,22 +60,31 @@ def _browser_file(path: str) -> bool:
     return path.startswith("tests/ui/") or "browser" in path.rsplit("/", 1)[-1]
 
 
+def _schedule_group(path: str) -> str:
+    """The unit pytest-xdist hands to one worker: a file, except where files share what is
+    costly to start. The browser files share one Chromium and must not run beside each other;
+    the `langgraph-sdk` files share the session's two live stacks (tests/sdk/conftest.py),
+    which split across workers would each start again on every file."""
+    if _browser_file(path):
+        return "browser"
+    if path.startswith("tests/sdk/"):
+        return "sdk"
+    return path
+
+
 def pytest_xdist_make_scheduler(config, log):
-    """`make test` runs the suite on two pytest-xdist workers with ``--dist loadfile``: a file's
-    tests, and the live servers its module fixtures start, stay on one worker. Here the browser
-    files (tests/ui/, or a file named *browser*) count as one file between them, so they run one
-    after another on one worker beside the rest of the suite, instead of two Chromiums and their
-    servers fighting for the same two cores."""
+    """`make test` runs the suite on pytest-xdist workers with ``--dist loadfile``: a file's
+    tests, and the live servers its module fixtures start, stay on one worker, and so do the
+    groups of files `_schedule_group` names."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
 
-    class BrowserFilesTogether(LoadFileScheduling):
+    class SharedSetupTogether(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            path = nodeid.split("::", 1)[0]
-            return "browser" if _browser_file(path) else path
+            return _schedule_group(nodeid.split("::", 1)[0])
 
-    return BrowserFilesTogether(config, log)
+    return SharedSetupTogether(config, log)
 
 
 def pytest_collection_modifyitems(config, items):
