@@ -11,6 +11,11 @@ under_load=false
 if [ "${1:-}" = "--under-load" ]; then under_load=true; shift; fi
 scripts/bootstrap.sh test
 
+# The suite starts many Python processes (servers, workers, shells, commands run as a
+# user types them); with bytecode written once they stop compiling the same sources again, and
+# pytest keeps its rewritten test modules. Some machines turn bytecode off in the environment.
+unset PYTHONDONTWRITEBYTECODE
+
 work=$(mktemp -d /tmp/deerflow-test.XXXXXX)
 chmod 755 "$work"
 PGDATA_DIR=""
