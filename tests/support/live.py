@@ -159,8 +159,8 @@ def _template(env: dict, base: str, url: str) -> str:
 def _drop_templates() -> None:
     for base, url in list(_templates.items()):
         if not base:
-            for suffix in ("", "-wal", "-shm", "-writelock"):
-                Path(url.removeprefix("sqlite:///") + suffix).unlink(missing_ok=True)
+            # The template's home: its database file and what migrate left beside it.
+            shutil.rmtree(Path(url.removeprefix("sqlite:///")).parent, ignore_errors=True)
             continue
         import psycopg
 
