@@ -7,7 +7,12 @@ from rest_framework.test import APIClient
 @pytest.fixture(scope="session")
 def django_db_setup(django_db_setup):
     """pytest-django's test database, with the runs loop stopped before it is dropped: its
-    recovery sweep would otherwise query a database that is gone while the process exits."""
+    recovery sweep would otherwise query a database that is gone while the process exits.
+    Transactional tests' flushes put back what post_migrate made instead of remaking it
+    (tests/support/flush.py)."""
+    from tests.support.flush import restore_post_migrate_rows_on_flush
+
+    restore_post_migrate_rows_on_flush()
     yield
     from apps.runs.runtime import stop_runtime
 
