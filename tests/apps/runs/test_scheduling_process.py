@@ -43,6 +43,8 @@ def test_run_script_starts_daphne_and_a_worker_with_beat_and_stops_both(tmp_path
     for script in ("run.sh", "bootstrap.sh"):
         (checkout / "scripts" / script).symlink_to(ROOT / "scripts" / script)
     (checkout / "tests").symlink_to(ROOT / "tests")
+    if (ROOT / ".toolbox").is_dir():  # else bootstrap builds the sandbox toolbox again: pip, not scheduling
+        (checkout / ".toolbox").symlink_to(ROOT / ".toolbox")
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_", "DATABASE_URL", "CELERY_", "REDIS_URL"))}
     env.update({"DEER_FLOW_HOME": str(tmp_path / "home"), "PORT": str(port), "DJANGO_SECRET_KEY": "test-secret-key-for-run-sh-0123456789abcdef",
