@@ -440,8 +440,10 @@ def _clients_for(user, entry: OwnedRoute):
 
 
 @pytest.fixture
-def _scripted_agent(settings):
-    settings.DEERFLOW_AGENT_FACTORY = "tests.support.agents:make_scripted_agent"
+def _scripted_agent(scripted_agent):
+    # A script of its own that never runs out: the shared scripted model otherwise keeps
+    # whatever script an earlier test on this worker left, used up or not.
+    scripted_agent("hello", loop=True)
 
 
 def _params():
