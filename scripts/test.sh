@@ -84,10 +84,13 @@ if [ $# -eq 0 ]; then durations=(--durations=30 --durations-min=1); fi
 report() { [ -z "${TEST_REPORT_DIR:-}" ] || echo "--junitxml=$TEST_REPORT_DIR/$1.xml"; }
 
 echo "== tier 1: embedded stack (SQLite) =="
-.venv/bin/python -m pytest -q "${parallel[@]}" "${durations[@]}" $(report tier1) "$@"
+# Tier 1 writes which files hold tier-2 tests (tests/conftest.py), so tier 2 collects only those.
+DEERFLOW_TIER2_FILES="$work/tier2-files" .venv/bin/python -m pytest -q "${parallel[@]}" "${durations[@]}" $(report tier1) "$@"
 
 if [ $# -gt 0 ]; then exit 0; fi
 
 echo "== tier 2: PostgreSQL =="
+tier2=()
+[ ! -s "$work/tier2-files" ] || mapfile -t tier2 < "$work/tier2-files"
 start_postgres
-DATABASE_URL="$PG_URL" .venv/bin/python -m pytest -q "${parallel[@]}" "${durations[@]}" -m "db_tier or postgres" -p no:cacheprovider $(report tier2)
+DATABASE_URL="$PG_URL" .venv/bin/python -m pytest -q "${parallel[@]}" "${durations[@]}" -m "db_tier or postgres" -p no:cacheprovider $(report tier2) "${tier2[@]}"

@@ -93,18 +93,30 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tier markers skip with a reason where their service is not there."""
+    """Tier markers skip with a reason where their service is not there. With
+    DEERFLOW_TIER2_FILES set (scripts/test.sh, in tier 1), the files that hold tier-2 tests are
+    written there, so that tier 2 collects those files instead of the whole suite again."""
     import os
 
     from django.conf import settings
 
     on_postgres = settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
     redis_url = os.environ.get("DEERFLOW_TEST_REDIS_URL")
+    tier2_files = set()
     for item in items:
+        if "postgres" in item.keywords or "db_tier" in item.keywords:
+            tier2_files.add(item.nodeid.split("::", 1)[0])
         if "postgres" in item.keywords and not on_postgres:
             item.add_marker(pytest.mark.skip(reason="needs PostgreSQL: runs in the second tier of `make test`"))
         if "redis" in item.keywords and not redis_url:
             item.add_marker(pytest.mark.skip(reason="needs a Redis server (DEERFLOW_TEST_REDIS_URL); `make test` starts one"))
+    listing = os.environ.get("DEERFLOW_TIER2_FILES")
+    if listing:
+        # Each xdist worker collects the same suite and writes the same list; replace, never append.
+        scratch = f"{listing}.{os.getpid()}"
+        with open(scratch, "w") as out:
+            out.write("".join(f"{path}\n" for path in sorted(tier2_files)))
+        os.replace(scratch, listing)
 
 
 @pytest.fixture
