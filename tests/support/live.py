@@ -31,6 +31,8 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.support.zygote import ForkedProcess, start_module
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -59,13 +61,13 @@ def free_port() -> int:
 class LiveServer:
     url: str
     env: dict
-    process: subprocess.Popen
+    process: ForkedProcess
     log_path: Path
     # The distributed stack's other processes: more Daphne servers (``urls[1:]``) and workers.
     urls: list[str] = field(default_factory=list)
-    others: list[subprocess.Popen] = field(default_factory=list)
+    others: list[ForkedProcess] = field(default_factory=list)
     # tests/support/shell_server.py for this stack, started at the first ``shell`` call.
-    _shell_server: subprocess.Popen | None = None
+    _shell_server: ForkedProcess | None = None
     _shell_lock: threading.Lock = field(default_factory=threading.Lock)
 
     def manage(self, *args: str) -> str:
@@ -80,8 +82,7 @@ class LiveServer:
         set Django up (tests/support/shell_server.py), which saves each call the start-up."""
         with self._shell_lock:
             if self._shell_server is None or self._shell_server.poll() is not None:
-                self._shell_server = subprocess.Popen([sys.executable, "-m", "tests.support.shell_server"], cwd=ROOT, env=self.env,
-                                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+                self._shell_server = start_module("tests.support.shell_server", [], cwd=ROOT, env=self.env, pipes=True)
             server = self._shell_server
             server.stdin.write(json.dumps({"code": code}) + "\n")
             server.stdin.flush()
@@ -203,12 +204,12 @@ def _migrated_database(home: Path, env: dict) -> str:
     return f"{server}/{name}"
 
 
-def _daphne(env: dict, port: int, log) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "deerflow_site.daphne_server", "-b", "127.0.0.1", "-p", str(port), "deerflow_site.asgi:application"],
-                            cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+def _daphne(env: dict, port: int, log) -> ForkedProcess:
+    return start_module("deerflow_site.daphne_server", ["-b", "127.0.0.1", "-p", str(port), "deerflow_site.asgi:application"],
+                        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
 
 
-def _wait_healthy(server: LiveServer, url: str, process: subprocess.Popen, deadline: float) -> None:
+def _wait_healthy(server: LiveServer, url: str, process: ForkedProcess, deadline: float) -> None:
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"daphne exited: {server.log()}")
@@ -224,9 +225,10 @@ def _wait_healthy(server: LiveServer, url: str, process: subprocess.Popen, deadl
 
 def _start_celery_worker(server: LiveServer, home: Path, index: int, concurrency: int, deadline: float) -> None:
     log_path = home / f"celery-{index}.log"
-    process = subprocess.Popen([sys.executable, "-m", "celery", "-A", "deerflow_site", "worker", "-P", "threads", "-c", str(concurrency),
-                                "-n", f"live{index}@%h", "--without-mingle", "--without-gossip", "--loglevel", "INFO"],
-                               cwd=ROOT, env=server.env, stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
+    with open(log_path, "w") as log:
+        process = start_module("celery", ["-A", "deerflow_site", "worker", "-P", "threads", "-c", str(concurrency),
+                                          "-n", f"live{index}@%h", "--without-mingle", "--without-gossip", "--loglevel", "INFO"],
+                               cwd=ROOT, env=server.env, stdout=log, stderr=subprocess.STDOUT)
     server.others.append(process)
     while time.monotonic() < deadline:
         if process.poll() is not None or " ready." in log_path.read_text(errors="replace"):
