@@ -1,12 +1,13 @@
 """What ``LiveServer.shell`` runs: ``manage.py shell -c`` for many calls at the price of one
 Django start-up.
 
-Started once per live stack with the stack's environment, it sets Django up and then, for
+Started once per live stack with the stack's environment (forked from the test process's
+zygote, tests/support/zygote.py, like the stack's servers), it sets Django up and then, for
 each request read from stdin, forks: the child runs the code as ``manage.py shell -c`` would
 (one fresh process per call, which exits when the code is done, so any runs loop or
 connection it opened ends with it, as before) and the parent reports the child's exit status
 and output. Fork is safe here because the parent never opens a database connection or starts
-a thread: it only imports. Importing the product costs about 4 s of CPU; a fork and an
+a thread: it only imports. Setting Django up costs a few seconds of CPU; a fork and an
 exit, under a second.
 
 Protocol, one line each way: ``{"code": ...}`` in, ``{"rc": int, "stdout": str, "stderr": str}``
