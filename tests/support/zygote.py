@@ -9,8 +9,9 @@ environment, working directory, arguments and standard streams, and runs the mod
 ``python -m`` would: it imports Django, the product and Daphne (whose reactor is made at import,
 so it is never shared) itself, as a process started from scratch does.
 
-Only libraries that read nothing from the environment or from Django's settings at import are
-loaded before the fork (langsmith's cached environment lookups are cleared in the child).
+Only libraries that do not depend on a stack's environment at import are loaded before the
+fork: none reads a Django setting or a variable the stacks set (langsmith caches the variables
+it looked up, and the child clears that cache).
 
 Protocol, over a SOCK_SEQPACKET socket (its fd is the zygote's argument): ``{"id", "module", "argv",
 "env", "cwd"}`` with the child's stdin, stdout and stderr as SCM_RIGHTS fds in; ``{"id",
