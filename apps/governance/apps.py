@@ -9,9 +9,12 @@ class GovernanceConfig(AppConfig):
     def ready(self) -> None:
         # The harness records approval decisions and reads user rules and budgets through its ports.
         from apps.governance import probes, signals  # noqa: F401  (cache invalidation receivers)
+        from apps.governance.services import run_admit
         from apps.governance.stores import OrmApprovalStore, OrmBudgetStore
+        from apps.runs import lifecycle
         from harness.governance.budget import set_budget_store
         from harness.governance.stores import set_approval_store
 
         set_approval_store(OrmApprovalStore())
         set_budget_store(OrmBudgetStore())
+        lifecycle.admission_checks.register(run_admit)

@@ -6,18 +6,32 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import F
 from rest_framework import status
 
 from apps.governance.models import ApprovalRule, Budget
+from apps.governance.probes import blocked_models
 from apps.governance.selectors import pending_approval
+from apps.runs.lifecycle import Admission
 from deerflow_site.errors import Conflict, DomainError, InvalidRequest, NotFound
 from harness.governance.gate import DECISIONS
+from harness.config.loader import get_app_config
 from harness.governance.policy import RuleError, compile_rule
 
 
 class BudgetExceeded(DomainError):
     status_code = status.HTTP_429_TOO_MANY_REQUESTS
+
+
+def run_admit(admission: Admission) -> None:
+    """The engine's admission check (registered in ``GovernanceConfig.ready``): a model that
+    failed its probe may not be picked, and a user at a budget cap starts nothing."""
+    name = admission.requested_model
+    if name:
+        why = blocked_models().get(name)  # cached per process: no query per run
+        if why:
+            raise InvalidRequest(f"context.model_name: model '{name}' {why}; an admin can allow it in Admin › Model probes")
+    if get_app_config().budgets.enabled:  # no budgets configured: no query
+        budget_admit(user=admission.user)
 
 
 def budget_admit(*, user) -> None:
@@ -145,29 +159,3 @@ def budget_set(*, user_id: int | None, data: Any) -> Budget:
         budget.note = str(data.get("note") or "")[:200]
         budget.save()
     return budget
-
-
-def memory_usage_record(*, run_id: str, model_name: str, usage: dict) -> None:
-    """Add a memory update's model usage to the run it learned from, so budgets (which sum the
-    user's runs) count it. The run's totals and per-model usage grow; ``memory_tokens`` says
-    how much of it was memory work."""
-    from apps.runs.models import Run
-    from harness.agents.middlewares.token_usage import usage_counts
-
-    counts = usage_counts(usage)
-    with transaction.atomic():
-        run = Run.objects.select_for_update().filter(pk=run_id).only("token_usage").first()
-        if run is None:
-            return
-        token_usage = dict(run.token_usage or {})
-        by_model = dict(token_usage.get("by_model") or {})
-        entry = dict(by_model.get(model_name or "memory") or {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "total_tokens": 0, "calls": 0})
-        for key, value in (("input_tokens", counts["input_tokens"]), ("output_tokens", counts["output_tokens"]),
-                           ("cache_read_tokens", counts["cache_read"]), ("total_tokens", counts["total_tokens"]), ("calls", 1)):
-            entry[key] = int(entry.get(key) or 0) + value
-        by_model[model_name or "memory"] = entry
-        token_usage["by_model"] = by_model
-        token_usage["memory_tokens"] = int(token_usage.get("memory_tokens") or 0) + counts["total_tokens"]
-        Run.objects.filter(pk=run_id).update(token_usage=token_usage, input_tokens=F("input_tokens") + counts["input_tokens"],
-                                             output_tokens=F("output_tokens") + counts["output_tokens"],
-                                             cache_read_tokens=F("cache_read_tokens") + counts["cache_read"])

@@ -1,4 +1,6 @@
-"""The run worker's two calls into memory: before the graph runs and after it finished.
+"""Memory on the run engine's hook points (registered in ``MemoryConfig.ready``): the memory
+text goes into a run's context before its graph runs, and a finished run's conversation is
+queued for the passive updater.
 
 Both return at once when memory is off or the run is incognito (``context.memory: false``):
 no query, no queue.
@@ -7,13 +9,15 @@ no query, no queue.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
+from apps.memory.selectors import memory_context
+from apps.memory.updates import enqueue, job_from_run
+from apps.runs.lifecycle import RunOutcome, RunStart
+from apps.runs.runtime import database_sync_to_async
 from harness.config import AppConfig
 from harness.memory.injection import MEMORY_CONTEXT_KEY
 
 logger = logging.getLogger(__name__)
-
 
 def _active(context: dict, app_config: AppConfig) -> bool:
     return context.get("memory") is not False and app_config.memory.enabled
@@ -31,40 +35,39 @@ def _last_user_text(kwargs: dict) -> str:
     return ""
 
 
-async def before_run(*, meta: dict, kwargs: dict, config: dict, context: dict, app_config: AppConfig) -> None:
+async def before_run(start: RunStart) -> None:
     """Put the memory text in the run's context (never a value a client sent under its key).
-    ``app_config`` is the config the run is built from: reading the file here would be IO on
-    the runs loop."""
+    ``start.app_config`` is the config the run is built from: reading the file here would be
+    IO on the runs loop."""
+    context, app_config = start.context, start.app_config
     context.pop(MEMORY_CONTEXT_KEY, None)
-    (config.get("configurable") or {}).pop(MEMORY_CONTEXT_KEY, None)
+    (start.config.get("configurable") or {}).pop(MEMORY_CONTEXT_KEY, None)
     if not _active(context, app_config):
         context["memory"] = False  # after_run then knows without reading the config again
         return
     if not app_config.memory.injection_enabled:
         return
-    from apps.memory.selectors import memory_context
-    from apps.runs.worker import database_sync_to_async
-
+    owner_id = start.meta["owner_id"]
     try:
         text = await database_sync_to_async(memory_context)(
-            owner_id=meta["owner_id"], agent=str(context.get("agent_name") or ""), query=_last_user_text(kwargs),
+            owner_id=owner_id, agent=str(context.get("agent_name") or ""), query=_last_user_text(start.kwargs),
             max_tokens=app_config.memory.max_injection_tokens)
     except Exception:  # memory is an aid: a failing read must not fail the run
-        logger.warning("Could not read the memory of user %s", meta["owner_id"], exc_info=True)
+        logger.warning("Could not read the memory of user %s", owner_id, exc_info=True)
         return
     if text:
         context[MEMORY_CONTEXT_KEY] = text
 
 
-def after_run(*, meta: dict, run_id: str, context: dict, values: Any, app_config: AppConfig) -> None:
-    """Queue the conversation for the passive updater (in memory; no IO here)."""
-    if context.get("memory") is False or app_config.memory.tool_mode:
+async def after_run(outcome: RunOutcome) -> None:
+    """Queue a finished conversation for the passive updater (in memory; no IO here)."""
+    if not outcome.succeeded or outcome.app_config is None:
         return
-    from apps.memory.updates import enqueue, job_from_run
-
+    if outcome.context.get("memory") is False or outcome.app_config.memory.tool_mode:
+        return
     try:
-        job = job_from_run(meta=meta, run_id=run_id, context=context, values=values)
+        job = job_from_run(meta=outcome.meta, run_id=outcome.run_id, context=outcome.context, values=outcome.values)
         if job is not None:
             enqueue(job)
     except Exception:
-        logger.warning("Could not queue the memory update of run %s", run_id, exc_info=True)
+        logger.warning("Could not queue the memory update of run %s", outcome.run_id, exc_info=True)

@@ -1,8 +1,9 @@
-"""Passive updates: what a finished run queues, and the processing of a queued job.
+"""Passive updates: what a finished run queues, and the queue's life across a server's stop.
 
 On the embedded stack the queue is in this process (``harness.memory.queue``); with
 ``RUN_EXECUTOR=celery`` a task is sent with the debounce as its countdown, and only the
-latest job per thread (a token in the cache) does the work when it fires.
+latest job per thread (a token in the cache) does the work when it fires. Processing a job is
+``learning.py``'s.
 
 A server that is stopped applies what its queue holds for at most
 ``memory.shutdown_flush_seconds`` (``stop_updates``, called by deerflow_site/daphne_server.py
@@ -19,45 +20,21 @@ from dataclasses import asdict
 from typing import Any
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import DatabaseError, close_old_connections
 
-from apps.memory.stores import DjangoMemoryStore
+from apps.memory.learning import JOB_TOKEN_KEY, process_job
+from apps.memory.models import PendingMemoryUpdate
+from apps.memory.tasks import update_memory
 from harness.agents.markers import INTERNAL_KEY, message_text
-from harness.config import class_path, get_app_config
+from harness.config import get_app_config
 from harness.memory.queue import DebouncedQueue
-from harness.memory.updater import UpdateJob, UpdateOutcome, run_update
+from harness.memory.updater import UpdateJob
 
 logger = logging.getLogger(__name__)
 
 _queue: DebouncedQueue | None = None
 _queue_lock = threading.Lock()
-
-
-def _updater_model() -> Any:
-    # DEERFLOW_MEMORY_MODEL_FACTORY ("module:callable") lets tests and operators supply the
-    # model object; otherwise memory.model_name (or the first model) from config.yaml.
-    factory = getattr(settings, "DEERFLOW_MEMORY_MODEL_FACTORY", "")
-    if factory:
-        return class_path.resolve(factory)()
-    from harness.models import create_chat_model
-
-    app = get_app_config()
-    return create_chat_model(app.memory.model_name or app.models[0].name, config=app)
-
-
-def process_job(job: UpdateJob) -> UpdateOutcome:
-    cfg = get_app_config().memory
-    close_old_connections()
-    try:
-        outcome = run_update(DjangoMemoryStore(), _updater_model(), job, threshold=cfg.fact_confidence_threshold,
-                             max_facts=cfg.max_facts)
-        if outcome.usage and get_app_config().budgets.enabled:  # budgets count memory updates toward the user
-            from apps.governance.services import memory_usage_record
-
-            memory_usage_record(run_id=job.run_id, model_name=outcome.model_name, usage=outcome.usage)
-        return outcome
-    finally:
-        close_old_connections()
 
 
 def get_queue() -> DebouncedQueue:
@@ -92,13 +69,9 @@ def job_from_run(*, meta: dict, run_id: str, context: dict, values: Any) -> Upda
 def enqueue(job: UpdateJob, *, delay: float | None = None) -> None:
     """Queue ``job``, due after ``delay`` seconds (``memory.debounce_seconds`` when None)."""
     if settings.RUN_EXECUTOR == "celery":
-        from django.core.cache import cache
-
-        from apps.memory.tasks import update_memory
-
         token = uuid.uuid4().hex
         delay = get_app_config().memory.debounce_seconds if delay is None else delay
-        cache.set(f"memory-job:{job.thread_id}", token, timeout=int(delay) + 3600)
+        cache.set(JOB_TOKEN_KEY.format(thread_id=job.thread_id), token, timeout=int(delay) + 3600)
         update_memory.apply_async(args=[asdict(job), token], countdown=delay)
     else:
         get_queue().add(job, delay=delay)
@@ -126,8 +99,6 @@ def stop_updates() -> list[UpdateJob]:
     saved = []
     close_old_connections()
     try:
-        from apps.memory.models import PendingMemoryUpdate
-
         for job in left:
             try:
                 PendingMemoryUpdate.objects.create(owner_id=job.owner, thread_id=job.thread_id, job=asdict(job))
@@ -149,8 +120,6 @@ def resume_saved_updates() -> int:
     cfg = get_app_config().memory
     if not cfg.enabled or cfg.tool_mode:
         return 0
-    from apps.memory.models import PendingMemoryUpdate
-
     try:
         rows = list(PendingMemoryUpdate.objects.order_by("pk").values_list("pk", "job"))
     except DatabaseError as exc:  # not migrated yet (`make run` migrates first)
@@ -171,13 +140,3 @@ def resume_saved_updates() -> int:
     if queued:
         logger.info("Queued %d memory update(s) saved by the last stop", queued)
     return queued
-
-
-def process_if_latest(job_data: dict, token: str) -> None:
-    """The Celery side of the dedup: a job replaced by a later one on its thread does nothing."""
-    from django.core.cache import cache
-
-    job = UpdateJob(**job_data)
-    if cache.get(f"memory-job:{job.thread_id}") not in (None, token):
-        return
-    process_job(job)

@@ -25,14 +25,14 @@ import uuid
 from typing import Any
 
 from channels.db import DatabaseSyncToAsync
-from django.db import DatabaseError, IntegrityError, transaction
+from django.db import DatabaseError
 from django.db.models import Min, Q
 from django.utils import timezone
 from langchain_core.messages import HumanMessage, convert_to_messages
 
-from apps.runs.journal import JournalEvent, RunProgress, journal_insert, journaled_message_ids, message_events
+from apps.runs.journal import JournalEvent, RunProgress, journaled_message_ids, message_events
 from apps.runs.models import Run
-from apps.runs.scheduling.services import scheduled_run_settled
+from apps.runs.settle import run_settle
 from apps.threads.models import Thread
 
 from harness.runtime.checkpoint_state import materialized_values
@@ -106,29 +106,18 @@ def _settle(*, run_id: str, thread_id: str, model_name: str, messages: list) -> 
     """Mark the run as an error if its lease has still lapsed, journal what the checkpoint has
     and the journal lacks, and free the thread: one transaction. False when the run was
     settled or renewed meanwhile."""
-    for attempt in range(5):
-        now = timezone.now()
-        try:
-            with transaction.atomic():
-                updated = Run.objects.filter(_lapsed(now), pk=run_id, status__in=Run.ACTIVE_STATUSES).update(
-                    status=Run.Status.ERROR, stop_reason="orphan_recovered", finished_at=now, error=ORPHAN_ERROR,
-                    lease_expires_at=None, updated_at=now,
-                )
-                if not updated:
-                    return False
-                progress = RunProgress(seen_message_ids=journaled_message_ids(thread_id=thread_id))
-                events = message_events(messages, progress, model_name)
-                events = _unjournaled_input(run_id) + events
-                events.append(JournalEvent("run.error", "error", ORPHAN_ERROR, {"error_type": "orphan_recovered",
-                                                                              "recovered_messages": len(events)}))
-                journal_insert(thread_id=thread_id, run_id=run_id, events=events)
-                Thread.objects.filter(pk=thread_id, status=Thread.Status.BUSY).update(status=Thread.Status.ERROR, updated_at=now)
-                scheduled_run_settled(run_id)
-            return True
-        except IntegrityError:  # lost a seq allocation race: the whole transaction again
-            if attempt == 4:
-                raise
-    return False
+
+    def events() -> list[JournalEvent]:
+        # Read inside the settle's transaction: what the journal holds cannot change under it.
+        progress = RunProgress(seen_message_ids=journaled_message_ids(thread_id=thread_id))
+        entries = _unjournaled_input(run_id) + message_events(messages, progress, model_name)
+        entries.append(JournalEvent("run.error", "error", ORPHAN_ERROR, {"error_type": "orphan_recovered",
+                                                                       "recovered_messages": len(entries)}))
+        return entries
+
+    return run_settle(run_id=run_id, thread_id=thread_id, status=Run.Status.ERROR, stop_reason="orphan_recovered",
+                      error=ORPHAN_ERROR, thread_status=Thread.Status.ERROR, thread_only_if_busy=True, events=events,
+                      only_if=_lapsed(timezone.now()) & Q(status__in=Run.ACTIVE_STATUSES))
 
 
 def _end_stream(runtime: Any, run_id: str) -> None:

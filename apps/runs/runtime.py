@@ -22,6 +22,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from channels.db import DatabaseSyncToAsync
 from django.conf import settings
 
 from harness.runtime.checkpointer import open_checkpointer
@@ -68,6 +69,12 @@ def _make_bridge() -> StreamBridge:
     # Several server processes may share the port (WEB_PROCESSES): a run another one holds is
     # read through it (harness/runtime/stream_relay.py).
     return RelayedStreamBridge(MemoryStreamBridge(), relay_directory(deer_flow_home()))
+
+
+def database_sync_to_async(fn):
+    """ORM calls from the runs loop. Not thread-sensitive: the runs loop is not inside any
+    request's sync context, and one shared thread would serialize every run's writes."""
+    return DatabaseSyncToAsync(fn, thread_sensitive=False)
 
 
 @dataclass

@@ -16,21 +16,20 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import F
 from django.utils import timezone
 
-from apps.agents.selectors import run_agent_for_user
-from apps.runs import graphs
+from apps.runs import graphs, lifecycle
 from apps.runs.models import Run
 from apps.runs.recovery import recover_orphans
 from apps.runs.runtime import PROCESS_ID, get_runtime
 from apps.runs.schemas import RunCreate
-from apps.runs.scheduling.services import scheduled_run_settled
+from apps.runs.settle import run_settle_cancelled
 from apps.threads.models import Thread
 from apps.threads.selectors import thread_get_for_user
-from apps.threads.services import thread_create
+from apps.threads.services import thread_create, thread_status_set
 from deerflow_site.errors import Conflict, InvalidRequest, NotFound, ThreadBusy
-from deerflow_site.prepared_sql import ModelInsert, ModelUpdate
+from deerflow_site.prepared_sql import ModelInsert
 from harness.config.loader import get_app_config
 from harness.observability.context import current_request_id, new_request_id, request_id_var
 
@@ -56,7 +55,8 @@ def _redact(request: RunCreate) -> tuple[dict, dict[str, str]]:
     return copy.deepcopy(data), dict(secrets or {})
 
 
-def _check_model(request: RunCreate) -> str:
+def _requested_model(request: RunCreate) -> str:
+    """The model the request names ("" for none); a 422 when config.yaml has no such model."""
     context = request.context or {}
     configurable = (request.config or {}).get("configurable") or {}
     name = context.get("model_name") or configurable.get("model_name")
@@ -65,11 +65,6 @@ def _check_model(request: RunCreate) -> str:
     names = [m.name for m in get_app_config().models]
     if name not in names:
         raise InvalidRequest(f"context.model_name: unknown model '{name}'; configured: {', '.join(names) or 'none'}")
-    from apps.governance.probes import blocked_models  # cached per process: no query per run
-
-    why = blocked_models().get(name)
-    if why:
-        raise InvalidRequest(f"context.model_name: model '{name}' {why}; an admin can allow it in Admin › Model probes")
     return name
 
 
@@ -94,9 +89,8 @@ def _has_state(thread: Thread) -> bool:
     return runtime.call(_latest)
 
 
-# Admission's two writes as prepared SQL (deerflow_site/prepared_sql.py).
+# Admission's insert as prepared SQL (deerflow_site/prepared_sql.py).
 _insert_run = ModelInsert(Run)
-_update_thread = ModelUpdate(Thread)
 
 
 def _insert(thread: Thread, user, request: RunCreate, kwargs: dict, model_name: str) -> Run:
@@ -118,14 +112,14 @@ def _insert(thread: Thread, user, request: RunCreate, kwargs: dict, model_name: 
             lease_owner=PROCESS_ID, lease_expires_at=now + timedelta(seconds=lease),
         )
         # The thread talks to the agent of its latest run (the chat shows it); same UPDATE, no extra query.
-        _update_thread(thread.pk, status=Thread.Status.BUSY, updated_at=now, assistant_id=run.assistant_id)
+        thread_status_set(thread_id=thread.pk, status=Thread.Status.BUSY, now=now, assistant_id=run.assistant_id)
     return run
 
 
 def start_run(*, user, thread_id: str | None, request: RunCreate, stateless: bool = False) -> AdmittedRun:
     """Admit a run and hand it to the executor; returns once it is pending."""
     # None for lead_agent (no query); a custom agent's settings in one query, 404 when unknown or not visible.
-    agent = run_agent_for_user(user=user, assistant_id=request.assistant_id)
+    agent = lifecycle.agent_for(user, request.assistant_id)
     if stateless:
         configurable = (request.config or {}).get("configurable") or {}
         thread_id = configurable.get("thread_id") or thread_id
@@ -139,11 +133,9 @@ def start_run(*, user, thread_id: str | None, request: RunCreate, stateless: boo
             if request.if_not_exists != "create":
                 raise
             thread = thread_create(owner=user, thread_id=thread_id, assistant_id=request.assistant_id or graphs.LEAD_AGENT)
-    model_name = _check_model(request) or (agent or {}).get("model_name") or ""
-    if get_app_config().budgets.enabled:  # no budgets configured: no query
-        from apps.governance.services import budget_admit
-
-        budget_admit(user=user)
+    requested_model = _requested_model(request)
+    model_name = requested_model or (agent or {}).get("model_name") or ""
+    lifecycle.admit(lifecycle.Admission(user=user, request=request, requested_model=requested_model))
     if request.command is not None and thread.status != Thread.Status.INTERRUPTED:
         raise InvalidRequest(f"command.resume: thread {thread.pk} is not waiting for input (status: {thread.status})")
     # The request's own shape first; then what needs the checkpointer.
@@ -258,27 +250,6 @@ def _wait_until_finished(run_id: str, timeout: float) -> None:
         time.sleep(0.05)
 
 
-def run_settle_cancelled(*, run_id: str, statuses: tuple[str, ...] = Run.ACTIVE_STATUSES, lease_expired_before=None) -> bool:
-    """Finish a cancelled run that never got (or lost) its worker; False if it was not in
-    ``statuses`` (already finished, or claimed by a worker meanwhile)."""
-    run = Run.objects.filter(pk=run_id).only("thread_id").first()
-    if run is None:
-        return False
-    rows = Run.objects.filter(pk=run_id, status__in=statuses)
-    if lease_expired_before is not None:
-        rows = rows.filter(Q(lease_expires_at__lt=lease_expired_before) | Q(lease_expires_at__isnull=True))
-    # One transaction: nobody may see the run finished while its thread still looks busy.
-    with transaction.atomic():
-        finished = rows.update(
-            status=Run.Status.INTERRUPTED, stop_reason="cancelled", finished_at=timezone.now(), lease_expires_at=None,
-        )
-        if finished:
-            Thread.objects.filter(pk=run.thread_id, status=Thread.Status.BUSY).update(status=Thread.Status.IDLE, updated_at=timezone.now())
-    if finished:
-        scheduled_run_settled(run_id)
-    return bool(finished)
-
-
 def _lease_lapsed(run: Run) -> bool:
     return run.lease_expires_at is None or run.lease_expires_at < timezone.now()
 
@@ -293,3 +264,27 @@ def run_delete(*, run: Run) -> None:
     if run.is_active:
         raise Conflict(f"Run {run.pk} is still active; cancel it first")
     run.delete()
+
+
+def run_usage_add(*, run_id: str, model_name: str, counts: dict, kind: str = "memory") -> None:
+    """Add model usage spent for a run after it finished (a memory update learning from it) to
+    that run, so budgets, which sum the user's runs, count it. ``counts`` as
+    ``harness.agents.middlewares.token_usage.usage_counts`` gives them. The run's totals and
+    per-model usage grow; ``<kind>_tokens`` says how much of it was that work."""
+    name = model_name or kind
+    with transaction.atomic():
+        run = Run.objects.select_for_update().filter(pk=run_id).only("token_usage").first()
+        if run is None:
+            return
+        token_usage = dict(run.token_usage or {})
+        by_model = dict(token_usage.get("by_model") or {})
+        entry = dict(by_model.get(name) or {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "total_tokens": 0, "calls": 0})
+        for key, value in (("input_tokens", counts["input_tokens"]), ("output_tokens", counts["output_tokens"]),
+                           ("cache_read_tokens", counts["cache_read"]), ("total_tokens", counts["total_tokens"]), ("calls", 1)):
+            entry[key] = int(entry.get(key) or 0) + value
+        by_model[name] = entry
+        token_usage["by_model"] = by_model
+        token_usage[f"{kind}_tokens"] = int(token_usage.get(f"{kind}_tokens") or 0) + counts["total_tokens"]
+        Run.objects.filter(pk=run_id).update(token_usage=token_usage, input_tokens=F("input_tokens") + counts["input_tokens"],
+                                             output_tokens=F("output_tokens") + counts["output_tokens"],
+                                             cache_read_tokens=F("cache_read_tokens") + counts["cache_read"])

@@ -14,22 +14,17 @@ import logging
 import time
 from typing import Any
 
-from channels.db import DatabaseSyncToAsync
 from django.conf import settings
-from django.db import IntegrityError, transaction
 from django.utils import timezone
 from langgraph.types import Command
 
-from apps.memory import hooks as memory_hooks
-from apps.runs import graphs, run_state
-from apps.runs.journal import JournalBuffer, JournalEvent, RunProgress, journal_insert, message_events, message_id
+from apps.runs import graphs, lifecycle, run_state
+from apps.runs.journal import JournalBuffer, JournalEvent, RunProgress, message_events
 from apps.runs.models import Run
-from apps.runs.runtime import PROCESS_ID, get_runtime
-from apps.runs.scheduling.services import scheduled_run_settled
+from apps.runs.runtime import PROCESS_ID, database_sync_to_async, get_runtime
+from apps.runs.settle import run_settle, run_settle_cancelled
 from apps.runs.subagent_journal import cancelled_ends, subagent_events
-from apps.threads.actions import goals
 from apps.threads.models import Thread
-from deerflow_site.prepared_sql import ModelUpdate
 from harness.agents.middlewares.title import local_title
 from harness.config import ConfigError
 from harness.observability import metrics
@@ -47,12 +42,6 @@ _METADATA_KEEP_PREFIXES = ("langgraph_", "ls_", "run_id", "thread_id", "assistan
 
 
 # -- database steps (each runs in a thread) ----------------------------------------------
-
-
-def database_sync_to_async(fn):
-    """ORM calls from the runs loop. Not thread-sensitive: the runs loop is not inside any
-    request's sync context, and one shared thread would serialize every run's writes."""
-    return DatabaseSyncToAsync(fn, thread_sensitive=False)
 
 
 def lease_seconds() -> int:
@@ -127,51 +116,22 @@ async def keep_leases_forever() -> None:
 
 # The finish's statements as prepared SQL (deerflow_site/prepared_sql.py): the ORM took
 # longer to build them than the database took to run them.
-_update_run = ModelUpdate(Run)
-_update_thread = ModelUpdate(Thread)
-_update_untitled_thread = ModelUpdate(Thread, "pk", "title")
-
-
 @database_sync_to_async
 def _finish(run_id: str, *, status: str, thread_status: str, error: str, progress: RunProgress, title: str | None,
             thread_id: str, metadata: dict, events: list[JournalEvent], fallback_title: str = "") -> None:
-    """The last journal entries and the final row state, in one transaction."""
-    now = timezone.now()
+    """The last journal entries and the final row state, in one transaction (``run_settle``)."""
     totals = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0}
     for entry in progress.usage.values():
         for key in totals:
             totals[key] += entry[key]
     # Only the columns written here: the request's kwargs can be large, and reading and
     # re-writing them would cost more than the rest of the finish.
-    written = {"status": status, "error": error, "stop_reason": progress.stop_reason, "finished_at": now, "lease_expires_at": None,
-               "input_tokens": totals["input_tokens"], "output_tokens": totals["output_tokens"],
-               "cache_read_tokens": totals["cache_read_tokens"], "updated_at": now,
-               "token_usage": {"by_model": progress.usage, "llm_call_count": progress.llm_calls, "message_count": progress.message_count,
-                               "subagent_tokens": progress.subagent_tokens}}
-    thread_updates: dict[str, Any] = {"status": thread_status, "updated_at": now}
-    if title:
-        thread_updates["title"] = title[:255]
-    # The whole transaction is retried when the journal's seq allocation loses a race, so the
-    # journal needs no savepoint of its own: fewer statements while the write lock is held.
-    # The run's update goes first: its SQL is built before SQLite's write lock is taken.
-    for attempt in range(5):
-        try:
-            with transaction.atomic():
-                _update_run(run_id, **written)
-                journal_insert(thread_id=thread_id, run_id=run_id, events=events)
-                _update_thread(thread_id, **thread_updates)
-                if fallback_title:
-                    # A first run stopped before the title middleware spoke: name the chat
-                    # from its first message rather than leave an "Untitled chat" behind.
-                    _update_untitled_thread(thread_id, "", title=fallback_title[:255])
-                # The metadata was read at the claim; admission wrote it and nothing changes it since.
-                if metadata.get("scheduled_task_run_id"):  # a scheduled run: its task run follows
-                    scheduled_run_settled(Run(id=run_id, thread_id=thread_id, status=status, error=error, finished_at=now,
-                                              metadata=metadata))
-            return
-        except IntegrityError:
-            if attempt == 4:
-                raise
+    columns = {**totals, "token_usage": {"by_model": progress.usage, "llm_call_count": progress.llm_calls,
+                                         "message_count": progress.message_count, "subagent_tokens": progress.subagent_tokens}}
+    # The metadata was read at the claim; admission wrote it and nothing changes it since.
+    run_settle(run_id=run_id, thread_id=thread_id, status=status, stop_reason=progress.stop_reason, error=error,
+               thread_status=thread_status, columns=columns, events=events, title=title, fallback_title=fallback_title,
+               metadata=metadata)
 
 
 # -- translating graph output ---------------------------------------------------------
@@ -309,8 +269,6 @@ async def execute_run(run_id: str, claimed: dict | None = None) -> None:
         runtime.mark_settling(run_id)
         # Cancelled before the run got going (e.g. while claiming it): nothing to roll back,
         # but the row must not stay active.
-        from apps.runs.services import run_settle_cancelled
-
         await database_sync_to_async(run_settle_cancelled)(run_id=run_id)
         await _end_stream(run_id)
     except Exception:  # bookkeeping itself failed (database down): recovery settles the row
@@ -343,8 +301,6 @@ async def _execute(run_id: str, claimed: dict | None = None) -> None:
         # Cancelled before the claim. A canceller in this process leaves the row to this
         # worker, and asgiref may have swallowed the cancel of the claim itself: settle it
         # here (a no-op when the canceller already did).
-        from apps.runs.services import run_settle_cancelled
-
         await database_sync_to_async(run_settle_cancelled)(run_id=run_id, statuses=(Run.Status.PENDING,))
         await _end_stream(run_id)
         return
@@ -370,7 +326,7 @@ async def _execute(run_id: str, claimed: dict | None = None) -> None:
     app_config = None
     try:
         app_config = await graphs.run_app_config()
-        await memory_hooks.before_run(meta=meta, kwargs=kwargs, config=config, context=context, app_config=app_config)
+        await lifecycle.run_starting(lifecycle.RunStart(meta=meta, kwargs=kwargs, config=config, context=context, app_config=app_config))
         checkpointer = await runtime.checkpointer()
         graph = await graphs.build_graph(config, checkpointer)
         graph_input = _graph_input(kwargs)
@@ -450,20 +406,17 @@ async def _execute(run_id: str, claimed: dict | None = None) -> None:
         journal.hold(JournalEvent("run.error", "error", str(exc), {"error_type": type(exc).__name__}))
     finally:
         runtime.mark_settling(run_id)  # finishing now: a late cancel changes nothing
-    if meta["metadata"].get("replay"):  # regenerate / edit-rerun: a failed replay restores the thread
-        from apps.threads.actions import replay
-
-        journal.hold(*await replay.settle(graph, config, meta["metadata"], status, progress.stop_reason))
+    outcome = lifecycle.RunOutcome(run_id=run_id, thread_id=thread_id, status=status, stop_reason=progress.stop_reason,
+                                   meta=meta, context=context, config=config, values=progress.last_values, graph=graph,
+                                   app_config=app_config)
+    journal.hold(*await lifecycle.run_settling(outcome))
     try:
         await _finish(run_id, status=status, thread_status=thread_status, error=error, progress=progress, title=title,
                       thread_id=thread_id, metadata=meta["metadata"], events=await journal.drain(),
                       fallback_title="" if title or status == Run.Status.SUCCESS else _fallback_title(kwargs))
-        if status == Run.Status.SUCCESS and isinstance(progress.last_values, dict) and progress.last_values.get("goal"):
-            await goals.continue_towards_goal(graph=graph, run_id=run_id, meta=meta, values=progress.last_values)
+        await lifecycle.run_finished(outcome)
     finally:
         await _end_stream(run_id)
         seconds = time.monotonic() - claimed_at
         metrics.run_finished(str(status), seconds, progress.usage)
         logger.info("Run finished", extra={"status": str(status), "stop_reason": progress.stop_reason, "duration_ms": round(seconds * 1000)})
-    if status == Run.Status.SUCCESS and app_config is not None:
-        memory_hooks.after_run(meta=meta, run_id=run_id, context=context, values=progress.last_values, app_config=app_config)

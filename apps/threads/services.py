@@ -10,7 +10,7 @@ from django.db import IntegrityError, transaction
 from apps.threads.metadata import check_metadata_size
 from apps.threads.models import THREAD_ID_PATTERN, Thread, new_thread_id
 from deerflow_site.errors import Conflict, InvalidRequest, NotFound
-from deerflow_site.prepared_sql import ModelInsert
+from deerflow_site.prepared_sql import ModelInsert, ModelUpdate
 
 _THREAD_ID = re.compile(THREAD_ID_PATTERN)
 # Ownership is the server's to decide; clients cannot smuggle it in through metadata.
@@ -124,3 +124,25 @@ def thread_mark_idle(*, thread: Thread) -> bool:
     if Run.objects.filter(thread_id=thread.pk, status__in=Run.ACTIVE_STATUSES).exists():
         raise Conflict(f"Thread {thread.pk} has an active run; cancel the run instead")
     return bool(Thread.objects.filter(pk=thread.pk).exclude(status=Thread.Status.IDLE).update(status=Thread.Status.IDLE))
+
+
+# The run engine's writes to a thread, as prepared SQL: they are on every run's path.
+_update_thread = ModelUpdate(Thread)
+_update_busy_thread = ModelUpdate(Thread, "pk", "status")
+_update_untitled_thread = ModelUpdate(Thread, "pk", "title")
+
+
+def thread_status_set(*, thread_id: str, status: str, now, only_if_busy: bool = False, **columns) -> bool:
+    """Set a thread's status (and ``assistant_id``/``title`` when given); with ``only_if_busy``
+    only a thread still marked busy changes, so a settle never overwrites a newer run's state."""
+    if only_if_busy:
+        return bool(_update_busy_thread(thread_id, Thread.Status.BUSY, status=status, updated_at=now, **columns))
+    return bool(_update_thread(thread_id, status=status, updated_at=now, **columns))
+
+
+def thread_title_set(*, thread_id: str, title: str, only_if_untitled: bool = False) -> bool:
+    """Name a thread; with ``only_if_untitled`` a title someone already gave it stays."""
+    title = title[:255]
+    if only_if_untitled:
+        return bool(_update_untitled_thread(thread_id, "", title=title))
+    return bool(_update_thread(thread_id, title=title))

@@ -11,6 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.runs import graphs
+from apps.runs.lifecycle import SettledRun
 from apps.runs.models import Run, ScheduledTask, ScheduledTaskRun
 from apps.runs.scheduling import beat, once
 from apps.runs.scheduling.cron import next_run, parse_cron, parse_timezone
@@ -239,28 +240,25 @@ _RUN_TO_TASK_RUN = {
 }
 
 
-def scheduled_run_settled(run: Run | str) -> None:
+def scheduled_run_settled(run: SettledRun) -> None:
     """A run has finished: its ScheduledTaskRun row (if it has one) follows its status.
 
-    Called where runs finish (the worker, cancellation of a run no process holds, orphan
-    recovery). The row is found through the run's metadata, which ``start_run`` stored before
-    the run could start, so a run that finishes before the dispatcher links it is still seen.
+    Registered on the engine's ``settled`` point, so it runs inside the transaction that
+    settles every run (worker, cancellation of a run no process holds, orphan recovery). The
+    row is found through the run's metadata, which ``start_run`` stored before the run could
+    start, so a run that finishes before the dispatcher links it is still seen.
     """
-    if not isinstance(run, Run):
-        run = Run.objects.filter(pk=run).only("id", "status", "error", "metadata", "finished_at").first()
-        if run is None:
-            return
-    task_run_id = (run.metadata or {}).get("scheduled_task_run_id")
+    task_run_id = run.metadata.get("scheduled_task_run_id")
     status = _RUN_TO_TASK_RUN.get(run.status)
     if not task_run_id or status is None:
         return
     updated = ScheduledTaskRun.objects.filter(pk=task_run_id, status__in=ScheduledTaskRun.ACTIVE_STATUSES).update(
-        status=status, error=run.error or "", finished_at=run.finished_at or timezone.now(), run_id=run.pk,
+        status=status, error=run.error or "", finished_at=run.finished_at, run_id=run.run_id,
     )
     if updated:
-        task_id = (run.metadata or {}).get("scheduled_task_id")
+        task_id = run.metadata.get("scheduled_task_id")
         ScheduledTask.objects.filter(pk=task_id).update(last_error=(run.error or "") if status == ScheduledTaskRun.Status.ERROR else "")
-        if (run.metadata or {}).get("deliver_to"):
+        if run.metadata.get("deliver_to"):
             from apps.integrations.deliveries import delivery_enqueue
 
-            delivery_enqueue(run_id=str(run.pk), connection_id=run.metadata["deliver_to"], task_id=task_id)
+            delivery_enqueue(run_id=run.run_id, connection_id=run.metadata["deliver_to"], task_id=task_id)

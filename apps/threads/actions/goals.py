@@ -4,7 +4,8 @@ The goal lives in the thread's state (the ``goal`` channel), so the worker learn
 thread has one from the values it already holds at the end of a run: a thread without a
 goal costs nothing. ``GET/PUT/DELETE /threads/{id}/goal`` read and write it onto the head.
 
-After a successful run with an active goal (``continue_towards_goal``, called by the worker):
+After a successful run with an active goal (``continue_towards_goal``, on the engine's
+``after_settle`` point):
 
 - the answer ends with the line ``GOAL_MET``: the goal is marked met;
 - ``continuations`` reached ``max_continuations`` (0–8): it stops, ``cap_reached``;
@@ -20,11 +21,15 @@ import logging
 from typing import Any
 
 from channels.db import database_sync_to_async
+from django.contrib.auth import get_user_model
 from langchain_core.messages import AIMessage
 
 from apps.runs import graphs
+from apps.runs.lifecycle import RunOutcome
 from apps.runs.models import Run
 from apps.runs.runtime import get_runtime
+from apps.runs.schemas import parse_run_request
+from apps.runs.services import start_run
 from apps.threads.actions import lineage
 from apps.threads.models import Thread
 from deerflow_site.errors import DomainError, InvalidRequest, ThreadBusy
@@ -109,10 +114,6 @@ def _instruction(goal: dict, n: int) -> str:
 
 
 def _admit(meta: dict, goal: dict, n: int) -> str | None:
-    from apps.runs.schemas import parse_run_request
-    from apps.runs.services import start_run
-    from django.contrib.auth import get_user_model
-
     source = dict(meta.get("kwargs") or {})
     body = {key: source[key] for key in ("context", "config", "stream_mode", "stream_subgraphs") if key in source}
     body.update({
@@ -131,7 +132,11 @@ def _admit(meta: dict, goal: dict, n: int) -> str | None:
     return str(admitted.run.pk)
 
 
-async def continue_towards_goal(*, graph: Any, run_id: str, meta: dict, values: dict) -> None:
+async def continue_towards_goal(outcome: RunOutcome) -> None:
+    values = outcome.values
+    if not outcome.succeeded or not isinstance(values, dict) or not values.get("goal"):
+        return  # a thread without a goal: nothing read, nothing written
+    graph, run_id, meta = outcome.graph, outcome.run_id, outcome.meta
     goal = dict(values.get("goal") or {})
     if goal.get("status") != "active":
         return

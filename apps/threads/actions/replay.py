@@ -20,9 +20,11 @@ from typing import Any
 
 from apps.runs import graphs
 from apps.runs.journal import JournalEvent
+from apps.runs.lifecycle import RunOutcome
 from apps.runs.models import Run, RunEvent
 from apps.runs.runtime import get_runtime
 from apps.runs.schemas import parse_run_request
+from apps.runs.services import start_run
 from apps.threads.actions import lineage
 from apps.threads.actions.visibility import hidden_run_ids, replay_failed
 from apps.threads.models import Thread
@@ -151,8 +153,6 @@ async def _restore_standalone(thread: Thread, checkpoint_id: str | None) -> None
 def replay_start(*, user, thread: Thread, kind: str, content: str | None = None, message_id: str | None = None,
                  overrides: dict | None = None):
     """Rewind and admit the replay run; nothing stays changed when admission fails."""
-    from apps.runs.services import start_run
-
     if kind == "edit":
         if not isinstance(content, str) or not content.strip():
             raise InvalidRequest("content: the replacement message text is required")
@@ -181,11 +181,13 @@ def replay_start(*, user, thread: Thread, kind: str, content: str | None = None,
     return admitted, source
 
 
-async def settle(graph: Any, config: dict, metadata: dict, status: str, stop_reason: str) -> list[JournalEvent]:
-    """For a replay run that ended: when it failed or was cancelled, the thread's state
-    before the replay becomes the head again; the journal says so."""
-    replay = metadata.get("replay") or {}
-    if graph is None or not replay_failed(status, stop_reason):
+async def settle(outcome: RunOutcome) -> list[JournalEvent]:
+    """For a replay run that ended (on the engine's ``before_settle`` point): when it failed or
+    was cancelled, the thread's state before the replay becomes the head again; the journal
+    says so, with the run's last entries."""
+    replay = outcome.meta["metadata"].get("replay")
+    graph, config, status = outcome.graph, outcome.config, outcome.status
+    if not replay or graph is None or not replay_failed(status, outcome.stop_reason):
         return []
     thread_config = {"configurable": {k: v for k, v in config["configurable"].items() if k not in ("checkpoint_id", "checkpoint_map")}}
     restore_id = replay.get("restore_checkpoint_id")

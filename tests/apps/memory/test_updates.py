@@ -8,7 +8,7 @@ from dataclasses import asdict
 import pytest
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
-from apps.memory import updates
+from apps.memory import learning, updates
 from apps.memory.stores import DjangoMemoryStore
 from harness.agents.markers import hidden_message
 from tests.apps.memory import conftest as mem
@@ -40,7 +40,7 @@ def test_on_celery_only_the_latest_job_of_a_thread_works(user, memory_on, settin
     job = updates.UpdateJob(owner=str(user.pk), agent="", thread_id="th", run_id="r",
                             messages=[{"role": "user", "content": "I live in Porto", "id": "u1"}])
     cache.set("memory-job:th", "newer")
-    updates.process_if_latest(asdict(job), "older")  # replaced by a later run: nothing to do
+    learning.process_if_latest(asdict(job), "older")  # replaced by a later run: nothing to do
     assert model.requests == []
 
     eager = update_memory.app.conf.task_always_eager

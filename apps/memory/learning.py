@@ -1,0 +1,52 @@
+"""Processing one passive update: the updater model reads the conversation and the user's
+memory changes. Called by the in-process queue (``updates.py``) and by the Celery task."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import close_old_connections
+
+from apps.memory.stores import DjangoMemoryStore
+from apps.runs.services import run_usage_add
+from harness.agents.middlewares.token_usage import usage_counts
+from harness.config import class_path, get_app_config
+from harness.memory.updater import UpdateJob, UpdateOutcome, run_update
+
+# The cache key holding the token of a thread's latest queued job (Celery only).
+JOB_TOKEN_KEY = "memory-job:{thread_id}"
+
+
+def _updater_model() -> Any:
+    # DEERFLOW_MEMORY_MODEL_FACTORY ("module:callable") lets tests and operators supply the
+    # model object; otherwise memory.model_name (or the first model) from config.yaml.
+    factory = getattr(settings, "DEERFLOW_MEMORY_MODEL_FACTORY", "")
+    if factory:
+        return class_path.resolve(factory)()
+    from harness.models import create_chat_model
+
+    app = get_app_config()
+    return create_chat_model(app.memory.model_name or app.models[0].name, config=app)
+
+
+def process_job(job: UpdateJob) -> UpdateOutcome:
+    cfg = get_app_config().memory
+    close_old_connections()
+    try:
+        outcome = run_update(DjangoMemoryStore(), _updater_model(), job, threshold=cfg.fact_confidence_threshold,
+                             max_facts=cfg.max_facts)
+        if outcome.usage and get_app_config().budgets.enabled:  # budgets count memory updates toward the user
+            run_usage_add(run_id=job.run_id, model_name=outcome.model_name, counts=usage_counts(outcome.usage), kind="memory")
+        return outcome
+    finally:
+        close_old_connections()
+
+
+def process_if_latest(job_data: dict, token: str) -> None:
+    """The Celery side of the dedup: a job replaced by a later one on its thread does nothing."""
+    job = UpdateJob(**job_data)
+    if cache.get(JOB_TOKEN_KEY.format(thread_id=job.thread_id)) not in (None, token):
+        return
+    process_job(job)

@@ -1,0 +1,144 @@
+"""The run engine's hook points: where feature apps join a run's life.
+
+The engine imports no feature. A feature registers its functions here in its
+``AppConfig.ready()`` and the engine calls them, in registration order, at fixed moments:
+
+- ``agent_resolvers``: ``fn(user, assistant_id) -> dict | None`` at admission; the first
+  non-None answer is the run's agent settings (custom agents). May raise ``NotFound``.
+- ``admission_checks``: ``fn(Admission)`` at admission, before anything is written; raises a
+  domain error to refuse the run (budgets, model probes).
+- ``before_run``: ``async fn(RunStart)`` on the runs loop before the graph is built; may add
+  to the run's context (memory). Failures fail the run, as a failed graph build would.
+- ``before_settle``: ``async fn(RunOutcome) -> list`` of journal events written with the
+  run's final row (replay bookkeeping).
+- ``settled``: ``fn(SettledRun)`` inside the transaction that writes the run's final row,
+  for a feature's own rows (scheduled task runs). Worker, cancel and recovery all settle
+  through ``apps.runs.settle.run_settle``, so every finished run passes here exactly once.
+- ``after_settle``: ``async fn(RunOutcome)`` once the row is settled and before the stream
+  ends (goal continuation, memory learning). A failing hook is logged and skipped: the run
+  is already recorded, and one feature must not stop the next.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Callable
+
+from apps.runs.models import Run
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Admission:
+    user: Any
+    request: Any  # the RunCreate being admitted
+    requested_model: str  # the model the request itself named ("" when none)
+
+
+@dataclass
+class RunStart:
+    meta: dict  # what the worker's claim read: thread_id, owner_id, kwargs, metadata, …
+    kwargs: dict
+    config: dict
+    context: dict  # the graph's runtime context; hooks may add to it
+    app_config: Any
+
+
+@dataclass(frozen=True)
+class SettledRun:
+    run_id: str
+    thread_id: str
+    status: str
+    error: str
+    stop_reason: str
+    finished_at: datetime
+    metadata: dict
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    run_id: str
+    thread_id: str
+    status: str
+    stop_reason: str
+    meta: dict
+    context: dict
+    config: dict
+    values: Any  # the last values the graph streamed
+    graph: Any  # None when the run failed before its graph was built
+    app_config: Any  # None when the run failed before its config was read
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == Run.Status.SUCCESS
+
+
+class HookPoint:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self._fns: list[Callable] = []
+
+    def register(self, fn: Callable) -> Callable:
+        # ready() may run more than once (tests re-populate apps): registering twice is a no-op.
+        if fn not in self._fns:
+            self._fns.append(fn)
+        return fn
+
+    def unregister(self, fn: Callable) -> None:
+        if fn in self._fns:
+            self._fns.remove(fn)
+
+    def __iter__(self):
+        return iter(tuple(self._fns))
+
+    def __bool__(self) -> bool:
+        return bool(self._fns)
+
+
+agent_resolvers = HookPoint("agent_resolvers")
+admission_checks = HookPoint("admission_checks")
+before_run = HookPoint("before_run")
+before_settle = HookPoint("before_settle")
+settled = HookPoint("settled")
+after_settle = HookPoint("after_settle")
+
+
+def agent_for(user: Any, assistant_id: str | None) -> dict | None:
+    for resolve in agent_resolvers:
+        agent = resolve(user=user, assistant_id=assistant_id)
+        if agent is not None:
+            return agent
+    return None
+
+
+def admit(admission: Admission) -> None:
+    for check in admission_checks:
+        check(admission)
+
+
+async def run_starting(start: RunStart) -> None:
+    for hook in before_run:
+        await hook(start)
+
+
+async def run_settling(outcome: RunOutcome) -> list:
+    events: list = []
+    for hook in before_settle:
+        events.extend(await hook(outcome) or ())
+    return events
+
+
+def run_settled(run: SettledRun) -> None:
+    for hook in settled:
+        hook(run)
+
+
+async def run_finished(outcome: RunOutcome) -> None:
+    for hook in after_settle:
+        try:
+            await hook(outcome)
+        except Exception:
+            logger.warning("After-settle hook %s failed for run %s", getattr(hook, "__qualname__", hook), outcome.run_id, exc_info=True)
