@@ -1,7 +1,7 @@
 """Usage and cost reports over recorded runs: headline stats, run history, daily series.
 
 A reporting layer: it reads ``Run`` rows (owned by ``apps.runs``) and thread titles, and
-prices them with ``apps.console.prices``. Nothing here runs on the run path; a server whose
+prices them with ``apps.runs.pricing``. Nothing here runs on the run path; a server whose
 users never open the console pays nothing for it.
 """
 
@@ -13,7 +13,7 @@ from datetime import datetime
 from django.db.models import Count, Q
 
 from apps.console.periods import Period, Scope
-from apps.console.prices import add_usage, cost_of, run_usage_by_model
+from apps.runs.pricing import add_usage, cost_of, run_usage_by_model
 from apps.runs.models import Run
 from deerflow_site.errors import InvalidRequest
 

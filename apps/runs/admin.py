@@ -1,6 +1,7 @@
 from django.contrib import admin, messages
 
 from apps.runs.models import Run, RunEvent
+from apps.runs.pricing import cost_of, cost_text, run_usage_by_model
 from deerflow_site.errors import DomainError
 
 
@@ -27,11 +28,8 @@ class RunAdmin(admin.ModelAdmin):
 
     @admin.display(description="Cost")
     def cost(self, obj: Run) -> str:
-        from apps.console.prices import cost_of, run_usage_by_model
-        from apps.console.templatetags.console_tags import money
-
         usage = run_usage_by_model(obj.token_usage, obj.model_name, obj.input_tokens, obj.output_tokens, obj.cache_read_tokens)
-        return money(cost_of(usage).as_dict()) if usage else "–"
+        return cost_text(cost_of(usage).as_dict()) if usage else "–"
 
     @admin.display(description="Duration")
     def duration(self, obj: Run) -> str:

@@ -23,7 +23,7 @@ class RunsConfig(AppConfig):
 
         from apps.runs import lifecycle
         from apps.runs.runtime import add_loop_service
-        from apps.runs.scheduling import signals  # noqa: F401  (connects the beat-entry cleanup)
+        from apps.runs.scheduling import signals, tasks  # noqa: F401  (the beat-entry cleanup; beat's task)
         from apps.runs.scheduling.services import scheduled_run_settled
         from harness.config.loader import set_recheck_seconds
 

@@ -1,4 +1,5 @@
-"""Celery tasks of the runs app. Thin: the work is in ``apps.runs.scheduling.dispatch``."""
+"""The Celery executor's task (``RUN_EXECUTOR=celery``). Scheduled tasks' beat task is
+``apps.runs.scheduling.tasks``."""
 
 from __future__ import annotations
 
@@ -6,17 +7,7 @@ import logging
 
 from celery import shared_task
 
-from apps.runs.scheduling.dispatch import dispatch
-
 logger = logging.getLogger(__name__)
-
-
-@shared_task(name="apps.runs.tasks.dispatch_scheduled_task", ignore_result=True)
-def dispatch_scheduled_task(task_id: str, trigger: str = "scheduled") -> str | None:
-    """Fired by beat (the task's PeriodicTask). Starts the run through ``start_run()``; the
-    run then executes on this process's runs loop (see docs/scheduling.md)."""
-    task_run = dispatch(task_id, trigger=trigger)
-    return str(task_run.pk) if task_run is not None else None
 
 
 @shared_task(name="apps.runs.tasks.execute_run", ignore_result=True)

@@ -5,9 +5,9 @@ from datetime import datetime
 from django import template
 
 from apps.console.charts import compact as _compact
+from apps.runs.pricing import cost_text
 
 register = template.Library()
-SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "CNY": "¥", "JPY": "¥"}
 
 
 @register.filter
@@ -17,13 +17,7 @@ def compact(value) -> str:
 
 @register.filter
 def money(cost: dict) -> str:
-    """A cost dict as text: "unpriced" when there is no amount, never 0 for an unknown."""
-    if not cost or cost.get("amount") is None:
-        return "unpriced" if cost and cost.get("unpriced_models") else "–"
-    amount, currency = cost["amount"], cost.get("currency") or ""
-    symbol = SYMBOLS.get(currency)
-    text = f"{amount:,.4f}" if 0 < amount < 0.01 else f"{amount:,.2f}"
-    return f"{symbol}{text}" if symbol else f"{text} {currency}"
+    return cost_text(cost)
 
 
 @register.filter

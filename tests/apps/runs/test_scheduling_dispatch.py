@@ -14,7 +14,7 @@ from apps.runs.models import Run, ScheduledTask, ScheduledTaskRun
 from apps.runs.scheduling import dispatch as dispatch_module
 from apps.runs.scheduling import services
 from apps.runs.scheduling.dispatch import DispatchFailed, TaskRunConflict, dispatch
-from apps.runs.tasks import dispatch_scheduled_task
+from apps.runs.scheduling.tasks import dispatch_scheduled_task
 from harness.testing import call, tool_reply
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]

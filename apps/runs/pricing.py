@@ -1,4 +1,6 @@
-"""Model prices for the console, read from ``models[].pricing`` in config.yaml.
+"""What runs cost: model prices read from ``models[].pricing`` in config.yaml, a run's usage
+per model, and a cost as text. The engine's admin shows each run's cost; the console's reports
+sum them.
 
 The map is rebuilt only when the loader hands back a new config object (it re-parses on a
 content change), so a report pays for one dict lookup, not a walk of the model list.
@@ -57,3 +59,16 @@ def cost_of(by_model: Mapping[str, Mapping[str, int]]) -> Cost:
 
 def zero_cost() -> dict:
     return {"amount": None, "currency": None, "unpriced_models": []}
+
+
+CURRENCY_SYMBOLS = {"USD": "$", "EUR": "€", "GBP": "£", "CNY": "¥", "JPY": "¥"}
+
+
+def cost_text(cost: dict) -> str:
+    """A cost dict as text: "unpriced" when there is no amount, never 0 for an unknown."""
+    if not cost or cost.get("amount") is None:
+        return "unpriced" if cost and cost.get("unpriced_models") else "–"
+    amount, currency = cost["amount"], cost.get("currency") or ""
+    symbol = CURRENCY_SYMBOLS.get(currency)
+    text = f"{amount:,.4f}" if 0 < amount < 0.01 else f"{amount:,.2f}"
+    return f"{symbol}{text}" if symbol else f"{text} {currency}"
