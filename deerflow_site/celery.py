@@ -1,7 +1,7 @@
 """The Celery app. Tasks live in each app's ``tasks.py`` and are found by autodiscovery.
 
 Beat reads its schedule from the database (django-celery-beat's DatabaseScheduler);
-scheduled tasks keep their entries there (``apps.runs.scheduling.beat``). The broker is
+scheduled tasks keep their entries there (``apps.schedules.beat``). The broker is
 chosen in ``deerflow_site/settings/services.py``.
 """
 

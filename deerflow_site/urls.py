@@ -2,11 +2,14 @@
 
 from django.contrib import admin
 from django.templatetags.static import static
-from django.urls import include, path
+from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 urlpatterns = [
+    # Scheduled tasks were under the runs app in admin; old bookmarks and links still land.
+    re_path(r"^admin/runs/(?P<model>scheduledtask(?:run)?)/(?P<rest>.*)$",
+            RedirectView.as_view(url="/admin/schedules/%(model)s/%(rest)s", permanent=True, query_string=True)),
     path("admin/", admin.site.urls),
     # Pages without our <link rel="icon"> (the admin, raw API responses) still get one.
     path("favicon.ico", RedirectView.as_view(url=static("site/favicon.ico"), permanent=True)),
@@ -14,10 +17,12 @@ urlpatterns = [
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     # Threads and runs first: every run makes two requests there, and Django tries the
     # patterns in order (about 45 per request when these came fourth and fifth). The apps moved
-    # behind them have no pattern starting with threads/, runs or scheduled-tasks, so every path
-    # still reaches its own view (tests/site/test_urls.py checks each route).
+    # behind them have no pattern starting with threads/ or runs (schedules' one under threads/
+    # matches no earlier pattern), so every path still reaches its own view
+    # (tests/site/test_urls.py checks each route).
     path("api/", include("apps.threads.api_urls")),
     path("api/", include("apps.runs.api_urls")),
+    path("api/", include("apps.schedules.api_urls")),
     path("api/", include("apps.console.api_urls")),
     path("api/", include("apps.accounts.api_urls")),
     path("api/", include("apps.agents.api_urls")),
@@ -25,7 +30,7 @@ urlpatterns = [
     path("api/", include("apps.skills.api_urls")),
     path("api/", include("apps.memory.api_urls")),
     path("api/", include("apps.governance.api_urls")),
-    path("schedules/", include("apps.runs.page_urls")),
+    path("schedules/", include("apps.schedules.page_urls")),
     path("settings/", include("apps.accounts.settings_urls")),
     path("settings/", include("apps.integrations.page_urls")),
     path("skills/", include("apps.skills.page_urls")),

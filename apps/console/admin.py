@@ -1,6 +1,6 @@
 """The admin as DeerFlow's operator console: branding, a link to the Console page, and
 django-celery-beat's tables taken out of sight. Beat entries are written by
-``apps.runs.scheduling`` from each ScheduledTask; an entry edited by hand would fire a task
+``apps.schedules`` from each ScheduledTask; an entry edited by hand would fire a task
 the app does not know about, or be overwritten on the task's next save."""
 
 from django.contrib import admin

@@ -11,7 +11,8 @@ from django.utils import timezone
 
 from apps.console.periods import Period, Scope
 from apps.console.reports import FAILED, run_row
-from apps.runs.models import Run, ScheduledTask, ScheduledTaskRun
+from apps.runs.models import Run
+from apps.schedules.selectors import scheduled_task_health
 from apps.threads.models import Feedback
 from deerflow_site.errors import InvalidRequest
 
@@ -46,22 +47,7 @@ def queue_depth() -> dict:
 
 
 def schedule_health(*, scope: Scope, limit: int = 20) -> dict:
-    tasks = scope.filter(ScheduledTask.objects.all())
-    now = timezone.now()
-    # Aggregate names must not shadow fields ("enabled") that the filters refer to.
-    counts = tasks.aggregate(n_total=Count("id"), n_enabled=Count("id", filter=Q(enabled=True)),
-                             n_failing=Count("id", filter=~Q(last_error="")),
-                             n_overdue=Count("id", filter=Q(enabled=True, next_run_at__lt=now - STUCK_AFTER)))
-    counts = {k.removeprefix("n_"): v for k, v in counts.items()}
-    recent_errors = scope.filter(ScheduledTaskRun.objects.filter(status=ScheduledTaskRun.Status.ERROR), "task__owner_id")
-    problems = tasks.filter(Q(enabled=True, next_run_at__lt=now - STUCK_AFTER) | ~Q(last_error="")).select_related("owner")
-    return {
-        **counts, "errors_last_24h": recent_errors.filter(created_at__gte=now - timedelta(days=1)).count(),
-        "problems": [{"task_id": t.pk, "title": t.title, "user": t.owner.get_username(), "enabled": t.enabled,
-                      "next_run_at": t.next_run_at.isoformat() if t.next_run_at else None,
-                      "last_run_at": t.last_run_at.isoformat() if t.last_run_at else None, "last_error": t.last_error}
-                     for t in problems.order_by("-updated_at")[:limit]],
-    }
+    return scheduled_task_health(owner_id=scope.owner_id, overdue_after=STUCK_AFTER, limit=limit)
 
 
 def feedback_rows(*, scope: Scope, period: Period, rating: str | None = None, has_comment: str | None = None,

@@ -22,9 +22,10 @@ MAX_ATTEMPTS = 5
 POLL_SECONDS = 2.0
 
 
-def delivery_enqueue(*, run_id: str, connection_id: int, task_id: str = "") -> None:
+def delivery_enqueue(*, run_id: str, connection_id: int, task_id: str = "", title: str = "") -> None:
     try:
-        ChannelDelivery.objects.get_or_create(run_id=run_id, defaults={"connection_id": connection_id, "task_id": task_id or ""})
+        ChannelDelivery.objects.get_or_create(run_id=run_id, defaults={"connection_id": connection_id, "task_id": task_id or "",
+                                                                       "title": title[:200]})
     except IntegrityError:  # the connection was deleted meanwhile: nothing to post to
         logger.info("Run %s: delivery target %s is gone", run_id, connection_id)
 
@@ -32,16 +33,16 @@ def delivery_enqueue(*, run_id: str, connection_id: int, task_id: str = "") -> N
 def _pending(providers: list[str]) -> list[dict]:
     rows = (ChannelDelivery.objects.select_related("connection")
             .filter(status=ChannelDelivery.Status.PENDING, connection__provider__in=providers).order_by("created_at")[:20])
-    return [{"id": d.pk, "run_id": d.run_id, "task_id": d.task_id, "provider": d.connection.provider,
+    return [{"id": d.pk, "run_id": d.run_id, "title": d.title, "provider": d.connection.provider,
              "external_id": d.connection.external_id, "workspace": d.connection.workspace,
              "revoked": d.connection.revoked_at is not None, "attempts": d.attempts} for d in rows]
 
 
-def _message(run_id: str, task_id: str) -> str:
+def _message(run_id: str, title: str) -> str:
     from apps.integrations.channels.delivery import final_answer
-    from apps.runs.models import Run, ScheduledTask
+    from apps.runs.models import Run
 
-    title = ScheduledTask.objects.filter(pk=task_id).values_list("title", flat=True).first() or "Scheduled task"
+    title = title or "Scheduled task"
     run = Run.objects.filter(pk=run_id).values("status", "error").first() or {"status": "error", "error": "the run is gone"}
     if run["status"] != Run.Status.SUCCESS:
         return f"⏰ {title}: the run ended {run['status']}" + (f": {run['error']}" if run["error"] else ".")
@@ -72,7 +73,7 @@ async def deliver_pending(adapters) -> int:
         adapter = adapters[row["provider"]]
         try:
             chat = await adapter.direct_chat(row["external_id"], row["workspace"])
-            text = await database_sync_to_async(_message)(row["run_id"], row["task_id"])
+            text = await database_sync_to_async(_message)(row["run_id"], row["title"])
             for chunk in split_text(text, adapter.capabilities.max_text):
                 await adapter.send_text(chat, chunk)
             if adapter.capabilities.files_out:

@@ -129,6 +129,9 @@ class ChannelDelivery(models.Model):
     connection = models.ForeignKey(ChannelConnection, on_delete=models.CASCADE, related_name="deliveries")
     run_id = models.CharField(max_length=64, unique=True)  # one post per run, however often the hook fires
     task_id = models.CharField(max_length=64, blank=True, default="")
+    # What the post is headed with (the scheduled task's title), kept on the row: the outbox
+    # does not read the scheduling app's tables.
+    title = models.CharField(max_length=200, blank=True, default="")
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.PENDING)
     attempts = models.PositiveSmallIntegerField(default=0)
     error = models.TextField(blank=True, default="")

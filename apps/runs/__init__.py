@@ -1,1 +1,1 @@
-"""Runs and their event journal, admission, executors, streams, websocket consumers, scheduled tasks."""
+"""The run engine: runs and their event journal, admission, executors, streams, websocket consumers."""

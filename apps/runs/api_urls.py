@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.runs import schedule_views, views
+from apps.runs import views
 
 urlpatterns = [
     path("threads/<str:thread_id>/runs", views.ThreadRunsView.as_view(), name="thread-runs"),
@@ -15,12 +15,4 @@ urlpatterns = [
     path("runs", views.StatelessRunsView.as_view(), name="stateless-runs"),
     path("runs/stream", views.StatelessRunsStreamView.as_view(), name="stateless-runs-stream"),
     path("runs/wait", views.StatelessRunsWaitView.as_view(), name="stateless-runs-wait"),
-    path("scheduled-tasks", schedule_views.ScheduledTaskCollectionView.as_view(), name="scheduled-tasks"),
-    path("scheduled-tasks/preview", schedule_views.SchedulePreviewView.as_view(), name="scheduled-task-preview"),
-    path("scheduled-tasks/<str:task_id>", schedule_views.ScheduledTaskDetailView.as_view(), name="scheduled-task-detail"),
-    path("scheduled-tasks/<str:task_id>/pause", schedule_views.ScheduledTaskPauseView.as_view(), name="scheduled-task-pause"),
-    path("scheduled-tasks/<str:task_id>/resume", schedule_views.ScheduledTaskResumeView.as_view(), name="scheduled-task-resume"),
-    path("scheduled-tasks/<str:task_id>/trigger", schedule_views.ScheduledTaskTriggerView.as_view(), name="scheduled-task-trigger"),
-    path("scheduled-tasks/<str:task_id>/runs", schedule_views.ScheduledTaskRunsView.as_view(), name="scheduled-task-runs"),
-    path("threads/<str:thread_id>/scheduled-tasks", schedule_views.ThreadScheduledTasksView.as_view(), name="thread-scheduled-tasks"),
 ]

@@ -21,16 +21,12 @@ class RunsConfig(AppConfig):
     def ready(self) -> None:
         from django.conf import settings
 
-        from apps.runs import lifecycle
         from apps.runs.runtime import add_loop_service
-        from apps.runs.scheduling import signals, tasks  # noqa: F401  (the beat-entry cleanup; beat's task)
-        from apps.runs.scheduling.services import scheduled_run_settled
         from harness.config.loader import set_recheck_seconds
 
         # The runs loop's companions; imported when the loop starts, not at Django's start-up
         # (the worker brings in the whole agent).
         add_loop_service("run-recovery", _recovery_sweep)
         add_loop_service("run-leases", _lease_keeper)
-        lifecycle.settled.register(scheduled_run_settled)
         # config.yaml is looked at once per interval, not on every admission and every run.
         set_recheck_seconds(getattr(settings, "CONFIG_RECHECK_SECONDS", 1.0))

@@ -30,6 +30,10 @@ from apps.runs.models import Run
 
 logger = logging.getLogger(__name__)
 
+# The statuses a run's hooks see (``SettledRun.status``, ``RunOutcome.status``), for the
+# feature apps, which do not read the engine's models.
+RunStatus = Run.Status
+
 
 @dataclass(frozen=True)
 class Admission:

@@ -1,5 +1,5 @@
 """The Celery executor's task (``RUN_EXECUTOR=celery``). Scheduled tasks' beat task is
-``apps.runs.scheduling.tasks``."""
+``apps.schedules.tasks``."""
 
 from __future__ import annotations
 

@@ -27,6 +27,7 @@ INSTALLED_APPS = [
     "apps.accounts",
     "apps.threads",
     "apps.runs",
+    "apps.schedules",
     "apps.agents",
     "apps.skills",
     "apps.memory",

@@ -53,7 +53,7 @@ def test_a_websocket_on_the_other_server_follows_a_live_run(two_servers, script)
 
     from langgraph_sdk import get_sync_client
 
-    from tests.apps.runs.test_scheduling_live import follow, session_cookie
+    from tests.apps.schedules.test_scheduling_live import follow, session_cookie
 
     token = two_servers.create_user_token("socket-user")
     first = get_sync_client(url=f"{two_servers.urls[0]}/api", headers={"Authorization": f"Bearer {token}"})

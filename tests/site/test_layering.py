@@ -27,8 +27,6 @@ FLOORS = {"accounts": 1, "threads": 1, "runs": 2}  # every other app is a featur
 REMAINING_FLOOR_BREAKS = {
     ("threads", "runs"),  # thread state reads, feedback and thread actions: the chat app's move
     ("threads", "agents"),  # the chat page's agent picker: the chat app's move
-    ("runs", "agents"),  # scheduling, until it is apps/schedules
-    ("runs", "integrations"),  # scheduling's channel delivery, likewise
 }
 # (importing module, imported models module) across apps, still to become selector calls.
 REMAINING_MODEL_IMPORTS = {

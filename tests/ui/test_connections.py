@@ -99,7 +99,7 @@ def test_a_scheduled_task_posts_its_result_to_a_connection(browser, request, liv
         deliver.select_option(label="Telegram · Tess Tester")
         page.get_by_role("button", name="Create task").click()
         expect(page.locator("#task-rows")).to_contain_text(f"Brief to Telegram {width}")
-        out = live.shell("from apps.runs.models import ScheduledTask\n"
+        out = live.shell("from apps.schedules.models import ScheduledTask\n"
                          f"t = ScheduledTask.objects.get(title='Brief to Telegram {width}'); print(t.deliver_to.display_name); t.delete()")
         assert out == "Tess Tester"
         assert page.evaluate("document.documentElement.scrollWidth") <= width

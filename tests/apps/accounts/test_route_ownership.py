@@ -117,7 +117,7 @@ def owned_feedback(user) -> Owned:
 
 
 def owned_scheduled_task(user) -> Owned:
-    from apps.runs.scheduling.services import scheduled_task_create
+    from apps.schedules.services import scheduled_task_create
 
     thread = owned_thread(user)
     task = scheduled_task_create(user=user, data={"title": f"task-of-{user.username}-{uuid.uuid4().hex[:6]}", "prompt": "hi", "cron": "0 7 * * *",

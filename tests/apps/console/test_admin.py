@@ -11,7 +11,8 @@ from rest_framework.test import APIClient
 
 from apps.accounts.models import PersonalAccessToken
 from apps.accounts.services import token_create
-from apps.runs.models import Run, ScheduledTask
+from apps.runs.models import Run
+from apps.schedules.models import ScheduledTask
 from apps.threads.models import Thread
 from harness.testing import call, tool_reply
 
@@ -98,13 +99,13 @@ def test_revoke_tokens_action(staff_client, user):
 
 @pytest.mark.django_db
 def test_pause_and_resume_a_schedule_keep_its_beat_entry_in_step(staff_client, user):
-    from apps.runs.scheduling.services import scheduled_task_create
+    from apps.schedules.services import scheduled_task_create
 
     task = scheduled_task_create(user=user, data={"title": "Digest", "prompt": "news", "cron": "0 9 * * *", "timezone": "UTC"})
-    act(staff_client, "runs/scheduledtask", "disable", [task.pk])
+    act(staff_client, "schedules/scheduledtask", "disable", [task.pk])
     task = ScheduledTask.objects.select_related("periodic_task").get(pk=task.pk)
     assert task.enabled is False and (task.periodic_task is None or task.periodic_task.enabled is False)
-    act(staff_client, "runs/scheduledtask", "enable", [task.pk])
+    act(staff_client, "schedules/scheduledtask", "enable", [task.pk])
     task = ScheduledTask.objects.select_related("periodic_task").get(pk=task.pk)
     assert task.enabled is True and task.periodic_task.enabled is True
 

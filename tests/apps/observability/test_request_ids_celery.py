@@ -8,7 +8,7 @@ import pytest
 
 from apps.runs.models import Run
 from tests.apps.runs.test_runs_api import new_thread
-from tests.apps.runs.test_scheduling_worker import _worker
+from tests.apps.schedules.test_scheduling_worker import _worker
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 

@@ -12,7 +12,7 @@ from channels.db import database_sync_to_async
 from apps.integrations.channels.telegram import TelegramAdapter
 from apps.integrations.deliveries import deliver_pending
 from apps.integrations.models import ChannelConnection, ChannelDelivery
-from apps.runs.models import ScheduledTaskRun
+from apps.schedules.models import ScheduledTaskRun
 from tests.support.channels import make_manager
 from tests.support.fake_telegram import FakeTelegram
 
@@ -41,8 +41,8 @@ async def _settled(task_run_id) -> ScheduledTaskRun:
 
 
 async def test_a_scheduled_result_is_posted_to_the_named_connection(user, scripted_agent):
-    from apps.runs.scheduling.dispatch import dispatch
-    from apps.runs.scheduling.services import scheduled_task_create
+    from apps.schedules.dispatch import dispatch
+    from apps.schedules.services import scheduled_task_create
 
     fake = await FakeTelegram().start()
     manager, adapter = make_manager(TelegramAdapter, adapter_settings=fake.settings)

@@ -9,8 +9,8 @@ import json
 
 from django_celery_beat.models import ClockedSchedule, CrontabSchedule, PeriodicTask, PeriodicTasks
 
-from apps.runs.models import ScheduledTask
-from apps.runs.scheduling.cron import Cron
+from apps.schedules.models import ScheduledTask
+from apps.schedules.cron import Cron
 
 DISPATCH_TASK = "apps.runs.tasks.dispatch_scheduled_task"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from apps.runs.scheduling.dispatch import dispatch
+from apps.schedules.dispatch import dispatch
 
 
 @shared_task(name="apps.runs.tasks.dispatch_scheduled_task", ignore_result=True)

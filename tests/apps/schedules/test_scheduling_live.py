@@ -42,7 +42,7 @@ def fire_with_beat(live, task_id: str) -> None:
     live.shell(
         "import datetime as dt\nfrom django.utils import timezone\n"
         "from django_celery_beat.models import PeriodicTask\nfrom django_celery_beat.schedulers import DatabaseScheduler\n"
-        "from apps.runs.scheduling.beat import entry_name\nfrom deerflow_site.celery import app\n"
+        "from apps.schedules.beat import entry_name\nfrom deerflow_site.celery import app\n"
         f"PeriodicTask.objects.filter(name=entry_name({task_id!r})).update(last_run_at=timezone.now() - dt.timedelta(minutes=5))\n"
         "DatabaseScheduler(app=app).tick()"
     )

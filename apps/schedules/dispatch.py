@@ -17,10 +17,10 @@ from datetime import timedelta
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from apps.runs.models import ScheduledTask, ScheduledTaskRun
+from apps.schedules.models import ScheduledTask, ScheduledTaskRun
 from apps.runs.schemas import RunCreate
-from apps.runs.scheduling import beat, selectors
-from apps.runs.scheduling.cron import next_run, parse_cron, parse_timezone
+from apps.schedules import beat, selectors
+from apps.schedules.cron import next_run, parse_cron, parse_timezone
 from deerflow_site.errors import Conflict, DomainError
 from harness.config.loader import get_app_config
 

@@ -6,9 +6,9 @@ import time
 import pytest
 from django_celery_beat.models import PeriodicTask
 
-from apps.runs.models import ScheduledTask, ScheduledTaskRun
-from apps.runs.scheduling.beat import entry_name
-from apps.runs.scheduling.services import scheduled_task_create
+from apps.schedules.models import ScheduledTask, ScheduledTaskRun
+from apps.schedules.beat import entry_name
+from apps.schedules.services import scheduled_task_create
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -30,7 +30,7 @@ def test_the_page_needs_a_sign_in_and_loads_its_script(client, user):
 def test_admin_actions_trigger_enable_and_disable(admin_client, user, scripted_agent):
     scripted_agent("admin-triggered answer")
     task = make_task(user)
-    changelist = "/admin/runs/scheduledtask/"
+    changelist = "/admin/schedules/scheduledtask/"
     assert admin_client.get(changelist).status_code == 200
 
     admin_client.post(changelist, {"action": "disable", "_selected_action": [task.pk]})
@@ -46,18 +46,18 @@ def test_admin_actions_trigger_enable_and_disable(admin_client, user, scripted_a
         time.sleep(0.02)
     row.refresh_from_db()
     assert row.trigger == "manual" and row.status == "success"
-    assert admin_client.get(f"/admin/runs/scheduledtask/{task.pk}/change/").status_code == 200
-    assert admin_client.get("/admin/runs/scheduledtaskrun/").status_code == 200
+    assert admin_client.get(f"/admin/schedules/scheduledtask/{task.pk}/change/").status_code == 200
+    assert admin_client.get("/admin/schedules/scheduledtaskrun/").status_code == 200
 
 
 def test_admin_form_refuses_a_bad_cron_and_saves_through_the_service(admin_client, user):
     form = {"owner": user.pk, "title": "weekly", "prompt": "Write the weekly report", "assistant_id": "lead_agent", "options": "{}",
             "schedule_type": "cron", "cron": "0 25 * * *", "timezone": "Europe/Berlin", "enabled": "on", "context_mode": "fresh_thread_per_run", "thread_id": "",
             "overlap_policy": "skip", "task_runs-TOTAL_FORMS": "0", "task_runs-INITIAL_FORMS": "0"}
-    refused = admin_client.post("/admin/runs/scheduledtask/add/", form)
+    refused = admin_client.post("/admin/schedules/scheduledtask/add/", form)
     assert refused.status_code == 200 and "cron: invalid expression" in refused.content.decode()
     assert not ScheduledTask.objects.exists()
-    saved = admin_client.post("/admin/runs/scheduledtask/add/", {**form, "cron": "0 9 * * 1"})
+    saved = admin_client.post("/admin/schedules/scheduledtask/add/", {**form, "cron": "0 9 * * 1"})
     assert saved.status_code == 302, saved.content.decode()[:2000]
     task = ScheduledTask.objects.get()
     assert task.next_run_at is not None and PeriodicTask.objects.get(name=entry_name(task.pk)).crontab.day_of_week == "1"
@@ -68,17 +68,27 @@ def test_admin_creates_a_one_off_task_and_refuses_a_past_time(admin_client, user
             "schedule_type": "once", "cron": "", "run_at_0": "2001-01-01", "run_at_1": "09:00", "timezone": "UTC", "enabled": "on",
             "context_mode": "fresh_thread_per_run", "thread_id": "", "overlap_policy": "skip",
             "task_runs-TOTAL_FORMS": "0", "task_runs-INITIAL_FORMS": "0"}
-    refused = admin_client.post("/admin/runs/scheduledtask/add/", form)
+    refused = admin_client.post("/admin/schedules/scheduledtask/add/", form)
     assert refused.status_code == 200 and "is in the past" in refused.content.decode()
     assert not ScheduledTask.objects.exists()
-    saved = admin_client.post("/admin/runs/scheduledtask/add/", {**form, "run_at_0": "2999-12-24"})
+    saved = admin_client.post("/admin/schedules/scheduledtask/add/", {**form, "run_at_0": "2999-12-24"})
     assert saved.status_code == 302, saved.content.decode()[:3000]
     task = ScheduledTask.objects.get()
     assert task.is_once and task.cron == "" and task.next_run_at == task.run_at
     entry = PeriodicTask.objects.get(name=entry_name(task.pk))
     assert entry.one_off and entry.clocked.clocked_time == task.run_at
-    listing = admin_client.get("/admin/runs/scheduledtask/").content.decode()
+    listing = admin_client.get("/admin/schedules/scheduledtask/").content.decode()
     assert "Once, on Tue 24 Dec 2999 at 09:00" in listing
     # Editing the title keeps the schedule; the change form shows the task.
-    page = admin_client.get(f"/admin/runs/scheduledtask/{task.pk}/change/")
+    page = admin_client.get(f"/admin/schedules/scheduledtask/{task.pk}/change/")
     assert page.status_code == 200 and "Schedule type" in page.content.decode()
+
+
+def test_admin_links_from_before_the_move_still_land(admin_client, user):
+    # Scheduled tasks were listed under the runs app in admin until they got an app of their own.
+    task = make_task(user)
+    old = admin_client.get(f"/admin/runs/scheduledtask/{task.pk}/change/?_changelist_filters=enabled")
+    assert old.status_code == 301 and old["Location"] == f"/admin/schedules/scheduledtask/{task.pk}/change/?_changelist_filters=enabled"
+    assert admin_client.get(old["Location"]).status_code == 200
+    assert admin_client.get("/admin/runs/scheduledtaskrun/")["Location"] == "/admin/schedules/scheduledtaskrun/"
+    assert admin_client.get("/admin/runs/run/").status_code == 200  # the runs themselves stay where they were

@@ -10,11 +10,12 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from apps.runs import services as run_services
-from apps.runs.models import Run, ScheduledTask, ScheduledTaskRun
-from apps.runs.scheduling import dispatch as dispatch_module
-from apps.runs.scheduling import services
-from apps.runs.scheduling.dispatch import DispatchFailed, TaskRunConflict, dispatch
-from apps.runs.scheduling.tasks import dispatch_scheduled_task
+from apps.runs.models import Run
+from apps.schedules.models import ScheduledTask, ScheduledTaskRun
+from apps.schedules import dispatch as dispatch_module
+from apps.schedules import services
+from apps.schedules.dispatch import DispatchFailed, TaskRunConflict, dispatch
+from apps.schedules.tasks import dispatch_scheduled_task
 from harness.testing import call, tool_reply
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]

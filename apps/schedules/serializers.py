@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from apps.runs.models import ScheduledTask, ScheduledTaskRun
+from apps.schedules.models import ScheduledTask, ScheduledTaskRun
 
 
 def _iso(value) -> str | None:
@@ -12,7 +12,7 @@ def _iso(value) -> str | None:
 def _describe(task: ScheduledTask) -> str:
     from zoneinfo import ZoneInfo
 
-    from apps.runs.scheduling import cron, once
+    from apps.schedules import cron, once
 
     try:
         if task.is_once:

@@ -4,8 +4,8 @@ deletion cascading): beat must never fire a task that no longer exists."""
 from django.db.models.signals import post_delete
 from django.dispatch import receiver
 
-from apps.runs.models import ScheduledTask
-from apps.runs.scheduling import beat
+from apps.schedules.models import ScheduledTask
+from apps.schedules import beat
 
 
 @receiver(post_delete, sender=ScheduledTask, dispatch_uid="scheduled-task-beat-entry")

@@ -8,9 +8,9 @@ import pytest
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
-from apps.runs.models import ScheduledTask, ScheduledTaskRun
-from apps.runs.scheduling.beat import entry_name
-from apps.runs.scheduling.dispatch import dispatch
+from apps.schedules.models import ScheduledTask, ScheduledTaskRun
+from apps.schedules.beat import entry_name
+from apps.schedules.dispatch import dispatch
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

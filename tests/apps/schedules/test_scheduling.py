@@ -7,10 +7,10 @@ from zoneinfo import ZoneInfo
 import pytest
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
-from apps.runs.models import ScheduledTask
-from apps.runs.scheduling import services
-from apps.runs.scheduling.beat import DISPATCH_TASK, entry_name
-from apps.runs.scheduling.cron import next_runs, parse_cron, parse_timezone, preview
+from apps.schedules.models import ScheduledTask
+from apps.schedules import services
+from apps.schedules.beat import DISPATCH_TASK, entry_name
+from apps.schedules.cron import next_runs, parse_cron, parse_timezone, preview
 from deerflow_site.errors import InvalidRequest
 
 BERLIN = ZoneInfo("Europe/Berlin")
@@ -253,8 +253,8 @@ def test_scheduler_default_timezone_and_min_interval(user_client, scheduler_conf
 
 @pytest.mark.django_db(transaction=True)
 def test_a_disabled_scheduler_skips_beats_firings_but_runs_manual_ones(user, scheduler_config, scripted_agent):
-    from apps.runs.models import ScheduledTaskRun
-    from apps.runs.scheduling.dispatch import dispatch
+    from apps.schedules.models import ScheduledTaskRun
+    from apps.schedules.dispatch import dispatch
 
     scheduler_config("scheduler:\n  enabled: false\n")
     task = _task(user)

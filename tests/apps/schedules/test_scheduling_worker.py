@@ -16,9 +16,9 @@ from django.db import connection
 from django.utils import timezone
 from django_celery_beat.models import PeriodicTask
 
-from apps.runs.models import ScheduledTaskRun
-from apps.runs.scheduling.beat import entry_name
-from apps.runs.scheduling.services import scheduled_task_create
+from apps.schedules.models import ScheduledTaskRun
+from apps.schedules.beat import entry_name
+from apps.schedules.services import scheduled_task_create
 from deerflow_site.celery import app as celery_app
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -124,7 +124,7 @@ def test_beat_fires_and_a_real_worker_runs_the_task(user, celery_worker_process)
     assert row.run.lease_owner.endswith(f":{process.pid}")
     assert "dispatch_scheduled_task" in log.read_text() and "succeeded" in log.read_text()
 
-    from apps.runs.scheduling.tasks import dispatch_scheduled_task
+    from apps.schedules.tasks import dispatch_scheduled_task
 
     dispatch_scheduled_task.delay(task.pk, "manual")
     rows = _settled(task, 2, log)
@@ -135,7 +135,7 @@ def test_beat_fires_a_one_off_task_once_and_it_completes(user, celery_worker_pro
     from django_celery_beat.models import ClockedSchedule
     from django_celery_beat.schedulers import DatabaseScheduler
 
-    from apps.runs.models import ScheduledTask
+    from apps.schedules.models import ScheduledTask
 
     process, log = celery_worker_process
     run_at = timezone.now() + dt.timedelta(hours=1)
@@ -161,7 +161,7 @@ def test_beat_fires_a_one_off_task_once_and_it_completes(user, celery_worker_pro
 @pytest.mark.redis
 def test_a_real_worker_on_redis(user, own_redis_url, tmp_path):
     redis_url = own_redis_url
-    from apps.runs.scheduling.tasks import dispatch_scheduled_task
+    from apps.schedules.tasks import dispatch_scheduled_task
 
     task = scheduled_task_create(user=user, data={"title": "over redis", "prompt": "ping", "cron": "0 7 * * *"})
     with _worker(tmp_path, CELERY_BROKER_URL=redis_url) as (process, log):

@@ -10,11 +10,14 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from apps.agents.selectors import run_agent_for_user
+from apps.integrations.connections import connection_id_for_user
+from apps.integrations.deliveries import delivery_enqueue
 from apps.runs import graphs
-from apps.runs.lifecycle import SettledRun
-from apps.runs.models import Run, ScheduledTask, ScheduledTaskRun
-from apps.runs.scheduling import beat, once
-from apps.runs.scheduling.cron import next_run, parse_cron, parse_timezone
+from apps.runs.lifecycle import RunStatus, SettledRun
+from apps.schedules import beat, once
+from apps.schedules.cron import next_run, parse_cron, parse_timezone
+from apps.schedules.models import ScheduledTask, ScheduledTaskRun
 from apps.threads.selectors import thread_get_for_user
 from deerflow_site.errors import InvalidRequest, NotFound
 from harness.config.loader import get_app_config
@@ -91,8 +94,6 @@ def _normalize(data: Any) -> dict:
 
 
 def _assistant_exists(user, assistant_id: str) -> bool:
-    from apps.agents.selectors import run_agent_for_user
-
     try:
         run_agent_for_user(user=user, assistant_id=assistant_id)
     except NotFound:
@@ -128,8 +129,6 @@ def _apply(task: ScheduledTask, data: dict, *, user) -> None:
             raise InvalidRequest("enabled: must be true or false")
         task.enabled = data["enabled"]
     if "deliver_to" in data:
-        from apps.integrations.connections import connection_id_for_user
-
         task.deliver_to_id = None if data["deliver_to"] is None else connection_id_for_user(user=user, value=data["deliver_to"])
     if "context_mode" in data:
         if data["context_mode"] not in ScheduledTask.ContextMode.values:
@@ -157,7 +156,7 @@ def _refresh_next_run(task: ScheduledTask, *, now: dt.datetime | None = None) ->
 def _check_interval(cron, zone, *, now: dt.datetime) -> None:
     """Refuse a cron whose firings come closer together than ``scheduler.min_interval_minutes``
     (over its next 60 firings, which covers every hourly pattern)."""
-    from apps.runs.scheduling.cron import next_runs
+    from apps.schedules.cron import next_runs
 
     least = get_app_config().scheduler.min_interval_minutes
     if least <= 1:
@@ -233,10 +232,10 @@ def scheduled_task_delete(*, task: ScheduledTask) -> None:
 # -- the run path's hook -----------------------------------------------------------------
 
 _RUN_TO_TASK_RUN = {
-    Run.Status.SUCCESS: ScheduledTaskRun.Status.SUCCESS,
-    Run.Status.ERROR: ScheduledTaskRun.Status.ERROR,
-    Run.Status.TIMEOUT: ScheduledTaskRun.Status.ERROR,
-    Run.Status.INTERRUPTED: ScheduledTaskRun.Status.INTERRUPTED,
+    RunStatus.SUCCESS: ScheduledTaskRun.Status.SUCCESS,
+    RunStatus.ERROR: ScheduledTaskRun.Status.ERROR,
+    RunStatus.TIMEOUT: ScheduledTaskRun.Status.ERROR,
+    RunStatus.INTERRUPTED: ScheduledTaskRun.Status.INTERRUPTED,
 }
 
 
@@ -259,6 +258,5 @@ def scheduled_run_settled(run: SettledRun) -> None:
         task_id = run.metadata.get("scheduled_task_id")
         ScheduledTask.objects.filter(pk=task_id).update(last_error=(run.error or "") if status == ScheduledTaskRun.Status.ERROR else "")
         if run.metadata.get("deliver_to"):
-            from apps.integrations.deliveries import delivery_enqueue
-
-            delivery_enqueue(run_id=run.run_id, connection_id=run.metadata["deliver_to"], task_id=task_id)
+            title = ScheduledTask.objects.filter(pk=task_id).values_list("title", flat=True).first() or ""
+            delivery_enqueue(run_id=run.run_id, connection_id=run.metadata["deliver_to"], task_id=task_id, title=title)
