@@ -49,7 +49,7 @@ def main() -> None:
     from apps.runs.journal import JournalEvent, journal_append
     from apps.runs.models import Run
     from apps.threads.models import Thread
-    from apps.threads.search import thread_text_matches
+    from apps.runs.search import thread_text_matches
 
     user = User.objects.create_user(username="bench", password="x")
     threads = [Thread.objects.create(owner=user, title=f"t{n}") for n in range(50)]

@@ -16,10 +16,12 @@ urlpatterns = [
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
     # Threads and runs first: every run makes two requests there, and Django tries the
-    # patterns in order (about 45 per request when these came fourth and fifth). The apps moved
-    # behind them have no pattern starting with threads/ or runs (schedules' one under threads/
-    # matches no earlier pattern), so every path still reaches its own view
+    # patterns in order (about 45 per request when these came fourth and fifth). Chat's thread
+    # routes come before the runs app's: its ``runs/regenerate`` would otherwise be taken for a
+    # run id. The apps behind have no pattern starting with threads/ or runs (schedules' one
+    # under threads/ matches no earlier pattern), so every path still reaches its own view
     # (tests/site/test_urls.py checks each route).
+    path("api/", include("apps.chat.api_urls")),
     path("api/", include("apps.threads.api_urls")),
     path("api/", include("apps.runs.api_urls")),
     path("api/", include("apps.schedules.api_urls")),
@@ -39,7 +41,7 @@ urlpatterns = [
     path("approvals/", include("apps.governance.page_urls")),
     path("observability/", include("apps.observability.page_urls")),
     path("accounts/", include("apps.accounts.urls")),
-    path("", include("apps.threads.page_urls")),
+    path("", include("apps.chat.page_urls")),
     path("", include("apps.console.urls")),
 ]
 

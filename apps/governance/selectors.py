@@ -15,7 +15,7 @@ def pending_approval(*, user, thread_id: str) -> dict[str, Any] | None:
     thread = thread_get_for_user(user=user, thread_id=thread_id)
     if thread.status != Thread.Status.INTERRUPTED:
         return None
-    from apps.threads.state import thread_state_get
+    from apps.runs.state import thread_state_get
 
     state = thread_state_get(thread=thread)
     for item in state.get("interrupts") or []:

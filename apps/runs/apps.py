@@ -21,12 +21,18 @@ class RunsConfig(AppConfig):
     def ready(self) -> None:
         from django.conf import settings
 
+        from apps.runs import selectors, state
         from apps.runs.runtime import add_loop_service
+        from apps.threads import services as thread_services
         from harness.config.loader import set_recheck_seconds
 
         # The runs loop's companions; imported when the loop starts, not at Django's start-up
         # (the worker brings in the whole agent).
         add_loop_service("run-recovery", _recovery_sweep)
+        # Threads sit below the engine and ask it whether a run holds a thread, and have it drop
+        # a deleted thread's checkpoints.
+        thread_services.active_run_checks.append(selectors.thread_has_active_run)
+        thread_services.thread_cleanups.append(state.thread_state_delete)
         add_loop_service("run-leases", _lease_keeper)
         # config.yaml is looked at once per interval, not on every admission and every run.
         set_recheck_seconds(getattr(settings, "CONFIG_RECHECK_SECONDS", 1.0))

@@ -36,6 +36,10 @@ def run_failure(*, run_id: str) -> dict | None:
     return {"error": "RunError", "message": run.error, "name": "RunError"}
 
 
+def thread_has_active_run(thread_id: str) -> bool:
+    return Run.objects.filter(thread_id=thread_id, status__in=Run.ACTIVE_STATUSES).exists()
+
+
 def run_list(*, thread, limit: int = 10, offset: int = 0, status: str | None = None):
     if not (1 <= limit <= 1000) or offset < 0:
         raise InvalidRequest("limit must be 1 to 1000 and offset non-negative")
@@ -62,11 +66,11 @@ def messages_page(*, thread, limit: int = 50, before_seq: int | None = None) -> 
     Messages of replaced or failed replay runs are left out."""
     if not 1 <= limit <= 200:
         raise InvalidRequest("limit must be from 1 to 200")
-    from apps.threads.actions.visibility import hidden_run_ids
+    from apps.runs.visibility import hidden_run_ids
 
     qs = RunEvent.objects.filter(thread=thread, category="message")
     hidden = hidden_run_ids(thread_id=thread.pk)
-    if hidden:  # answers replaced by regenerate / edit-rerun (apps/threads/actions/visibility.py)
+    if hidden:  # answers replaced by regenerate / edit-rerun (apps/runs/visibility.py)
         qs = qs.exclude(run_id__in=hidden)
     if before_seq is not None:
         qs = qs.filter(seq__lt=before_seq)
@@ -104,6 +108,12 @@ def thread_token_usage(*, thread) -> dict:
         "total_runs": totals["n"],
         "by_model": by_model,
     }
+
+
+def run_message_contents(*, run: Run) -> list[dict]:
+    """The run's messages as journalled, in order (what its answers were)."""
+    return [c for c in RunEvent.objects.filter(run=run, category="message").order_by("seq").values_list("content", flat=True)
+            if isinstance(c, dict)]
 
 
 def run_events_page(*, run: Run, event_types: list[str] | None = None, task_id: str | None = None,

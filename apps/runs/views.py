@@ -24,7 +24,7 @@ from apps.runs.schemas import parse_run_request
 from apps.runs.serializers import run_json
 from apps.runs.sse import EventStreamRenderer, RunBody, check_last_event_id, run_events, sse_response
 from apps.threads.selectors import thread_get_for_user
-from apps.threads.state import thread_values
+from apps.runs.state import thread_values
 from deerflow_site.errors import InvalidRequest
 from deerflow_site.json_input import SafeJSONRenderer
 from harness.observability import metrics

@@ -2,14 +2,14 @@
 
 A rating names the answer it is about by its message id. Without one it is about the run's
 last answer (what the chat shows under a finished reply), resolved from the run's journal, so
-a client that only knows the run still rates the message the user saw.
+a client that only knows the run still rates the message the user saw. The run's messages
+(its journal's ``message`` events) are handed in by the caller: the journal is the run engine's.
 """
 
 from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
-from apps.runs.models import Run, RunEvent
 from apps.threads.models import Feedback
 from deerflow_site.errors import InvalidRequest
 
@@ -23,24 +23,19 @@ def feedback_json(fb: Feedback) -> dict:
             "created_at": fb.created_at.isoformat(), "updated_at": fb.updated_at.isoformat()}
 
 
-def _run_messages(run: Run) -> list[dict]:
-    return [c for c in RunEvent.objects.filter(run=run, category="message").order_by("seq").values_list("content", flat=True)
-            if isinstance(c, dict)]
-
-
-def _last_answer_id(run: Run) -> str:
-    for content in reversed(_run_messages(run)):
+def _last_answer_id(messages: list[dict]) -> str:
+    for content in reversed(messages):
         if content.get("type") in AI_TYPES and content.get("id") and not (content.get("additional_kwargs") or {}).get("hide_from_ui"):
             return str(content["id"])
     return ""
 
 
-def _message_id(run: Run, message_id) -> str:
+def _message_id(run, messages: list[dict], message_id) -> str:
     if message_id in (None, ""):
-        return _last_answer_id(run)
+        return _last_answer_id(messages)
     if not isinstance(message_id, str) or len(message_id) > 128:
         raise InvalidRequest("message_id must be a string of at most 128 characters")
-    if not any(c.get("id") == message_id and c.get("type") in AI_TYPES for c in _run_messages(run)):
+    if not any(c.get("id") == message_id and c.get("type") in AI_TYPES for c in messages):
         raise InvalidRequest(f"message_id: run {run.pk} has no answer {message_id!r}")
     return message_id
 
@@ -62,9 +57,9 @@ def check_rating(data) -> tuple[int, str]:
     return int(rating), comment.strip()
 
 
-def feedback_upsert(*, user, run: Run, data) -> Feedback:
+def feedback_upsert(*, user, run, messages: list[dict], data) -> Feedback:
     rating, comment = check_rating(data)
-    message_id = _message_id(run, data.get("message_id"))
+    message_id = _message_id(run, messages, data.get("message_id"))
     defaults = {"thread_id": run.thread_id, "rating": rating, "comment": comment}
     try:
         with transaction.atomic():
@@ -78,18 +73,18 @@ def feedback_upsert(*, user, run: Run, data) -> Feedback:
     return fb
 
 
-def feedback_delete(*, user, run: Run, message_id: str | None = None) -> int:
+def feedback_delete(*, user, run, messages: list[dict], message_id: str | None = None) -> int:
     """Remove the user's rating of the message (default: the run's last answer); how many went."""
     qs = Feedback.objects.filter(run=run, owner=user)
     if message_id is not None:
         qs = qs.filter(message_id=message_id)
     else:
-        qs = qs.filter(message_id__in={_last_answer_id(run), ""})
+        qs = qs.filter(message_id__in={_last_answer_id(messages), ""})
     count, _ = qs.delete()
     return count
 
 
-def feedback_for_run(*, user, run: Run) -> list[Feedback]:
+def feedback_for_run(*, user, run) -> list[Feedback]:
     return list(Feedback.objects.filter(run=run, owner=user).order_by("created_at"))
 
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from django.db.models import Exists, OuterRef, Q, QuerySet
+from collections.abc import Callable
+
+from django.db.models import Exists, OuterRef, Q
 
 from apps.threads.metadata import PAGE_THREADS, metadata_limit, metadata_size, metadata_within
 from apps.threads.models import Thread
@@ -29,11 +31,15 @@ def thread_get_for_user(*, user, thread_id: str) -> Thread:
 
 def thread_search(*, user, metadata: dict | None = None, status: str | None = None, ids: list[str] | None = None,
                   limit: int = 10, offset: int = 0, sort_by: str | None = None, sort_order: str | None = None,
-                  query: str | None = None, pinned: bool | None = None, started: bool | None = None) -> list[Thread]:
+                  query: str | None = None, pinned: bool | None = None, started: bool | None = None,
+                  message_search: Callable[..., dict[str, str] | None] | None = None) -> list[Thread]:
     """The caller's threads. DeerFlow's additions to LangGraph's search body:
 
     - ``query``: words in the title or in any message (full text, each word a prefix); each
       thread found by its messages carries ``search_snippet``, the passage that matched.
+      The messages are the run journal's: ``message_search(user=, query=)`` (the engine's
+      ``apps.runs.search.thread_text_matches``) gives {thread id: snippet}, or None when the
+      query has no words to look for; without it only titles are searched.
     - ``pinned``: only pinned (true) or unpinned (false) threads.
     - ``started``: only threads that had a run (true): a thread created for an upload and
       then left is a draft, not a chat the sidebar should list.
@@ -43,10 +49,9 @@ def thread_search(*, user, metadata: dict | None = None, status: str | None = No
     if query is not None:
         if not isinstance(query, str) or len(query) > 200:
             raise InvalidRequest("query must be a string of at most 200 characters")
-        from apps.threads.search import search_terms, thread_text_matches
-
-        if search_terms(query):
-            snippets = thread_text_matches(user=user, query=query)
+        found = message_search(user=user, query=query) if message_search is not None else ({} if query.strip() else None)
+        if found is not None:
+            snippets = found
             phrase = query.strip()
             qs = qs.filter(Q(title__icontains=phrase) | Q(metadata__title__icontains=phrase) | Q(pk__in=list(snippets)))
     if pinned is not None:
@@ -56,9 +61,9 @@ def thread_search(*, user, metadata: dict | None = None, status: str | None = No
     if started is not None:
         if not isinstance(started, bool):
             raise InvalidRequest("started must be true or false")
-        from apps.runs.models import Run
-
-        has_run = Exists(Run.objects.filter(thread_id=OuterRef("pk")))
+        # The runs point at their thread; follow that relation rather than the engine's code.
+        runs = Thread._meta.get_field("runs").related_model
+        has_run = Exists(runs.objects.filter(thread_id=OuterRef("pk")))
         qs = qs.filter(has_run if started else ~has_run)
     if metadata:
         if not isinstance(metadata, dict):
@@ -97,3 +102,8 @@ def thread_search(*, user, metadata: dict | None = None, status: str | None = No
         budget -= metadata_size(thread.list_metadata)
         threads.append(thread)
     return threads
+
+
+def thread_titles_taken(*, owner_id: int, prefix: str) -> set[str]:
+    """The owner's thread titles that start with ``prefix`` (to number a new branch's title)."""
+    return set(Thread.objects.filter(owner_id=owner_id, title__startswith=prefix).values_list("title", flat=True))

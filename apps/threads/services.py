@@ -1,9 +1,16 @@
-"""Writes for threads."""
+"""Writes for threads.
+
+Runs live a floor above threads (DESIGN.md §3): this app does not know them. The engine says
+whether a run still holds a thread, and drops what it keeps for a deleted thread (its
+checkpoints), through the two lists below, filled in ``RunsConfig.ready()``.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import re
+import shutil
+from collections.abc import Callable
 
 from django.db import IntegrityError, transaction
 
@@ -18,6 +25,15 @@ _RESERVED_METADATA_KEYS = frozenset({"owner_id", "user_id"})
 # The chat's mode selector (static/chat/modes.js) keeps its choice here; anything else would
 # leave the page guessing, so it is refused at the door.
 THREAD_MODES = ("fast", "thinking", "plan", "pro")
+
+# fn(thread_id) -> True while a run is active on the thread (called under the thread's row lock).
+active_run_checks: list[Callable[[str], bool]] = []
+# fn(thread_id): drop what another app keeps for a thread being deleted.
+thread_cleanups: list[Callable[[str], None]] = []
+
+
+def _has_active_run(thread_id: str) -> bool:
+    return any(check(thread_id) for check in active_run_checks)
 
 
 def _check_mode(metadata: dict) -> None:
@@ -98,20 +114,22 @@ def thread_set_pinned(*, thread: Thread, pinned: bool) -> Thread:
     return thread
 
 
+def thread_branch_create(*, owner, assistant_id: str, title: str, metadata: dict) -> Thread:
+    """A new thread carrying on from another (its metadata copied and already checked there)."""
+    return Thread.objects.create(id=new_thread_id(), owner=owner, assistant_id=assistant_id, title=title[:255], metadata=metadata)
+
+
 def thread_delete(*, thread: Thread) -> None:
     """Delete the thread with its runs, events, checkpoints and files. Refused while a run is active."""
-    import shutil
-
-    from apps.runs.models import Run
-    from apps.threads.state import thread_state_delete
     from harness.config import thread_user_data_dir
 
     with transaction.atomic():
         # Lock the thread row so a run cannot be admitted between the check and the delete.
         locked = Thread.objects.select_for_update().get(pk=thread.pk)
-        if Run.objects.filter(thread=locked, status__in=Run.ACTIVE_STATUSES).exists():
+        if _has_active_run(locked.pk):
             raise Conflict(f"Thread {thread.pk} has an active run; cancel it before deleting the thread")
-        thread_state_delete(thread_id=thread.pk)
+        for cleanup in thread_cleanups:
+            cleanup(locked.pk)
         locked.delete()
     shutil.rmtree(thread_user_data_dir(thread.owner_id, thread.pk).parent, ignore_errors=True)
 
@@ -119,9 +137,7 @@ def thread_delete(*, thread: Thread) -> None:
 def thread_mark_idle(*, thread: Thread) -> bool:
     """Free a thread left busy (or in error) by a run that is gone. Refused while a run is
     still active on it: that run would then write into a thread that looks free."""
-    from apps.runs.models import Run
-
-    if Run.objects.filter(thread_id=thread.pk, status__in=Run.ACTIVE_STATUSES).exists():
+    if _has_active_run(thread.pk):
         raise Conflict(f"Thread {thread.pk} has an active run; cancel the run instead")
     return bool(Thread.objects.filter(pk=thread.pk).exclude(status=Thread.Status.IDLE).update(status=Thread.Status.IDLE))
 

@@ -27,6 +27,7 @@ INSTALLED_APPS = [
     "apps.accounts",
     "apps.threads",
     "apps.runs",
+    "apps.chat",
     "apps.schedules",
     "apps.agents",
     "apps.skills",

@@ -83,12 +83,12 @@ def stop_active_run(*, thread: Thread | None) -> bool:
 
 
 def set_goal(*, thread: Thread, objective: str) -> dict:
-    from apps.threads.actions.goals import goal_set
+    from apps.chat.actions.goals import goal_set
 
     return goal_set(thread=thread, objective=objective)["goal"]
 
 
 def read_goal(*, thread: Thread | None) -> dict | None:
-    from apps.threads.actions.goals import goal_get
+    from apps.chat.actions.goals import goal_get
 
     return goal_get(thread=thread)["goal"] if thread is not None else None

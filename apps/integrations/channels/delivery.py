@@ -76,7 +76,7 @@ def _run_outcome(run_id: str) -> tuple[str, str, str]:
 
 
 def _presented(run_id: str) -> list[tuple[str, bytes, str]]:
-    from apps.threads.artifacts import artifact_get, run_presented_paths
+    from apps.chat.artifacts import artifact_get, run_presented_paths
 
     run = Run.objects.select_related("thread").filter(pk=run_id).first()
     if run is None:

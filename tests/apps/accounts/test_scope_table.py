@@ -125,7 +125,7 @@ ANY_TOKEN: dict[tuple[str, str], str] = {}
 
 # Patterns no request can reach, because an earlier pattern takes their path first.
 UNREACHABLE = {
-    ("/", "apps.console.views.landing"): "apps.threads.pages.home answers / (it renders the landing page itself for anonymous visitors)",
+    ("/", "apps.console.views.landing"): "apps.chat.pages.home answers / (it renders the landing page itself for anonymous visitors)",
 }
 
 SAMPLE_VALUES = {"str": "x1", "int": "7", "slug": "x1", "uuid": str(uuid.UUID(int=7)), "path": "a/b.txt"}

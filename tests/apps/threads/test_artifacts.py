@@ -14,7 +14,7 @@ from rest_framework.test import APIClient
 
 from apps.runs.journal import JournalEvent, journal_append
 from apps.runs.models import Run
-from apps.threads import artifacts
+from apps.chat import artifacts
 from apps.threads.models import Thread
 from harness.config import thread_user_data_dir
 from tests.apps.threads.conftest import read_body

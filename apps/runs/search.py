@@ -19,7 +19,7 @@ import uuid
 
 from django.db import DatabaseError, connection, transaction
 
-from apps.threads.actions.visibility import hidden_run_ids_of_threads
+from apps.runs.visibility import hidden_run_ids_of_threads
 
 logger = logging.getLogger(__name__)
 
@@ -65,15 +65,15 @@ class _Raced(Exception):
     pass
 
 
-def thread_text_matches(*, user, query: str, limit: int = 100) -> dict[str, str]:
+def thread_text_matches(*, user, query: str, limit: int = 100) -> dict[str, str] | None:
     """{thread_id: snippet} for the caller's threads whose messages contain every query word
-    (as a prefix), newest messages first. Empty when the query has no words.
+    (as a prefix), newest messages first. None when the query has no words (nothing to filter on).
 
     Newest first rather than by rank: the sidebar lists matches by activity anyway, and
     ranking every match of a common word cost more than the rest of the search."""
     terms = search_terms(query)
     if not terms:
-        return {}
+        return None
     vendor = connection.vendor
     if vendor == "sqlite":
         _catch_up()

@@ -25,10 +25,11 @@ from apps.runs import graphs
 from apps.runs.journal import JournalEvent, journal_insert
 from apps.runs.models import Run, RunEvent
 from apps.runs.runtime import get_runtime
-from apps.threads.actions import lineage
-from apps.threads.actions.visibility import hidden_run_ids
+from apps.chat.actions import lineage
+from apps.runs.visibility import hidden_run_ids
 from apps.threads.metadata import check_metadata_size
-from apps.threads.models import Thread, new_thread_id
+from apps.threads.selectors import thread_titles_taken
+from apps.threads.services import thread_branch_create
 from deerflow_site.errors import Conflict, InvalidRequest, NotFound, ThreadBusy
 from harness.config import thread_user_data_dir
 from harness.runtime.checkpoint_state import write_onto_head
@@ -36,7 +37,7 @@ from harness.runtime.checkpoint_state import write_onto_head
 logger = logging.getLogger(__name__)
 
 
-def _turn_run(thread: Thread, *, message_id: Any, run_id: Any) -> Run:
+def _turn_run(thread, *, message_id: Any, run_id: Any) -> Run:
     if message_id is None and run_id is None:
         raise InvalidRequest("message_id (an assistant message) or run_id is required")
     if message_id is not None:
@@ -68,14 +69,14 @@ def _uuid(value: Any) -> bool:
     return True
 
 
-async def _read_values(thread: Thread, run_id: str, message_ids: set[str]) -> dict[str, Any]:
+async def _read_values(thread, run_id: str, message_ids: set[str]) -> dict[str, Any]:
     config = graphs.thread_config(thread.pk, user_id=str(thread.owner_id), assistant_id=thread.assistant_id or graphs.LEAD_AGENT)
     graph = await graphs.build_graph(config, await get_runtime().checkpointer())
     values = await lineage.values_after_run(graph, thread.pk, run_id, message_ids)
     return {k: v for k, v in values.items() if k not in lineage.THREAD_BOUND_CHANNELS}
 
 
-async def _write_values(branch: Thread, values: dict[str, Any]) -> None:
+async def _write_values(branch, values: dict[str, Any]) -> None:
     config = graphs.thread_config(branch.pk, user_id=str(branch.owner_id), assistant_id=branch.assistant_id or graphs.LEAD_AGENT)
     graph = await graphs.build_graph(config, await get_runtime().checkpointer())
     await write_onto_head(graph, config, values)
@@ -85,21 +86,21 @@ async def _drop_state(thread_id: str) -> None:
     await (await get_runtime().checkpointer()).adelete_thread(thread_id)
 
 
-def _branch_title(thread: Thread, title: Any) -> str:
+def _branch_title(thread, title: Any) -> str:
     if title is not None:
         if not isinstance(title, str) or not title.strip() or len(title) > 255:
             raise InvalidRequest("title must be a non-empty string of at most 255 characters")
         return title.strip()
     custom = (thread.metadata or {}).get("title")  # a rename in the chat lives in metadata
     base = (custom if isinstance(custom, str) and custom.strip() else thread.title) or "Untitled chat"
-    taken = set(Thread.objects.filter(owner_id=thread.owner_id, title__startswith=f"{base} (branch").values_list("title", flat=True))
+    taken = thread_titles_taken(owner_id=thread.owner_id, prefix=f"{base} (branch")
     candidate, n = f"{base} (branch)", 2
     while candidate in taken:
         candidate, n = f"{base} (branch {n})", n + 1
     return candidate[:255]
 
 
-def _seed(branch: Thread, source_runs: list[Run]) -> int:
+def _seed(branch, source_runs: list[Run]) -> int:
     """One seeded run per inherited turn, with that turn's message rows."""
     rows = 0
     for source in source_runs:
@@ -114,7 +115,7 @@ def _seed(branch: Thread, source_runs: list[Run]) -> int:
     return rows
 
 
-def branch_create(*, user, thread: Thread, message_id: Any = None, run_id: Any = None, title: Any = None) -> dict:
+def branch_create(*, user, thread, message_id: Any = None, run_id: Any = None, title: Any = None) -> dict:
     if Run.objects.filter(thread=thread, status__in=Run.ACTIVE_STATUSES).exists():
         raise ThreadBusy(f"Thread {thread.pk} has an active run; branch once it has finished")
     # The branch inherits the metadata: one over the limit (a thread from before it) is not
@@ -130,12 +131,12 @@ def branch_create(*, user, thread: Thread, message_id: Any = None, run_id: Any =
     runtime = get_runtime()
     values = runtime.call(_read_values, thread, str(turn.pk), message_ids)
     branch_title = _branch_title(thread, title)
-    branch_id = new_thread_id()
     with transaction.atomic():
-        branch = Thread.objects.create(
-            id=branch_id, owner=user, assistant_id=thread.assistant_id, title=branch_title,
+        branch = thread_branch_create(
+            owner=user, assistant_id=thread.assistant_id, title=branch_title,
             metadata={**inherited_metadata, "branched_from": {"thread_id": thread.pk, "run_id": str(turn.pk)}},
         )
+        branch_id = branch.pk
         seeded = _seed(branch, inherited)
     # The checkpoint write is outside the transaction (it waits on the runs loop; SQLite's
     # write lock should not wait with it); when it fails the new thread goes again.
@@ -152,7 +153,7 @@ def branch_create(*, user, thread: Thread, message_id: Any = None, run_id: Any =
             "workspace_clone_mode": mode, "history_seed_mode": "per_turn", "seeded_turns": len(inherited), "seeded_messages": seeded}
 
 
-def _copy_user_data(source: Thread, branch: Thread) -> bool:
+def _copy_user_data(source, branch) -> bool:
     src = thread_user_data_dir(source.owner_id, source.pk)
     if not src.is_dir():
         return False

@@ -30,8 +30,7 @@ from apps.runs.models import Run
 from apps.runs.runtime import get_runtime
 from apps.runs.schemas import parse_run_request
 from apps.runs.services import start_run
-from apps.threads.actions import lineage
-from apps.threads.models import Thread
+from apps.chat.actions import lineage
 from deerflow_site.errors import DomainError, InvalidRequest, ThreadBusy
 from harness.runtime.checkpoint_state import write_onto_head
 
@@ -48,14 +47,14 @@ def _config(thread_id: str, owner_id: Any, assistant_id: str) -> dict:
     return graphs.thread_config(thread_id, user_id=str(owner_id), assistant_id=assistant_id or graphs.LEAD_AGENT)
 
 
-async def _read(thread: Thread) -> dict | None:
+async def _read(thread) -> dict | None:
     config = _config(thread.pk, thread.owner_id, thread.assistant_id)
     graph = await graphs.build_graph(config, await get_runtime().checkpointer())
     _, values = await lineage.head_values(graph, thread.pk)
     return values.get("goal") or None
 
 
-async def _write(thread: Thread, goal: dict | None) -> None:
+async def _write(thread, goal: dict | None) -> None:
     config = _config(thread.pk, thread.owner_id, thread.assistant_id)
     graph = await graphs.build_graph(config, await get_runtime().checkpointer())
     if "goal" not in graph.channels:
@@ -64,16 +63,16 @@ async def _write(thread: Thread, goal: dict | None) -> None:
     await write_onto_head(graph, config, {**values, "goal": goal})
 
 
-def goal_get(*, thread: Thread) -> dict:
+def goal_get(*, thread) -> dict:
     return {"thread_id": thread.pk, "goal": get_runtime().call(_read, thread)}
 
 
-def _busy(thread: Thread) -> None:
+def _busy(thread) -> None:
     if Run.objects.filter(thread=thread, status__in=Run.ACTIVE_STATUSES).exists():
         raise ThreadBusy(f"Thread {thread.pk} has an active run; change its goal once the run has finished")
 
 
-def goal_set(*, thread: Thread, objective: Any, max_continuations: Any = None) -> dict:
+def goal_set(*, thread, objective: Any, max_continuations: Any = None) -> dict:
     if not isinstance(objective, str) or not objective.strip():
         raise InvalidRequest("objective: a non-empty string is required")
     if len(objective) > MAX_OBJECTIVE_CHARS:
@@ -89,7 +88,7 @@ def goal_set(*, thread: Thread, objective: Any, max_continuations: Any = None) -
     return {"thread_id": thread.pk, "goal": goal}
 
 
-def goal_clear(*, thread: Thread) -> None:
+def goal_clear(*, thread) -> None:
     _busy(thread)
     get_runtime().call(_write, thread, None)
 

@@ -8,7 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.runs.serializers import run_json
-from apps.threads.actions import branch, replay
+from apps.chat.actions import branch, replay
 from apps.threads.selectors import thread_get_for_user
 from deerflow_site.errors import InvalidRequest
 
@@ -82,7 +82,7 @@ class CompactView(APIView):
 
     @extend_schema(request=None, responses=OpenApiTypes.OBJECT)
     def post(self, request, thread_id):
-        from apps.threads.actions.compaction import thread_compact
+        from apps.chat.actions.compaction import thread_compact
 
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         return Response(thread_compact(thread=thread))
@@ -95,7 +95,7 @@ class ContextUsageView(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request, thread_id):
-        from apps.threads.actions.compaction import thread_context_usage
+        from apps.chat.actions.compaction import thread_context_usage
 
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         return Response(thread_context_usage(thread=thread))
@@ -106,7 +106,7 @@ class SuggestionsConfigView(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request):
-        from apps.threads.actions.suggestions import suggestions_config
+        from apps.chat.actions.suggestions import suggestions_config
 
         return Response(suggestions_config())
 
@@ -118,7 +118,7 @@ class SuggestionsView(APIView):
 
     @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
     def post(self, request, thread_id):
-        from apps.threads.actions.suggestions import thread_suggestions
+        from apps.chat.actions.suggestions import thread_suggestions
 
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         body = _body(request)
@@ -135,13 +135,13 @@ class GoalView(APIView):
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request, thread_id):
-        from apps.threads.actions.goals import goal_get
+        from apps.chat.actions.goals import goal_get
 
         return Response(goal_get(thread=thread_get_for_user(user=request.user, thread_id=thread_id)))
 
     @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
     def put(self, request, thread_id):
-        from apps.threads.actions.goals import goal_set
+        from apps.chat.actions.goals import goal_set
 
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         body = _body(request)
@@ -152,7 +152,7 @@ class GoalView(APIView):
 
     @extend_schema(responses={204: None})
     def delete(self, request, thread_id):
-        from apps.threads.actions.goals import goal_clear
+        from apps.chat.actions.goals import goal_clear
 
         goal_clear(thread=thread_get_for_user(user=request.user, thread_id=thread_id))
         return Response(status=status.HTTP_204_NO_CONTENT)

@@ -25,9 +25,8 @@ from apps.runs.models import Run, RunEvent
 from apps.runs.runtime import get_runtime
 from apps.runs.schemas import parse_run_request
 from apps.runs.services import start_run
-from apps.threads.actions import lineage
-from apps.threads.actions.visibility import hidden_run_ids, replay_failed
-from apps.threads.models import Thread
+from apps.chat.actions import lineage
+from apps.runs.visibility import hidden_run_ids, replay_failed
 from deerflow_site.errors import Conflict, InvalidRequest, NotFound, ThreadBusy
 from harness.runtime.checkpoint_state import write_onto_head
 
@@ -38,7 +37,7 @@ MAX_EDIT_CHARS = 100_000
 OVERRIDABLE = ("stream_mode", "context", "config", "metadata", "stream_subgraphs")
 
 
-def _visible_runs(thread: Thread):
+def _visible_runs(thread):
     hidden = hidden_run_ids(thread_id=thread.pk)
     runs = Run.objects.filter(thread=thread).exclude(pk__in=hidden).order_by("-created_at")
     return runs
@@ -63,7 +62,7 @@ def _run_message_ids(run_id: str) -> set[str]:
     return {str(i) for i in ids if i}
 
 
-def latest_answer_run(thread: Thread) -> Run:
+def latest_answer_run(thread) -> Run:
     """The run that produced the latest visible answer (what regenerate replaces)."""
     if Run.objects.filter(thread=thread, status__in=Run.ACTIVE_STATUSES).exists():
         raise ThreadBusy(f"Thread {thread.pk} has an active run; wait for it or cancel it")
@@ -76,7 +75,7 @@ def latest_answer_run(thread: Thread) -> Run:
     raise NotFound(f"Thread {thread.pk} has no answer to regenerate")
 
 
-def latest_editable_run(thread: Thread, message_id: str | None) -> Run:
+def latest_editable_run(thread, message_id: str | None) -> Run:
     """The latest visible run started by a user message (what edit-rerun replaces)."""
     if Run.objects.filter(thread=thread, status__in=Run.ACTIVE_STATUSES).exists():
         raise ThreadBusy(f"Thread {thread.pk} has an active run; wait for it or cancel it")
@@ -118,11 +117,11 @@ def _replay_request(source: Run, messages: list[dict], kind: str, restore_checkp
     return parse_run_request(kwargs)
 
 
-def _config(thread: Thread) -> dict:
+def _config(thread) -> dict:
     return graphs.thread_config(thread.pk, user_id=str(thread.owner_id), assistant_id=thread.assistant_id or graphs.LEAD_AGENT)
 
 
-async def _rewind(thread: Thread, source_id: str, message_ids: set[str]) -> str | None:
+async def _rewind(thread, source_id: str, message_ids: set[str]) -> str | None:
     """Write the state before ``source_id`` onto the head; returns the head it replaced."""
     config = _config(thread)
     graph = await graphs.build_graph(config, await get_runtime().checkpointer())
@@ -144,13 +143,13 @@ async def _restore(config: dict, graph: Any, checkpoint_id: str | None) -> None:
     await write_onto_head(graph, config, values)
 
 
-async def _restore_standalone(thread: Thread, checkpoint_id: str | None) -> None:
+async def _restore_standalone(thread, checkpoint_id: str | None) -> None:
     config = _config(thread)
     graph = await graphs.build_graph(config, await get_runtime().checkpointer())
     await _restore(config, graph, checkpoint_id)
 
 
-def replay_start(*, user, thread: Thread, kind: str, content: str | None = None, message_id: str | None = None,
+def replay_start(*, user, thread, kind: str, content: str | None = None, message_id: str | None = None,
                  overrides: dict | None = None):
     """Rewind and admit the replay run; nothing stays changed when admission fails."""
     if kind == "edit":

@@ -9,7 +9,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.runs.selectors import messages_page, thread_token_usage
-from apps.threads import serializers, services, state
+from apps.runs import state
+from apps.runs.search import thread_text_matches
+from apps.threads import serializers, services
 from apps.threads.feedback import attach_feedback
 from apps.threads.selectors import thread_get_for_user, thread_search
 from deerflow_site.errors import InvalidRequest
@@ -59,7 +61,7 @@ class ThreadSearchView(APIView):
             user=request.user, metadata=body.get("metadata"), status=body.get("status"), ids=body.get("ids"),
             limit=_int(body.get("limit"), "limit", 10), offset=_int(body.get("offset"), "offset", 0),
             sort_by=body.get("sort_by"), sort_order=body.get("sort_order"),
-            query=body.get("query"), pinned=body.get("pinned"), started=body.get("started"),
+            query=body.get("query"), pinned=body.get("pinned"), started=body.get("started"), message_search=thread_text_matches,
         )
         return Response([serializers.thread_json(t, values={"title": t.title} if t.title else {}, snippet=t.search_snippet, listed=True)
                          for t in threads])

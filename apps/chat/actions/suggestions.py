@@ -12,7 +12,6 @@ from typing import Any
 
 from apps.runs.runtime import get_runtime
 from apps.runs.selectors import messages_page
-from apps.threads.models import Thread
 from deerflow_site.errors import InvalidRequest, ServiceUnavailable
 from harness.agents import suggestions
 from harness.config.loader import get_app_config
@@ -26,7 +25,7 @@ def suggestions_config() -> dict:
     return {"enabled": cfg.enabled, "max_suggestions": cfg.max_suggestions}
 
 
-def _messages(thread: Thread, given: Any) -> list[dict]:
+def _messages(thread, given: Any) -> list[dict]:
     if given is not None:
         if not isinstance(given, list) or not all(isinstance(m, dict) and "content" in m for m in given):
             raise InvalidRequest("messages must be a list of {role, content} objects")
@@ -36,7 +35,7 @@ def _messages(thread: Thread, given: Any) -> list[dict]:
             and not (r["content"].get("additional_kwargs") or {}).get("hide_from_ui")]
 
 
-def thread_suggestions(*, thread: Thread, messages: Any = None, n: Any = None, model_name: Any = None) -> dict:
+def thread_suggestions(*, thread, messages: Any = None, n: Any = None, model_name: Any = None) -> dict:
     app = get_app_config()
     cfg = app.suggestions
     limit = cfg.max_suggestions

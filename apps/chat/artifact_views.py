@@ -24,7 +24,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.runs.selectors import run_get_for_user
-from apps.threads import artifacts
+from apps.chat import artifacts
 from apps.threads.selectors import thread_get_for_user
 from deerflow_site.errors import InvalidRequest
 from deerflow_site.json_input import StrictJSONParser

@@ -15,8 +15,7 @@ from typing import Any
 from apps.runs import graphs
 from apps.runs.models import Run
 from apps.runs.runtime import get_runtime
-from apps.threads.actions import lineage
-from apps.threads.models import Thread
+from apps.chat.actions import lineage
 from deerflow_site.errors import Conflict, ServiceUnavailable, ThreadBusy
 from harness.agents import compaction
 from harness.config.loader import get_app_config
@@ -26,26 +25,26 @@ from harness.runtime.checkpoint_state import write_onto_head
 logger = logging.getLogger(__name__)
 
 
-def _busy(thread: Thread) -> bool:
+def _busy(thread) -> bool:
     return Run.objects.filter(thread=thread, status__in=Run.ACTIVE_STATUSES).exists()
 
 
-def _run_model(thread: Thread) -> str | None:
+def _run_model(thread) -> str | None:
     return Run.objects.filter(thread=thread).exclude(model_name="").order_by("-created_at").values_list("model_name", flat=True).first()
 
 
-def _config(thread: Thread) -> dict:
+def _config(thread) -> dict:
     return graphs.thread_config(thread.pk, user_id=str(thread.owner_id), assistant_id=thread.assistant_id or graphs.LEAD_AGENT)
 
 
-async def _head(thread: Thread) -> tuple[Any, str | None, dict]:
+async def _head(thread) -> tuple[Any, str | None, dict]:
     config = _config(thread)
     graph = await graphs.build_graph(config, await get_runtime().checkpointer())
     head_id, values = await lineage.head_values(graph, thread.pk)
     return graph, head_id, values
 
 
-async def _compact(thread: Thread, run_model: str | None) -> dict:
+async def _compact(thread, run_model: str | None) -> dict:
     graph, head_id, values = await _head(thread)
     if head_id is None:
         raise Conflict(f"Thread {thread.pk} has no messages to compact")
@@ -71,7 +70,7 @@ async def _compact(thread: Thread, run_model: str | None) -> dict:
             "kept_messages": len(result["messages"]), "checkpoint_id": new_config["configurable"]["checkpoint_id"], "context_usage": usage}
 
 
-def thread_compact(*, thread: Thread) -> dict:
+def thread_compact(*, thread) -> dict:
     if _busy(thread):
         raise ThreadBusy(f"Thread {thread.pk} has an active run; compact it once the run has finished")
     run_model = _run_model(thread)
@@ -81,12 +80,12 @@ def thread_compact(*, thread: Thread) -> dict:
     return result
 
 
-async def _usage(thread: Thread, run_model: str | None) -> dict:
+async def _usage(thread, run_model: str | None) -> dict:
     _, _, values = await _head(thread)
     return compaction.context_usage(get_app_config(), run_model, values)
 
 
-def thread_context_usage(*, thread: Thread) -> dict:
+def thread_context_usage(*, thread) -> dict:
     try:
         return {"thread_id": thread.pk, **get_runtime().call(_usage, thread, _run_model(thread))}
     except ModelError as exc:

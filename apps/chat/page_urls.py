@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.threads import pages
+from apps.chat import pages
 
 urlpatterns = [
     path("", pages.home, name="home"),

@@ -6,7 +6,7 @@ from drf_spectacular.utils import OpenApiTypes, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.runs.selectors import run_get_for_user
+from apps.runs.selectors import run_get_for_user, run_message_contents
 from apps.threads import feedback
 from apps.threads.selectors import thread_get_for_user
 
@@ -26,10 +26,12 @@ class RunFeedbackView(APIView):
     @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
     def put(self, request, thread_id, run_id):
         run = self._run(request, thread_id, run_id)
-        return Response(feedback.feedback_json(feedback.feedback_upsert(user=request.user, run=run, data=request.data)))
+        return Response(feedback.feedback_json(feedback.feedback_upsert(user=request.user, run=run, messages=run_message_contents(run=run),
+                                                                   data=request.data)))
 
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def delete(self, request, thread_id, run_id):
         run = self._run(request, thread_id, run_id)
-        removed = feedback.feedback_delete(user=request.user, run=run, message_id=request.query_params.get("message_id"))
+        removed = feedback.feedback_delete(user=request.user, run=run, messages=run_message_contents(run=run),
+                                           message_id=request.query_params.get("message_id"))
         return Response({"success": bool(removed), "deleted": removed})

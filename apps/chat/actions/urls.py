@@ -1,6 +1,6 @@
 from django.urls import path
 
-from apps.threads.actions import views
+from apps.chat.actions import views
 
 urlpatterns = [
     # Before the runs app's ``runs/<run_id>`` routes, which would take these names as run ids.

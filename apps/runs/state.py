@@ -13,9 +13,9 @@ import logging
 from typing import Any
 
 from apps.runs import graphs
+from apps.runs.models import Run
 from apps.runs.runtime import get_runtime
-from apps.threads.models import Thread
-from deerflow_site.errors import InvalidRequest, NotFound, ThreadStorageConflict
+from deerflow_site.errors import InvalidRequest, NotFound, ThreadBusy, ThreadStorageConflict
 from harness.runtime.checkpoint_state import CheckpointModeMismatch, ensure_readable, graph_mode
 from harness.runtime.serialize import to_jsonable
 
@@ -68,7 +68,7 @@ def _tuple_to_json(tup: Any) -> dict:
     }
 
 
-def _config_for(thread: Thread, checkpoint_id: str | None = None) -> dict:
+def _config_for(thread, checkpoint_id: str | None = None) -> dict:
     return graphs.thread_config(thread.pk, checkpoint_id, user_id=str(thread.owner_id), assistant_id=thread.assistant_id or graphs.LEAD_AGENT)
 
 
@@ -88,7 +88,7 @@ async def _fallback_reader(saver: Any) -> Any:
     return reader if graph_mode(reader) == "delta" else None
 
 
-async def _readable(thread: Thread, config: dict) -> tuple[Any, Any]:
+async def _readable(thread, config: dict) -> tuple[Any, Any]:
     """(checkpoint tuple or None, graph or None) after the checkpoint-mode check."""
     saver = await get_runtime().checkpointer()
     tup = await saver.aget_tuple(config)
@@ -103,7 +103,7 @@ async def _readable(thread: Thread, config: dict) -> tuple[Any, Any]:
     return tup, graph
 
 
-async def _aget_state(thread: Thread, checkpoint_id: str | None) -> dict | None:
+async def _aget_state(thread, checkpoint_id: str | None) -> dict | None:
     config = _config_for(thread, checkpoint_id)
     tup, graph = await _readable(thread, config)
     if tup is None:
@@ -113,7 +113,7 @@ async def _aget_state(thread: Thread, checkpoint_id: str | None) -> dict | None:
     return snapshot_to_json(await graph.aget_state(config))
 
 
-def thread_state_get(*, thread: Thread, checkpoint_id: str | None = None) -> dict:
+def thread_state_get(*, thread, checkpoint_id: str | None = None) -> dict:
     state = get_runtime().call(_aget_state, thread, checkpoint_id)
     if state is None:
         if checkpoint_id:
@@ -122,13 +122,13 @@ def thread_state_get(*, thread: Thread, checkpoint_id: str | None = None) -> dic
     return state
 
 
-def thread_values(*, thread: Thread) -> dict:
+def thread_values(*, thread) -> dict:
     """The current values, or {} when the thread has no checkpoint yet."""
     state = get_runtime().call(_aget_state, thread, None)
     return state["values"] if state else {}
 
 
-async def _aupdate_state(thread: Thread, values: Any, checkpoint_id: str | None, as_node: str | None) -> dict:
+async def _aupdate_state(thread, values: Any, checkpoint_id: str | None, as_node: str | None) -> dict:
     config = _config_for(thread, checkpoint_id)
     graph = await graphs.build_graph(config, await get_runtime().checkpointer())
     tup = await graph.checkpointer.aget_tuple(config)
@@ -142,10 +142,7 @@ async def _aupdate_state(thread: Thread, values: Any, checkpoint_id: str | None,
     return {"checkpoint": _checkpoint_obj(new_config), "checkpoint_id": (new_config.get("configurable") or {}).get("checkpoint_id")}
 
 
-def thread_state_update(*, thread: Thread, values: Any, checkpoint_id: str | None = None, as_node: str | None = None) -> dict:
-    from apps.runs.models import Run
-    from deerflow_site.errors import ThreadBusy
-
+def thread_state_update(*, thread, values: Any, checkpoint_id: str | None = None, as_node: str | None = None) -> dict:
     if Run.objects.filter(thread=thread, status__in=Run.ACTIVE_STATUSES).exists():
         raise ThreadBusy(f"Thread {thread.pk} has an active run; wait for it or cancel it")
     if values is not None and not isinstance(values, (dict, list)):
@@ -158,7 +155,7 @@ def thread_state_update(*, thread: Thread, values: Any, checkpoint_id: str | Non
         raise InvalidRequest(f"could not update the state: {exc}") from None
 
 
-async def _ahistory(thread: Thread, limit: int, before: str | None) -> list[dict]:
+async def _ahistory(thread, limit: int, before: str | None) -> list[dict]:
     config = _config_for(thread)
     saver = await get_runtime().checkpointer()
     before_cfg = graphs.thread_config(thread.pk, before) if before else None
@@ -168,7 +165,7 @@ async def _ahistory(thread: Thread, limit: int, before: str | None) -> list[dict
     return [snapshot_to_json(s) async for s in graph.aget_state_history(config, before=before_cfg, limit=limit)]
 
 
-def thread_history(*, thread: Thread, limit: int = 10, before: Any = None) -> list[dict]:
+def thread_history(*, thread, limit: int = 10, before: Any = None) -> list[dict]:
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= 1000:
         raise InvalidRequest("limit must be an integer from 1 to 1000")
     if isinstance(before, dict):
@@ -183,5 +180,5 @@ async def _adelete(thread_id: str) -> None:
     await saver.adelete_thread(thread_id)
 
 
-def thread_state_delete(*, thread_id: str) -> None:
+def thread_state_delete(thread_id: str) -> None:
     get_runtime().call(_adelete, thread_id)

@@ -1,0 +1,16 @@
+from django.apps import AppConfig
+
+
+class ChatConfig(AppConfig):
+    name = "apps.chat"
+    label = "chat"
+    verbose_name = "Chat"
+
+    def ready(self) -> None:
+        from apps.chat.actions import goals, replay
+        from apps.runs import lifecycle
+
+        # A failed regenerate or edit restores the thread with the run's last journal entries;
+        # a successful run on a thread with a goal may admit the next continuation.
+        lifecycle.before_settle.register(replay.settle)
+        lifecycle.after_settle.register(goals.continue_towards_goal)
