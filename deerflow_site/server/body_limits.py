@@ -11,10 +11,10 @@ Three limits, all settings (docs/configuration.md):
   which is also Django's DATA_UPLOAD_MAX_MEMORY_SIZE: such bodies are parsed in memory.
 
 ``body_limit`` only looks at the credentials. Before it accepts more than the anonymous limit,
-the server (deerflow_site/daphne_server.py) has them checked off the event loop
+the server (deerflow_site/server/daphne_server.py) has them checked off the event loop
 (``credentials_valid``) and holds the body back meanwhile, so a forged cookie buys nothing.
 
-Both the server (deerflow_site/daphne_server.py, while the body arrives) and RequestGuard (the
+Both the server (deerflow_site/server/daphne_server.py, while the body arrives) and RequestGuard (the
 ASGI layer in front of Django, for any server) use ``body_limit``.
 """
 

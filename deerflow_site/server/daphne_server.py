@@ -1,6 +1,6 @@
 """The server: Daphne, with request bodies bounded as they arrive and streamed to the app.
 
-``python -m deerflow_site.daphne_server`` takes Daphne's command line (``-b``, ``-p``, the
+``python -m deerflow_site.server.daphne_server`` takes Daphne's command line (``-b``, ``-p``, the
 application path) and runs Daphne with three changes to how it handles an HTTP request body.
 Daphne 4.2 on Twisted, left alone:
 
@@ -14,7 +14,7 @@ Daphne 4.2 on Twisted, left alone:
 
 A 99 MiB upload grew the process by 1.2 GiB; a 200 MiB anonymous POST by 200 MiB. Here:
 
-1. ``BoundedRequest`` decides the request's limit from its headers (deerflow_site.body_limits)
+1. ``BoundedRequest`` decides the request's limit from its headers (deerflow_site.server.body_limits)
    as soon as they are in: a declared length past it, or a chunked body that counts past it,
    is answered with 413 at once and the rest of the body is read and dropped, never stored.
    A body that may pass the anonymous limit is held back until the credentials it presents
@@ -23,7 +23,7 @@ A 99 MiB upload grew the process by 1.2 GiB; a 200 MiB anonymous POST by 200 MiB
 3. the application's receive queue (``_PulledBody``) reads the next chunk from the temp file
    only when the application asks for it.
 
-Started by deerflow_site.web_processes (several servers on one socket), the server also tells
+Started by deerflow_site.server.web_processes (several servers on one socket), the server also tells
 the launcher when it listens, and takes one connection per wake-up (``_SharedPort``).
 
 Once Daphne has stopped (SIGTERM, SIGINT) and serves nothing more, ``_after_stop`` hands on
@@ -141,7 +141,7 @@ class BoundedRequest(WebRequest):
         self._parsePOSTFormSubmission = False
 
     def gotLength(self, length):
-        from deerflow_site.body_limits import anonymous_limit, body_limit
+        from deerflow_site.server.body_limits import anonymous_limit, body_limit
 
         headers = [(name, value) for name, values in self.requestHeaders.getAllRawHeaders() for value in values]
         self._limit = body_limit(headers)
@@ -157,7 +157,7 @@ class BoundedRequest(WebRequest):
     def _check_credentials(self, headers, anonymous) -> None:
         """More than the anonymous limit is accepted only once the credentials are known to be
         real (a database lookup, on Twisted's thread pool); the body waits in the socket."""
-        from deerflow_site.body_limits import credentials_valid
+        from deerflow_site.server.body_limits import credentials_valid
 
         self._checking = True
         self.channel._networkProducer.pauseProducing()
@@ -192,7 +192,7 @@ class BoundedRequest(WebRequest):
         super().handleContentChunk(data)
 
     def _refuse(self) -> None:
-        from deerflow_site.body_limits import too_large_body
+        from deerflow_site.server.body_limits import too_large_body
 
         self._refused = True
         if getattr(self, "content", None) is not None:
@@ -252,7 +252,7 @@ def _report_ready(fd: int) -> None:
 class BoundedServer(Server):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        from deerflow_site.web_processes import READY_FD_ENV
+        from deerflow_site.server.web_processes import READY_FD_ENV
 
         # Popped so that the processes this server starts (sandbox commands) do not see it.
         ready_fd = os.environ.pop(READY_FD_ENV, None)

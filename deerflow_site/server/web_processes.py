@@ -1,16 +1,16 @@
 """The web server on several processes sharing one port: ``make run`` uses both cores.
 
-``python -m deerflow_site.web_processes -b HOST -p PORT [--processes N] deerflow_site.asgi:application``
+``python -m deerflow_site.server.web_processes -b HOST -p PORT [--processes N] deerflow_site.asgi:application``
 
 One Python process runs Python on one core at a time (the GIL), so one Daphne server leaves a
 second core idle. This launcher binds one listening socket and starts N servers
-(``deerflow_site.daphne_server``, with everything it does to request bodies) that all accept
+(``deerflow_site.server.daphne_server``, with everything it does to request bodies) that all accept
 from it through Daphne's ``--fd``: the kernel hands each new connection to whichever server
 calls ``accept`` first, and a server busy with Python is not there to call it, so the idle one
 takes it. No port per process and no proxy in front.
 
 It serves nothing itself and never loads the application or sets Django up. The servers pin
-themselves to a core each when they load the application (deerflow_site/cpu_pinning.py).
+themselves to a core each when they load the application (deerflow_site/server/cpu_pinning.py).
 ``--ready-file`` is
 written once every server is listening, so that ``scripts/run.sh`` starts the Celery worker only
 then: with the cores taken by the servers it stays unpinned rather than take one a server needs.
@@ -93,7 +93,7 @@ def server_command(sock: socket.socket, application: str, extra: list[str]) -> l
         endpoint = ["-e", f"fd:fileno={sock.fileno()}:domain=INET6"]
     else:
         endpoint = ["--fd", str(sock.fileno())]
-    return [sys.executable, "-m", "deerflow_site.daphne_server", *endpoint, *extra, application]
+    return [sys.executable, "-m", "deerflow_site.server.daphne_server", *endpoint, *extra, application]
 
 
 class Launcher:
@@ -188,7 +188,7 @@ class Launcher:
 
 
 def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
-    parser = argparse.ArgumentParser(prog="python -m deerflow_site.web_processes", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m deerflow_site.server.web_processes", description=__doc__.split("\n\n")[0])
     parser.add_argument("-b", "--bind", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
     parser.add_argument("-p", "--port", type=int, default=8000, help="the port to listen on (default 8000)")
     parser.add_argument("--processes", default=None, help=f"how many server processes: 'auto' or 1-{MAX_PROCESSES} (default: ${ENV}, else auto)")

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from harness.runtime.stream_bridge import END, MemoryStreamBridge
-from harness.runtime.stream_relay import RelayedStreamBridge, relay_directory
+from deerflow_site.server.stream_relay import RelayedStreamBridge, relay_directory
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
@@ -78,7 +78,7 @@ OWNER_PROCESS = """
 import asyncio, sys
 from pathlib import Path
 from harness.runtime.stream_bridge import MemoryStreamBridge
-from harness.runtime.stream_relay import RelayedStreamBridge
+from deerflow_site.server.stream_relay import RelayedStreamBridge
 
 async def main():
     bridge = RelayedStreamBridge(MemoryStreamBridge(), Path(sys.argv[1]), name="owner")

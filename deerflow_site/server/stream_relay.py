@@ -21,6 +21,11 @@ The protocol is JSON lines: the asker sends one request, the peer answers.
 
 A peer that dies mid-stream ends the relayed stream with ``end``, as a run the bridge does not
 know would: the client then reads the thread's state, which orphan recovery settles.
+
+It is the embedded default's machinery for several web processes, not the agent's: nothing in
+the harness uses it, so it lives with the launcher that makes those processes
+(deerflow_site/server/README.md). It still imports no Django: it works on the harness's memory
+bridge alone, and apps/runs/runtime.py wires it in.
 """
 
 from __future__ import annotations
