@@ -128,7 +128,7 @@ def _apply(task: ScheduledTask, data: dict, *, user) -> None:
             raise InvalidRequest("enabled: must be true or false")
         task.enabled = data["enabled"]
     if "deliver_to" in data:
-        from apps.integrations.connections import connection_id_for_user
+        from apps.channels.connections import connection_id_for_user
 
         task.deliver_to_id = None if data["deliver_to"] is None else connection_id_for_user(user=user, value=data["deliver_to"])
     if "context_mode" in data:
@@ -259,6 +259,6 @@ def scheduled_run_settled(run: SettledRun) -> None:
         task_id = run.metadata.get("scheduled_task_id")
         ScheduledTask.objects.filter(pk=task_id).update(last_error=(run.error or "") if status == ScheduledTaskRun.Status.ERROR else "")
         if run.metadata.get("deliver_to"):
-            from apps.integrations.deliveries import delivery_enqueue
+            from apps.channels.outbox import delivery_enqueue
 
             delivery_enqueue(run_id=run.run_id, connection_id=run.metadata["deliver_to"], task_id=task_id)
