@@ -8,7 +8,7 @@ A route whose secret is not configured answers exactly as an unknown URL does (4
 unconfigured server must not even reveal that it could take deliveries.
 
 What the platform sent is acknowledged quickly (GitHub gives up after 10 s, Slack after 3 s);
-the run happens afterwards on the channel host (``channels/hosting.py``). Malformed payloads
+the run happens afterwards on the channel host (``hosting.py``). Malformed payloads
 are logged and acknowledged with a 2xx so the platform does not redeliver them forever.
 """
 

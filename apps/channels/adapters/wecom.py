@@ -1,6 +1,6 @@
 """WeCom (WeChat Work) application messages.
 
-WeCom pushes each message to ``/api/channels/wecom/callback`` (``channel_webhooks.py``), signed
+WeCom pushes each message to ``/api/channels/wecom/callback`` (``apps/channels/callbacks.py``), signed
 and AES-encrypted (``wecom_crypto.py``); the view verifies, decrypts and bridges the message's
 fields here. Answers go out through the message-send API of the same application, files
 through its media upload; inbound files are fetched with ``media/get``. Application messages
