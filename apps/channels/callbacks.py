@@ -5,7 +5,7 @@ deployment exposes nothing (the same as not mounting the route, without rebuildi
 conf when config.yaml changes). A request whose signature or token does not verify is a 401
 and nothing is forwarded; a verified but malformed payload is acknowledged (200) and logged,
 because the platform would otherwise redeliver it forever. Verified messages are handed to
-the channel worker over the channel layer (``channels.common.publish_webhook``).
+the channel worker over the channel layer (``apps.channels.common.publish_webhook``).
 """
 
 from __future__ import annotations
