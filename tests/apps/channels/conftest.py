@@ -50,7 +50,7 @@ def channels_config(tmp_path, monkeypatch):
 
     import yaml
 
-    base = yaml.safe_load((Path(__file__).resolve().parents[3] / "fixtures" / "config.yaml").read_text())
+    base = yaml.safe_load((Path(__file__).resolve().parents[2] / "fixtures" / "config.yaml").read_text())
 
     def write(channels: dict | None = None, **providers) -> Path:
         if channels is None:
