@@ -48,12 +48,15 @@ for model in apps.get_models(include_auto_created=True):
     if meta.proxy or not meta.managed:
         continue
     if meta.db_table not in tables:
-        out[meta.label] = [meta.db_table, None, None]
+        out[meta.label] = [meta.db_table, None, None, "its table does not exist"]
         continue
     with connection.cursor() as cursor:
         cursor.execute(f'SELECT count(*) FROM "{meta.db_table}"')
         in_table = cursor.fetchone()[0]
-    out[meta.label] = [meta.db_table, len(list(model._base_manager.all())), in_table]
+    try:
+        out[meta.label] = [meta.db_table, len(list(model._base_manager.all())), in_table, ""]
+    except Exception as exc:
+        out[meta.label] = [meta.db_table, None, in_table, f"{type(exc).__name__}: {exc}"]
 print("ORM-READ " + json.dumps(out))
 """
 
@@ -97,10 +100,12 @@ def _env(db: Path, home: Path) -> dict[str, str]:
     return env
 
 
-def _manage(env: dict[str, str], *args: str) -> str:
+def _manage(env: dict[str, str], *args: str) -> tuple[str, str]:
+    """(stdout, "" or why the command failed: its exit status and the end of its output)."""
     result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, f"manage.py {args[0]} failed ({result.returncode}):\n{result.stdout}\n{result.stderr}"
-    return result.stdout
+    if result.returncode == 0:
+        return result.stdout, ""
+    return result.stdout, f"manage.py {args[0]} exited {result.returncode}:\n{result.stdout[-2000:]}\n{result.stderr[-4000:]}"
 
 
 class Snapshot:
@@ -114,28 +119,30 @@ class Snapshot:
         conn.close()
 
 
-def _orm_read(env: dict[str, str]) -> dict[str, list]:
-    out = _manage(env, "shell", "-c", READ_EVERY_MODEL)
-    line = next(line for line in out.splitlines() if line.startswith("ORM-READ "))
-    return json.loads(line.removeprefix("ORM-READ "))
+def _orm_read(env: dict[str, str]) -> tuple[dict[str, list], str]:
+    out, error = _manage(env, "shell", "-c", READ_EVERY_MODEL)
+    line = next((line for line in out.splitlines() if line.startswith("ORM-READ ")), None)
+    return (json.loads(line.removeprefix("ORM-READ ")) if line else {}), error
 
 
 @pytest.fixture(scope="module")
 def journey(tmp_path_factory):
-    """The fixture's database through forward, back and forward again; a snapshot after each."""
+    """The fixture's database through forward, back and forward again: a snapshot after each
+    step, the ORM's reads after each upgrade, and in "errors" the steps whose command failed
+    (the journey goes on, so each test reports its own step)."""
     work = tmp_path_factory.mktemp("previous-release")
     db = work / "deerflow.sqlite3"
     load(FIXTURE.read_text(), db)
     env = _env(db, work / "home")
-    steps = {"release": Snapshot(db)}
-    _manage(env, "migrate", "--noinput")
-    steps["upgraded"] = Snapshot(db)
-    steps["upgraded_read"] = _orm_read(env)
-    _manage(env, "shell", "-c", f"RELEASE = {json.dumps(json.dumps(sorted(steps['release'].migrations)))}\n{MIGRATE_BACK}")
-    steps["downgraded"] = Snapshot(db)
-    _manage(env, "migrate", "--noinput")
-    steps["upgraded_again"] = Snapshot(db)
-    steps["upgraded_again_read"] = _orm_read(env)
+    steps: dict = {"release": Snapshot(db), "errors": {}}
+    release_migrations = json.dumps(json.dumps(sorted(steps["release"].migrations)))
+    for step, command in (("upgraded", ["migrate", "--noinput"]),
+                          ("downgraded", ["shell", "-c", f"RELEASE = {release_migrations}\n{MIGRATE_BACK}"]),
+                          ("upgraded_again", ["migrate", "--noinput"])):
+        _, steps["errors"][step] = _manage(env, *command)
+        steps[step] = Snapshot(db)
+        if step.startswith("upgraded"):
+            steps[f"{step}_read"], steps["errors"][f"{step}_read"] = _orm_read(env)
     return steps
 
 
@@ -156,16 +163,20 @@ def _lost(before: Snapshot, after: Snapshot) -> list[str]:
 
 def _unread(read: dict[str, list], release: Snapshot) -> list[str]:
     problems = []
-    for label, (table, loaded, in_table) in sorted(read.items()):
-        if loaded is None:
-            problems.append(f"{label}: its table {table} does not exist")
+    for label, (table, loaded, in_table, error) in sorted(read.items()):
+        if error:
+            problems.append(f"{label} ({table}): {error}")
         elif loaded != in_table:
             problems.append(f"{label}: the ORM read {loaded} rows of {table}, which holds {in_table}")
-    models_tables = {table for table, _, _ in read.values()}
+    models_tables = {table for table, *_ in read.values()}
     # A table of the release that no model reads any more is a model that lost its table.
     orphans = sorted(set(release.counts) - models_tables - SQL_ONLY - set(DELIBERATE))
     problems += [f"{t}: a table of the release that no model reads" for t in orphans]
     return problems
+
+
+def _ran(journey, step: str) -> None:
+    assert not journey["errors"][step], journey["errors"][step]
 
 
 def test_the_fixture_has_rows_in_every_table(journey):
@@ -175,24 +186,29 @@ def test_the_fixture_has_rows_in_every_table(journey):
 
 
 def test_an_upgraded_database_keeps_every_row(journey):
+    _ran(journey, "upgraded")
     assert _lost(journey["release"], journey["upgraded"]) == []
 
 
 def test_the_upgraded_code_reads_every_row(journey):
+    _ran(journey, "upgraded_read")
     assert _unread(journey["upgraded_read"], journey["release"]) == []
 
 
 def test_a_downgrade_returns_to_the_previous_releases_migrations(journey):
+    _ran(journey, "downgraded")
     release, downgraded = journey["release"], journey["downgraded"]
     assert sorted(downgraded.migrations - release.migrations) == [], "applied after the downgrade, not in the release"
     assert sorted(release.migrations - downgraded.migrations) == [], "the release's, unapplied by the downgrade"
 
 
 def test_a_downgrade_to_the_previous_release_keeps_every_row(journey):
+    _ran(journey, "downgraded")
     assert _lost(journey["release"], journey["downgraded"]) == []
 
 
 def test_a_downgrade_leaves_the_tables_and_columns_the_previous_release_reads(journey):
+    _ran(journey, "downgraded")
     release, downgraded = journey["release"].columns, journey["downgraded"].columns
     assert sorted(set(downgraded) - set(release)) == [], "tables the downgrade left behind"
     assert sorted(set(release) - set(downgraded) - set(DELIBERATE)) == [], "tables of the release the downgrade did not bring back"
@@ -202,6 +218,8 @@ def test_a_downgrade_leaves_the_tables_and_columns_the_previous_release_reads(jo
 
 
 def test_upgrading_again_after_a_downgrade_keeps_every_row(journey):
+    _ran(journey, "upgraded_again")
     assert _lost(journey["release"], journey["upgraded_again"]) == []
     assert journey["upgraded_again"].migrations == journey["upgraded"].migrations
+    _ran(journey, "upgraded_again_read")
     assert _unread(journey["upgraded_again_read"], journey["release"]) == []
