@@ -11,6 +11,7 @@ commit::
 
     git worktree add /tmp/deerflow-release <release commit>
     ln -s "$PWD/.venv" /tmp/deerflow-release/.venv   # or that checkout's own virtualenv
+    mkdir -p /tmp/deerflow-release/tests/site/previous_release
     cp tests/site/previous_release/make_db.py /tmp/deerflow-release/tests/site/previous_release/  # if it predates this script
     (cd /tmp/deerflow-release && .venv/bin/python tests/site/previous_release/make_db.py \\
         --out "$OLDPWD/tests/site/previous_release/db.sql")
@@ -146,8 +147,8 @@ def _accounts(alice, bob):
     token_create(owner=bob, name="laptop", scopes=["threads:read", "threads:write"])
     EmailAddress.objects.create(user=alice, email=alice.email, verified=True, primary=True)
     address = EmailAddress.objects.create(user=bob, email=bob.email, verified=False, primary=True)
-    EmailConfirmation.create(address).sent = timezone.now()
-    EmailConfirmation.objects.filter(email_address=address).update(sent=timezone.now())
+    EmailConfirmation.create(address)
+    EmailConfirmation.objects.filter(email_address=address).update(sent=timezone.now())  # as send() marks it
     app = SocialApp.objects.create(provider="openid_connect", provider_id="keycloak", name="Keycloak", client_id="deerflow",
                                    secret="s3cret", settings={"server_url": "https://sso.example.com/realms/main"})
     app.sites.add(Site.objects.get_current())
