@@ -54,7 +54,7 @@ def process_cpu_seconds(pids: list[int]) -> float:
 
 def start_make_run_stack(home: Path, *, config_text: str, extra_env: dict | None = None, processes: str = "auto",
                          checkout: Path = ROOT, cpu: int | None = None):
-    """The site as `make run` serves it: ``deerflow_site.web_processes`` with its Daphne servers
+    """The site as `make run` serves it: ``deerflow_site.server.web_processes`` with its Daphne servers
     on one port (``processes`` as WEB_PROCESSES takes it). A LiveServer whose ``others`` are
     empty; its ``server_pids`` attribute lists the servers, for CPU and memory readings.
     ``checkout``: another build's tree to serve (on this virtualenv); ``cpu``: the one core the
@@ -68,7 +68,7 @@ def start_make_run_stack(home: Path, *, config_text: str, extra_env: dict | None
     port, ready = free_port(), home / "web.ready"
     log_path = home / "server.log"
     pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
-    launcher = subprocess.Popen([*pin, sys.executable, "-m", "deerflow_site.web_processes", "-b", "127.0.0.1", "-p", str(port),
+    launcher = subprocess.Popen([*pin, sys.executable, "-m", "deerflow_site.server.web_processes", "-b", "127.0.0.1", "-p", str(port),
                                  "--ready-file", str(ready), "deerflow_site.asgi:application"],
                                 cwd=checkout, env=env, stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
     server = LiveServer(url=f"http://127.0.0.1:{port}", env=env, process=launcher, log_path=log_path)

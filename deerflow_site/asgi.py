@@ -12,7 +12,7 @@ from django.core.exceptions import ImproperlyConfigured  # noqa: E402
 
 from harness.config import ConfigError  # noqa: E402
 
-from deerflow_site.handlers import get_asgi_application  # noqa: E402
+from deerflow_site.server.handlers import get_asgi_application  # noqa: E402
 
 try:
     django_asgi_app = get_asgi_application()
@@ -20,7 +20,7 @@ except (ConfigError, ImproperlyConfigured) as exc:
     print(f"error: {exc}", file=sys.stderr)
     raise SystemExit(2) from None
 
-from deerflow_site.cpu_pinning import pin_process  # noqa: E402
+from deerflow_site.server.cpu_pinning import pin_process  # noqa: E402
 
 # Before the startup work below starts threads: they inherit the core.
 pin_process()
@@ -29,7 +29,7 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 
-from deerflow_site.body_limits import RequestGuard  # noqa: E402
+from deerflow_site.server.body_limits import RequestGuard  # noqa: E402
 from deerflow_site.routing import websocket_urlpatterns  # noqa: E402
 from apps.runs.handoff import serve_offered_runs  # noqa: E402
 from apps.runs.recovery import recover_on_startup  # noqa: E402
@@ -39,7 +39,7 @@ from apps.memory.updates import resume_saved_updates  # noqa: E402
 
 from harness.sandbox import get_sandbox_provider  # noqa: E402
 
-from deerflow_site.gc_tuning import tune_gc  # noqa: E402
+from deerflow_site.server.gc_tuning import tune_gc  # noqa: E402
 
 # Runs a crashed process left active would hold their threads forever: settle them now, and
 # from now on whenever a lease lapses (the runs loop's sweep, started here, not by a first run).
@@ -50,7 +50,7 @@ serve_offered_runs()
 get_runtime().serve_streams_to_peers()
 # Upload staging files a crash left behind are never anyone's file: remove them.
 sweep_staging_files()
-# Memory updates the last stop could not apply in time (deerflow_site/daphne_server.py) are due now.
+# Memory updates the last stop could not apply in time (deerflow_site/server/daphne_server.py) are due now.
 resume_saved_updates()
 # Choose the sandbox provider now, so "isolated" or the no-isolation warning shows at startup.
 get_sandbox_provider()

@@ -20,9 +20,9 @@ app.autodiscover_tasks()
 @worker_init.connect
 def _tune_process(**_kwargs) -> None:
     # Workers execute runs: the same collector settings and CPU pinning as the servers
-    # (deerflow_site/gc_tuning.py, deerflow_site/cpu_pinning.py), before the pool's threads start.
-    from deerflow_site.cpu_pinning import pin_process
-    from deerflow_site.gc_tuning import tune_gc
+    # (deerflow_site/server/gc_tuning.py, deerflow_site/server/cpu_pinning.py), before the pool's threads start.
+    from deerflow_site.server.cpu_pinning import pin_process
+    from deerflow_site.server.gc_tuning import tune_gc
 
     pin_process()
     tune_gc()

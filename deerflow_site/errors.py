@@ -65,7 +65,7 @@ def api_exception_handler(exc, context):
     if isinstance(exc, DomainError):
         return Response({"detail": exc.detail}, status=exc.status_code)
     if isinstance(exc, RequestDataTooBig):
-        # Under our server the body never gets this far (deerflow_site/body_limits.py); other
+        # Under our server the body never gets this far (deerflow_site/server/body_limits.py); other
         # servers and the test client reach Django's own cap, which is the same number.
         from django.conf import settings
 

@@ -38,11 +38,11 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 # The site first: several Daphne servers on one port (WEB_PROCESSES, default one per core up to
-# two; deerflow_site/web_processes.py, docs/deployment.md), each with request bodies bounded
-# and streamed (deerflow_site/daphne_server.py). The workers start once every server listens:
+# two; deerflow_site/server/web_processes.py, docs/deployment.md), each with request bodies bounded
+# and streamed (deerflow_site/server/daphne_server.py). The workers start once every server listens:
 # each server pins itself to a free core, and a worker started sooner could take one of them.
 ready="$home/web.ready"
-.venv/bin/python -m deerflow_site.web_processes -b "$HOST" -p "$PORT" --ready-file "$ready" deerflow_site.asgi:application &
+.venv/bin/python -m deerflow_site.server.web_processes -b "$HOST" -p "$PORT" --ready-file "$ready" deerflow_site.asgi:application &
 web=$!
 pids+=("$web")
 while [ ! -s "$ready" ]; do

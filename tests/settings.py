@@ -37,7 +37,7 @@ CELERY_TASK_ALWAYS_EAGER = os.environ.get("CELERY_TASK_ALWAYS_EAGER", "true").lo
 # A file, not SQLite's shared-cache memory database: runs write from their own threads, and
 # shared-cache mode answers concurrent writers with "table is locked" instead of waiting.
 # A file with WAL and a busy timeout behaves like production.
-if DATABASES["default"]["ENGINE"] == "deerflow_site.sqlite_backend":  # noqa: F405
+if DATABASES["default"]["ENGINE"] == "deerflow_site.db.sqlite_backend":  # noqa: F405
     DATABASES["default"]["TEST"] = {"NAME": os.path.join(os.environ["DEER_FLOW_HOME"], "test-db.sqlite3")}  # noqa: F405
 
 # The test process is not a server: it shares the machine with the live servers it starts,

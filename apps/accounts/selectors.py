@@ -13,7 +13,7 @@ from django.utils import timezone
 from apps.accounts.models import PersonalAccessToken, User
 from apps.accounts.services import TOKEN_PREFIX, token_digest
 from deerflow_site.errors import NotFound
-from deerflow_site.prepared_sql import convert_row, row_converters
+from deerflow_site.db.prepared_sql import convert_row, row_converters
 
 # dfp_ + at least 32 url-safe characters (token_create issues 43). Anything else cannot be ours.
 TOKEN_PATTERN = re.compile(rf"^{TOKEN_PREFIX}[A-Za-z0-9_-]{{32,}}$")

@@ -6,7 +6,7 @@ latest job per thread (a token in the cache) does the work when it fires. Proces
 ``learning.py``'s.
 
 A server that is stopped applies what its queue holds for at most
-``memory.shutdown_flush_seconds`` (``stop_updates``, called by deerflow_site/daphne_server.py
+``memory.shutdown_flush_seconds`` (``stop_updates``, called by deerflow_site/server/daphne_server.py
 once Daphne has stopped serving) and saves the rest as ``PendingMemoryUpdate`` rows, which the
 next start queues (``resume_saved_updates``, from deerflow_site/asgi.py).
 """

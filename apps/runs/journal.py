@@ -20,7 +20,7 @@ from django.db import IntegrityError, transaction
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from apps.runs.models import RunEvent
-from deerflow_site.prepared_sql import ModelInsert, ModelMax
+from deerflow_site.db.prepared_sql import ModelInsert, ModelMax
 from harness.observability import metrics
 from harness.runtime.serialize import to_jsonable
 

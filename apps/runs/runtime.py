@@ -28,7 +28,7 @@ from django.conf import settings
 from harness.runtime.checkpointer import open_checkpointer
 from harness.config.paths import deer_flow_home
 from harness.runtime.stream_bridge import MemoryStreamBridge, StreamBridge
-from harness.runtime.stream_relay import RelayedStreamBridge, relay_directory
+from deerflow_site.server.stream_relay import RelayedStreamBridge, relay_directory
 
 logger = logging.getLogger(__name__)
 
@@ -67,7 +67,7 @@ def _make_bridge() -> StreamBridge:
 
         return RedisStreamBridge(settings.REDIS_URL)
     # Several server processes may share the port (WEB_PROCESSES): a run another one holds is
-    # read through it (harness/runtime/stream_relay.py).
+    # read through it (deerflow_site/server/stream_relay.py).
     return RelayedStreamBridge(MemoryStreamBridge(), relay_directory(deer_flow_home()))
 
 

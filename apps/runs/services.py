@@ -29,7 +29,7 @@ from apps.threads.models import Thread
 from apps.threads.selectors import thread_get_for_user
 from apps.threads.services import thread_create, thread_status_set
 from deerflow_site.errors import Conflict, InvalidRequest, NotFound, ThreadBusy
-from deerflow_site.prepared_sql import ModelInsert
+from deerflow_site.db.prepared_sql import ModelInsert
 from harness.config.loader import get_app_config
 from harness.observability.context import current_request_id, new_request_id, request_id_var
 
@@ -89,7 +89,7 @@ def _has_state(thread: Thread) -> bool:
     return runtime.call(_latest)
 
 
-# Admission's insert as prepared SQL (deerflow_site/prepared_sql.py).
+# Admission's insert as prepared SQL (deerflow_site/db/prepared_sql.py).
 _insert_run = ModelInsert(Run)
 
 

@@ -19,7 +19,7 @@ from apps.runs.journal import JournalEvent, journal_insert
 from apps.runs.models import Run
 from apps.threads.models import Thread
 from apps.threads.services import thread_status_set, thread_title_set
-from deerflow_site.prepared_sql import ModelUpdate
+from deerflow_site.db.prepared_sql import ModelUpdate
 
 _update_run = ModelUpdate(Run)  # the worker's settle, once per run: prepared SQL
 

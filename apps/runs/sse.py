@@ -163,7 +163,7 @@ def _cancel_after_disconnect(run_id: str) -> None:
 def sse_response(stream: RunBody, *, content_location: str | None = None) -> StreamingHttpResponse:
     response = StreamingHttpResponse(stream, content_type="text/event-stream; charset=utf-8")
     # Read on the server's loop to the end: the request's thread is free for other requests
-    # while the stream is held (deerflow_site/handlers.py).
+    # while the stream is held (deerflow_site/server/handlers.py).
     response.needs_no_request_thread = True
     response["Cache-Control"] = "no-cache"
     response["X-Accel-Buffering"] = "no"

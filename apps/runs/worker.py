@@ -114,7 +114,7 @@ async def keep_leases_forever() -> None:
             runtime.cancel_here(run_id, action)
 
 
-# The finish's statements as prepared SQL (deerflow_site/prepared_sql.py): the ORM took
+# The finish's statements as prepared SQL (deerflow_site/db/prepared_sql.py): the ORM took
 # longer to build them than the database took to run them.
 @database_sync_to_async
 def _finish(run_id: str, *, status: str, thread_status: str, error: str, progress: RunProgress, title: str | None,

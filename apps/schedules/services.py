@@ -11,8 +11,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.agents.selectors import run_agent_for_user
-from apps.integrations.connections import connection_id_for_user
-from apps.integrations.deliveries import delivery_enqueue
+from apps.channels.connections import connection_id_for_user
+from apps.channels.outbox import delivery_enqueue
 from apps.runs import graphs
 from apps.runs.lifecycle import RunStatus, SettledRun
 from apps.schedules import beat, once

@@ -9,7 +9,7 @@ from django.db.models import Exists, OuterRef, Q
 from apps.threads.metadata import PAGE_THREADS, metadata_limit, metadata_size, metadata_within
 from apps.threads.models import Thread
 from deerflow_site.errors import InvalidRequest, NotFound
-from deerflow_site.prepared_sql import ModelLookup
+from deerflow_site.db.prepared_sql import ModelLookup
 
 _SEARCH_CHUNK = 20  # rows read from the database at a time by a search
 SORTABLE = {"thread_id": "id", "created_at": "created_at", "updated_at": "updated_at", "status": "status"}

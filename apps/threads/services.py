@@ -17,7 +17,7 @@ from django.db import IntegrityError, transaction
 from apps.threads.metadata import check_metadata_size
 from apps.threads.models import THREAD_ID_PATTERN, Thread, new_thread_id
 from deerflow_site.errors import Conflict, InvalidRequest, NotFound
-from deerflow_site.prepared_sql import ModelInsert, ModelUpdate
+from deerflow_site.db.prepared_sql import ModelInsert, ModelUpdate
 
 _THREAD_ID = re.compile(THREAD_ID_PATTERN)
 # Ownership is the server's to decide; clients cannot smuggle it in through metadata.
@@ -48,7 +48,7 @@ def validate_thread_id(thread_id: object) -> str:
     return thread_id
 
 
-_insert_thread = ModelInsert(Thread)  # prepared SQL: deerflow_site/prepared_sql.py
+_insert_thread = ModelInsert(Thread)  # prepared SQL: deerflow_site/db/prepared_sql.py
 
 
 def thread_create(*, owner, thread_id: str | None = None, assistant_id: str = "", metadata: dict | None = None) -> Thread:

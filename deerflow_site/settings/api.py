@@ -2,7 +2,7 @@
 
 from deerflow_site.settings.environment import env
 
-# Request bodies (deerflow_site/body_limits.py): without credentials, and JSON/form bodies with
+# Request bodies (deerflow_site/server/body_limits.py): without credentials, and JSON/form bodies with
 # them (parsed in memory, so Django's own cap is the same). Uploads follow config.yaml. The JSON
 # limit leaves room for a full-size artifact edit (uploads.artifact_edit_max_bytes, 2 MiB) once
 # JSON-escaped.

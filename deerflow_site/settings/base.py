@@ -32,7 +32,9 @@ INSTALLED_APPS = [
     "apps.agents",
     "apps.skills",
     "apps.memory",
-    "apps.integrations",
+    "apps.mcp",
+    # IM channels; its app label stays "integrations" (apps/channels/apps.py says why).
+    "apps.channels",
     "apps.console",
     "apps.governance",
     "apps.observability",

@@ -14,7 +14,7 @@ DATABASES = {"default": env.db_url("DATABASE_URL", default=_sqlite_url)}
 _engine = DATABASES["default"]["ENGINE"]
 if _engine == "django.db.backends.sqlite3":
     # Django's backend with writers queued across processes (see its module docstring).
-    DATABASES["default"]["ENGINE"] = "deerflow_site.sqlite_backend"
+    DATABASES["default"]["ENGINE"] = "deerflow_site.db.sqlite_backend"
     # WAL lets the API read while a run writes events; the busy timeout turns brief
     # write contention into a wait instead of "database is locked". The WAL is folded back
     # every 1 MB and cut back to 1 MB after (SQLite's 4 MB default stays on disk for good).

@@ -8,6 +8,10 @@ on a thread lock, then behind the other processes on an exclusive ``flock`` of a
 the database, and the kernel wakes the next one the moment the previous one is done. SQLite's
 own locking still decides; this only orders the attempts.
 Where ``flock`` does not exist (Windows) writers fall back to SQLite's busy handler.
+
+Part of the embedded default's multi-process machinery (deerflow_site/server/README.md), but
+kept in the harness: its SQLite checkpointer (checkpointer.py) queues on it as the Django
+backend (deerflow_site/db/sqlite_backend/) does, and the harness imports nothing from the site.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Several servers that execute the runs they admit (no Celery): any server serves any run's
 stream and cancels it, as with Celery workers. With REDIS_URL set the events travel through
 Redis; without it (the embedded stack with WEB_PROCESSES > 1) through the servers' stream relay
-(harness/runtime/stream_relay.py)."""
+(deerflow_site/server/stream_relay.py)."""
 
 import os
 

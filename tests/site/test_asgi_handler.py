@@ -12,7 +12,7 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from apps.accounts.services import token_create
-from deerflow_site.handlers import SyncChainASGIHandler
+from deerflow_site.server.handlers import SyncChainASGIHandler
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -33,7 +33,7 @@ def _request(method: str, path: str, **kwargs) -> httpx.Response:
 
 
 def test_daphne_serves_the_sync_chain_handler():
-    # Behind the request guard (deerflow_site/body_limits.py).
+    # Behind the request guard (deerflow_site/server/body_limits.py).
     assert isinstance(_application().application_mapping["http"].app, SyncChainASGIHandler)
 
 

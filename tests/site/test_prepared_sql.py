@@ -6,7 +6,7 @@ from django.utils import timezone
 from apps.threads.models import Thread
 from apps.threads.selectors import thread_get_for_user
 from deerflow_site.errors import NotFound
-from deerflow_site.prepared_sql import ModelLookup
+from deerflow_site.db.prepared_sql import ModelLookup
 
 pytestmark = [pytest.mark.django_db, pytest.mark.db_tier]
 
@@ -45,7 +45,7 @@ def test_a_lookup_with_the_wrong_number_of_values_says_so():
 
 def test_a_prepared_insert_writes_the_row_the_orm_would(user):
     from apps.runs.models import Run
-    from deerflow_site.prepared_sql import ModelInsert
+    from deerflow_site.db.prepared_sql import ModelInsert
 
     thread = ModelInsert(Thread).create(owner=user, metadata={"graph_id": "lead_agent"})
     assert thread._state.adding is False and thread.created_at is not None and thread.created_at.tzinfo is not None
@@ -59,7 +59,7 @@ def test_a_prepared_insert_writes_the_row_the_orm_would(user):
 
 def test_a_prepared_insert_of_several_rows_and_their_max(user):
     from apps.runs.models import Run, RunEvent
-    from deerflow_site.prepared_sql import ModelInsert, ModelMax
+    from deerflow_site.db.prepared_sql import ModelInsert, ModelMax
 
     thread = Thread.objects.create(owner=user)
     run = Run.objects.create(thread=thread, owner=user)
@@ -75,7 +75,7 @@ def test_a_prepared_insert_of_several_rows_and_their_max(user):
 
 def test_a_prepared_update_sets_only_what_it_is_given(user):
     from apps.runs.models import Run
-    from deerflow_site.prepared_sql import ModelUpdate
+    from deerflow_site.db.prepared_sql import ModelUpdate
 
     thread = Thread.objects.create(owner=user, title="Old")
     run = Run.objects.create(thread=thread, owner=user, kwargs={"keep": True})

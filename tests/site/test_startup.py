@@ -61,7 +61,7 @@ def _settings(tmp_path, **env):
 
 def test_embedded_defaults(tmp_path):
     s = _settings(tmp_path, DJANGO_DEBUG="true")
-    assert s["db"] == "deerflow_site.sqlite_backend" and s["name"] == str(tmp_path / "deerflow.sqlite3")
+    assert s["db"] == "deerflow_site.db.sqlite_backend" and s["name"] == str(tmp_path / "deerflow.sqlite3")
     assert s["layer"] == "channels.layers.InMemoryChannelLayer"
     assert s["ckpt"] == f"sqlite:///{tmp_path / 'checkpoints.sqlite3'}"
     assert s["executor"] == "embedded" and s["bridge"] == "memory" and s["pool"] is None

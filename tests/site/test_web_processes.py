@@ -1,4 +1,4 @@
-"""deerflow_site.web_processes: several Daphne servers on one port, started, used and stopped
+"""deerflow_site.server.web_processes: several Daphne servers on one port, started, used and stopped
 for real on the embedded stack (SQLite, in-process runs)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from deerflow_site.web_processes import AUTO_MAX, process_count
+from deerflow_site.server.web_processes import AUTO_MAX, process_count
 from tests.support.live import ROOT, copy_checkout, free_port, live_env
 
 CONFIG = """\
@@ -77,7 +77,7 @@ def launch(home: Path, *, processes: str, extra_env: dict | None = None) -> Laun
     port = free_port()
     ready, log = home / "ready", home / "launcher.log"
     process = subprocess.Popen(
-        [sys.executable, "-m", "deerflow_site.web_processes", "-b", "127.0.0.1", "-p", str(port), "--processes", processes,
+        [sys.executable, "-m", "deerflow_site.server.web_processes", "-b", "127.0.0.1", "-p", str(port), "--processes", processes,
          "--ready-file", str(ready), "deerflow_site.asgi:application"],
         cwd=ROOT, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
     launched = Launched(process, f"http://127.0.0.1:{port}", log)
@@ -147,7 +147,7 @@ def test_a_server_that_dies_takes_the_launcher_and_the_other_server_down(tmp_pat
 @pytest.mark.parametrize("value", ["three", "0", "-1", "65", "2.5"])
 def test_a_bad_process_count_is_one_clear_line_and_exit_2(value):
     env = {**os.environ, "WEB_PROCESSES": value}
-    result = subprocess.run([sys.executable, "-m", "deerflow_site.web_processes", "-p", str(free_port()), "deerflow_site.asgi:application"],
+    result = subprocess.run([sys.executable, "-m", "deerflow_site.server.web_processes", "-p", str(free_port()), "deerflow_site.asgi:application"],
                             cwd=ROOT, env=env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [f"error: WEB_PROCESSES must be 'auto' or a whole number from 1 to 64, not {value!r}"]
@@ -166,7 +166,7 @@ def test_a_port_in_use_is_one_clear_line_and_exit_2():
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         port = taken.getsockname()[1]
-        result = subprocess.run([sys.executable, "-m", "deerflow_site.web_processes", "-p", str(port), "--processes", "1",
+        result = subprocess.run([sys.executable, "-m", "deerflow_site.server.web_processes", "-p", str(port), "--processes", "1",
                                  "deerflow_site.asgi:application"], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [f"error: cannot listen on 127.0.0.1:{port}: Address already in use"]
@@ -198,7 +198,7 @@ def test_make_run_starts_the_servers_then_a_celery_worker_that_takes_no_server_c
         assert get(f"http://127.0.0.1:{port}/api/health") == 200
 
         ours = [pid for pid in _pids() if _stat(pid)[1:2] == [str(run.pid)]]
-        launcher = next(pid for pid in ours if "deerflow_site.web_processes" in _cmdline(pid))
+        launcher = next(pid for pid in ours if "deerflow_site.server.web_processes" in _cmdline(pid))
         worker = next(pid for pid in ours if "celery" in _cmdline(pid))
         servers = [pid for pid in _pids() if _stat(pid)[1:2] == [str(launcher)]]
         server_cores = set().union(*(allowed_cpus(pid) for pid in servers))
@@ -224,7 +224,7 @@ ACCEPTS = """\
 import socket, sys
 from twisted.internet import reactor, tcp
 from twisted.internet.protocol import Factory, Protocol
-from deerflow_site.daphne_server import _SharedPort
+from deerflow_site.server.daphne_server import _SharedPort
 
 built = []
 factory = Factory.forProtocol(Protocol)

@@ -2,7 +2,7 @@
 
 ``FakeAdapter`` is a platform in memory: what the manager sends and edits is recorded, and
 ``say()`` delivers a message as the platform would. With the ``channel_kit`` fixture (see
-tests/apps/integrations/channels/conftest.py) the manager starts real runs through
+tests/apps/channels/conftest.py) the manager starts real runs through
 ``start_run()`` on the scripted agent, so a test sees what a user would see in the chat.
 
 An adapter's own tests replace ``FakeAdapter`` with the real adapter pointed at a fake
@@ -16,9 +16,9 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
-from apps.integrations.channels.base import Capabilities, ChannelAdapter, ChatRef, InboundFile, InboundMessage, SentMessage
-from apps.integrations.channels.config import ChannelsSettings
-from apps.integrations.channels.manager import ChannelManager
+from apps.channels.base import Capabilities, ChannelAdapter, ChatRef, InboundFile, InboundMessage, SentMessage
+from apps.channels.config import ChannelsSettings
+from apps.channels.manager import ChannelManager
 
 
 @dataclass
@@ -124,7 +124,7 @@ class ChannelKit:
         """Bind ``sender`` to ``user`` the way a person does: a code from the web, sent to the bot."""
         from channels.db import database_sync_to_async
 
-        from apps.integrations.connections import connect_code_issue
+        from apps.channels.connections import connect_code_issue
 
         issued = await database_sync_to_async(connect_code_issue)(user=user, provider=self.adapter.provider, ttl_seconds=600)
         await self.adapter.say(f"/connect {issued.code}", sender=sender, sender_name=sender_name, workspace=workspace)

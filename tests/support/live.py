@@ -205,7 +205,7 @@ def _migrated_database(home: Path, env: dict) -> str:
 
 
 def _daphne(env: dict, port: int, log) -> ForkedProcess:
-    return start_module("deerflow_site.daphne_server", ["-b", "127.0.0.1", "-p", str(port), "deerflow_site.asgi:application"],
+    return start_module("deerflow_site.server.daphne_server", ["-b", "127.0.0.1", "-p", str(port), "deerflow_site.asgi:application"],
                         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
 
 

@@ -19,13 +19,13 @@ def channels_live(live):
     live.config_path.write_text(original + CHANNELS_YAML)
     yield live
     live.config_path.write_text(original)
-    live.shell("from apps.integrations.models import ChannelConnection, ConnectCode\n"
+    live.shell("from apps.channels.models import ChannelConnection, ConnectCode\n"
                "ChannelConnection.objects.all().delete(); ConnectCode.objects.all().delete()")
 
 
 def _bot_receives(live, code: str, sender: str) -> None:
     """What the channels worker does when the code arrives in Telegram."""
-    out = live.shell("from apps.integrations.connections import connect_code_consume\n"
+    out = live.shell("from apps.channels.connections import connect_code_consume\n"
                      f"print(bool(connect_code_consume(provider='telegram', code_text={code!r}, external_id={sender!r}, "
                      "display_name='Tess Tester')))")
     assert out == "True"
@@ -86,7 +86,7 @@ def test_a_provider_that_is_off_says_why_and_offers_no_code(page, live):
 def test_a_scheduled_task_posts_its_result_to_a_connection(browser, request, live, signed_in_state, channels_live, width, doc_shot):
     from tests.ui.conftest import _finish, _open_page
 
-    live.shell("from apps.accounts.models import User; from apps.integrations.models import ChannelConnection\n"
+    live.shell("from apps.accounts.models import User; from apps.channels.models import ChannelConnection\n"
                f"ChannelConnection.objects.create(user=User.objects.get(username='tester'), provider='telegram', external_id='77{width}',"
                " display_name='Tess Tester')")
     context, page = _open_page(request, browser, live, storage_state=signed_in_state, viewport={"width": width, "height": 800})

@@ -41,7 +41,7 @@ def part2_live(live):
     live.config_path.write_text(original + PART2_YAML)
     yield live
     live.config_path.write_text(original)
-    live.shell("from apps.integrations.models import ChannelConnection, ConnectCode\n"
+    live.shell("from apps.channels.models import ChannelConnection, ConnectCode\n"
                "ChannelConnection.objects.all().delete(); ConnectCode.objects.all().delete()")
 
 
@@ -61,7 +61,7 @@ def _connect(page, live, provider: str, sender: str, doc_shot, shot_name: str) -
     expect(page.locator("#code-instruction")).to_contain_text(f"{PROVIDERS[provider]} bot in a direct chat: /connect {code}")
     doc_shot(page, f"{shot_name}-code")
     # What the channels worker does when the code arrives on the platform.
-    out = live.shell("from apps.integrations.connections import connect_code_consume\n"
+    out = live.shell("from apps.channels.connections import connect_code_consume\n"
                      f"print(bool(connect_code_consume(provider={provider!r}, code_text={code!r}, external_id={sender!r}, "
                      "display_name='Lan Tester')))")
     assert out == "True"

@@ -31,13 +31,13 @@ def channels_live(live):
     live.config_path.write_text(original + CHANNELS_YAML)
     yield live
     live.config_path.write_text(original)
-    live.shell("from apps.integrations.models import ChannelConnection, ConnectCode\n"
+    live.shell("from apps.channels.models import ChannelConnection, ConnectCode\n"
                "ChannelConnection.objects.all().delete(); ConnectCode.objects.all().delete()")
 
 
 def _bot_receives(live, provider: str, code: str, sender: str, name: str, workspace: str = "") -> None:
     """What the Slack worker (or the GitHub webhook) does when the code arrives."""
-    out = live.shell("from apps.integrations.connections import connect_code_consume\n"
+    out = live.shell("from apps.channels.connections import connect_code_consume\n"
                      f"print(bool(connect_code_consume(provider={provider!r}, code_text={code!r}, external_id={sender!r}, "
                      f"workspace={workspace!r}, display_name={name!r})))")
     assert out == "True"

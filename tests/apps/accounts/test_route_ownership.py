@@ -75,7 +75,7 @@ def owned_token(user) -> Owned:
 
 
 def owned_connection(user) -> Owned:
-    from apps.integrations.models import ChannelConnection
+    from apps.channels.models import ChannelConnection
 
     name = f"conn-of-{user.username}-{uuid.uuid4().hex[:6]}"
     connection = ChannelConnection.objects.create(user=user, provider="telegram", external_id=name, display_name=name)
@@ -352,7 +352,7 @@ OWNED_ROUTES = [
     # The thread is not waiting for an approval, so the owner's answer is a 409 (found, not waiting).
     OwnedRoute("POST", "/api/threads/<str:thread_id>/approvals", owned_thread, body={"decision": "approve"}, owner_status=409),
     OwnedRoute("GET", "/api/budget", owned_identity, lists=False),
-    # IM channel connections (tests/apps/integrations/channels/test_api.py).
+    # IM channel connections (tests/apps/channels/test_api.py).
     OwnedRoute("GET", "/api/channels/connections", owned_connection),
     OwnedRoute("DELETE", "/api/channels/connections/<str:connection_id>", owned_connection, owner_status=204),
 ]
@@ -367,7 +367,7 @@ NO_USER_OBJECTS = {
     ("POST", "/api/scheduled-tasks/preview"),
     # Whether the caller already has an agent of that name: only ever about the caller's own names.
     ("GET", "/api/agents/check"),
-    # Admin-only operator settings (tests/apps/integrations): nothing in them belongs to a user.
+    # Admin-only operator settings (tests/apps/mcp): nothing in them belongs to a user.
     ("GET", "/api/mcp/config"),
     ("PUT", "/api/mcp/config"),
     ("PATCH", "/api/mcp/config"),

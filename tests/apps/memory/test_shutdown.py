@@ -1,6 +1,6 @@
 """Memory updates a server still holds when it is stopped are not lost.
 
-The site is started as ``make run`` starts it (``deerflow_site.web_processes``: two Daphne
+The site is started as ``make run`` starts it (``deerflow_site.server.web_processes``: two Daphne
 servers on one port, or one as WEB_PROCESSES=1 gives, SQLite, runs in the servers), with a loopback OpenAI server as the model
 for the chat and the memory updater alike, and a debounce far away, so the update a run leaves
 is still pending when the launcher is sent SIGTERM.
@@ -73,7 +73,7 @@ class Site:
     def start(self) -> None:
         port, ready = free_port(), self.home / "web.ready"
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "deerflow_site.web_processes", "-b", "127.0.0.1", "-p", str(port), "--processes", str(self.processes),
+            [sys.executable, "-m", "deerflow_site.server.web_processes", "-b", "127.0.0.1", "-p", str(port), "--processes", str(self.processes),
              "--ready-file", str(ready), "deerflow_site.asgi:application"],
             cwd=ROOT, env=self.env, stdout=open(self.home / "site.log", "a"), stderr=subprocess.STDOUT)
         self.url = f"http://127.0.0.1:{port}"

@@ -450,7 +450,7 @@ def _stream_then_leave_mid_write(user, tid, body: dict) -> str:
     from asgiref.sync import async_to_sync
 
     from apps.accounts.services import token_create
-    from deerflow_site.handlers import SyncChainASGIHandler
+    from deerflow_site.server.handlers import SyncChainASGIHandler
 
     token = token_create(owner=user, name="asgi", scopes=["runs:create"]).token
     payload = json.dumps(body).encode()

@@ -2,7 +2,7 @@
 whole, and artifacts stream with ranges.
 
 Server memory is printed here; tests/site/test_body_limits_live.py asserts it (the server,
-deerflow_site/daphne_server.py, streams bodies to the app), and test_uploads_memory.py asserts
+deerflow_site/server/daphne_server.py, streams bodies to the app), and test_uploads_memory.py asserts
 what the upload view adds in-process (a 2 MiB peak for 50 MiB)."""
 
 from __future__ import annotations

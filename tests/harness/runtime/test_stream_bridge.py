@@ -68,7 +68,7 @@ async def make_bridge(request):
         if request.param == "memory":
             bridge = MemoryStreamBridge(**kwargs)
         elif request.param == "relayed":
-            from harness.runtime.stream_relay import RelayedStreamBridge
+            from deerflow_site.server.stream_relay import RelayedStreamBridge
 
             directory = Path(tempfile.mkdtemp(prefix="relay-", dir="/tmp"))
             owner = RelayedStreamBridge(MemoryStreamBridge(**kwargs), directory, name="owner")

@@ -1,0 +1,255 @@
+"""DingTalk Stream-mode robot through dingtalk-stream.
+
+The SDK's frame protocol (``CallbackMessage``/``ChatbotMessage`` parsing, acknowledgements,
+the ``disconnect`` system topic) runs unchanged through ``DingTalkStreamClient.route_message``.
+Its connection loop and HTTP helpers are replaced: they use blocking ``requests`` on the event
+loop, a fixed endpoint from an environment variable, and a UDP probe of a public address to
+find the local IP. Here the open-connection call, the access token, file downloads and the
+replies go through the SSRF guard with httpx, and reconnects back off.
+
+Replies are markdown messages posted to the conversation's session webhook (valid for about
+an hour after the user's message); past that, or for a message nobody prompted (a scheduled
+run), the robot's OpenAPI send endpoints are used. DingTalk cannot edit those messages, so the
+manager sends the finished answer once (``capabilities.edit`` is false).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote_plus
+
+import dingtalk_stream
+import websockets
+from dingtalk_stream import AckMessage, ChatbotMessage
+from dingtalk_stream.version import VERSION_STRING
+
+from apps.channels.base import Capabilities, ChannelAdapter, ChatRef, InboundFile, InboundMessage, SentMessage
+from apps.channels.common import PlatformError, direct_chat_hint, download, guard_policy, run_with_backoff
+from apps.channels.registry import register
+from harness.net import GuardError, guarded_client
+
+log = logging.getLogger(__name__)
+
+OPENAPI = "https://api.dingtalk.com"
+MAX_DOWNLOAD = 50 * 1024 * 1024
+USER_CHAT = "user:"  # a ChatRef.chat naming a person rather than a conversation (direct_chat)
+
+
+@dataclass
+class _Conversation:
+    webhook: str
+    expires_at: float  # epoch seconds
+    is_direct: bool
+    user_id: str  # the staff id a one-to-one fallback message is addressed to
+
+
+class _Client(dingtalk_stream.DingTalkStreamClient):
+    def get_host_ip(self) -> str:  # the SDK probes 8.8.8.8 for this; the gateway does not need it
+        return ""
+
+
+class _Handler(dingtalk_stream.ChatbotHandler):
+    def __init__(self, adapter: DingTalkAdapter) -> None:
+        super().__init__()
+        self.adapter = adapter
+
+    async def process(self, callback: dingtalk_stream.CallbackMessage) -> tuple[int, str]:
+        try:
+            incoming = ChatbotMessage.from_dict(callback.data)
+        except Exception as exc:  # malformed: acknowledged (so it is not redelivered) and logged
+            log.warning("dingtalk: malformed robot message ignored: %s", exc)
+            self.adapter.spawn(self.adapter.hooks.error(f"malformed robot message ignored: {exc}"))
+            return AckMessage.STATUS_OK, "ignored"
+        message = self.adapter.translate(incoming)
+        if message is not None:
+            # The ack goes back at once; the answer follows through the session webhook.
+            self.adapter.spawn(self.adapter.deliver(message))
+        return AckMessage.STATUS_OK, "OK"
+
+
+@register
+class DingTalkAdapter(ChannelAdapter):
+    provider = "dingtalk"
+    display_name = "DingTalk"
+    capabilities = Capabilities(edit=False, edit_interval=1.0, max_text=5000, files_out=False, max_file_in=MAX_DOWNLOAD)
+    credential_fields = ("client_id", "client_secret")
+
+    @classmethod
+    def connect_hint(cls, code: str, *, bot_name: str = "", settings: Mapping[str, Any] | None = None) -> tuple[str, str]:
+        return direct_chat_hint(cls.display_name, code)
+
+    def __init__(self, settings: Mapping[str, Any], sink: Any, hooks: Any = None) -> None:
+        super().__init__(settings, sink, hooks)
+        self.base = str(settings.get("openapi_base") or OPENAPI).rstrip("/")
+        self.policy = guard_policy(settings)
+        credential = dingtalk_stream.Credential(str(settings.get("client_id", "")), str(settings.get("client_secret", "")))
+        self.client = _Client(credential, logger=logging.getLogger("dingtalk_stream.client"))
+        self.client.register_callback_handler(ChatbotMessage.TOPIC, _Handler(self))
+        self.conversations: dict[str, _Conversation] = {}
+        self._token: tuple[str, float] | None = None
+        self._stopping = asyncio.Event()
+        self._task: asyncio.Task | None = None
+        self._ws: Any = None
+        self._tasks: set[asyncio.Task] = set()
+
+    # --- receiving ---------------------------------------------------------------------------
+
+    async def deliver(self, message: InboundMessage) -> None:
+        await self.hooks.event()
+        await self.sink(message)
+
+    def spawn(self, coro: Any) -> None:
+        # The loop keeps only weak references to tasks: hold them until they finish.
+        task = asyncio.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def start(self) -> None:
+        self._stopping.clear()
+        self.client.pre_start()
+        self._task = asyncio.create_task(run_with_backoff("dingtalk", self._connect_once, self._stopping,
+                                                          on_error=self.hooks.error))
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        if self._ws is not None:
+            await self._ws.close()
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+
+    async def _connect_once(self) -> None:
+        body = {"clientId": self.client.credential.client_id, "clientSecret": self.client.credential.client_secret,
+                "subscriptions": [{"type": "CALLBACK", "topic": ChatbotMessage.TOPIC}],
+                "ua": f"deerflow dingtalk-stream/{VERSION_STRING}", "localIp": ""}
+        connection = await self._post(f"{self.base}/v1.0/gateway/connections/open", body, "open connection")
+        if not connection.get("endpoint") or not connection.get("ticket"):
+            raise PlatformError(f"dingtalk open connection answered without an endpoint: {sorted(connection)}")
+        uri = f"{connection['endpoint']}?ticket={quote_plus(connection['ticket'])}"
+        async with websockets.connect(uri) as ws:
+            self._ws = self.client.websocket = ws
+            await self.hooks.connected()
+            try:
+                async for raw in ws:
+                    try:
+                        frame = json.loads(raw)
+                    except ValueError:
+                        log.warning("dingtalk: unreadable frame ignored")
+                        continue
+                    # route_message parses the frame, calls our handler and sends the ack.
+                    self.spawn(self.client.background_task(frame))
+            finally:
+                self._ws = None
+
+    def translate(self, incoming: ChatbotMessage) -> InboundMessage | None:
+        if not incoming.conversation_id or not (incoming.sender_staff_id or incoming.sender_id):
+            log.warning("dingtalk: robot message without conversation or sender ignored")
+            return None
+        is_direct = str(incoming.conversation_type) == "1"
+        sender = incoming.sender_staff_id or incoming.sender_id
+        if incoming.session_webhook:
+            expires = (incoming.session_webhook_expired_time or 0) / 1000 or time.time() + 3600
+            self.conversations[incoming.conversation_id] = _Conversation(incoming.session_webhook, expires, is_direct,
+                                                                         incoming.sender_staff_id or "")
+        text_parts = incoming.get_text_list() or []
+        files = [self._download(code, f"image-{i + 1}.png", "image/png")
+                 for i, code in enumerate(incoming.get_image_list() or [])]
+        content = incoming.extensions.get("content") or {}
+        if incoming.message_type in ("file", "audio", "video") and content.get("downloadCode"):
+            name = content.get("fileName") or f"{incoming.message_type}-{incoming.message_id}"
+            files.append(self._download(content["downloadCode"], name, None))
+        if incoming.message_type == "audio" and content.get("recognition"):
+            text_parts.append(content["recognition"])  # DingTalk's own speech-to-text of a voice note
+        chat = ChatRef(provider=self.provider, workspace=incoming.chatbot_corp_id or incoming.sender_corp_id or "",
+                       chat=incoming.conversation_id)
+        return InboundMessage(chat=chat, sender_id=sender, sender_name=incoming.sender_nick or "",
+                              text="\n".join(p.strip() for p in text_parts if p).strip(),
+                              message_id=incoming.message_id or "", is_direct=is_direct,
+                              mentioned=is_direct or bool(incoming.is_in_at_list), files=tuple(files),
+                              extra={"conversation_title": incoming.conversation_title or ""})
+
+    def _download(self, code: str, name: str, content_type: str | None) -> InboundFile:
+        async def read() -> bytes:
+            # A download code becomes a short-lived URL; both steps are the robot's OpenAPI.
+            answer = await self._post(f"{self.base}/v1.0/robot/messageFiles/download",
+                                      {"robotCode": self.client.credential.client_id, "downloadCode": code},
+                                      "file download", token=True)
+            url = answer.get("downloadUrl")
+            if not url:
+                raise PlatformError("dingtalk file download answered without a downloadUrl")
+            return await download(self.policy, url, limit=MAX_DOWNLOAD, what="dingtalk file")
+
+        return InboundFile(name=name, size=None, content_type=content_type, read=read)
+
+    # --- answering ---------------------------------------------------------------------------
+
+    async def direct_chat(self, external_id: str, workspace: str = "") -> ChatRef:
+        # A user's one-to-one conversation id is not known ahead; the robot API sends by user id.
+        return ChatRef(provider=self.provider, workspace=workspace, chat=f"{USER_CHAT}{external_id}")
+
+    async def send_text(self, chat: ChatRef, text: str, *, reply_to: str | None = None) -> SentMessage:
+        title = (text.strip().splitlines() or ["DeerFlow"])[0][:40] or "DeerFlow"
+        conversation = self.conversations.get(chat.chat)
+        if conversation is not None and conversation.expires_at > time.time() + 5:
+            answer = await self._post(conversation.webhook, {"msgtype": "markdown", "markdown": {"title": title, "text": text}},
+                                      "session webhook reply")
+            if answer.get("errcode", 0) not in (0, None):
+                raise PlatformError(f"dingtalk reply failed: errcode {answer.get('errcode')}: {answer.get('errmsg')}")
+            return SentMessage(chat=chat, message_id=str(answer.get("processQueryKey") or reply_to or ""))
+        # No live session webhook: the robot sends on its own (needs the robot's send permission).
+        param = json.dumps({"title": title, "text": text}, ensure_ascii=False)
+        robot = self.client.credential.client_id
+        user_id = chat.chat[len(USER_CHAT):] if chat.chat.startswith(USER_CHAT) else (
+            conversation.user_id if conversation is not None and conversation.is_direct else "")
+        if user_id:
+            answer = await self._post(f"{self.base}/v1.0/robot/oToMessages/batchSend",
+                                      {"robotCode": robot, "userIds": [user_id], "msgKey": "sampleMarkdown",
+                                       "msgParam": param}, "direct message", token=True)
+        else:
+            answer = await self._post(f"{self.base}/v1.0/robot/groupMessages/send",
+                                      {"robotCode": robot, "openConversationId": chat.chat, "msgKey": "sampleMarkdown",
+                                       "msgParam": param}, "group message", token=True)
+        return SentMessage(chat=chat, message_id=str(answer.get("processQueryKey") or ""))
+
+    # --- HTTP ----------------------------------------------------------------------------------
+
+    async def _access_token(self) -> str:
+        if self._token and self._token[1] > time.time():
+            return self._token[0]
+        answer = await self._post(f"{self.base}/v1.0/oauth2/accessToken",
+                                  {"appKey": self.client.credential.client_id, "appSecret": self.client.credential.client_secret},
+                                  "access token")
+        if not answer.get("accessToken"):
+            raise PlatformError("dingtalk access token answer has no accessToken")
+        # Renewed five minutes early, as DingTalk advises.
+        self._token = (answer["accessToken"], time.time() + int(answer.get("expireIn", 7200)) - 300)
+        return self._token[0]
+
+    async def _post(self, url: str, body: dict[str, Any], what: str, *, token: bool = False) -> dict[str, Any]:
+        headers = {"Accept": "application/json"}
+        if token:
+            headers["x-acs-dingtalk-access-token"] = await self._access_token()
+        try:
+            async with guarded_client(self.policy, headers=headers) as client:
+                response = await client.post(url, json=body)
+        except GuardError as exc:
+            raise PlatformError(f"dingtalk {what} refused: {exc}") from None
+        except Exception as exc:
+            raise PlatformError(f"dingtalk {what} failed: {type(exc).__name__}: {exc}") from None
+        if response.status_code == 401 and token:
+            self._token = None  # the next call fetches a fresh token
+        try:
+            answer = response.json()
+        except ValueError:
+            answer = {}
+        if response.status_code >= 400:
+            reason = answer.get("message") or answer.get("errmsg") or response.text[:200]
+            raise PlatformError(f"dingtalk {what} failed: HTTP {response.status_code}: {reason}")
+        return answer if isinstance(answer, dict) else {}

@@ -1,1 +1,0 @@
-"""IM channels, channel connections, GitHub webhooks and the MCP config API."""

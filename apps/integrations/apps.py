@@ -1,7 +1,0 @@
-from django.apps import AppConfig
-
-
-class IntegrationsConfig(AppConfig):
-    name = "apps.integrations"
-    label = "integrations"
-    verbose_name = "Integrations"

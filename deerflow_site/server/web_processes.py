@@ -1,0 +1,219 @@
+"""The web server on several processes sharing one port: ``make run`` uses both cores.
+
+``python -m deerflow_site.server.web_processes -b HOST -p PORT [--processes N] deerflow_site.asgi:application``
+
+One Python process runs Python on one core at a time (the GIL), so one Daphne server leaves a
+second core idle. This launcher binds one listening socket and starts N servers
+(``deerflow_site.server.daphne_server``, with everything it does to request bodies) that all accept
+from it through Daphne's ``--fd``: the kernel hands each new connection to whichever server
+calls ``accept`` first, and a server busy with Python is not there to call it, so the idle one
+takes it. No port per process and no proxy in front.
+
+It serves nothing itself and never loads the application or sets Django up. The servers pin
+themselves to a core each when they load the application (deerflow_site/server/cpu_pinning.py).
+``--ready-file`` is
+written once every server is listening, so that ``scripts/run.sh`` starts the Celery worker only
+then: with the cores taken by the servers it stays unpinned rather than take one a server needs.
+
+It lives and dies with its servers: SIGTERM or SIGINT is passed on to them, and when any of
+them exits it stops the others and exits with that server's code, so a site with half its
+servers gone does not look up to whatever watches the launcher. Extra options (``-v 2``,
+``--access-log -``, ...) are passed on to every server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+ENV = "WEB_PROCESSES"
+# Beyond two the servers mostly queue behind SQLite's one writer and each other's GIL-free
+# waits; more cores are better used by Celery workers (docs/deployment.md).
+AUTO_MAX = 2
+# A typo such as 200 should not fork 200 copies of the site.
+MAX_PROCESSES = 64
+# Connections the kernel queues while every server is busy (capped by net.core.somaxconn).
+BACKLOG = 2048
+# How long servers get to finish their requests after SIGTERM before they are killed.
+STOP_GRACE_SECONDS = 15
+# The servers report, on this inherited descriptor, that they are listening.
+READY_FD_ENV = "DEERFLOW_WEB_READY_FD"
+
+
+class UsageError(Exception):
+    """A bad process count or address: one line on stderr, exit 2."""
+
+
+def usable_cpus() -> int:
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return max(1, os.cpu_count() or 1)
+
+
+def process_count(value: str | None) -> int:
+    """``auto`` (the default) is one per usable core, at most ``AUTO_MAX``."""
+    text = (value or "auto").strip().lower()
+    if text == "auto":
+        return min(usable_cpus(), AUTO_MAX)
+    try:
+        count = int(text)
+    except ValueError:
+        count = 0
+    if not 1 <= count <= MAX_PROCESSES:
+        raise UsageError(f"{ENV} must be 'auto' or a whole number from 1 to {MAX_PROCESSES}, not {value!r}")
+    return count
+
+
+def listen(host: str, port: int) -> socket.socket:
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    except socket.gaierror as exc:
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock = socket.socket(family, kind, proto)
+    # A restarted site takes its port back at once, whatever connections linger in TIME_WAIT.
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+        sock.listen(BACKLOG)
+    except OSError as exc:
+        sock.close()
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    return sock
+
+
+def server_command(sock: socket.socket, application: str, extra: list[str]) -> list[str]:
+    # Daphne's --fd adopts an IPv4 socket; an IPv6 one needs Twisted's endpoint string.
+    if sock.family == socket.AF_INET6:
+        endpoint = ["-e", f"fd:fileno={sock.fileno()}:domain=INET6"]
+    else:
+        endpoint = ["--fd", str(sock.fileno())]
+    return [sys.executable, "-m", "deerflow_site.server.daphne_server", *endpoint, *extra, application]
+
+
+class Launcher:
+    def __init__(self, sock: socket.socket, command: list[str], count: int, ready_file: Path | None):
+        self.sock = sock
+        self.command = command
+        self.count = count
+        self.ready_file = ready_file
+        self.children: dict[int, subprocess.Popen] = {}
+        self.stopping = False
+        self.stop_signal = signal.SIGTERM
+
+    def start(self) -> None:
+        ready_read, ready_write = os.pipe()
+        env = {**os.environ, READY_FD_ENV: str(ready_write)}
+        try:
+            for _ in range(self.count):
+                child = subprocess.Popen(self.command, env=env, pass_fds=(self.sock.fileno(), ready_write))
+                self.children[child.pid] = child
+                if self.stopping:  # a signal came while the others started: this one stops too
+                    child.send_signal(self.stop_signal)
+        finally:
+            os.close(ready_write)
+            # The servers hold the socket now; this process never accepts.
+            self.sock.close()
+        threading.Thread(target=self._await_ready, args=(ready_read,), name="ready", daemon=True).start()
+
+    def _await_ready(self, ready_read: int) -> None:
+        """One byte per server once it listens; EOF first means one died before (see wait())."""
+        got = 0
+        with os.fdopen(ready_read, "rb", buffering=0) as pipe:
+            while got < self.count:
+                chunk = pipe.read(self.count - got)
+                if not chunk:
+                    return
+                got += len(chunk)
+        pids = ", ".join(str(pid) for pid in self.children)
+        print(f"web_processes: {self.count} server process{'es' if self.count > 1 else ''} listening (pids {pids})", file=sys.stderr, flush=True)
+        if self.ready_file is not None and not self.stopping:
+            partial = self.ready_file.with_name(self.ready_file.name + ".tmp")
+            partial.write_text(f"{self.count}\n")
+            partial.replace(self.ready_file)
+
+    def stop(self, signum: int = signal.SIGTERM) -> None:
+        # Only ever called on the main thread (signal handlers, wait()); no lock, since a signal
+        # arriving inside stop() would re-enter it, and sending the signals twice is harmless.
+        if self.stopping:
+            return
+        self.stopping = True
+        self.stop_signal = signum
+        for child in list(self.children.values()):
+            if child.returncode is None:
+                try:
+                    child.send_signal(signum)
+                except ProcessLookupError:
+                    pass  # it exited meanwhile: nothing left to stop
+        timer = threading.Timer(STOP_GRACE_SECONDS, self._kill_remaining)
+        timer.daemon = True
+        timer.start()
+
+    def _kill_remaining(self) -> None:
+        for child in list(self.children.values()):
+            if child.returncode is None:
+                try:
+                    child.kill()
+                except ProcessLookupError:
+                    pass  # it exited meanwhile: nothing left to stop
+
+    def wait(self) -> int:
+        """Until every server has exited. The code is that of the first to exit on its own; after
+        a stop we asked for, 0 unless a server failed to stop cleanly."""
+        first: int | None = None
+        remaining = set(self.children)
+        while remaining:
+            pid, status = os.waitpid(-1, 0)
+            if pid not in remaining:
+                continue
+            remaining.discard(pid)
+            code = os.waitstatus_to_exitcode(status)
+            self.children[pid].returncode = code
+            if code < 0:  # killed by a signal: report it the way a shell would
+                code = 0 if self.stopping and -code in (signal.SIGTERM, signal.SIGINT) else 128 - code
+            if not self.stopping:
+                first = code
+                print(f"web_processes: server process {pid} exited with code {code}; stopping the others", file=sys.stderr, flush=True)
+                self.stop()
+            elif not first:
+                first = code
+        if self.ready_file is not None:
+            self.ready_file.unlink(missing_ok=True)
+        return first or 0
+
+
+def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
+    parser = argparse.ArgumentParser(prog="python -m deerflow_site.server.web_processes", description=__doc__.split("\n\n")[0])
+    parser.add_argument("-b", "--bind", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
+    parser.add_argument("-p", "--port", type=int, default=8000, help="the port to listen on (default 8000)")
+    parser.add_argument("--processes", default=None, help=f"how many server processes: 'auto' or 1-{MAX_PROCESSES} (default: ${ENV}, else auto)")
+    parser.add_argument("--ready-file", type=Path, default=None, help="written (with the process count) once every server listens")
+    parser.add_argument("application", help="the ASGI application, e.g. deerflow_site.asgi:application")
+    return parser.parse_known_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args, extra = parse_args(sys.argv[1:] if argv is None else argv)
+    try:
+        count = process_count(args.processes if args.processes is not None else os.environ.get(ENV))
+        sock = listen(args.bind, args.port)
+    except UsageError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.ready_file is not None:
+        args.ready_file.unlink(missing_ok=True)  # a stale one from a launcher that was killed
+    launcher = Launcher(sock, server_command(sock, args.application, extra), count, args.ready_file)
+    # Handlers first: a signal while the servers start must still reach them.
+    signal.signal(signal.SIGTERM, lambda signum, _frame: launcher.stop(signum))
+    signal.signal(signal.SIGINT, lambda signum, _frame: launcher.stop(signum))
+    launcher.start()
+    return launcher.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,207 @@
+"""DingTalk Stream mode against a fake gateway: the open-connection endpoint hands out a
+websocket endpoint and ticket, and the websocket speaks the Stream protocol's JSON frames
+(CALLBACK frames in, acks back), parsed by dingtalk-stream's own classes. Replies go to a fake
+session webhook and the robot OpenAPI, over HTTP on loopback."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+
+import pytest
+from aiohttp import WSMsgType, web
+
+from apps.channels.base import ChatRef
+from apps.channels.common import PlatformError
+from apps.channels.adapters.dingtalk import DingTalkAdapter
+from apps.channels.registry import ADAPTER_MODULES, get_adapter
+from tests.apps.channels.fake_platform import FakePlatform, Inbox, RecordingHooks
+
+
+class FakeDingTalk(FakePlatform):
+    def __init__(self) -> None:
+        super().__init__()
+        self.to_push: asyncio.Queue[dict] = asyncio.Queue()
+        self.acks: list[dict] = []
+        self.acked = asyncio.Event()
+        self.connections = 0
+        self.open_fails = 0
+        self.webhook_answer = {"errcode": 0, "errmsg": "ok"}
+        self.route("POST", "/v1.0/gateway/connections/open", self._open)
+        self.route("GET", "/connect", self._ws)
+        self.json_route("POST", "/v1.0/oauth2/accessToken", {"accessToken": "dt-token", "expireIn": 7200})
+        self.json_route("POST", "/v1.0/robot/messageFiles/download", lambda r: {"downloadUrl": f"{self.url}/files/photo"})
+        self.route("GET", "/files/photo", _photo)
+        self.json_route("POST", "/robot/sendBySession", lambda r: self.webhook_answer)
+        self.json_route("POST", "/v1.0/robot/groupMessages/send", {"processQueryKey": "pq-group"})
+        self.json_route("POST", "/v1.0/robot/oToMessages/batchSend", {"processQueryKey": "pq-direct"})
+
+    async def _open(self, request: web.Request) -> web.Response:
+        if self.open_fails:
+            self.open_fails -= 1
+            return web.json_response({"code": "ServiceUnavailable", "message": "busy"}, status=503)
+        return web.json_response({"endpoint": f"ws{self.url[4:]}/connect", "ticket": "ticket/1+2"})
+
+    async def _ws(self, request: web.Request) -> web.WebSocketResponse:
+        assert request.query["ticket"] == "ticket/1+2"
+        self.connections += 1
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+
+        async def push() -> None:
+            while True:
+                await ws.send_str(json.dumps(await self.to_push.get()))
+
+        pusher = asyncio.create_task(push())
+        try:
+            async for msg in ws:
+                if msg.type == WSMsgType.TEXT:
+                    self.acks.append(json.loads(msg.data))
+                    self.acked.set()
+        finally:
+            pusher.cancel()
+        return ws
+
+    def robot_frame(self, **fields) -> dict:
+        data = {"conversationId": "cid_direct", "chatbotCorpId": "corp_1", "chatbotUserId": "bot_1", "msgId": uuid.uuid4().hex,
+                "senderNick": "Alice", "isAdmin": False, "senderStaffId": "staff_alice", "senderId": "$:LWCP_v1:$alice",
+                "sessionWebhookExpiredTime": int(time.time() * 1000) + 3_600_000, "createAt": int(time.time() * 1000),
+                "senderCorpId": "corp_1", "conversationType": "1", "isInAtList": True,
+                "sessionWebhook": f"{self.url}/robot/sendBySession?session=s1", "robotCode": "ding_client",
+                "msgtype": "text", "text": {"content": " hello deer "}}
+        data.update(fields)
+        return {"specVersion": "1.0", "type": "CALLBACK",
+                "headers": {"appId": "app_1", "connectionId": "conn_1", "contentType": "application/json",
+                            "messageId": f"frame_{data['msgId']}", "time": str(int(time.time() * 1000)),
+                            "topic": "/v1.0/im/bot/messages/get"},
+                "data": json.dumps(data)}
+
+
+async def _photo(request: web.Request) -> web.Response:
+    return web.Response(body=b"\x89PNG dingtalk photo", content_type="image/png")
+
+
+@pytest.fixture
+async def fake():
+    server = await FakeDingTalk().start()
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+async def adapter(fake):
+    inbox = Inbox()
+    adapter = DingTalkAdapter({"client_id": "ding_client", "client_secret": "ding_secret", "openapi_base": fake.url,
+                               "allowed_networks": ["127.0.0.0/8"]}, inbox, RecordingHooks())
+    await adapter.start()
+    yield adapter, inbox
+    await adapter.stop()
+
+
+async def test_registered():
+    assert ADAPTER_MODULES["dingtalk"] == "apps.channels.adapters.dingtalk"
+    assert get_adapter("dingtalk") is DingTalkAdapter
+    assert DingTalkAdapter.missing_settings({"client_id": "x"}) == ["client_secret"]
+    assert DingTalkAdapter.capabilities.edit is False
+    assert DingTalkAdapter.connect_hint("ABCD2345")[1].endswith("DingTalk bot in a direct chat: /connect ABCD2345")
+
+
+async def test_stream_connection_delivers_a_direct_message_and_acks_the_frame(fake, adapter):
+    _, inbox = adapter
+    frame = fake.robot_frame()
+    await fake.to_push.put(frame)
+    message = await inbox.next()
+    assert message.is_direct and message.mentioned
+    assert message.text == "hello deer" and message.sender_id == "staff_alice" and message.sender_name == "Alice"
+    assert message.chat == ChatRef(provider="dingtalk", workspace="corp_1", chat="cid_direct")
+    opened = fake.calls("POST", "/v1.0/gateway/connections/open")[0].json()
+    assert opened["clientId"] == "ding_client" and opened["clientSecret"] == "ding_secret"
+    assert opened["subscriptions"] == [{"type": "CALLBACK", "topic": "/v1.0/im/bot/messages/get"}]
+    await asyncio.wait_for(fake.acked.wait(), 20)
+    ack = fake.acks[0]
+    assert ack["code"] == 200 and ack["headers"]["messageId"] == frame["headers"]["messageId"]
+
+
+async def test_group_message_mention_flag(fake, adapter):
+    _, inbox = adapter
+    await fake.to_push.put(fake.robot_frame(conversationType="2", conversationId="cid_group", isInAtList=False))
+    message = await inbox.next()
+    assert not message.is_direct and not message.mentioned
+
+
+async def test_reply_is_markdown_through_the_session_webhook(fake, adapter):
+    dingtalk, inbox = adapter
+    await fake.to_push.put(fake.robot_frame())
+    message = await inbox.next()
+    await dingtalk.send_text(message.chat, "# Answer\nDeer Flow **works**.", reply_to=message.message_id)
+    posted = fake.calls("POST", "/robot/sendBySession")[0]
+    assert posted.query == {"session": "s1"}
+    assert posted.json() == {"msgtype": "markdown", "markdown": {"title": "# Answer", "text": "# Answer\nDeer Flow **works**."}}
+    fake.webhook_answer = {"errcode": 300001, "errmsg": "session expired"}
+    with pytest.raises(PlatformError, match="errcode 300001: session expired"):
+        await dingtalk.send_text(message.chat, "again")
+
+
+async def test_without_a_live_session_webhook_the_robot_api_sends(fake, adapter):
+    dingtalk, inbox = adapter
+    await fake.to_push.put(fake.robot_frame(sessionWebhookExpiredTime=int(time.time() * 1000) - 1000))
+    direct = await inbox.next()
+    await dingtalk.send_text(direct.chat, "later")
+    sent = fake.calls("POST", "/v1.0/robot/oToMessages/batchSend")[0]
+    assert sent.headers["x-acs-dingtalk-access-token"] == "dt-token"
+    body = sent.json()
+    assert body["userIds"] == ["staff_alice"] and body["msgKey"] == "sampleMarkdown"
+    assert json.loads(body["msgParam"]) == {"title": "later", "text": "later"}
+    await dingtalk.send_text(ChatRef(provider="dingtalk", workspace="corp_1", chat="cid_unknown_group"), "scheduled")
+    assert fake.calls("POST", "/v1.0/robot/groupMessages/send")[0].json()["openConversationId"] == "cid_unknown_group"
+    assert len(fake.calls("POST", "/v1.0/oauth2/accessToken")) == 1  # the token is reused
+
+
+async def test_a_message_the_bot_starts_goes_to_the_user(fake, adapter):
+    dingtalk, _ = adapter
+    chat = await dingtalk.direct_chat("staff_carol", "corp_1")
+    await dingtalk.send_text(chat, "Your scheduled report is ready.")
+    assert fake.calls("POST", "/v1.0/robot/oToMessages/batchSend")[0].json()["userIds"] == ["staff_carol"]
+
+
+async def test_pictures_and_files_in(fake, adapter):
+    _, inbox = adapter
+    await fake.to_push.put(fake.robot_frame(msgtype="picture", content={"downloadCode": "code_pic"}, text=None))
+    message = await inbox.next()
+    assert message.text == ""
+    assert await message.files[0].read() == b"\x89PNG dingtalk photo"
+    download = fake.calls("POST", "/v1.0/robot/messageFiles/download")[0]
+    assert download.json() == {"robotCode": "ding_client", "downloadCode": "code_pic"}
+    await fake.to_push.put(fake.robot_frame(msgtype="file", content={"downloadCode": "code_doc", "fileName": "plan.docx"}))
+    doc = await inbox.next()
+    assert doc.files[0].name == "plan.docx"
+    rich = {"richText": [{"text": "see"}, {"downloadCode": "code_rich", "type": "picture"}, {"text": "this"}]}
+    await fake.to_push.put(fake.robot_frame(msgtype="richText", content=rich))
+    message = await inbox.next()
+    assert message.text == "see\nthis" and len(message.files) == 1
+
+
+async def test_loopback_platform_urls_are_refused_without_allowed_networks(fake):
+    inbox = Inbox()
+    adapter = DingTalkAdapter({"client_id": "ding_client", "client_secret": "s", "openapi_base": fake.url}, inbox)
+    with pytest.raises(PlatformError, match="refused"):
+        await adapter._access_token()
+
+
+async def test_outage_of_the_gateway_is_retried(fake, adapter):
+    _, inbox = adapter
+    await fake.to_push.put(fake.robot_frame(text={"content": "first"}))
+    assert (await inbox.next()).text == "first"
+    # The gateway tells the client to go away; the client reconnects through a failing open call.
+    fake.open_fails = 1
+    await fake.to_push.put({"specVersion": "1.0", "type": "SYSTEM", "headers": {"messageId": "sys_1", "topic": "disconnect",
+                                                                                "contentType": "application/json"}, "data": "{}"})
+    await fake.wait_for("POST", "/v1.0/gateway/connections/open", 3)
+    await fake.to_push.put(fake.robot_frame(text={"content": "after the outage"}))
+    assert (await inbox.next(timeout=30)).text == "after the outage"
+    assert fake.connections == 2
+    hooks = adapter[0].hooks
+    assert len(hooks.connected_as) == 2 and hooks.events == 2
+    assert any("HTTP 503" in e for e in hooks.errors)
