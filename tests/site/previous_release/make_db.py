@@ -5,8 +5,9 @@ tree's migrations, back to the release's, and forward again, checking no row is 
 fixture must therefore be made by the *release's* code, not by the tree that tests it.
 
 The fixture in this directory was made at commit 280a006 (the release before model moves
-between apps such as ``runs`` → ``schedules``); the first lines of ``db.sql`` name the commit
-that made it. To make it again after a release that adds migrations, from that release's
+between apps such as ``runs`` → ``schedules``), with this script as it was then; the first
+lines of ``db.sql`` name the commit that made it. The script follows the tree it is in (its
+imports name today's modules), so at the next release it runs as it stands. To make it again after a release that adds migrations, from that release's
 commit::
 
     git worktree add /tmp/deerflow-release <release commit>
@@ -198,13 +199,14 @@ def _finished_run(*, thread, owner, question: str, answer: str, n: int, metadata
 
 
 def _threads(alice, bob):
+    from apps.runs.selectors import run_message_contents
     from apps.threads.feedback import feedback_upsert
-    from apps.threads.search import thread_text_matches
+    from apps.runs.search import thread_text_matches
     from apps.threads.services import thread_create, thread_set_pinned
 
     soup = thread_create(owner=alice, metadata={"project": "kitchen"})
     run = _finished_run(thread=soup, owner=alice, question="What soup goes with rye bread?", answer="Leek and potato soup.", n=1)
-    feedback_upsert(user=alice, run=run, data={"rating": 1, "comment": "just right"})
+    feedback_upsert(user=alice, run=run, messages=run_message_contents(run=run), data={"rating": 1, "comment": "just right"})
     thread_set_pinned(thread=soup, pinned=True)
     trip = thread_create(owner=bob, thread_id="bob-trip-2024")
     _finished_run(thread=trip, owner=bob, question="Plan a weekend in Lisbon", answer="Day one: Alfama and the castle.", n=2)
@@ -250,11 +252,11 @@ def _memory(alice):
 
 
 def _channels(bob, run):
-    from apps.integrations.channels.base import ChatRef
-    from apps.integrations.channels.conversations import conversation_thread
-    from apps.integrations.channels.status import status_set
-    from apps.integrations.connections import connect_code_consume, connect_code_issue
-    from apps.integrations.deliveries import delivery_enqueue
+    from apps.channels.base import ChatRef
+    from apps.channels.conversations import conversation_thread
+    from apps.channels.status import status_set
+    from apps.channels.connections import connect_code_consume, connect_code_issue
+    from apps.channels.outbox import delivery_enqueue
 
     issued = connect_code_issue(user=bob, provider="telegram", ttl_seconds=600)
     connection = connect_code_consume(provider="telegram", code_text=issued.code, external_id="424242", display_name="Bob B.")
@@ -262,7 +264,7 @@ def _channels(bob, run):
     conversation_thread(connection=connection, chat=ChatRef(provider="telegram", workspace="", chat="424242"), chat_title="Bob B.")
     status_set("telegram", state="connected", bot_name="deerflow_bot")
     status_set("slack", state="disabled", detail="channels.slack.enabled is false")
-    delivery_enqueue(run_id=str(run.pk), connection_id=connection.pk, task_id="")
+    delivery_enqueue(run_id=str(run.pk), connection_id=connection.pk, task_id="", title="")
     return connection
 
 
@@ -270,8 +272,8 @@ def _schedules(alice, bob, connection):
     from django.utils import timezone
     from django_celery_beat.models import IntervalSchedule, PeriodicTask, SolarSchedule
 
-    from apps.runs.models import ScheduledTaskRun
-    from apps.runs.scheduling.services import scheduled_task_create
+    from apps.schedules.models import ScheduledTaskRun
+    from apps.schedules.services import scheduled_task_create
     from apps.threads.services import thread_create
 
     daily = scheduled_task_create(user=bob, data={"title": "Morning news", "prompt": "Summarise today's headlines.",
