@@ -1,7 +1,6 @@
-"""The domain error hierarchy and the one DRF handler that maps it to HTTP.
+"""The one DRF error handler: domain errors (``apps.errors``) and Django's own, mapped to HTTP.
 
-Services raise these (never HTTP errors); views do not catch them. Every error response
-is ``{"detail": ...}`` with the status below.
+Every error response is ``{"detail": ...}`` with the status ``STATUS`` gives.
 """
 
 from __future__ import annotations
@@ -16,54 +15,37 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
+from apps import errors
+
 logger = logging.getLogger(__name__)
 
 
-class DomainError(Exception):
-    status_code = status.HTTP_400_BAD_REQUEST
-
-    def __init__(self, detail: str):
-        self.detail = detail
-        super().__init__(detail)
-
-
-class InvalidRequest(DomainError):
-    status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
-
-
-class NotFound(DomainError):
-    """Also raised for another user's object: never reveal that it exists."""
-
-    status_code = status.HTTP_404_NOT_FOUND
+# The status of each domain error; a subclass answers with its nearest listed ancestor's.
+STATUS = {
+    errors.DomainError: status.HTTP_400_BAD_REQUEST,
+    errors.InvalidRequest: status.HTTP_422_UNPROCESSABLE_ENTITY,
+    errors.NotFound: status.HTTP_404_NOT_FOUND,
+    errors.Forbidden: status.HTTP_403_FORBIDDEN,
+    errors.Conflict: status.HTTP_409_CONFLICT,
+    errors.PayloadTooLarge: status.HTTP_413_REQUEST_ENTITY_TOO_LARGE,
+    errors.UnsupportedMediaType: status.HTTP_415_UNSUPPORTED_MEDIA_TYPE,
+    errors.RangeNotSatisfiable: status.HTTP_416_REQUESTED_RANGE_NOT_SATISFIABLE,
+    errors.TooManyRequests: status.HTTP_429_TOO_MANY_REQUESTS,
+    errors.UpstreamFailed: status.HTTP_502_BAD_GATEWAY,
+    errors.ServiceUnavailable: status.HTTP_503_SERVICE_UNAVAILABLE,
+}
 
 
-class Forbidden(DomainError):
-    status_code = status.HTTP_403_FORBIDDEN
-
-
-class Conflict(DomainError):
-    status_code = status.HTTP_409_CONFLICT
-
-
-class ThreadBusy(Conflict):
-    pass
-
-
-class ThreadStorageConflict(Conflict):
-    """The thread's checkpoints were written in a storage mode this server does not run."""
-
-
-class PayloadTooLarge(DomainError):
-    status_code = status.HTTP_413_REQUEST_ENTITY_TOO_LARGE
-
-
-class ServiceUnavailable(DomainError):
-    status_code = status.HTTP_503_SERVICE_UNAVAILABLE
+def http_status(exc: errors.DomainError) -> int:
+    for cls in type(exc).__mro__:
+        if cls in STATUS:
+            return STATUS[cls]
+    return status.HTTP_400_BAD_REQUEST
 
 
 def api_exception_handler(exc, context):
-    if isinstance(exc, DomainError):
-        return Response({"detail": exc.detail}, status=exc.status_code)
+    if isinstance(exc, errors.DomainError):
+        return Response({"detail": exc.detail}, status=http_status(exc))
     if isinstance(exc, RequestDataTooBig):
         # Under our server the body never gets this far (deerflow_site/server/body_limits.py); other
         # servers and the test client reach Django's own cap, which is the same number.

@@ -24,7 +24,7 @@ from rest_framework.renderers import JSONRenderer
 def _invalid(detail: str) -> Exception:
     # Imported late: DRF imports this module (DEFAULT_PARSER_CLASSES) while rest_framework.views,
     # which deerflow_site.errors needs, is still initialising.
-    from deerflow_site.errors import InvalidRequest
+    from apps.errors import InvalidRequest
 
     return InvalidRequest(detail)
 

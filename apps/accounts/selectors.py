@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from apps.accounts.models import PersonalAccessToken, User
 from apps.accounts.services import TOKEN_PREFIX, token_digest
-from deerflow_site.errors import NotFound
+from apps.errors import NotFound
 from deerflow_site.db.prepared_sql import convert_row, row_converters
 
 # dfp_ + at least 32 url-safe characters (token_create issues 43). Anything else cannot be ours.

@@ -14,7 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.accounts.models import PersonalAccessToken, User
-from deerflow_site.errors import InvalidRequest
+from apps.errors import InvalidRequest
 
 TOKEN_PREFIX = "dfp_"
 # Any constant works; it only has to be the same in every process taking this lock.

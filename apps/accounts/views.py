@@ -18,7 +18,7 @@ from rest_framework.views import APIView
 from apps.accounts import selectors, services
 from apps.accounts.models import PersonalAccessToken
 from apps.accounts.permissions import ANY_SCOPE
-from deerflow_site.errors import DomainError, InvalidRequest
+from apps.errors import DomainError, InvalidRequest
 
 
 class TokenOutputSerializer(serializers.ModelSerializer):

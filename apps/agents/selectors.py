@@ -13,8 +13,8 @@ import uuid
 from django.db.models import Q
 
 from apps.agents.models import Agent
+from apps.errors import NotFound
 from apps.runs.graphs import LEAD_AGENT
-from deerflow_site.errors import NotFound
 from harness.config.loader import get_app_config
 
 _EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC).isoformat()

@@ -16,7 +16,7 @@ from django.db import IntegrityError, transaction
 
 from apps.agents.models import Agent, AgentVersion
 from apps.agents.selectors import agent_settings
-from deerflow_site.errors import Conflict, InvalidRequest
+from apps.errors import Conflict, InvalidRequest
 from harness.config import get_app_config
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")

@@ -9,7 +9,7 @@ from django.contrib.auth import get_user_model
 
 from apps.agents import services
 from apps.agents.models import Agent
-from deerflow_site.errors import DomainError
+from apps.errors import DomainError
 from harness.agents.custom import AgentStoreError
 
 

@@ -9,8 +9,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.agents import selectors, services
+from apps.errors import Forbidden, InvalidRequest, NotFound
 from apps.runs.graphs import LEAD_AGENT
-from deerflow_site.errors import Forbidden, InvalidRequest, NotFound
 
 READ, WRITE = "threads:read", "threads:write"
 

@@ -20,7 +20,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.channels.models import ChannelConnection, ConnectCode
-from deerflow_site.errors import NotFound
+from apps.errors import NotFound
 
 logger = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ def connection_serialize(connection: ChannelConnection) -> dict:
 def connection_id_for_user(*, user, value) -> int:
     """A scheduled task's ``deliver_to``: one of the user's live connections (422 otherwise,
     also for another user's id: it is not theirs to name)."""
-    from deerflow_site.errors import InvalidRequest
+    from apps.errors import InvalidRequest
 
     if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).isdigit():
         raise InvalidRequest("deliver_to: the id of one of your channel connections, or null")

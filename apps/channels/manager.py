@@ -22,7 +22,7 @@ from apps.channels import connections
 from apps.channels import conversations, turns
 from apps.channels.base import ChannelAdapter, ChatRef, InboundMessage
 from apps.channels.config import ChannelsSettings, allowed_chats
-from deerflow_site.errors import DomainError
+from apps.errors import DomainError
 
 logger = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from typing import Any
 from apps.channels import registry
 from apps.channels.config import channels_settings
 from apps.channels.models import ChannelStatus
-from deerflow_site.errors import NotFound
+from apps.errors import NotFound
 
 
 def _why_off(name: str, section: dict, cls, enabled: bool) -> str:
@@ -60,7 +60,7 @@ def providers_list(*, staff: bool) -> dict[str, Any]:
 
 def connectable_provider(name: str):
     """(adapter class, settings, bot name) of a provider a user may connect to now."""
-    from deerflow_site.errors import Conflict
+    from apps.errors import Conflict
 
     settings = channels_settings()
     adapters = registry.load_adapters()

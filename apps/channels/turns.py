@@ -17,9 +17,9 @@ from channels.db import database_sync_to_async
 from django.core.files.base import ContentFile
 
 from apps.channels.base import ChannelAdapter, ChatRef, InboundFile, SentMessage
+from apps.errors import DomainError, ThreadBusy
 from apps.runs.models import Run, RunEvent
 from apps.runs.schemas import RunCreate
-from deerflow_site.errors import DomainError, ThreadBusy
 
 logger = logging.getLogger(__name__)
 

@@ -23,10 +23,10 @@ from drf_spectacular.utils import OpenApiTypes, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.runs.selectors import run_get_for_user
 from apps.chat import artifacts
+from apps.errors import InvalidRequest, RangeNotSatisfiable
+from apps.runs.selectors import run_get_for_user
 from apps.threads.selectors import thread_get_for_user
-from deerflow_site.errors import InvalidRequest
 from deerflow_site.json_input import StrictJSONParser
 
 CHUNK = 256 * 1024
@@ -67,7 +67,7 @@ class ThreadArtifactView(APIView):
         artifact = artifacts.artifact_get(thread=thread, path=artifact_path)
         try:
             byte_range = artifacts.parse_range(request.META.get("HTTP_RANGE"), artifact.size)
-        except artifacts.RangeNotSatisfiable as exc:
+        except RangeNotSatisfiable as exc:
             # Caught here only to add the header RFC 9110 asks for; the body is the usual detail.
             return Response({"detail": exc.detail}, status=416, headers={"Content-Range": f"bytes */{exc.size}"})
         start, end = byte_range if byte_range else (0, artifact.size - 1)

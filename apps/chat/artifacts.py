@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from deerflow_site.errors import Conflict, DomainError, Forbidden, InvalidRequest, NotFound, PayloadTooLarge, ThreadBusy
+from apps.errors import (Conflict, Forbidden, InvalidRequest, NotFound, PayloadTooLarge, RangeNotSatisfiable, ThreadBusy,
+                         UnsupportedMediaType)
 from harness.config import get_app_config, thread_user_data_dir
 from harness.sandbox.errors import SandboxPathError
 from harness.sandbox.paths import MAX_NAME_BYTES, MAX_PATH_BYTES, OUTPUTS, USER_DATA, VirtualFS
@@ -34,18 +35,6 @@ from harness.uploads import STAGING_SUFFIX, is_staging_name
 # this site's origin.
 ACTIVE_CONTENT_TYPES = frozenset({"text/html", "application/xhtml+xml", "image/svg+xml"})
 _SHA256 = re.compile(r"^[0-9a-fA-F]{64}$")
-
-
-class UnsupportedMediaType(DomainError):
-    status_code = 415
-
-
-class RangeNotSatisfiable(DomainError):
-    status_code = 416
-
-    def __init__(self, detail: str, size: int):
-        super().__init__(detail)
-        self.size = size
 
 
 # A file inside a ``.skill`` archive is read whole; skill files are small, this bounds a bomb.

@@ -13,10 +13,10 @@ from django.shortcuts import render
 from django.views.decorators.csrf import ensure_csrf_cookie
 
 from apps.agents.selectors import agent_picker_list, model_list
+from apps.errors import NotFound
 from apps.threads.selectors import thread_get_for_user
 from harness.config import get_app_config
 from harness.config.paths import resolve_config_path
-from deerflow_site.errors import NotFound
 
 
 def home(request):

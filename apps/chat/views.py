@@ -8,13 +8,13 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.runs.selectors import messages_page, thread_token_usage
+from apps.errors import InvalidRequest
 from apps.runs import state
 from apps.runs.search import thread_text_matches
+from apps.runs.selectors import messages_page, thread_token_usage
 from apps.threads import serializers, services
 from apps.threads.feedback import attach_feedback
 from apps.threads.selectors import thread_get_for_user, thread_search
-from deerflow_site.errors import InvalidRequest
 
 
 def _int(value, name: str, default: int | None = None) -> int | None:

@@ -10,9 +10,9 @@ from rest_framework.views import APIView
 from apps.accounts.permissions import ADMIN_SCOPE, STAFF_ONLY, require_token_scope
 from apps.console import exports, operations, reports
 from apps.console.periods import parse_period, parse_scope
+from apps.errors import InvalidRequest, NotFound
 from apps.runs.models import Run
 from apps.runs.services import run_cancel
-from deerflow_site.errors import InvalidRequest, NotFound
 
 COMMON = [OpenApiParameter("period", str, description="today, 7d (default), 30d or 90d"),
           OpenApiParameter("since", str, description="first day, YYYY-MM-DD (with until instead of period)"),

@@ -11,10 +11,10 @@ from django.utils import timezone
 
 from apps.console.periods import Period, Scope
 from apps.console.reports import FAILED, run_row
+from apps.errors import InvalidRequest
 from apps.runs.models import Run
 from apps.schedules.selectors import scheduled_task_health
 from apps.threads.models import Feedback
-from deerflow_site.errors import InvalidRequest
 
 # A running run whose lease has lapsed by more than this is reported as stuck.
 STUCK_AFTER = timedelta(minutes=2)

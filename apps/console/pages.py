@@ -18,8 +18,9 @@ from django.views.decorators.http import require_POST
 from apps.console import operations, reports
 from apps.console.charts import bar_chart
 from apps.console.periods import parse_period, parse_scope
+from apps.errors import DomainError
 from apps.runs.models import Run
-from deerflow_site.errors import DomainError
+from deerflow_site.errors import http_status
 
 PAGE_PERIODS = [("today", "Today"), ("7d", "7 days"), ("30d", "30 days")]
 
@@ -56,7 +57,7 @@ def _context(request, *, who: str | None):
 
 def _render_error(request, template: str, exc: DomainError):
     return render(request, template, {"error": exc.detail, "periods": [(k, n, f"?period={k}") for k, n in PAGE_PERIODS]},
-                  status=exc.status_code)
+                  status=http_status(exc))
 
 
 @login_required

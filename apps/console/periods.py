@@ -15,7 +15,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from django.contrib.auth import get_user_model
 from django.utils import timezone
 
-from deerflow_site.errors import Forbidden, InvalidRequest, NotFound
+from apps.errors import Forbidden, InvalidRequest, NotFound
 
 PERIODS = {"today": 1, "7d": 7, "30d": 30, "90d": 90}
 MAX_DAYS = 366

@@ -13,9 +13,9 @@ from datetime import datetime
 from django.db.models import Count, Q
 
 from apps.console.periods import Period, Scope
-from apps.runs.pricing import add_usage, cost_of, run_usage_by_model
+from apps.errors import InvalidRequest
 from apps.runs.models import Run
-from deerflow_site.errors import InvalidRequest
+from apps.runs.pricing import add_usage, cost_of, run_usage_by_model
 
 FAILED = (Run.Status.ERROR, Run.Status.TIMEOUT)
 FINISHED = (Run.Status.SUCCESS, Run.Status.ERROR, Run.Status.TIMEOUT, Run.Status.INTERRUPTED)

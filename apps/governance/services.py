@@ -6,20 +6,19 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from rest_framework import status
 
+from apps.errors import Conflict, InvalidRequest, NotFound, TooManyRequests
 from apps.governance.models import ApprovalRule, Budget
 from apps.governance.probes import blocked_models
 from apps.governance.selectors import pending_approval
 from apps.runs.lifecycle import Admission
-from deerflow_site.errors import Conflict, DomainError, InvalidRequest, NotFound
-from harness.governance.gate import DECISIONS
 from harness.config.loader import get_app_config
+from harness.governance.gate import DECISIONS
 from harness.governance.policy import RuleError, compile_rule
 
 
-class BudgetExceeded(DomainError):
-    status_code = status.HTTP_429_TOO_MANY_REQUESTS
+class BudgetExceeded(TooManyRequests):
+    pass
 
 
 def run_admit(admission: Admission) -> None:

@@ -7,9 +7,9 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.permissions import ADMIN_SCOPE, STAFF_ONLY, require_staff
+from apps.errors import InvalidRequest
 from apps.governance import selectors, services
 from apps.runs.serializers import run_json
-from deerflow_site.errors import InvalidRequest
 
 
 def _int(value, name: str, default: int) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from deerflow_site.errors import InvalidRequest
+from apps.errors import InvalidRequest
 from harness.config import ConfigError
 from harness.config.extensions import McpServerConfig, parse_extensions
 from harness.config.paths import resolve_extensions_path

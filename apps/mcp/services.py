@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from apps.errors import InvalidRequest, NotFound
 from apps.mcp.selectors import extensions_raw, server_masked
-from deerflow_site.errors import InvalidRequest, NotFound
 from harness.config import save_extensions_config
 from harness.config.extensions import McpServerConfig
 from harness.config.loader import validation_message

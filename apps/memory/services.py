@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from apps.errors import Conflict, InvalidRequest, NotFound
 from apps.memory.stores import DjangoMemoryStore
-from deerflow_site.errors import Conflict, InvalidRequest, NotFound
 from harness.memory import Fact, MemoryDoc, RevisionConflict
 from harness.memory.store import new_fact_id
 from harness.memory.types import check_fact, now, parse_document

@@ -7,9 +7,9 @@ from drf_spectacular.utils import OpenApiTypes, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.errors import InvalidRequest
 from apps.memory import services
 from apps.memory.selectors import memory_get_for_user
-from deerflow_site.errors import InvalidRequest
 from harness.config import get_app_config
 
 READ, WRITE = "threads:read", "threads:write"

@@ -1,8 +1,8 @@
 from django.contrib import admin, messages
 
+from apps.errors import DomainError
 from apps.runs.models import Run, RunEvent
 from apps.runs.pricing import cost_of, cost_text, run_usage_by_model
-from deerflow_site.errors import DomainError
 
 
 @admin.register(Run)

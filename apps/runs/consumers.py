@@ -23,6 +23,7 @@ import logging
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
+from apps.errors import DomainError, NotFound
 from apps.runs.models import Run
 from apps.runs.runtime import get_runtime
 from apps.runs.schemas import parse_run_request
@@ -30,7 +31,7 @@ from apps.runs.serializers import run_json
 from apps.runs.services import run_cancel, start_run
 from apps.runs.sse import with_failure_before_lone_end
 from apps.threads.selectors import thread_get_for_user
-from deerflow_site.errors import DomainError, NotFound
+from deerflow_site.errors import http_status
 from deerflow_site.json_input import load_json
 from harness.observability import metrics
 from harness.observability.context import request_id_from_headers, request_id_var
@@ -79,7 +80,7 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
         try:
             content = load_json(text_data if text_data is not None else bytes_data)
         except DomainError as exc:
-            await self.send_json({"type": "error", "status": exc.status_code, "detail": exc.detail})
+            await self.send_json({"type": "error", "status": http_status(exc), "detail": exc.detail})
             return
         await self.receive_json(content, **kwargs)
 
@@ -97,7 +98,7 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
             else:
                 await self.send_json({"type": "error", "status": 400, "detail": "type must be subscribe, run or cancel"})
         except DomainError as exc:
-            await self.send_json({"type": "error", "status": exc.status_code, "detail": exc.detail})
+            await self.send_json({"type": "error", "status": http_status(exc), "detail": exc.detail})
 
     # -- actions ------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from deerflow_site.errors import InvalidRequest
+from apps.errors import InvalidRequest
 
 SUPPORTED_STREAM_MODES = ("values", "messages-tuple", "updates", "custom", "debug", "tasks", "checkpoints")
 DEFAULT_RECURSION_LIMIT = 100

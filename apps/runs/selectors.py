@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.db.models import Count, Sum
 
+from apps.errors import InvalidRequest, NotFound
 from apps.runs.models import Run, RunEvent
-from deerflow_site.errors import InvalidRequest, NotFound
 
 
 def run_get_for_user(*, user, thread_id: str, run_id: str) -> Run:

@@ -19,6 +19,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
+from apps.errors import Conflict, InvalidRequest, NotFound, ThreadBusy
 from apps.runs import graphs, lifecycle
 from apps.runs.models import Run
 from apps.runs.recovery import recover_orphans
@@ -28,7 +29,6 @@ from apps.runs.settle import run_settle_cancelled
 from apps.threads.models import Thread
 from apps.threads.selectors import thread_get_for_user
 from apps.threads.services import thread_create, thread_status_set
-from deerflow_site.errors import Conflict, InvalidRequest, NotFound, ThreadBusy
 from deerflow_site.db.prepared_sql import ModelInsert
 from harness.config.loader import get_app_config
 from harness.observability.context import current_request_id, new_request_id, request_id_var

@@ -18,8 +18,8 @@ from channels.db import DatabaseSyncToAsync
 from django.http import StreamingHttpResponse
 from rest_framework.renderers import BaseRenderer
 
+from apps.errors import InvalidRequest
 from apps.runs.runtime import get_runtime
-from deerflow_site.errors import InvalidRequest
 from harness.observability import metrics
 from harness.runtime.stream_bridge import END, GAP, HEARTBEAT, StreamItem, subscribe_batches
 from harness.runtime.stream_compaction import id_key
@@ -148,7 +148,7 @@ def _failure_not_seen(run_id: str, last_event_id: str | None) -> dict | None:
 def _cancel_after_disconnect(run_id: str) -> None:
     from apps.runs.models import Run
     from apps.runs.services import run_cancel
-    from deerflow_site.errors import Conflict
+    from apps.errors import Conflict
 
     run = Run.objects.filter(pk=run_id).first()
     if run is None or not run.is_active:

@@ -12,10 +12,10 @@ import asyncio
 import logging
 from typing import Any
 
+from apps.errors import InvalidRequest, NotFound, ThreadBusy, ThreadStorageConflict
 from apps.runs import graphs
 from apps.runs.models import Run
 from apps.runs.runtime import get_runtime
-from deerflow_site.errors import InvalidRequest, NotFound, ThreadBusy, ThreadStorageConflict
 from harness.runtime.checkpoint_state import CheckpointModeMismatch, ensure_readable, graph_mode
 from harness.runtime.serialize import to_jsonable
 

@@ -18,14 +18,14 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.permissions import require_token_scope, token_lacks_scope
+from apps.errors import InvalidRequest
 from apps.runs import selectors, services
 from apps.runs.runtime import get_runtime
 from apps.runs.schemas import parse_run_request
 from apps.runs.serializers import run_json
 from apps.runs.sse import EventStreamRenderer, RunBody, check_last_event_id, run_events, sse_response
-from apps.threads.selectors import thread_get_for_user
 from apps.runs.state import thread_values
-from deerflow_site.errors import InvalidRequest
+from apps.threads.selectors import thread_get_for_user
 from deerflow_site.json_input import SafeJSONRenderer
 from harness.observability import metrics
 from harness.runtime.stream_bridge import END, GAP

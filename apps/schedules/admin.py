@@ -5,12 +5,12 @@ from django import forms
 from django.contrib import admin, messages
 from django.utils import timezone
 
+from apps.errors import DomainError
 from apps.schedules import services
 from apps.schedules.dispatch import dispatch
 from apps.schedules.models import ScheduledTask, ScheduledTaskRun
 from apps.schedules.once import require_future
 from apps.schedules.serializers import _describe
-from deerflow_site.errors import DomainError
 
 class ScheduledTaskRunInline(admin.TabularInline):
     model = ScheduledTaskRun

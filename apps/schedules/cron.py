@@ -18,7 +18,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError, available_timezones
 
 from celery.schedules import crontab
 
-from deerflow_site.errors import InvalidRequest
+from apps.errors import InvalidRequest
 
 FIELDS = ("minute", "hour", "day_of_month", "month_of_year", "day_of_week")
 # A schedule that matches nothing in this many years (e.g. 30 February) is refused.

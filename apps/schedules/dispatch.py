@@ -17,11 +17,11 @@ from datetime import timedelta
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from apps.schedules.models import ScheduledTask, ScheduledTaskRun
+from apps.errors import Conflict, DomainError, UpstreamFailed
 from apps.runs.schemas import RunCreate
 from apps.schedules import beat, selectors
 from apps.schedules.cron import next_run, parse_cron, parse_timezone
-from deerflow_site.errors import Conflict, DomainError
+from apps.schedules.models import ScheduledTask, ScheduledTaskRun
 from harness.config.loader import get_app_config
 
 logger = logging.getLogger(__name__)
@@ -36,10 +36,8 @@ class TaskRunConflict(Conflict):
     pass
 
 
-class DispatchFailed(DomainError):
+class DispatchFailed(UpstreamFailed):
     """A manual trigger whose run could not be started (the task run records why)."""
-
-    status_code = 502
 
 
 def _skip(task: ScheduledTask, trigger: str, scheduled_for, reason: str) -> ScheduledTaskRun:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import datetime as dt
 from zoneinfo import ZoneInfo
 
-from deerflow_site.errors import InvalidRequest
+from apps.errors import InvalidRequest
 
 FIELD = "schedule_spec.run_at"
 

@@ -7,8 +7,8 @@ from datetime import timedelta
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from apps.errors import InvalidRequest, NotFound
 from apps.schedules.models import ScheduledTask, ScheduledTaskRun
-from deerflow_site.errors import InvalidRequest, NotFound
 
 
 def scheduled_task_list(*, user, thread_id: str | None = None):

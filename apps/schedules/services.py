@@ -13,13 +13,13 @@ from django.utils import timezone
 from apps.agents.selectors import run_agent_for_user
 from apps.channels.connections import connection_id_for_user
 from apps.channels.outbox import delivery_enqueue
+from apps.errors import InvalidRequest, NotFound
 from apps.runs import graphs
 from apps.runs.lifecycle import RunStatus, SettledRun
 from apps.schedules import beat, once
 from apps.schedules.cron import next_run, parse_cron, parse_timezone
 from apps.schedules.models import ScheduledTask, ScheduledTaskRun
 from apps.threads.selectors import thread_get_for_user
-from deerflow_site.errors import InvalidRequest, NotFound
 from harness.config.loader import get_app_config
 
 # Run options a task may carry into its runs' context. Anything else is refused, so a typo

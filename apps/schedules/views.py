@@ -12,11 +12,11 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.schedules.models import ScheduledTaskRun
+from apps.errors import InvalidRequest
 from apps.schedules import cron, dispatch, once, selectors, services
+from apps.schedules.models import ScheduledTaskRun
 from apps.schedules.serializers import task_json, task_run_json
 from apps.threads.selectors import thread_get_for_user
-from deerflow_site.errors import InvalidRequest
 
 _READ = "runs:read"
 _WRITE = "runs:create"

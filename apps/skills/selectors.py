@@ -7,7 +7,7 @@ from harness.skills.install import list_versions
 from harness.skills.loader import CUSTOM, GLOBAL, Skill, global_skills_home, load_global_skills, load_public_skills
 from harness.skills.state import SkillEntry, SkillSet, resolve_skill_set
 
-from deerflow_site.errors import NotFound
+from apps.errors import NotFound
 
 
 def skill_set_for_user(*, user) -> SkillSet:

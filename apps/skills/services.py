@@ -17,9 +17,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from apps.errors import Forbidden, InvalidRequest, NotFound
 from apps.skills.models import GlobalSkillChange, SkillState
 from apps.skills.selectors import can_manage_global, global_skill_names, public_skill_names, skill_get_for_user
-from deerflow_site.errors import Forbidden, InvalidRequest, NotFound
 from harness.config import deer_flow_home, thread_user_data_dir
 from harness.sandbox.errors import SandboxPathError
 from harness.sandbox.paths import VirtualFS

@@ -7,8 +7,8 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.errors import InvalidRequest
 from apps.skills import selectors, services
-from deerflow_site.errors import InvalidRequest
 from deerflow_site.json_input import StrictJSONParser
 
 READ, WRITE = "threads:read", "threads:write"

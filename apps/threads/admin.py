@@ -16,7 +16,7 @@ class ThreadAdmin(admin.ModelAdmin):
     @admin.action(description="Mark selected threads idle (stuck after a lost run)")
     def mark_idle(self, request, queryset):
         from apps.threads.services import thread_mark_idle
-        from deerflow_site.errors import DomainError
+        from apps.errors import DomainError
 
         freed = 0
         for thread in queryset:

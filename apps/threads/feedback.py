@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from django.db import IntegrityError, transaction
 
+from apps.errors import InvalidRequest
 from apps.threads.models import Feedback
-from deerflow_site.errors import InvalidRequest
 
 MAX_COMMENT = 4000
 AI_TYPES = ("ai", "AIMessage", "AIMessageChunk")

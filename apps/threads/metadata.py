@@ -15,7 +15,7 @@ import json
 
 from django.conf import settings
 
-from deerflow_site.errors import PayloadTooLarge
+from apps.errors import PayloadTooLarge
 
 # A search page carries at most this many threads' worth of metadata (6.4 MB at the default
 # limit), however large its ``limit``.

@@ -6,9 +6,9 @@ from collections.abc import Callable
 
 from django.db.models import Exists, OuterRef, Q
 
+from apps.errors import InvalidRequest, NotFound
 from apps.threads.metadata import PAGE_THREADS, metadata_limit, metadata_size, metadata_within
 from apps.threads.models import Thread
-from deerflow_site.errors import InvalidRequest, NotFound
 from deerflow_site.db.prepared_sql import ModelLookup
 
 _SEARCH_CHUNK = 20  # rows read from the database at a time by a search

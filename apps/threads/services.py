@@ -14,9 +14,9 @@ from collections.abc import Callable
 
 from django.db import IntegrityError, transaction
 
+from apps.errors import Conflict, InvalidRequest, NotFound
 from apps.threads.metadata import check_metadata_size
 from apps.threads.models import THREAD_ID_PATTERN, Thread, new_thread_id
-from deerflow_site.errors import Conflict, InvalidRequest, NotFound
 from deerflow_site.db.prepared_sql import ModelInsert, ModelUpdate
 
 _THREAD_ID = re.compile(THREAD_ID_PATTERN)

@@ -13,9 +13,9 @@ from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.errors import InvalidRequest, PayloadTooLarge
 from apps.threads import uploads
 from apps.threads.selectors import thread_get_for_user
-from deerflow_site.errors import InvalidRequest, PayloadTooLarge
 
 # Multipart boundaries and part headers on top of the file bytes.
 FRAMING_ALLOWANCE = 1024 * 1024

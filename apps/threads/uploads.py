@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from deerflow_site.errors import Conflict, Forbidden, InvalidRequest, NotFound, PayloadTooLarge
+from apps.errors import Conflict, Forbidden, InvalidRequest, NotFound, PayloadTooLarge
 from harness.config import deer_flow_home, get_app_config, thread_user_data_dir
 from harness.sandbox.quota import QuotaExceeded, quota_for, quota_message
 from harness.uploads import STAGING_SUFFIX, is_staging_name

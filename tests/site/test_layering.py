@@ -194,3 +194,11 @@ def test_the_checks_catch_a_violation():
     assert any({"apps.runs.worker", "apps.runs.lifecycle"} <= set(c) for c in module_circles(graph))
     assert any({"runs", "memory"} <= set(c) for c in app_circles(graph))
     assert ("apps.skills.services", "apps.agents.models") in model_imports(graph) - REMAINING_MODEL_IMPORTS
+
+
+def test_domain_errors_know_nothing_of_http(graph):
+    # Services raise apps.errors; only the API's handler turns them into statuses.
+    imported = graph.find_modules_directly_imported_by("apps.errors")
+    assert not imported, f"apps/errors.py imports {sorted(imported)}"
+    source = (ROOT / "apps" / "errors.py").read_text()
+    assert "status_code" not in source and "rest_framework" not in source and "django" not in source

@@ -3,9 +3,9 @@
 import pytest
 from django.utils import timezone
 
+from apps.errors import NotFound
 from apps.threads.models import Thread
 from apps.threads.selectors import thread_get_for_user
-from deerflow_site.errors import NotFound
 from deerflow_site.db.prepared_sql import ModelLookup
 
 pytestmark = [pytest.mark.django_db, pytest.mark.db_tier]

@@ -21,16 +21,16 @@ from typing import Any
 
 from django.db import transaction
 
+from apps.chat.actions import lineage
+from apps.errors import Conflict, InvalidRequest, NotFound, ThreadBusy
 from apps.runs import graphs
 from apps.runs.journal import JournalEvent, journal_insert
 from apps.runs.models import Run, RunEvent
 from apps.runs.runtime import get_runtime
-from apps.chat.actions import lineage
 from apps.runs.visibility import hidden_run_ids
 from apps.threads.metadata import check_metadata_size
 from apps.threads.selectors import thread_titles_taken
 from apps.threads.services import thread_branch_create
-from deerflow_site.errors import Conflict, InvalidRequest, NotFound, ThreadBusy
 from harness.config import thread_user_data_dir
 from harness.runtime.checkpoint_state import write_onto_head
 

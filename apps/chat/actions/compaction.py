@@ -12,11 +12,11 @@ import asyncio
 import logging
 from typing import Any
 
+from apps.chat.actions import lineage
+from apps.errors import Conflict, ServiceUnavailable, ThreadBusy
 from apps.runs import graphs
 from apps.runs.models import Run
 from apps.runs.runtime import get_runtime
-from apps.chat.actions import lineage
-from deerflow_site.errors import Conflict, ServiceUnavailable, ThreadBusy
 from harness.agents import compaction
 from harness.config.loader import get_app_config
 from harness.models import ModelError

@@ -24,14 +24,14 @@ from channels.db import database_sync_to_async
 from django.contrib.auth import get_user_model
 from langchain_core.messages import AIMessage
 
+from apps.chat.actions import lineage
+from apps.errors import DomainError, InvalidRequest, ThreadBusy
 from apps.runs import graphs
 from apps.runs.lifecycle import RunOutcome
 from apps.runs.models import Run
 from apps.runs.runtime import get_runtime
 from apps.runs.schemas import parse_run_request
 from apps.runs.services import start_run
-from apps.chat.actions import lineage
-from deerflow_site.errors import DomainError, InvalidRequest, ThreadBusy
 from harness.runtime.checkpoint_state import write_onto_head
 
 logger = logging.getLogger(__name__)

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from apps.errors import Conflict
 from apps.runs import graphs
-from deerflow_site.errors import Conflict
 
 # Channels bound to the thread that wrote them: a branch gets its own sandbox and paths.
 THREAD_BOUND_CHANNELS = frozenset({"sandbox", "thread_data"})

@@ -18,6 +18,8 @@ import copy
 import logging
 from typing import Any
 
+from apps.chat.actions import lineage
+from apps.errors import Conflict, InvalidRequest, NotFound, ThreadBusy
 from apps.runs import graphs
 from apps.runs.journal import JournalEvent
 from apps.runs.lifecycle import RunOutcome
@@ -25,9 +27,7 @@ from apps.runs.models import Run, RunEvent
 from apps.runs.runtime import get_runtime
 from apps.runs.schemas import parse_run_request
 from apps.runs.services import start_run
-from apps.chat.actions import lineage
 from apps.runs.visibility import hidden_run_ids, replay_failed
-from deerflow_site.errors import Conflict, InvalidRequest, NotFound, ThreadBusy
 from harness.runtime.checkpoint_state import write_onto_head
 
 logger = logging.getLogger(__name__)

@@ -10,9 +10,9 @@ import asyncio
 import logging
 from typing import Any
 
+from apps.errors import InvalidRequest, ServiceUnavailable
 from apps.runs.runtime import get_runtime
 from apps.runs.selectors import messages_page
-from deerflow_site.errors import InvalidRequest, ServiceUnavailable
 from harness.agents import suggestions
 from harness.config.loader import get_app_config
 from harness.models import ModelError, create_chat_model, get_model_config

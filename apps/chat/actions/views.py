@@ -7,10 +7,10 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.runs.serializers import run_json
 from apps.chat.actions import branch, replay
+from apps.errors import InvalidRequest
+from apps.runs.serializers import run_json
 from apps.threads.selectors import thread_get_for_user
-from deerflow_site.errors import InvalidRequest
 
 
 def _body(request) -> dict:

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from apps.accounts.models import PersonalAccessToken
 from apps.accounts.services import token_create
-from deerflow_site.errors import InvalidRequest
+from apps.errors import InvalidRequest
 
 pytestmark = pytest.mark.django_db
 

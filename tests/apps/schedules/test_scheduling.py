@@ -7,11 +7,11 @@ from zoneinfo import ZoneInfo
 import pytest
 from django_celery_beat.models import CrontabSchedule, PeriodicTask
 
-from apps.schedules.models import ScheduledTask
+from apps.errors import InvalidRequest
 from apps.schedules import services
 from apps.schedules.beat import DISPATCH_TASK, entry_name
 from apps.schedules.cron import next_runs, parse_cron, parse_timezone, preview
-from deerflow_site.errors import InvalidRequest
+from apps.schedules.models import ScheduledTask
 
 BERLIN = ZoneInfo("Europe/Berlin")
 NEW_YORK = ZoneInfo("America/New_York")

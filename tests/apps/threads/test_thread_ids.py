@@ -3,9 +3,9 @@ import uuid
 import pytest
 from django.db import IntegrityError, transaction
 
+from apps.errors import InvalidRequest, NotFound
 from apps.threads.models import Thread
 from apps.threads.services import thread_create
-from deerflow_site.errors import InvalidRequest, NotFound
 
 pytestmark = [pytest.mark.django_db, pytest.mark.db_tier]
 
