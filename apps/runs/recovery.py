@@ -33,7 +33,7 @@ from langchain_core.messages import HumanMessage, convert_to_messages
 from apps.runs.journal import JournalEvent, RunProgress, journaled_message_ids, message_events
 from apps.runs.models import Run
 from apps.runs.settle import run_settle
-from apps.threads.models import Thread
+from apps.threads.services import ThreadStatus
 
 from harness.runtime.checkpoint_state import materialized_values
 from harness.runtime.serialize import to_jsonable
@@ -116,7 +116,7 @@ def _settle(*, run_id: str, thread_id: str, model_name: str, messages: list) -> 
         return entries
 
     return run_settle(run_id=run_id, thread_id=thread_id, status=Run.Status.ERROR, stop_reason="orphan_recovered",
-                      error=ORPHAN_ERROR, thread_status=Thread.Status.ERROR, thread_only_if_busy=True, events=events,
+                      error=ORPHAN_ERROR, thread_status=ThreadStatus.ERROR, thread_only_if_busy=True, events=events,
                       only_if=_lapsed(timezone.now()) & Q(status__in=Run.ACTIVE_STATUSES))
 
 

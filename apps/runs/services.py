@@ -13,6 +13,7 @@ from datetime import timedelta
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
@@ -26,9 +27,8 @@ from apps.runs.recovery import recover_orphans
 from apps.runs.runtime import PROCESS_ID, get_runtime
 from apps.runs.schemas import RunCreate
 from apps.runs.settle import run_settle_cancelled
-from apps.threads.models import Thread
 from apps.threads.selectors import thread_get_for_user
-from apps.threads.services import thread_create, thread_status_set
+from apps.threads.services import ThreadStatus, thread_create, thread_status_set
 from deerflow_site.db.prepared_sql import ModelInsert
 from harness.config.loader import get_app_config
 from harness.observability.context import current_request_id, new_request_id, request_id_var
@@ -42,7 +42,7 @@ REPLACE_WAIT_SECONDS = 30
 @dataclass(frozen=True)
 class AdmittedRun:
     run: Run
-    thread: Thread
+    thread: Any  # its Thread row
 
 
 def _redact(request: RunCreate) -> tuple[dict, dict[str, str]]:
@@ -68,7 +68,7 @@ def _requested_model(request: RunCreate) -> str:
     return name
 
 
-def _check_checkpoint(thread: Thread, checkpoint_id: str) -> None:
+def _check_checkpoint(thread, checkpoint_id: str) -> None:
     runtime = get_runtime()
 
     async def _exists() -> bool:
@@ -79,7 +79,7 @@ def _check_checkpoint(thread: Thread, checkpoint_id: str) -> None:
         raise NotFound(f"Checkpoint {checkpoint_id} not found in thread {thread.pk}")
 
 
-def _has_state(thread: Thread) -> bool:
+def _has_state(thread) -> bool:
     runtime = get_runtime()
 
     async def _latest() -> bool:
@@ -93,7 +93,7 @@ def _has_state(thread: Thread) -> bool:
 _insert_run = ModelInsert(Run)
 
 
-def _insert(thread: Thread, user, request: RunCreate, kwargs: dict, model_name: str) -> Run:
+def _insert(thread, user, request: RunCreate, kwargs: dict, model_name: str) -> Run:
     from apps.runs.executors import get_executor
 
     now = timezone.now()
@@ -112,7 +112,7 @@ def _insert(thread: Thread, user, request: RunCreate, kwargs: dict, model_name: 
             lease_owner=PROCESS_ID, lease_expires_at=now + timedelta(seconds=lease),
         )
         # The thread talks to the agent of its latest run (the chat shows it); same UPDATE, no extra query.
-        thread_status_set(thread_id=thread.pk, status=Thread.Status.BUSY, now=now, assistant_id=run.assistant_id)
+        thread_status_set(thread_id=thread.pk, status=ThreadStatus.BUSY, now=now, assistant_id=run.assistant_id)
     return run
 
 
@@ -123,8 +123,7 @@ def start_run(*, user, thread_id: str | None, request: RunCreate, stateless: boo
     if stateless:
         configurable = (request.config or {}).get("configurable") or {}
         thread_id = configurable.get("thread_id") or thread_id
-        if thread_id is not None and Thread.objects.filter(pk=thread_id).exclude(owner_id=user.pk).exists():
-            raise NotFound(f"Thread {thread_id} not found")  # another user's: never reveal it
+        # Another user's id is a NotFound from thread_create, as everywhere: never revealed.
         thread = thread_create(owner=user, thread_id=thread_id, assistant_id=request.assistant_id or graphs.LEAD_AGENT)
     else:
         try:
@@ -136,7 +135,7 @@ def start_run(*, user, thread_id: str | None, request: RunCreate, stateless: boo
     requested_model = _requested_model(request)
     model_name = requested_model or (agent or {}).get("model_name") or ""
     lifecycle.admit(lifecycle.Admission(user=user, request=request, requested_model=requested_model))
-    if request.command is not None and thread.status != Thread.Status.INTERRUPTED:
+    if request.command is not None and thread.status != ThreadStatus.INTERRUPTED:
         raise InvalidRequest(f"command.resume: thread {thread.pk} is not waiting for input (status: {thread.status})")
     # The request's own shape first; then what needs the checkpointer.
     kwargs, secrets = _redact(request)
@@ -177,7 +176,7 @@ def start_run(*, user, thread_id: str | None, request: RunCreate, stateless: boo
     # Subscribers may attach before the worker starts: the metadata event is already there.
     runtime.bridge.publish(str(run.pk), "metadata", {"run_id": str(run.pk), "thread_id": thread.pk})
     transaction.on_commit(lambda: _submit(executor, run))
-    thread.status = Thread.Status.BUSY  # as _insert wrote it; saves a read
+    thread.status = ThreadStatus.BUSY  # as _insert wrote it; saves a read
     return AdmittedRun(run=run, thread=thread)
 
 

@@ -17,8 +17,7 @@ from django.utils import timezone
 from apps.runs import lifecycle
 from apps.runs.journal import JournalEvent, journal_insert
 from apps.runs.models import Run
-from apps.threads.models import Thread
-from apps.threads.services import thread_status_set, thread_title_set
+from apps.threads.services import ThreadStatus, thread_status_set, thread_title_set
 from deerflow_site.db.prepared_sql import ModelUpdate
 
 _update_run = ModelUpdate(Run)  # the worker's settle, once per run: prepared SQL
@@ -83,4 +82,4 @@ def run_settle_cancelled(*, run_id: str, statuses: tuple[str, ...] = Run.ACTIVE_
     if lease_expired_before is not None:
         only_if &= Q(lease_expires_at__lt=lease_expired_before) | Q(lease_expires_at__isnull=True)
     return run_settle(run_id=run_id, thread_id=thread_id, status=Run.Status.INTERRUPTED, stop_reason="cancelled",
-                      thread_status=Thread.Status.IDLE, thread_only_if_busy=True, only_if=only_if)
+                      thread_status=ThreadStatus.IDLE, thread_only_if_busy=True, only_if=only_if)

@@ -24,7 +24,7 @@ from apps.runs.models import Run
 from apps.runs.runtime import PROCESS_ID, database_sync_to_async, get_runtime
 from apps.runs.settle import run_settle, run_settle_cancelled
 from apps.runs.subagent_journal import cancelled_ends, subagent_events
-from apps.threads.models import Thread
+from apps.threads.services import ThreadStatus
 from harness.agents.middlewares.title import local_title
 from harness.config import ConfigError
 from harness.observability import metrics
@@ -317,7 +317,7 @@ async def _execute(run_id: str, claimed: dict | None = None) -> None:
     wire_requested = {WIRE_MODE.get(m, m) for m in requested}
     subgraphs = bool(kwargs.get("stream_subgraphs"))
     config, context = _run_config(run_id, meta, kwargs)
-    status, thread_status, error, title = Run.Status.SUCCESS, Thread.Status.IDLE, "", None
+    status, thread_status, error, title = Run.Status.SUCCESS, ThreadStatus.IDLE, "", None
     pre_run = run_state.PreRun()
     graph = None
     runtime.hold_lease(run_id)
@@ -385,13 +385,13 @@ async def _execute(run_id: str, claimed: dict | None = None) -> None:
         # error_fallback, model_length_capped.
         progress.stop_reason = final.get("stop_reason") or ""
         if interrupted:
-            status, thread_status = Run.Status.INTERRUPTED, Thread.Status.INTERRUPTED
+            status, thread_status = Run.Status.INTERRUPTED, ThreadStatus.INTERRUPTED
             progress.stop_reason = progress.stop_reason or "human_input_required"
         journal.hold(JournalEvent("run.end", "outputs", _outputs(final or None), {"status": "success"}))
     except asyncio.CancelledError:
         runtime.mark_settling(run_id)
         action = runtime.cancel_action(run_id) or "interrupt"
-        status, thread_status = Run.Status.INTERRUPTED, Thread.Status.IDLE
+        status, thread_status = Run.Status.INTERRUPTED, ThreadStatus.IDLE
         progress.stop_reason = "rolled_back" if action == "rollback" else "cancelled"
         if action == "rollback" and graph is not None:
             await run_state.rollback(graph, thread_id, pre_run)
@@ -399,7 +399,7 @@ async def _execute(run_id: str, claimed: dict | None = None) -> None:
         journal.hold(*cancelled_ends(progress, reason), JournalEvent("run.error", "error", reason, {"error_type": "cancelled"}))
     except Exception as exc:  # the run failed; the server keeps going and the client is told why
         logger.warning("Run %s failed: %s: %s", run_id, type(exc).__name__, exc, exc_info=not isinstance(exc, ConfigError))
-        status, thread_status = Run.Status.ERROR, Thread.Status.ERROR
+        status, thread_status = Run.Status.ERROR, ThreadStatus.ERROR
         error = f"{type(exc).__name__}: {exc}"
         progress.stop_reason = "error"
         await _publish_quietly(run_id, "error", {"error": type(exc).__name__, "message": str(exc), "name": type(exc).__name__})

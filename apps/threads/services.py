@@ -25,6 +25,8 @@ _RESERVED_METADATA_KEYS = frozenset({"owner_id", "user_id"})
 # The chat's mode selector (static/chat/modes.js) keeps its choice here; anything else would
 # leave the page guessing, so it is refused at the door.
 THREAD_MODES = ("fast", "thinking", "plan", "pro")
+# The statuses ``thread_status_set`` takes, for the apps above, which do not read this app's models.
+ThreadStatus = Thread.Status
 
 # fn(thread_id) -> True while a run is active on the thread (called under the thread's row lock).
 active_run_checks: list[Callable[[str], bool]] = []
