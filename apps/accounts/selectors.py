@@ -23,6 +23,10 @@ class TokenRejected(Exception):
     """The bearer credential is not a usable token. The API answers 401 with this message."""
 
 
+def user_exists(*, user_id: int) -> bool:
+    return User.objects.filter(pk=user_id).exists()
+
+
 def superuser_exists() -> bool:
     return User.objects.filter(is_superuser=True).exists()
 

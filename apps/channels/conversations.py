@@ -7,16 +7,16 @@ from __future__ import annotations
 
 from apps.channels.base import ChatRef
 from apps.channels.models import ChannelConnection, ChannelConversation
-from apps.runs.models import Run
-from apps.threads.models import Thread
-from apps.threads.services import thread_create
+from apps.runs.selectors import thread_active_run, thread_latest_run
+from apps.threads.selectors import thread_of_owner
+from apps.threads.services import thread_create, thread_title_set
 
 
 def _title(chat: ChatRef, display: str) -> str:
     return f"{chat.provider.capitalize()}: {display}"[:255] if display else ""
 
 
-def conversation_thread(*, connection: ChannelConnection, chat: ChatRef, chat_title: str = "", fresh: bool = False) -> Thread:
+def conversation_thread(*, connection: ChannelConnection, chat: ChatRef, chat_title: str = "", fresh: bool = False):
     """The thread for this user in this chat/topic: reused while it exists, created otherwise
     (and always when ``fresh``, for /new). The thread belongs to the connection's user."""
     conversation, _ = ChannelConversation.objects.get_or_create(
@@ -25,7 +25,7 @@ def conversation_thread(*, connection: ChannelConnection, chat: ChatRef, chat_ti
     thread = None
     if conversation.thread_id and not fresh:
         # Owner checked again: a thread handed to someone else is never reused.
-        thread = Thread.objects.filter(pk=conversation.thread_id, owner_id=connection.user_id).first()
+        thread = thread_of_owner(thread_id=conversation.thread_id, owner_id=connection.user_id)
     if thread is None:
         metadata = {"origin": "channel", "channel": chat.provider, "channel_chat": chat.chat}
         if chat.topic:
@@ -33,7 +33,7 @@ def conversation_thread(*, connection: ChannelConnection, chat: ChatRef, chat_ti
         thread = thread_create(owner=connection.user, metadata=metadata)
         title = _title(chat, chat_title)
         if title:
-            Thread.objects.filter(pk=thread.pk).update(title=title)
+            thread_title_set(thread_id=thread.pk, title=title)
             thread.title = title
         ChannelConversation.objects.filter(pk=conversation.pk).update(thread=thread, connection=connection)
     elif conversation.connection_id != connection.pk:
@@ -41,23 +41,23 @@ def conversation_thread(*, connection: ChannelConnection, chat: ChatRef, chat_ti
     return thread
 
 
-def current_thread(*, connection: ChannelConnection, chat: ChatRef) -> Thread | None:
+def current_thread(*, connection: ChannelConnection, chat: ChatRef):
     conversation = ChannelConversation.objects.filter(
         user_id=connection.user_id, provider=chat.provider, workspace=chat.workspace, chat=chat.chat, topic=chat.topic).first()
     if conversation is None or conversation.thread_id is None:
         return None
-    return Thread.objects.filter(pk=conversation.thread_id, owner_id=connection.user_id).first()
+    return thread_of_owner(thread_id=conversation.thread_id, owner_id=connection.user_id)
 
 
-def active_run(*, thread: Thread) -> Run | None:
-    return Run.objects.filter(thread=thread, status__in=Run.ACTIVE_STATUSES).first()
+def active_run(*, thread):
+    return thread_active_run(thread_id=thread.pk)
 
 
-def latest_run(*, thread: Thread) -> Run | None:
-    return Run.objects.filter(thread=thread).order_by("-created_at").first()
+def latest_run(*, thread):
+    return thread_latest_run(thread_id=thread.pk)
 
 
-def run_status_text(*, thread: Thread | None) -> str:
+def run_status_text(*, thread) -> str:
     if thread is None:
         return "No conversation yet: send a message to start one."
     run = active_run(thread=thread) or latest_run(thread=thread)
@@ -70,7 +70,7 @@ def run_status_text(*, thread: Thread | None) -> str:
     return line
 
 
-def stop_active_run(*, thread: Thread | None) -> bool:
+def stop_active_run(*, thread) -> bool:
     from apps.runs.services import run_cancel
 
     if thread is None:
@@ -82,13 +82,13 @@ def stop_active_run(*, thread: Thread | None) -> bool:
     return True
 
 
-def set_goal(*, thread: Thread, objective: str) -> dict:
+def set_goal(*, thread, objective: str) -> dict:
     from apps.chat.actions.goals import goal_set
 
     return goal_set(thread=thread, objective=objective)["goal"]
 
 
-def read_goal(*, thread: Thread | None) -> dict | None:
+def read_goal(*, thread) -> dict | None:
     from apps.chat.actions.goals import goal_get
 
     return goal_get(thread=thread)["goal"] if thread is not None else None

@@ -15,6 +15,8 @@ from django.db import IntegrityError
 from django.utils import timezone
 
 from apps.channels.models import ChannelDelivery
+from apps.runs.lifecycle import RunStatus
+from apps.runs.selectors import run_outcome
 
 logger = logging.getLogger(__name__)
 
@@ -40,11 +42,9 @@ def _pending(providers: list[str]) -> list[dict]:
 
 def _message(run_id: str, title: str) -> str:
     from apps.channels.turns import final_answer
-    from apps.runs.models import Run
-
     title = title or "Scheduled task"
-    run = Run.objects.filter(pk=run_id).values("status", "error").first() or {"status": "error", "error": "the run is gone"}
-    if run["status"] != Run.Status.SUCCESS:
+    run = run_outcome(run_id=run_id)
+    if run["status"] != RunStatus.SUCCESS:
         return f"⏰ {title}: the run ended {run['status']}" + (f": {run['error']}" if run["error"] else ".")
     return f"⏰ {title}\n\n{final_answer(run_id) or '(no answer)'}"
 

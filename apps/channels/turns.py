@@ -18,7 +18,8 @@ from django.core.files.base import ContentFile
 
 from apps.channels.base import ChannelAdapter, ChatRef, InboundFile, SentMessage
 from apps.errors import DomainError, ThreadBusy
-from apps.runs.models import Run, RunEvent
+from apps.runs.lifecycle import ACTIVE_RUN_STATUSES, RunStatus
+from apps.runs.selectors import run_answer_events, run_outcome, run_with_thread
 from apps.runs.schemas import RunCreate
 
 logger = logging.getLogger(__name__)
@@ -57,10 +58,8 @@ def _text_of(content: Any) -> str:
 def final_answer(run_id: str) -> str:
     """The run's last answer as the user sees it in the chat: the last AI text, or the
     question the agent asked (ask_clarification) when it stopped for input."""
-    events = RunEvent.objects.filter(run_id=run_id, event_type__in=("llm.ai.response", "llm.tool.result")).order_by("-seq")
-    for event in events[:50]:
-        content = event.content if isinstance(event.content, dict) else {}
-        if event.event_type == "llm.tool.result":
+    for event_type, content in run_answer_events(run_id=run_id, limit=50):
+        if event_type == "llm.tool.result":
             if content.get("name") == "ask_clarification":
                 return _text_of(content.get("content"))
             continue
@@ -71,14 +70,14 @@ def final_answer(run_id: str) -> str:
 
 
 def _run_outcome(run_id: str) -> tuple[str, str, str]:
-    run = Run.objects.filter(pk=run_id).values("status", "error").first() or {"status": "error", "error": "the run is gone"}
+    run = run_outcome(run_id=run_id)
     return run["status"], run["error"] or "", final_answer(run_id)
 
 
 def _presented(run_id: str) -> list[tuple[str, bytes, str]]:
     from apps.chat.artifacts import artifact_get, run_presented_paths
 
-    run = Run.objects.select_related("thread").filter(pk=run_id).first()
+    run = run_with_thread(run_id=run_id)
     if run is None:
         return []
     files = []
@@ -243,10 +242,10 @@ async def follow_run(adapter: ChannelAdapter, chat: ChatRef, run_id: str, *, rep
         elif item.event == "error" and isinstance(item.data, dict):
             error = str(item.data.get("message") or item.data.get("error") or "")
     status, row_error, answer = await _settled(run_id)
-    if status == Run.Status.ERROR:
+    if status == RunStatus.ERROR:
         await streamer.finish(f"The run failed: {error or row_error or 'unknown error'}")
         return status
-    if status == Run.Status.INTERRUPTED and not answer:
+    if status == RunStatus.INTERRUPTED and not answer:
         answer = "Stopped."
     await streamer.finish(answer)
     if adapter.capabilities.files_out:
@@ -265,7 +264,7 @@ async def _settled(run_id: str) -> tuple[str, str, str]:
     delay = 0.05
     while True:
         status, error, answer = await database_sync_to_async(_run_outcome)(run_id)
-        if status not in Run.ACTIVE_STATUSES:
+        if status not in ACTIVE_RUN_STATUSES:
             return status, error, answer
         await asyncio.sleep(delay)
         delay = min(delay * 2, 2.0)  # after a gap the run may go on for long: poll gently

@@ -13,9 +13,10 @@ import time
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 
-from django.db.models import F, Q, Sum
+from django.db.models import Q
 
 from apps.governance.models import Budget
+from apps.runs.selectors import owner_run_usage, owner_token_totals
 from harness.config.loader import get_app_config
 from harness.governance.budget import BudgetWindow, Cap
 from harness.usage.pricing import usage_cost
@@ -62,19 +63,15 @@ def budget_window(*, user_id: int, now: datetime | None = None) -> BudgetWindow 
     caps = _caps_for(int(user_id))
     if caps is None:
         return None
-    from apps.runs.models import Run
-
     now = now or datetime.now(UTC)
     day, next_day, month, next_month = period_starts(now)
     app = get_app_config()
     prices = {m.name: m.pricing for m in app.models}
-    tokens = F("input_tokens") + F("output_tokens")
     wants_cost = caps["daily_cost"] is not None or caps["monthly_cost"] is not None
     used = {"day_tokens": 0, "month_tokens": 0, "day_cost": Decimal(0), "month_cost": Decimal(0)}
-    rows = Run.objects.filter(owner_id=user_id, created_at__gte=month)
     if wants_cost:
         # Cost needs each run's per-model usage: one indexed read of the month's runs.
-        for created, usage, total in rows.annotate(t=tokens).values_list("created_at", "token_usage", "t"):
+        for created, usage, total in owner_run_usage(owner_id=user_id, since=month):
             cost = usage_cost((usage or {}).get("by_model") or {}, prices)
             amount = cost.amount if cost.amount is not None and cost.currency == caps["currency"] else Decimal(0)
             used["month_tokens"] += total or 0
@@ -83,8 +80,7 @@ def budget_window(*, user_id: int, now: datetime | None = None) -> BudgetWindow 
                 used["day_tokens"] += total or 0
                 used["day_cost"] += amount
     else:
-        agg = rows.aggregate(month=Sum(tokens), day=Sum(tokens, filter=Q(created_at__gte=day)))
-        used["month_tokens"], used["day_tokens"] = agg["month"] or 0, agg["day"] or 0
+        used["month_tokens"], used["day_tokens"] = owner_token_totals(owner_id=user_id, since=month, day=day)
     out = []
     for period, reset in (("day", next_day), ("month", next_month)):
         for kind in ("tokens", "cost"):

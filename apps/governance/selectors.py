@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from apps.governance.models import ApprovalDecision, ApprovalRule
-from apps.threads.models import Thread
 from apps.threads.selectors import thread_get_for_user
+from apps.threads.services import ThreadStatus
 
 
 def pending_approval(*, user, thread_id: str) -> dict[str, Any] | None:
     """The approval interrupt the thread waits on, or None (not waiting, or waiting for
     something else such as a clarification)."""
     thread = thread_get_for_user(user=user, thread_id=thread_id)
-    if thread.status != Thread.Status.INTERRUPTED:
+    if thread.status != ThreadStatus.INTERRUPTED:
         return None
     from apps.runs.state import thread_state_get
 

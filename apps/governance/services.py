@@ -7,11 +7,13 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from apps.accounts.selectors import user_exists
 from apps.errors import Conflict, InvalidRequest, NotFound, TooManyRequests
 from apps.governance.models import ApprovalRule, Budget
 from apps.governance.probes import blocked_models
 from apps.governance.selectors import pending_approval
 from apps.runs.lifecycle import Admission
+from apps.runs.selectors import thread_last_run_kwargs
 from harness.config.loader import get_app_config
 from harness.governance.gate import DECISIONS
 from harness.governance.policy import RuleError, compile_rule
@@ -79,9 +81,7 @@ def approval_answer(*, user, thread_id: str, body: Any):
         if unknown:
             raise InvalidRequest(f"decisions: no pending call {', '.join(unknown)}")
     # The resumed run must build the same graph as the paused one: reuse its options.
-    from apps.runs.models import Run
-
-    last = Run.objects.filter(thread_id=thread_id).order_by("-created_at").values_list("kwargs", flat=True).first() or {}
+    last = thread_last_run_kwargs(thread_id=thread_id)
     extra = body.get("context") if isinstance(body.get("context"), dict) else dict(last.get("context") or {})
     request = parse_run_request({"assistant_id": "lead_agent", "command": {"resume": answer}, "context": extra,
                                  "stream_mode": ["values", "messages-tuple", "updates"]})
@@ -145,9 +145,7 @@ def budget_set(*, user_id: int | None, data: Any) -> Budget:
     if not isinstance(currency, str) or not 1 <= len(currency) <= 8:
         raise InvalidRequest("currency: a currency code of at most 8 characters")
     if user_id is not None:
-        from apps.accounts.models import User
-
-        if not User.objects.filter(pk=user_id).exists():
+        if not user_exists(user_id=user_id):
             raise NotFound(f"User {user_id} not found")
     with transaction.atomic():
         budget = Budget.objects.filter(user_id=user_id).first() if user_id is not None else Budget.objects.filter(is_default=True).first()

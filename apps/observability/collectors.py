@@ -11,8 +11,8 @@ class QueuedRunsCollector:
     def collect(self):
         from prometheus_client.core import GaugeMetricFamily
 
-        from apps.runs.models import Run
+        from apps.runs.selectors import pending_run_count
 
         family = GaugeMetricFamily("deerflow_runs_queued", "Runs admitted and waiting for a worker (pending), deployment-wide.")
-        family.add_metric([], Run.objects.filter(status=Run.Status.PENDING).count())
+        family.add_metric([], pending_run_count())
         yield family

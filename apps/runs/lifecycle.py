@@ -33,6 +33,7 @@ logger = logging.getLogger(__name__)
 # The statuses a run's hooks see (``SettledRun.status``, ``RunOutcome.status``), for the
 # feature apps, which do not read the engine's models.
 RunStatus = Run.Status
+ACTIVE_RUN_STATUSES = Run.ACTIVE_STATUSES
 
 
 @dataclass(frozen=True)

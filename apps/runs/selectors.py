@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from django.db.models import Count, Sum
+from django.db.models import Count, F, Q, Sum
 
 from apps.errors import InvalidRequest, NotFound
 from apps.runs.models import Run, RunEvent
@@ -147,3 +147,52 @@ def run_messages_page(*, run: Run, limit: int = 50, after_seq: int | None = None
 
     return {"data": [event_record(r) for r in rows], "has_more": has_more,
             "next_after_seq": rows[-1].seq if has_more and rows else None}
+
+
+# -- for the feature apps, which read runs only through these --------------------------------
+
+def run_outcome(*, run_id: str) -> dict:
+    """{status, error} of the run; a run that is gone reads as an error saying so."""
+    return Run.objects.filter(pk=run_id).values("status", "error").first() or {"status": Run.Status.ERROR, "error": "the run is gone"}
+
+
+def run_with_thread(*, run_id: str) -> Run | None:
+    return Run.objects.select_related("thread").filter(pk=run_id).first()
+
+
+def run_answer_events(*, run_id: str, limit: int = 50) -> list[tuple[str, dict]]:
+    """The run's last AI responses and tool results, newest first: (event type, content)."""
+    rows = (RunEvent.objects.filter(run_id=run_id, event_type__in=("llm.ai.response", "llm.tool.result"))
+            .order_by("-seq").values_list("event_type", "content")[:limit])
+    return [(kind, content if isinstance(content, dict) else {}) for kind, content in rows]
+
+
+def thread_active_run(*, thread_id: str) -> Run | None:
+    return Run.objects.filter(thread_id=thread_id, status__in=Run.ACTIVE_STATUSES).first()
+
+
+def thread_latest_run(*, thread_id: str) -> Run | None:
+    return Run.objects.filter(thread_id=thread_id).order_by("-created_at").first()
+
+
+def thread_last_run_kwargs(*, thread_id: str) -> dict:
+    """The options the thread's latest run was started with (what a resume must rebuild)."""
+    return Run.objects.filter(thread_id=thread_id).order_by("-created_at").values_list("kwargs", flat=True).first() or {}
+
+
+def pending_run_count() -> int:
+    return Run.objects.filter(status=Run.Status.PENDING).count()
+
+
+def owner_run_usage(*, owner_id: int, since) -> list[tuple]:
+    """(created_at, token_usage, input+output tokens) of each of the owner's runs since ``since``."""
+    return list(Run.objects.filter(owner_id=owner_id, created_at__gte=since)
+                .annotate(t=F("input_tokens") + F("output_tokens")).values_list("created_at", "token_usage", "t"))
+
+
+def owner_token_totals(*, owner_id: int, since, day) -> tuple[int, int]:
+    """(tokens since ``since``, tokens since ``day``) of the owner's runs, in one aggregate."""
+    tokens = F("input_tokens") + F("output_tokens")
+    agg = Run.objects.filter(owner_id=owner_id, created_at__gte=since).aggregate(
+        total=Sum(tokens), day=Sum(tokens, filter=Q(created_at__gte=day)))
+    return agg["total"] or 0, agg["day"] or 0

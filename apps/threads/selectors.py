@@ -29,6 +29,12 @@ def thread_get_for_user(*, user, thread_id: str) -> Thread:
     return thread
 
 
+def thread_of_owner(*, thread_id: str, owner_id: int) -> Thread | None:
+    """The thread if it (still) belongs to ``owner_id``; None otherwise. For callers that hold
+    an id from elsewhere (a channel conversation) rather than a request's user."""
+    return Thread.objects.filter(pk=thread_id, owner_id=owner_id).first()
+
+
 def thread_search(*, user, metadata: dict | None = None, status: str | None = None, ids: list[str] | None = None,
                   limit: int = 10, offset: int = 0, sort_by: str | None = None, sort_order: str | None = None,
                   query: str | None = None, pinned: bool | None = None, started: bool | None = None,
