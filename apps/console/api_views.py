@@ -11,7 +11,7 @@ from apps.accounts.permissions import ADMIN_SCOPE, STAFF_ONLY, require_token_sco
 from apps.console import exports, operations, reports
 from apps.console.periods import parse_period, parse_scope
 from apps.errors import InvalidRequest, NotFound
-from apps.runs.models import Run
+from apps.runs.selectors import run_find
 from apps.runs.services import run_cancel
 
 COMMON = [OpenApiParameter("period", str, description="today, 7d (default), 30d or 90d"),
@@ -143,7 +143,7 @@ class ConsoleRunCancelView(APIView):
 
     @extend_schema(request=None, responses=OpenApiTypes.OBJECT)
     def post(self, request, run_id):
-        run = Run.objects.filter(pk=run_id).first() if _is_uuid(run_id) else None
+        run = run_find(run_id=run_id) if _is_uuid(run_id) else None
         if run is None:
             raise NotFound(f"Run {run_id} not found")
         action = request.query_params.get("action", "interrupt")

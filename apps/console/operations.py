@@ -12,9 +12,10 @@ from django.utils import timezone
 from apps.console.periods import Period, Scope
 from apps.console.reports import FAILED, run_row
 from apps.errors import InvalidRequest
-from apps.runs.models import Run
+from apps.runs.lifecycle import ACTIVE_RUN_STATUSES, RunStatus
+from apps.runs.selectors import runs_between
 from apps.schedules.selectors import scheduled_task_health
-from apps.threads.models import Feedback
+from apps.threads.selectors import feedback_between
 
 # A running run whose lease has lapsed by more than this is reported as stuck.
 STUCK_AFTER = timedelta(minutes=2)
@@ -22,11 +23,11 @@ STUCK_AFTER = timedelta(minutes=2)
 
 def active_runs(*, scope: Scope, limit: int = 50) -> list[dict]:
     now = timezone.now()
-    qs = scope.filter(Run.objects.filter(status__in=Run.ACTIVE_STATUSES)).select_related("thread", "owner").order_by("created_at")
+    qs = scope.filter(runs_between(statuses=ACTIVE_RUN_STATUSES)).select_related("thread", "owner").order_by("created_at")
     rows = []
     for run in qs[:limit]:
         row = run_row(run)
-        lapsed = run.status == Run.Status.RUNNING and (run.lease_expires_at is None or run.lease_expires_at < now - STUCK_AFTER)
+        lapsed = run.status == RunStatus.RUNNING and (run.lease_expires_at is None or run.lease_expires_at < now - STUCK_AFTER)
         row.update(age_seconds=int((now - run.created_at).total_seconds()), stuck=lapsed,
                    cancel_requested=run.cancel_requested_at is not None)
         rows.append(row)
@@ -34,15 +35,15 @@ def active_runs(*, scope: Scope, limit: int = 50) -> list[dict]:
 
 
 def failing_runs(*, scope: Scope, period: Period, limit: int = 20) -> list[dict]:
-    qs = scope.filter(Run.objects.filter(status__in=FAILED, created_at__gte=period.start, created_at__lt=period.end))
+    qs = scope.filter(runs_between(start=period.start, end=period.end, statuses=FAILED))
     return [run_row(r) for r in qs.select_related("thread", "owner").order_by("-created_at")[:limit]]
 
 
 def queue_depth() -> dict:
     """Runs admitted but not yet claimed by a worker, and runs executing now."""
-    counts = Run.objects.filter(status__in=Run.ACTIVE_STATUSES).aggregate(
-        pending=Count("id", filter=Q(status=Run.Status.PENDING)), running=Count("id", filter=Q(status=Run.Status.RUNNING)))
-    oldest = Run.objects.filter(status=Run.Status.PENDING).order_by("created_at").values_list("created_at", flat=True).first()
+    counts = runs_between(statuses=ACTIVE_RUN_STATUSES).aggregate(
+        pending=Count("id", filter=Q(status=RunStatus.PENDING)), running=Count("id", filter=Q(status=RunStatus.RUNNING)))
+    oldest = runs_between(statuses=[RunStatus.PENDING]).order_by("created_at").values_list("created_at", flat=True).first()
     return {**counts, "oldest_pending_seconds": int((timezone.now() - oldest).total_seconds()) if oldest else None}
 
 
@@ -56,7 +57,7 @@ def feedback_rows(*, scope: Scope, period: Period, rating: str | None = None, ha
         raise InvalidRequest("limit must be an integer from 1 to 5000")
     if not (isinstance(offset, int) and offset >= 0):
         raise InvalidRequest("offset must be a non-negative integer")
-    qs = scope.filter(Feedback.objects.filter(created_at__gte=period.start, created_at__lt=period.end))
+    qs = scope.filter(feedback_between(start=period.start, end=period.end))
     if rating not in (None, ""):
         if rating not in ("1", "-1", "up", "down"):
             raise InvalidRequest(f"rating must be 1, -1, up or down, got {rating!r}")

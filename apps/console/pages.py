@@ -19,7 +19,7 @@ from apps.console import operations, reports
 from apps.console.charts import bar_chart
 from apps.console.periods import parse_period, parse_scope
 from apps.errors import DomainError
-from apps.runs.models import Run
+from apps.runs.selectors import run_find
 from deerflow_site.errors import http_status
 
 PAGE_PERIODS = [("today", "Today"), ("7d", "7 days"), ("30d", "30 days")]
@@ -96,7 +96,7 @@ def console_cancel_run(request, run_id):
         raise PermissionDenied("the console is for administrators")
     from apps.runs.services import run_cancel
 
-    run = Run.objects.filter(pk=run_id).first()
+    run = run_find(run_id=run_id)
     if run is None:
         messages.error(request, f"Run {run_id} not found")
     else:

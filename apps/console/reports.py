@@ -1,7 +1,7 @@
 """Usage and cost reports over recorded runs: headline stats, run history, daily series.
 
-A reporting layer: it reads ``Run`` rows (owned by ``apps.runs``) and thread titles, and
-prices them with ``apps.runs.pricing``. Nothing here runs on the run path; a server whose
+A reporting layer: it reads runs through ``apps.runs.selectors.runs_between`` and thread
+titles through ``apps.threads.selectors``, and prices them with ``apps.runs.pricing``. Nothing here runs on the run path; a server whose
 users never open the console pays nothing for it.
 """
 
@@ -14,16 +14,18 @@ from django.db.models import Count, Q
 
 from apps.console.periods import Period, Scope
 from apps.errors import InvalidRequest
-from apps.runs.models import Run
+from apps.runs.lifecycle import ACTIVE_RUN_STATUSES, RunStatus
 from apps.runs.pricing import add_usage, cost_of, run_usage_by_model
+from apps.runs.selectors import runs_between
+from apps.threads.selectors import thread_titles
 
-FAILED = (Run.Status.ERROR, Run.Status.TIMEOUT)
-FINISHED = (Run.Status.SUCCESS, Run.Status.ERROR, Run.Status.TIMEOUT, Run.Status.INTERRUPTED)
+FAILED = (RunStatus.ERROR, RunStatus.TIMEOUT)
+FINISHED = (RunStatus.SUCCESS, RunStatus.ERROR, RunStatus.TIMEOUT, RunStatus.INTERRUPTED)
 USAGE_FIELDS = ("model_name", "input_tokens", "output_tokens", "cache_read_tokens", "token_usage")
 
 
 def _runs(scope: Scope, period: Period):
-    return scope.filter(Run.objects.filter(created_at__gte=period.start, created_at__lt=period.end))
+    return scope.filter(runs_between(start=period.start, end=period.end))
 
 
 def _usage_of(row: dict) -> dict[str, dict[str, int]]:
@@ -41,7 +43,7 @@ def console_stats(*, scope: Scope, period: Period) -> dict:
     counts = runs.aggregate(
         runs=Count("id"), threads=Count("thread_id", distinct=True), agents=Count("assistant_id", distinct=True),
         failed=Count("id", filter=Q(status__in=FAILED)), finished=Count("id", filter=Q(status__in=FINISHED)),
-        active=Count("id", filter=Q(status__in=Run.ACTIVE_STATUSES)),
+        active=Count("id", filter=Q(status__in=ACTIVE_RUN_STATUSES)),
     )
     by_status = dict(runs.order_by().values_list("status").annotate(n=Count("id")))
     usage: dict[str, dict[str, int]] = {}
@@ -51,7 +53,7 @@ def console_stats(*, scope: Scope, period: Period) -> dict:
     return {
         "period": period.as_dict(), "user": scope.label,
         "runs": counts["runs"], "threads": counts["threads"], "agents": counts["agents"], "active_runs": counts["active"],
-        "runs_by_status": {s: by_status.get(s, 0) for s in Run.Status.values},
+        "runs_by_status": {s: by_status.get(s, 0) for s in RunStatus.values},
         "tokens": _tokens(usage), "cost": cost_of(usage).as_dict(),
         "error_rate": round(counts["failed"] / finished, 4) if finished else None,
     }
@@ -63,7 +65,7 @@ def _duration_ms(started: datetime | None, finished: datetime | None) -> int | N
     return int((finished - started).total_seconds() * 1000)
 
 
-def run_row(run: Run) -> dict:
+def run_row(run) -> dict:
     by_model = run_usage_by_model(run.token_usage, run.model_name, run.input_tokens, run.output_tokens, run.cache_read_tokens)
     return {
         "run_id": str(run.pk), "thread_id": run.thread_id, "thread_title": run.thread.title, "user": run.owner.get_username(),
@@ -86,9 +88,9 @@ def console_runs(*, scope: Scope, period: Period, status: str | None = None, mod
     qs = _runs(scope, period)
     if status:
         wanted = status.split(",")
-        bad = [s for s in wanted if s not in Run.Status.values]
+        bad = [s for s in wanted if s not in RunStatus.values]
         if bad:
-            raise InvalidRequest(f"status must be one of {', '.join(Run.Status.values)}, got {', '.join(bad)!r}")
+            raise InvalidRequest(f"status must be one of {', '.join(RunStatus.values)}, got {', '.join(bad)!r}")
         qs = qs.filter(status__in=wanted)
     if model:
         qs = qs.filter(model_name=model)
@@ -133,9 +135,7 @@ def console_usage(*, scope: Scope, period: Period, top: int = 10) -> dict:
     by_model = sorted(({"model": name, **entry({name: u}, model_runs[name])} for name, u in models.items()),
                       key=lambda e: -e["tokens"]["total"])
     top_threads = _top({tid: entry(u, thread_runs[tid]) for tid, u in threads.items()}, top)
-    from apps.threads.models import Thread
-
-    titles = dict(Thread.objects.filter(pk__in=[t for t, _ in top_threads]).values_list("pk", "title"))
+    titles = thread_titles(t for t, _ in top_threads)
     result = {
         "period": period.as_dict(), "user": scope.label, "total": entry(models, sum(day_runs.values())), "days": series,
         "by_model": by_model,

@@ -196,3 +196,23 @@ def owner_token_totals(*, owner_id: int, since, day) -> tuple[int, int]:
     agg = Run.objects.filter(owner_id=owner_id, created_at__gte=since).aggregate(
         total=Sum(tokens), day=Sum(tokens, filter=Q(created_at__gte=day)))
     return agg["total"] or 0, agg["day"] or 0
+
+
+# -- for the operator console, which scopes and aggregates them itself ----------------------
+
+def runs_between(*, start=None, end=None, statuses=None):
+    """Everyone's runs created in [start, end) (either end open), optionally in ``statuses``:
+    a queryset the console filters by owner and aggregates."""
+    qs = Run.objects.all()
+    if start is not None:
+        qs = qs.filter(created_at__gte=start)
+    if end is not None:
+        qs = qs.filter(created_at__lt=end)
+    if statuses is not None:
+        qs = qs.filter(status__in=list(statuses))
+    return qs
+
+
+def run_find(*, run_id: str) -> Run | None:
+    """Any user's run by id (operators only: callers check that)."""
+    return Run.objects.filter(pk=run_id).first()

@@ -8,7 +8,7 @@ from django.db.models import Exists, OuterRef, Q
 
 from apps.errors import InvalidRequest, NotFound
 from apps.threads.metadata import PAGE_THREADS, metadata_limit, metadata_size, metadata_within
-from apps.threads.models import Thread
+from apps.threads.models import Feedback, Thread
 from deerflow_site.db.prepared_sql import ModelLookup
 
 _SEARCH_CHUNK = 20  # rows read from the database at a time by a search
@@ -113,3 +113,12 @@ def thread_search(*, user, metadata: dict | None = None, status: str | None = No
 def thread_titles_taken(*, owner_id: int, prefix: str) -> set[str]:
     """The owner's thread titles that start with ``prefix`` (to number a new branch's title)."""
     return set(Thread.objects.filter(owner_id=owner_id, title__startswith=prefix).values_list("title", flat=True))
+
+
+def thread_titles(thread_ids) -> dict[str, str]:
+    return dict(Thread.objects.filter(pk__in=list(thread_ids)).values_list("pk", "title"))
+
+
+def feedback_between(*, start, end):
+    """Everyone's ratings given in [start, end): a queryset the console scopes and pages."""
+    return Feedback.objects.filter(created_at__gte=start, created_at__lt=end)

@@ -25,12 +25,6 @@ FLOORS = {"accounts": 1, "threads": 1, "runs": 2}  # every other app is a featur
 
 # (importing module, imported models module) across apps, still to become selector calls.
 REMAINING_MODEL_IMPORTS = {
-    ("apps.console.api_views", "apps.runs.models"),
-    ("apps.console.operations", "apps.runs.models"),
-    ("apps.console.operations", "apps.threads.models"),
-    ("apps.console.pages", "apps.runs.models"),
-    ("apps.console.reports", "apps.runs.models"),
-    ("apps.console.reports", "apps.threads.models"),
     ("apps.chat.actions.branch", "apps.runs.models"),
     ("apps.chat.actions.compaction", "apps.runs.models"),
     ("apps.chat.actions.goals", "apps.runs.models"),
