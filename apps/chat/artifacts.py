@@ -24,6 +24,7 @@ from typing import Any
 
 from apps.errors import (Conflict, Forbidden, InvalidRequest, NotFound, PayloadTooLarge, RangeNotSatisfiable, ThreadBusy,
                          UnsupportedMediaType)
+from apps.runs.selectors import run_tool_events, thread_has_active_run
 from harness.config import get_app_config, thread_user_data_dir
 from harness.sandbox.errors import SandboxPathError
 from harness.sandbox.paths import MAX_NAME_BYTES, MAX_PATH_BYTES, OUTPUTS, USER_DATA, VirtualFS
@@ -197,8 +198,6 @@ def _sha256_file(fh) -> str:
 
 def artifact_replace(*, thread, path: Any, content: Any, expected_sha256: Any) -> dict[str, Any]:
     """Replace an existing UTF-8 text file under outputs if it still has ``expected_sha256``."""
-    from apps.runs.models import Run
-
     if not isinstance(content, str):
         raise InvalidRequest("content must be a string (the new text of the file)")
     if not isinstance(expected_sha256, str) or not _SHA256.fullmatch(expected_sha256):
@@ -216,7 +215,7 @@ def artifact_replace(*, thread, path: Any, content: Any, expected_sha256: Any) -
     outputs_root = _fs(thread).host_dir("outputs")
     if outputs_root not in artifact.real.parents:
         raise Forbidden(f"only files under {OUTPUTS} can be edited; {artifact.virtual} is not")
-    if Run.objects.filter(thread_id=thread.pk, status__in=Run.ACTIVE_STATUSES).exists():
+    if thread_has_active_run(thread.pk):
         raise ThreadBusy(f"Thread {thread.pk} has an active run; edit its files when the run has finished")
     real = artifact.real
     while True:
@@ -269,14 +268,10 @@ def run_presented_paths(*, run) -> list[str]:
     Read from the run's journal: the tool call's ``filepaths`` count only when the matching
     tool result says they were presented (the tool is all-or-nothing).
     """
-    from apps.runs.models import RunEvent
-
     calls: dict[str, list[str]] = {}
     presented: list[str] = []
-    events = RunEvent.objects.filter(run=run, event_type__in=("llm.ai.response", "llm.tool.result")).order_by("seq")
-    for event in events.iterator():
-        content = event.content if isinstance(event.content, dict) else {}
-        if event.event_type == "llm.ai.response":
+    for event_type, content in run_tool_events(run_id=str(run.pk)):
+        if event_type == "llm.ai.response":
             for call in content.get("tool_calls") or []:
                 if isinstance(call, dict) and call.get("name") == "present_files":
                     paths = (call.get("args") or {}).get("filepaths")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import uuid
+
 from django.db.models import Count, F, Q, Sum
 
 from apps.errors import InvalidRequest, NotFound
@@ -216,3 +218,57 @@ def runs_between(*, start=None, end=None, statuses=None):
 def run_find(*, run_id: str) -> Run | None:
     """Any user's run by id (operators only: callers check that)."""
     return Run.objects.filter(pk=run_id).first()
+
+
+# -- for thread actions (apps/chat/actions), which rewind and branch a thread's runs ----------
+
+def thread_runs_oldest_first(*, thread_id: str, excluding=()) -> list[Run]:
+    return list(Run.objects.filter(thread_id=thread_id).exclude(pk__in=list(excluding)).order_by("created_at"))
+
+
+def thread_runs_newest_first(*, thread_id: str, excluding=(), limit: int = 20) -> list[Run]:
+    return list(Run.objects.filter(thread_id=thread_id).exclude(pk__in=list(excluding)).order_by("-created_at")[:limit])
+
+
+def thread_run(*, thread_id: str, run_id: str) -> Run | None:
+    """The thread's run with that id (None for another thread's, or an id that is no uuid)."""
+    try:
+        uuid.UUID(str(run_id))
+    except ValueError:
+        return None
+    return Run.objects.filter(thread_id=thread_id, pk=str(run_id)).first()
+
+
+def thread_latest_model(*, thread_id: str) -> str | None:
+    """The model the thread's latest run that named one used."""
+    return Run.objects.filter(thread_id=thread_id).exclude(model_name="").order_by("-created_at").values_list("model_name", flat=True).first()
+
+
+def answer_run_id(*, thread_id: str, message_id: str) -> str | None:
+    """The run that wrote the assistant message ``message_id`` in the thread."""
+    event = RunEvent.objects.filter(thread_id=thread_id, event_type="llm.ai.response", content__id=message_id).only("run_id").first()
+    return str(event.run_id) if event is not None else None
+
+
+def run_has_answer(*, run_id: str) -> bool:
+    return RunEvent.objects.filter(run_id=run_id, event_type="llm.ai.response").exists()
+
+
+def run_message_ids(*, run_id: str, event_type: str | None = None) -> set[str]:
+    """The ids of the run's journalled messages (of one event type, when given)."""
+    qs = RunEvent.objects.filter(run_id=run_id, category="message")
+    if event_type is not None:
+        qs = qs.filter(event_type=event_type)
+    return {str(i) for i in qs.values_list("content__id", flat=True) if i}
+
+
+def thread_has_message(*, thread_id: str, message_id: str) -> bool:
+    return RunEvent.objects.filter(thread_id=thread_id, category="message", content__id=message_id).exists()
+
+
+def run_tool_events(*, run_id: str):
+    """The run's AI responses and tool results, oldest first: (event type, content), streamed."""
+    rows = (RunEvent.objects.filter(run_id=run_id, event_type__in=("llm.ai.response", "llm.tool.result"))
+            .order_by("seq").values_list("event_type", "content"))
+    for kind, content in rows.iterator():
+        yield kind, content if isinstance(content, dict) else {}

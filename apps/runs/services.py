@@ -22,7 +22,8 @@ from django.utils import timezone
 
 from apps.errors import Conflict, InvalidRequest, NotFound, ThreadBusy
 from apps.runs import graphs, lifecycle
-from apps.runs.models import Run
+from apps.runs.journal import JournalEvent, journal_insert
+from apps.runs.models import Run, RunEvent
 from apps.runs.recovery import recover_orphans
 from apps.runs.runtime import PROCESS_ID, get_runtime
 from apps.runs.schemas import RunCreate
@@ -287,3 +288,20 @@ def run_usage_add(*, run_id: str, model_name: str, counts: dict, kind: str = "me
         Run.objects.filter(pk=run_id).update(token_usage=token_usage, input_tokens=F("input_tokens") + counts["input_tokens"],
                                              output_tokens=F("output_tokens") + counts["output_tokens"],
                                              cache_read_tokens=F("cache_read_tokens") + counts["cache_read"])
+
+
+def runs_seed_copy(*, thread, source_runs: list[Run]) -> int:
+    """Give a branch one finished run per turn it inherits, with that turn's message rows, so
+    its history reads like the source's; the journal rows written. Inside the caller's
+    transaction (the branch's row is created in it)."""
+    rows = 0
+    for source in source_runs:
+        seed = Run.objects.create(
+            thread=thread, owner_id=thread.owner_id, assistant_id=source.assistant_id, status=Run.Status.SUCCESS,
+            kwargs=source.kwargs, model_name=source.model_name, finished_at=source.finished_at,
+            metadata={"branch_seed": {"source_thread_id": source.thread_id, "source_run_id": str(source.pk)}},
+        )
+        events = [JournalEvent(e.event_type, e.category, e.content, e.metadata)
+                  for e in RunEvent.objects.filter(run=source, category="message").order_by("seq")]
+        rows += len(journal_insert(thread_id=thread.pk, run_id=str(seed.pk), events=events))
+    return rows

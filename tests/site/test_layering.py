@@ -7,9 +7,6 @@ behind one).
 - No import circle of more than two modules anywhere in apps/ and deerflow_site/, and no
   circle between apps.
 - Only app X imports ``apps.X.models``; the others call its services and selectors.
-
-``REMAINING_MODEL_IMPORTS`` lists what the house move has not reached yet. It may only shrink:
-an entry that no longer occurs fails the test too, so it is struck when it is fixed.
 """
 
 from __future__ import annotations
@@ -22,15 +19,6 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 FLOORS = {"accounts": 1, "threads": 1, "runs": 2}  # every other app is a feature: floor 3
-
-# (importing module, imported models module) across apps, still to become selector calls.
-REMAINING_MODEL_IMPORTS = {
-    ("apps.chat.actions.branch", "apps.runs.models"),
-    ("apps.chat.actions.compaction", "apps.runs.models"),
-    ("apps.chat.actions.goals", "apps.runs.models"),
-    ("apps.chat.actions.replay", "apps.runs.models"),
-    ("apps.chat.artifacts", "apps.runs.models"),
-}
 
 
 def build_graph() -> grimp.ImportGraph:
@@ -156,12 +144,9 @@ def test_no_circle_between_apps(graph):
 
 
 def test_only_an_app_imports_its_models(graph):
-    found = model_imports(graph)
-    new = sorted(found - REMAINING_MODEL_IMPORTS)
-    assert not new, "import another app's models; call its services or selectors instead:\n" + "\n".join(
-        f"{importer} imports {imported}" for importer, imported in new)
-    fixed = sorted(REMAINING_MODEL_IMPORTS - found)
-    assert not fixed, f"no longer imported: strike {fixed} from REMAINING_MODEL_IMPORTS"
+    found = sorted(model_imports(graph))
+    assert not found, "import another app's models; call its services or selectors instead:\n" + "\n".join(
+        f"{importer} imports {imported}" for importer, imported in found)
 
 
 def test_the_checks_catch_a_violation():
@@ -174,7 +159,7 @@ def test_the_checks_catch_a_violation():
     assert ("runs", "memory") in floor_breaks(graph)
     assert any({"apps.runs.worker", "apps.runs.lifecycle"} <= set(c) for c in module_circles(graph))
     assert any({"runs", "memory"} <= set(c) for c in app_circles(graph))
-    assert ("apps.skills.services", "apps.agents.models") in model_imports(graph) - REMAINING_MODEL_IMPORTS
+    assert ("apps.skills.services", "apps.agents.models") in model_imports(graph)
 
 
 def test_domain_errors_know_nothing_of_http(graph):

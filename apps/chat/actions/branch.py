@@ -24,9 +24,11 @@ from django.db import transaction
 from apps.chat.actions import lineage
 from apps.errors import Conflict, InvalidRequest, NotFound, ThreadBusy
 from apps.runs import graphs
-from apps.runs.journal import JournalEvent, journal_insert
-from apps.runs.models import Run, RunEvent
+from apps.runs.lifecycle import RunStatus
 from apps.runs.runtime import get_runtime
+from apps.runs.selectors import (answer_run_id, run_has_answer, run_message_ids, thread_has_active_run, thread_run,
+                                 thread_runs_oldest_first)
+from apps.runs.services import runs_seed_copy
 from apps.runs.visibility import hidden_run_ids
 from apps.threads.metadata import check_metadata_size
 from apps.threads.selectors import thread_titles_taken
@@ -37,36 +39,25 @@ from harness.runtime.checkpoint_state import write_onto_head
 logger = logging.getLogger(__name__)
 
 
-def _turn_run(thread, *, message_id: Any, run_id: Any) -> Run:
+def _turn_run(thread, *, message_id: Any, run_id: Any):
     if message_id is None and run_id is None:
         raise InvalidRequest("message_id (an assistant message) or run_id is required")
     if message_id is not None:
         if not isinstance(message_id, str):
             raise InvalidRequest("message_id must be a string")
-        event = RunEvent.objects.filter(thread=thread, event_type="llm.ai.response", content__id=message_id).only("run_id").first()
-        if event is None:
+        run_id = answer_run_id(thread_id=thread.pk, message_id=message_id)
+        if run_id is None:
             raise NotFound(f"Assistant message {message_id} not found in thread {thread.pk}")
-        run_id = str(event.run_id)
-    run = Run.objects.filter(thread=thread, pk=str(run_id)).first() if _uuid(run_id) else None
+    run = thread_run(thread_id=thread.pk, run_id=run_id)
     if run is None:
         raise NotFound(f"Run {run_id} not found in thread {thread.pk}")
     if str(run.pk) in hidden_run_ids(thread_id=thread.pk):
         raise NotFound(f"Run {run_id} is not in thread {thread.pk}'s visible history (it was replaced)")
-    if run.status != Run.Status.SUCCESS:
+    if run.status != RunStatus.SUCCESS:
         raise Conflict(f"Run {run_id} is not a completed turn (status: {run.status}); branch from a completed answer")
-    if not RunEvent.objects.filter(run=run, event_type="llm.ai.response").exists():
+    if not run_has_answer(run_id=str(run.pk)):
         raise Conflict(f"Run {run_id} has no assistant answer to branch from")
     return run
-
-
-def _uuid(value: Any) -> bool:
-    import uuid
-
-    try:
-        uuid.UUID(str(value))
-    except ValueError:
-        return False
-    return True
 
 
 async def _read_values(thread, run_id: str, message_ids: set[str]) -> dict[str, Any]:
@@ -100,23 +91,8 @@ def _branch_title(thread, title: Any) -> str:
     return candidate[:255]
 
 
-def _seed(branch, source_runs: list[Run]) -> int:
-    """One seeded run per inherited turn, with that turn's message rows."""
-    rows = 0
-    for source in source_runs:
-        seed = Run.objects.create(
-            thread=branch, owner_id=branch.owner_id, assistant_id=source.assistant_id, status=Run.Status.SUCCESS,
-            kwargs=source.kwargs, model_name=source.model_name, finished_at=source.finished_at,
-            metadata={"branch_seed": {"source_thread_id": source.thread_id, "source_run_id": str(source.pk)}},
-        )
-        events = [JournalEvent(e.event_type, e.category, e.content, e.metadata)
-                  for e in RunEvent.objects.filter(run=source, category="message").order_by("seq")]
-        rows += len(journal_insert(thread_id=branch.pk, run_id=str(seed.pk), events=events))
-    return rows
-
-
 def branch_create(*, user, thread, message_id: Any = None, run_id: Any = None, title: Any = None) -> dict:
-    if Run.objects.filter(thread=thread, status__in=Run.ACTIVE_STATUSES).exists():
+    if thread_has_active_run(thread.pk):
         raise ThreadBusy(f"Thread {thread.pk} has an active run; branch once it has finished")
     # The branch inherits the metadata: one over the limit (a thread from before it) is not
     # copied into a new thread. ``branched_from``, the server's, is not counted.
@@ -124,10 +100,10 @@ def branch_create(*, user, thread, message_id: Any = None, run_id: Any = None, t
     check_metadata_size(inherited_metadata, what=f"the metadata thread {thread.pk} passes to its branch")
     turn = _turn_run(thread, message_id=message_id, run_id=run_id)
     hidden = hidden_run_ids(thread_id=thread.pk)
-    visible = [r for r in Run.objects.filter(thread=thread).order_by("created_at") if str(r.pk) not in hidden]
+    visible = thread_runs_oldest_first(thread_id=thread.pk, excluding=hidden)
     inherited = visible[: visible.index(turn) + 1]
     latest = visible[-1].pk == turn.pk
-    message_ids = {str(i) for i in RunEvent.objects.filter(run=turn, category="message").values_list("content__id", flat=True) if i}
+    message_ids = run_message_ids(run_id=str(turn.pk))
     runtime = get_runtime()
     values = runtime.call(_read_values, thread, str(turn.pk), message_ids)
     branch_title = _branch_title(thread, title)
@@ -137,7 +113,7 @@ def branch_create(*, user, thread, message_id: Any = None, run_id: Any = None, t
             metadata={**inherited_metadata, "branched_from": {"thread_id": thread.pk, "run_id": str(turn.pk)}},
         )
         branch_id = branch.pk
-        seeded = _seed(branch, inherited)
+        seeded = runs_seed_copy(thread=branch, source_runs=inherited)
     # The checkpoint write is outside the transaction (it waits on the runs loop; SQLite's
     # write lock should not wait with it); when it fails the new thread goes again.
     try:

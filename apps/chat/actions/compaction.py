@@ -15,7 +15,7 @@ from typing import Any
 from apps.chat.actions import lineage
 from apps.errors import Conflict, ServiceUnavailable, ThreadBusy
 from apps.runs import graphs
-from apps.runs.models import Run
+from apps.runs.selectors import thread_has_active_run, thread_latest_model
 from apps.runs.runtime import get_runtime
 from harness.agents import compaction
 from harness.config.loader import get_app_config
@@ -26,11 +26,11 @@ logger = logging.getLogger(__name__)
 
 
 def _busy(thread) -> bool:
-    return Run.objects.filter(thread=thread, status__in=Run.ACTIVE_STATUSES).exists()
+    return thread_has_active_run(thread.pk)
 
 
 def _run_model(thread) -> str | None:
-    return Run.objects.filter(thread=thread).exclude(model_name="").order_by("-created_at").values_list("model_name", flat=True).first()
+    return thread_latest_model(thread_id=thread.pk)
 
 
 def _config(thread) -> dict:

@@ -28,7 +28,7 @@ from apps.chat.actions import lineage
 from apps.errors import DomainError, InvalidRequest, ThreadBusy
 from apps.runs import graphs
 from apps.runs.lifecycle import RunOutcome
-from apps.runs.models import Run
+from apps.runs.selectors import thread_has_active_run
 from apps.runs.runtime import get_runtime
 from apps.runs.schemas import parse_run_request
 from apps.runs.services import start_run
@@ -68,7 +68,7 @@ def goal_get(*, thread) -> dict:
 
 
 def _busy(thread) -> None:
-    if Run.objects.filter(thread=thread, status__in=Run.ACTIVE_STATUSES).exists():
+    if thread_has_active_run(thread.pk):
         raise ThreadBusy(f"Thread {thread.pk} has an active run; change its goal once the run has finished")
 
 

@@ -22,10 +22,11 @@ from apps.chat.actions import lineage
 from apps.errors import Conflict, InvalidRequest, NotFound, ThreadBusy
 from apps.runs import graphs
 from apps.runs.journal import JournalEvent
-from apps.runs.lifecycle import RunOutcome
-from apps.runs.models import Run, RunEvent
+from apps.runs.lifecycle import RunOutcome, RunStatus
 from apps.runs.runtime import get_runtime
 from apps.runs.schemas import parse_run_request
+from apps.runs.selectors import (run_has_answer, run_message_ids, thread_has_active_run, thread_has_message,
+                                 thread_runs_newest_first)
 from apps.runs.services import start_run
 from apps.runs.visibility import hidden_run_ids, replay_failed
 from harness.runtime.checkpoint_state import write_onto_head
@@ -39,11 +40,10 @@ OVERRIDABLE = ("stream_mode", "context", "config", "metadata", "stream_subgraphs
 
 def _visible_runs(thread):
     hidden = hidden_run_ids(thread_id=thread.pk)
-    runs = Run.objects.filter(thread=thread).exclude(pk__in=hidden).order_by("-created_at")
-    return runs
+    return thread_runs_newest_first(thread_id=thread.pk, excluding=hidden, limit=20)
 
 
-def _input_messages(run: Run) -> list[dict]:
+def _input_messages(run) -> list[dict]:
     payload = (run.kwargs or {}).get("input") or {}
     return [m for m in payload.get("messages") or [] if isinstance(m, dict)]
 
@@ -58,16 +58,15 @@ def _is_visible_human(message: dict) -> bool:
 
 
 def _run_message_ids(run_id: str) -> set[str]:
-    ids = RunEvent.objects.filter(run_id=run_id, category="message").values_list("content__id", flat=True)
-    return {str(i) for i in ids if i}
+    return run_message_ids(run_id=run_id)
 
 
-def latest_answer_run(thread) -> Run:
+def latest_answer_run(thread):
     """The run that produced the latest visible answer (what regenerate replaces)."""
-    if Run.objects.filter(thread=thread, status__in=Run.ACTIVE_STATUSES).exists():
+    if thread_has_active_run(thread.pk):
         raise ThreadBusy(f"Thread {thread.pk} has an active run; wait for it or cancel it")
-    for run in _visible_runs(thread)[:20]:
-        if RunEvent.objects.filter(run=run, event_type="llm.ai.response").exists():
+    for run in _visible_runs(thread):
+        if run_has_answer(run_id=str(run.pk)):
             if not any(_is_human(m) for m in _input_messages(run)):
                 raise Conflict(f"The latest answer in thread {thread.pk} (run {run.pk}) did not come from a user message "
                                "(a resumed or continued run); there is nothing to regenerate it from")
@@ -75,24 +74,22 @@ def latest_answer_run(thread) -> Run:
     raise NotFound(f"Thread {thread.pk} has no answer to regenerate")
 
 
-def latest_editable_run(thread, message_id: str | None) -> Run:
+def latest_editable_run(thread, message_id: str | None):
     """The latest visible run started by a user message (what edit-rerun replaces)."""
-    if Run.objects.filter(thread=thread, status__in=Run.ACTIVE_STATUSES).exists():
+    if thread_has_active_run(thread.pk):
         raise ThreadBusy(f"Thread {thread.pk} has an active run; wait for it or cancel it")
-    for run in _visible_runs(thread)[:20]:
+    for run in _visible_runs(thread):
         if any(_is_visible_human(m) for m in _input_messages(run)):
             if message_id is not None:
-                human_ids = RunEvent.objects.filter(run=run, event_type="llm.human.input").values_list("content__id", flat=True)
-                if message_id not in {str(i) for i in human_ids}:
-                    known = RunEvent.objects.filter(thread=thread, category="message", content__id=message_id).exists()
-                    if not known:
+                if message_id not in run_message_ids(run_id=str(run.pk), event_type="llm.human.input"):
+                    if not thread_has_message(thread_id=thread.pk, message_id=message_id):
                         raise NotFound(f"Message {message_id} not found in thread {thread.pk}")
                     raise Conflict(f"Message {message_id} is not editable: only the latest user message can be edited and rerun")
             return run
     raise NotFound(f"Thread {thread.pk} has no user message to edit")
 
 
-def _replay_request(source: Run, messages: list[dict], kind: str, restore_checkpoint_id: str | None, overrides: dict) -> Any:
+def _replay_request(source, messages: list[dict], kind: str, restore_checkpoint_id: str | None, overrides: dict) -> Any:
     kwargs = copy.deepcopy(source.kwargs or {})
     for key in ("checkpoint_id", "checkpoint", "command", "multitask_strategy"):
         kwargs.pop(key, None)
@@ -196,7 +193,7 @@ async def settle(outcome: RunOutcome) -> list[JournalEvent]:
         logger.exception("Could not restore thread %s after a failed %s", config["configurable"].get("thread_id"), replay.get("kind"))
         return []
     what = "edit" if replay.get("kind") == "edit" else "regenerated answer"
-    reason = "was cancelled" if status == Run.Status.INTERRUPTED else "failed"
+    reason = "was cancelled" if status == RunStatus.INTERRUPTED else "failed"
     text = f"The {what} {reason}; the conversation as it was before is restored."
     return [JournalEvent("replay.restored", "outputs", text,
                          {"replay_kind": replay.get("kind"), "source_run_id": replay.get("source_run_id"), "restored_checkpoint_id": restore_id})]
