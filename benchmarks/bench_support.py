@@ -68,7 +68,9 @@ def start_make_run_stack(home: Path, *, config_text: str, extra_env: dict | None
     port, ready = free_port(), home / "web.ready"
     log_path = home / "server.log"
     pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
-    launcher = subprocess.Popen([*pin, sys.executable, "-m", "deerflow_site.server.web_processes", "-b", "127.0.0.1", "-p", str(port),
+    # Builds from before deerflow_site/server/ (Dec 2026) have the launcher one level up.
+    module = "deerflow_site.server.web_processes" if (checkout / "deerflow_site/server").is_dir() else "deerflow_site.web_processes"
+    launcher = subprocess.Popen([*pin, sys.executable, "-m", module, "-b", "127.0.0.1", "-p", str(port),
                                  "--ready-file", str(ready), "deerflow_site.asgi:application"],
                                 cwd=checkout, env=env, stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
     server = LiveServer(url=f"http://127.0.0.1:{port}", env=env, process=launcher, log_path=log_path)
