@@ -33,7 +33,8 @@ class Launched:
         self.process, self.url, self.log = process, url, log
 
     def children(self) -> list[int]:
-        return [pid for pid in _pids() if _stat(pid)[1] == str(self.process.pid)]
+        # A process can end between the listing and the read: its stat is then [].
+        return [pid for pid in _pids() if _stat(pid)[1:2] == [str(self.process.pid)]]
 
     def output(self) -> str:
         return self.log.read_text(errors="replace")

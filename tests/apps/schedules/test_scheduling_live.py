@@ -3,6 +3,7 @@ no Redis) streams live to a user who opens its thread, like any other run."""
 
 import asyncio
 import json
+import threading
 import time
 
 import httpx
@@ -48,7 +49,7 @@ def fire_with_beat(live, task_id: str) -> None:
     )
 
 
-async def follow(url: str, thread_id: str, run_id: str, cookie: str) -> list[dict]:
+async def follow(url: str, thread_id: str, run_id: str, cookie: str, on_first_event=None) -> list[dict]:
     ws_url = url.replace("http://", "ws://") + f"/ws/threads/{thread_id}/"
     async with websockets.connect(ws_url, additional_headers={"Cookie": f"sessionid={cookie}", "Origin": url}) as ws:
         await ws.send(json.dumps({"type": "subscribe", "run_id": run_id}))
@@ -57,13 +58,22 @@ async def follow(url: str, thread_id: str, run_id: str, cookie: str) -> list[dic
             message = json.loads(await asyncio.wait_for(ws.recv(), 30))
             assert message["type"] == "event", message
             events.append(message)
+            if len(events) == 1 and on_first_event is not None:
+                on_first_event()
             if message["event"] == "end":
                 return events
 
 
 def test_a_beat_fired_run_streams_live_to_its_thread(stack, script):
-    # The answer waits two seconds before its first token: the user is watching by then.
-    script(Reply(text=ANSWER, delay=2.0, chunk_size=4))
+    # The model answers only once the user is watching (the stream's first event has arrived),
+    # so the run is still going when they open it, however slow the machine is.
+    watching = threading.Event()
+
+    def answer_once_watched(messages):
+        watching.wait(60)
+        return Reply(text=ANSWER, chunk_size=4)
+
+    script(answer_once_watched)
     token = stack.create_user_token("sched-live")
     api = httpx.Client(base_url=f"{stack.url}/api", headers={"Authorization": f"Bearer {token}"}, timeout=30)
     task = api.post("/scheduled-tasks", json={"title": "Watch me", "prompt": "say something", "cron": "* * * * *"}).json()
@@ -80,7 +90,7 @@ def test_a_beat_fired_run_streams_live_to_its_thread(stack, script):
     assert rows[0]["trigger"] == "scheduled"
     assert api.get(f"/threads/{thread_id}/runs/{run_id}").json()["status"] in ("pending", "running")
 
-    events = asyncio.run(follow(stack.url, thread_id, run_id, session_cookie(stack, "sched-live")))
+    events = asyncio.run(follow(stack.url, thread_id, run_id, session_cookie(stack, "sched-live"), on_first_event=watching.set))
     chunks = [e["data"][0]["content"] for e in events if e["event"] == "messages" and e["data"][0]["type"] == "AIMessageChunk"]
     assert len(chunks) > 3, [e["event"] for e in events]  # token by token, not one final message
     assert "".join(chunks) == ANSWER
