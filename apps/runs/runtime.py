@@ -53,7 +53,7 @@ def add_loop_service(name: str, service: LoopService) -> None:
 
 def _new_event_loop() -> asyncio.AbstractEventLoop:
     # A run schedules thousands of loop callbacks (graph steps, bridge wake-ups, thread-pool
-    # results); uvloop's cost less: about 4 % of a run's CPU in bursts (docs/runs.md).
+    # results); uvloop's cost less: about 4 % of a run's CPU in bursts (benchmarks/HISTORY.md, round 3).
     try:
         import uvloop
     except ImportError:  # no build for this platform (Windows): the standard loop does the same
