@@ -82,10 +82,36 @@ async def open_checkpointer(url: str) -> AsyncIterator[BaseCheckpointSaver]:
         return
     saver = await _reconnecting_postgres_saver(target.location)
     try:
-        await saver.setup()
+        await _setup_serialized(saver)
         yield saver
     finally:
         await saver.conn.close()
+
+
+# Any number all our processes agree on. Servers and workers starting together on a new
+# database would otherwise run LangGraph's CREATE TABLEs at once, which PostgreSQL refuses
+# ("duplicate key value violates unique constraint pg_type_typname_nsp_index").
+_SETUP_LOCK = 0x44_45_45_52_46  # "DEERF"
+
+
+async def _setup_serialized(saver: BaseCheckpointSaver) -> None:
+    import asyncio
+
+    # Tried, not waited for: a session blocked in pg_advisory_lock is an open transaction, and
+    # the holder's CREATE INDEX CONCURRENTLY waits for every open transaction (a deadlock).
+    delay = 0.02
+    while True:
+        async with saver.conn.cursor() as cursor:  # an autocommit connection: a session-level lock
+            await cursor.execute("SELECT pg_try_advisory_lock(%s) AS got", (_SETUP_LOCK,))
+            if (await cursor.fetchone())["got"]:
+                break
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.5)
+    try:
+        await saver.setup()
+    finally:
+        async with saver.conn.cursor() as cursor:
+            await cursor.execute("SELECT pg_advisory_unlock(%s)", (_SETUP_LOCK,))
 
 
 # This task's last pre-run read: (checkpoint key, tuple); see ThreadedSqliteSaver.prime.

@@ -132,3 +132,30 @@ async def test_a_postgres_saver_replaces_a_connection_the_database_dropped():
         with contextlib.suppress(psycopg.OperationalError):
             await saver.aget_tuple(config)  # the call that meets the dead connection may fail
         assert await saver.aget_tuple(config) is None  # the next one gets a fresh connection
+
+
+@pytest.mark.postgres
+@pytest.mark.skipif(not PG_URL.startswith("postgres"), reason="needs PostgreSQL: runs in the second tier of `make test`")
+async def test_servers_starting_together_on_a_new_database_all_get_their_tables():
+    import asyncio
+    from urllib.parse import urlsplit, urlunsplit
+
+    import psycopg
+
+    # A database nobody has set up yet, as a new deployment's servers and workers find it.
+    name = f"ckpt_race_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(PG_URL, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    url = urlunsplit(urlsplit(PG_URL)._replace(path=f"/{name}"))
+    try:
+        async def start_and_write(i: int) -> None:
+            async with open_checkpointer(url) as saver:
+                graph = _graph(saver)
+                config = {"configurable": {"thread_id": f"starter-{i}", "checkpoint_ns": ""}}
+                await graph.ainvoke({"messages": [("user", "hi")]}, config)
+                assert (await saver.aget_tuple(config)) is not None
+
+        await asyncio.gather(*(start_and_write(i) for i in range(6)))
+    finally:
+        with psycopg.connect(PG_URL, autocommit=True) as admin:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
