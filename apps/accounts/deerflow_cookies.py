@@ -32,6 +32,15 @@ _ISSUE_ATTR = "_deerflow_frontend_cookies"
 _MORSEL_FLAGS = ("expires", "max-age", "path", "domain", "secure", "samesite")
 
 
+_SESSION_MARK = "deerflow_frontend"
+
+
+def mark_frontend_session(request) -> None:
+    """Remember in the session that this browser came from DeerFlow's frontend: a sign-in that
+    finishes elsewhere (single sign-on's callback under /accounts/) then gets the mirrors too."""
+    request.session[_SESSION_MARK] = True
+
+
 def issue_frontend_cookies(request) -> None:
     """Ask for the mirrors on this response (the sign-in routes call it: the browser has none yet)."""
     setattr(getattr(request, "_request", request), _ISSUE_ATTR, True)
@@ -58,11 +67,17 @@ class DeerFlowFrontendCookiesMiddleware(MiddlewareMixin):
         if header and not request.META.get(settings.CSRF_HEADER_NAME):
             request.META[settings.CSRF_HEADER_NAME] = header
 
+    @staticmethod
+    def _marked(request, response) -> bool:
+        # Only when the session cookie is being written: the session is loaded by then anyway.
+        session = getattr(request, "session", None)
+        return settings.SESSION_COOKIE_NAME in response.cookies and session is not None and bool(session.get(_SESSION_MARK))
+
     def process_response(self, request, response):
         had = getattr(request, "_deerflow_had", None)
         if had is None:
             return response
-        if not (getattr(request, _ISSUE_ATTR, False) or any(had.values())):
+        if not (getattr(request, _ISSUE_ATTR, False) or any(had.values()) or self._marked(request, response)):
             return response
         if settings.SESSION_COOKIE_NAME in response.cookies and ACCESS_TOKEN_COOKIE not in response.cookies:
             _copy(response, settings.SESSION_COOKIE_NAME, ACCESS_TOKEN_COOKIE, httponly=True)
