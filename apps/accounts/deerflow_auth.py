@@ -28,7 +28,8 @@ from allauth.account.adapter import get_adapter
 from allauth.account.forms import ChangePasswordForm, LoginForm, SignupForm
 from allauth.account.internal.flows.password_change import finalize_password_change
 from allauth.account.internal.flows.signup import complete_signup
-from allauth.account.utils import get_form_class
+from allauth.utils import get_form_class
+from allauth.core import ratelimit
 from allauth.socialaccount.adapter import get_adapter as get_social_adapter
 from django.conf import settings
 from django.http import HttpResponseRedirect
@@ -75,6 +76,15 @@ def _as_bool(value, default: bool) -> bool:
     if isinstance(value, bool):
         return value
     return str(value).strip().lower() not in {"0", "false", "no", "off"}
+
+
+def _rate_limited(request, action: str) -> Response | None:
+    """allauth's per-action limits (ACCOUNT_RATE_LIMITS), as on the /accounts/ pages: its login,
+    signup and change-password views count every POST under the same actions."""
+    if ratelimit.consume(request, action=action):
+        return None
+    return Response({"detail": TOO_MANY_ATTEMPTS if action == "login" else "Too many requests. Try again later."},
+                    status=status.HTTP_429_TOO_MANY_REQUESTS)
 
 
 def _remember(request, remember: bool) -> None:
@@ -178,6 +188,8 @@ class LoginLocalView(_SignInView):
         if account_settings.SOCIALACCOUNT_ONLY:
             return _auth_error(403, "invalid_credentials", "Sign-in with a password is disabled; use single sign-on")
         django_request = request._request
+        if limited := _rate_limited(django_request, "login"):
+            return limited
         form_class = get_form_class(account_settings.FORMS, "login", LoginForm)
         remember = _as_bool(request.data.get("remember_me"), True)
         form = form_class(data={"login": username, "password": password, "remember": remember}, request=django_request)
@@ -204,6 +216,8 @@ def _create_account(request, *, first_admin_only: bool):
     if not isinstance(password, str):
         return _invalid([("password", "Input should be a valid string")])
     django_request = request._request
+    if limited := _rate_limited(django_request, "signup"):
+        return limited
     adapter = get_adapter(django_request)
     username = adapter.generate_unique_username([email.split("@")[0], "user"])
     form_class = get_form_class(account_settings.FORMS, "signup", SignupForm)
@@ -284,6 +298,8 @@ class ChangePasswordView(APIView):
         if not user.has_usable_password():
             return _auth_error(400, "invalid_credentials", "OAuth users cannot change password")
         django_request = request._request
+        if limited := _rate_limited(django_request, "change_password"):
+            return limited
         form_class = get_form_class(account_settings.FORMS, "change_password", ChangePasswordForm)
         form = form_class(data={"oldpassword": current, "password1": new, "password2": new}, user=user)
         if not form.is_valid():
