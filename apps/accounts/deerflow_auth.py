@@ -23,6 +23,7 @@ Tokens: none of these routes takes a personal access token (they declare no ``to
 
 from __future__ import annotations
 
+from allauth import app_settings as allauth_settings
 from allauth.account import app_settings as account_settings
 from allauth.account.adapter import get_adapter
 from allauth.account.forms import ChangePasswordForm, LoginForm, SignupForm
@@ -171,7 +172,7 @@ class OAuthStartView(_SignInView):
 
 
 def _local_signup_open() -> bool:
-    return selectors.signup_is_open() and not account_settings.SOCIALACCOUNT_ONLY
+    return selectors.signup_is_open() and not allauth_settings.SOCIALACCOUNT_ONLY
 
 
 class LoginLocalView(_SignInView):
@@ -185,7 +186,7 @@ class LoginLocalView(_SignInView):
         missing = [(field, "Field required") for field, value in (("username", username), ("password", password)) if not value]
         if missing:
             return _invalid(missing)
-        if account_settings.SOCIALACCOUNT_ONLY:
+        if allauth_settings.SOCIALACCOUNT_ONLY:
             return _auth_error(403, "invalid_credentials", "Sign-in with a password is disabled; use single sign-on")
         django_request = request._request
         if limited := _rate_limited(django_request, "login"):
@@ -254,7 +255,7 @@ class InitializeView(_SignInView):
     def post(self, request):
         if selectors.superuser_exists():
             return _auth_error(409, "system_already_initialized", "System already initialized")
-        if account_settings.SOCIALACCOUNT_ONLY:
+        if allauth_settings.SOCIALACCOUNT_ONLY:
             return _auth_error(403, "registration_disabled", "Accounts are made by single sign-on on this deployment")
         return _create_account(request, first_admin_only=True)
 
