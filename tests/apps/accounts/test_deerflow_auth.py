@@ -290,3 +290,45 @@ def test_providers_lists_our_single_sign_on_providers(settings):
     assert start.status_code == 302 and start["Location"].startswith("/accounts/oidc/keycloak/login/")
     assert "next=%2Fworkspace" in start["Location"]
     assert browser().get("/api/v1/auth/oauth/other").status_code == 400
+
+
+def test_a_sign_in_finished_under_accounts_keeps_the_frontends_cookie_in_step(member, settings):
+    """Single sign-on ends on allauth's callback under /accounts/, not on these routes: the
+    browser that set out from the frontend still gets access_token for the session it ends with."""
+    settings.SOCIALACCOUNT_PROVIDERS = social_providers_from_env(
+        '[{"id": "keycloak", "name": "Company SSO", "server_url": "https://sso.example.com/realms/x", "client_id": "deerflow", "secret": "s3"}]', ""
+    )
+    client = Client()
+    assert client.get("/api/v1/auth/oauth/keycloak?next=/workspace").status_code == 302
+    # Stand-in for the provider's callback: allauth signs the browser in under /accounts/.
+    done = client.post("/accounts/login/", {"login": "member", "password": PASSWORD})
+    assert done.status_code == 302
+    assert done.cookies["access_token"].value == done.cookies["sessionid"].value
+    ssr = Client()
+    ssr.cookies["access_token"] = done.cookies["access_token"].value
+    assert ssr.get("/api/v1/auth/me").json()["id"] == str(member.pk)
+
+
+def test_the_bundled_ui_gets_no_mirrors(member):
+    response = Client().post("/accounts/login/", {"login": "member", "password": PASSWORD})
+    assert "sessionid" in response.cookies
+    assert "access_token" not in response.cookies and "csrf_token" not in response.cookies
+
+
+def test_deerflow_frontend_origins_are_trusted_for_csrf_and_cors():
+    import json
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "tests.settings", "DEERFLOW_FRONTEND_ORIGINS": "http://localhost:3000/",
+           "CSRF_TRUSTED_ORIGINS": "https://a.example.com", "CORS_ALLOWED_ORIGINS": "https://tools.example.com"}
+    env.pop("CORS_ALLOW_CREDENTIALS", None)
+    code = ("import django, json; django.setup(); from django.conf import settings as s; "
+            "print(json.dumps([s.CSRF_TRUSTED_ORIGINS, s.CORS_ALLOWED_ORIGINS, s.CORS_ALLOW_CREDENTIALS, 'x-csrf-token' in s.CORS_ALLOW_HEADERS]))")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
+    assert json.loads(out.strip().splitlines()[-1]) == [
+        ["https://a.example.com", "http://localhost:3000"], ["https://tools.example.com", "http://localhost:3000"], True, True]
+    bad = subprocess.run([sys.executable, "-c", code], env={**env, "DEERFLOW_FRONTEND_ORIGINS": "localhost:3000"},
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "DEERFLOW_FRONTEND_ORIGINS" in bad.stderr
