@@ -32,6 +32,10 @@ class Conflict(DomainError):
     """The object is not in a state that allows this now (a run is active, a race was lost)."""
 
 
+class AlreadyInitialized(Conflict):
+    """The first-admin setup was asked for on a server that already has its admin."""
+
+
 class ThreadBusy(Conflict):
     pass
 

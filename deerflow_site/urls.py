@@ -27,6 +27,8 @@ urlpatterns = [
     path("api/", include("apps.schedules.api_urls")),
     path("api/", include("apps.console.api_urls")),
     path("api/", include("apps.accounts.api_urls")),
+    # DeerFlow's frontend signs in here, as with its own gateway.
+    path("api/v1/auth/", include("apps.accounts.deerflow_urls")),
     path("api/", include("apps.agents.api_urls")),
     path("api/", include("apps.mcp.api_urls")),
     path("api/", include("apps.channels.api_urls")),

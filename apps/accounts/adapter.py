@@ -15,7 +15,8 @@ class AccountAdapter(DefaultAccountAdapter):
     def save_user(self, request, user, form, commit=True):
         user = super().save_user(request, user, form, commit=False)
         if commit:
-            services.user_signup_save(user=user)
+            # A form may ask for the first-run setup only (apps.accounts.deerflow_auth's initialize).
+            services.user_signup_save(user=user, first_admin_only=getattr(form, "first_admin_only", False))
         return user
 
 

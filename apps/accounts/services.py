@@ -14,7 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.accounts.models import PersonalAccessToken, User
-from apps.errors import InvalidRequest
+from apps.errors import AlreadyInitialized, InvalidRequest
 
 TOKEN_PREFIX = "dfp_"
 # Any constant works; it only has to be the same in every process taking this lock.
@@ -25,8 +25,12 @@ def token_digest(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def user_signup_save(*, user: User, save: Callable[[], object] | None = None) -> User:
+def user_signup_save(*, user: User, save: Callable[[], object] | None = None, first_admin_only: bool = False) -> User:
     """Save a newly signed-up account; on a server without a superuser it becomes the superuser.
+
+    ``first_admin_only`` (the first-run setup, e.g. DeerFlow's ``/api/v1/auth/initialize``): save
+    nothing and raise AlreadyInitialized unless this account is the one that becomes the admin,
+    decided under the same lock, so two racing setups never leave a second, ordinary account.
 
     Two sign-ups racing on an empty server must not both become admin, so the check and the
     insert share one transaction under a lock: a PostgreSQL advisory lock, or on SQLite the
@@ -39,6 +43,8 @@ def user_signup_save(*, user: User, save: Callable[[], object] | None = None) ->
         if not User.objects.filter(is_superuser=True).exists():
             user.is_staff = True
             user.is_superuser = True
+        elif first_admin_only:
+            raise AlreadyInitialized("System already initialized")
         if save is None:
             user.save()
         else:

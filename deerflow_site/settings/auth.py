@@ -12,6 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 from deerflow_site.settings.api import REST_FRAMEWORK
 from deerflow_site.settings.base import INSTALLED_APPS
 from deerflow_site.settings.environment import env
+from deerflow_site.settings.security import CSRF_TRUSTED_ORIGINS
 
 # --- who may sign up --------------------------------------------------------------------------
 # On a server without a superuser the sign-up page is open and the account it creates becomes
@@ -133,19 +134,35 @@ REST_FRAMEWORK = {
 # last_used_at is written at most this often per token, so a busy script does not write per call.
 DEERFLOW_TOKEN_TOUCH_SECONDS = 60
 
+# --- DeerFlow's own frontend ------------------------------------------------------------------
+# The origins DeerFlow's Next.js frontend is served from (e.g. http://localhost:3000), when it
+# signs in here through /api/v1/auth/* (apps/accounts/deerflow_auth.py). Its proxy forwards the
+# browser's Origin, which is then not this server's own: each origin listed is trusted for CSRF,
+# for the sign-in routes' origin check and, should the browser call this server directly, for
+# CORS with cookies.
+DEERFLOW_FRONTEND_ORIGINS = env.list("DEERFLOW_FRONTEND_ORIGINS", default=[])
+for _origin in DEERFLOW_FRONTEND_ORIGINS:
+    if not _origin.startswith(("http://", "https://")) or _origin.rstrip("/").count("/") != 2:
+        raise ImproperlyConfigured(f"DEERFLOW_FRONTEND_ORIGINS: {_origin!r} is not an origin like https://deerflow.example.com")
+DEERFLOW_FRONTEND_ORIGINS = [origin.rstrip("/") for origin in DEERFLOW_FRONTEND_ORIGINS]
+
+CSRF_TRUSTED_ORIGINS = [*CSRF_TRUSTED_ORIGINS, *(o for o in DEERFLOW_FRONTEND_ORIGINS if o not in CSRF_TRUSTED_ORIGINS)]
+
 # --- CORS -------------------------------------------------------------------------------------
 # Closed unless origins are listed. Cross-origin callers use bearer tokens (no cookies), and the
-# SDK needs Content-Location to learn the run id of a stream it started.
-CORS_ALLOWED_ORIGINS = env.list("CORS_ALLOWED_ORIGINS", default=[])
+# SDK needs Content-Location to learn the run id of a stream it started. DeerFlow's frontend's
+# origins are allowed too, with cookies (it signs in with them).
+CORS_ALLOWED_ORIGINS = [*env.list("CORS_ALLOWED_ORIGINS", default=[]), *DEERFLOW_FRONTEND_ORIGINS]
 CORS_URLS_REGEX = r"^/api/.*$"
 CORS_EXPOSE_HEADERS = ["Content-Location", "X-Request-ID"]
-CORS_ALLOW_CREDENTIALS = env.bool("CORS_ALLOW_CREDENTIALS", default=False)
+CORS_ALLOW_CREDENTIALS = env.bool("CORS_ALLOW_CREDENTIALS", default=bool(DEERFLOW_FRONTEND_ORIGINS))
 CORS_ALLOW_HEADERS = [
     "accept",
     "authorization",
     "content-type",
     "user-agent",
     "x-csrftoken",
+    "x-csrf-token",  # DeerFlow's frontend's name for it
     "x-requested-with",
     # Stream resume and the SDK's stream requests.
     "last-event-id",

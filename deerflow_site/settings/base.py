@@ -47,6 +47,10 @@ MIDDLEWARE = [
     "whitenoise.middleware.WhiteNoiseMiddleware",
     # Before CommonMiddleware so that preflight answers carry the CORS headers.
     "corsheaders.middleware.CorsMiddleware",
+    # DeerFlow's frontend's cookie and header names (access_token, csrf_token, X-CSRF-Token) as
+    # mirrors of Django's session and CSRF ones (apps/accounts/deerflow_cookies.py). Before
+    # SessionMiddleware, so the session is read through them and its cookie is mirrored after.
+    "apps.accounts.deerflow_cookies.DeerFlowFrontendCookiesMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     # Bearer tokens on plain Django views: refused unless the view opts in (apps/accounts/middleware.py).

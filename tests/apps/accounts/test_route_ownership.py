@@ -226,6 +226,7 @@ def _stateless_run_on(owned: Owned) -> dict:
 
 OWNED_ROUTES = [
     OwnedRoute("GET", "/api/me", owned_identity),
+    OwnedRoute("GET", "/api/v1/auth/me", owned_identity),
     OwnedRoute("GET", "/api/tokens/", owned_token),
     OwnedRoute("POST", "/api/tokens/", owned_token, body={"name": "fresh", "scopes": ["runs:read"]}, owner_status=201, lists=False),
     OwnedRoute("DELETE", "/api/tokens/<int:token_id>/", owned_token, owner_status=204),
@@ -381,6 +382,16 @@ NO_USER_OBJECTS = {
     ("POST", "/api/channels/<str:provider>/connect"),
     # Staff only (tests/apps/governance): budgets are set by admins for any user.
     ("PUT", "/api/budgets/<str:target>"),
+    # DeerFlow's frontend's sign-in (tests/apps/accounts/test_deerflow_auth.py): the same answer
+    # for everyone, or about the caller's own session and password only.
+    ("GET", "/api/v1/auth/setup-status"),
+    ("GET", "/api/v1/auth/providers"),
+    ("GET", "/api/v1/auth/oauth/<str:provider>"),
+    ("POST", "/api/v1/auth/login/local"),
+    ("POST", "/api/v1/auth/register"),
+    ("POST", "/api/v1/auth/initialize"),
+    ("POST", "/api/v1/auth/logout"),
+    ("POST", "/api/v1/auth/change-password"),
 }
 
 
