@@ -30,6 +30,7 @@ from apps.accounts.routes import path_for, route_table
 from apps.accounts.services import token_create
 from apps.runs.models import Run
 from apps.threads.services import thread_create
+from deerflow_site.api_urls import LANGGRAPH_PREFIX, canonical_path
 from tests.apps.accounts.conftest import ALL_SCOPES
 
 # Runs execute on the runtime's own loop and connections, so rows must be committed.
@@ -385,7 +386,32 @@ NO_USER_OBJECTS = {
 
 
 def _api_routes() -> set[tuple[str, str]]:
-    return {(method, route.path) for route in route_table() if route.path.startswith("/api/") for method in route.methods}
+    """Each API route once: /api/langgraph/<x> is /api/<x>'s own pattern (checked below)."""
+    return {(method, route.path) for route in route_table()
+            if route.path.startswith("/api/") and not route.path.startswith(LANGGRAPH_PREFIX) for method in route.methods}
+
+
+def test_the_langgraph_routes_are_the_api_routes_own():
+    """The /api/langgraph/ mount (deerflow_site/api_urls.py) serves the very views of /api/, with
+    the same auth rule, so this walk's answers for /api/<x> are the alias's answers too."""
+    routes = route_table()
+    by_path = {r.path: r for r in routes if not r.path.startswith(LANGGRAPH_PREFIX)}
+    aliases = [r for r in routes if r.path.startswith(LANGGRAPH_PREFIX)]
+    assert len(aliases) > 50
+    for alias in aliases:
+        twin = by_path[canonical_path(alias.path)]
+        assert (alias.callback, alias.methods, alias.rule) == (twin.callback, twin.methods, twin.rule), alias.path
+
+
+def test_an_alias_hides_another_users_thread(user, other_user):
+    owned = owned_thread(user)
+    client = APIClient()
+    client.force_login(other_user)
+    path = path_for("/api/langgraph/threads/<str:thread_id>", **owned.kwargs)
+    assert client.get(path).status_code == 404
+    owner = APIClient()
+    owner.force_login(user)
+    assert owner.get(path).status_code == 200
 
 
 def test_every_api_route_is_listed():
