@@ -59,7 +59,7 @@ class EditRerunView(APIView):
 
 
 class BranchView(APIView):
-    """``POST /threads/{id}/branches`` ``{message_id | run_id, title?}`` → 201 the new thread."""
+    """``POST /threads/{id}/branches`` ``{message_id | message_ids | run_id, title?}`` → 201 the new thread."""
 
     token_scopes = {"POST": "threads:write"}
 
@@ -67,11 +67,11 @@ class BranchView(APIView):
     def post(self, request, thread_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         body = _body(request)
-        unknown = set(body) - {"message_id", "run_id", "title"}
+        unknown = set(body) - {"message_id", "message_ids", "run_id", "title"}
         if unknown:
             raise InvalidRequest(f"{sorted(unknown)[0]}: unknown field")
         result = branch.branch_create(user=request.user, thread=thread, message_id=body.get("message_id"),
-                                      run_id=body.get("run_id"), title=body.get("title"))
+                                      message_ids=body.get("message_ids"), run_id=body.get("run_id"), title=body.get("title"))
         return Response(result, status=status.HTTP_201_CREATED)
 
 

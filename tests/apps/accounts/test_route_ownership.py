@@ -364,6 +364,8 @@ NO_USER_OBJECTS = {
     ("GET", "/api/schema/"),
     ("GET", "/api/docs/"),
     ("GET", "/api/models"),
+    ("GET", "/api/models/<str:name>"),
+    ("GET", "/api/features"),
     ("GET", "/api/suggestions/config"),
     ("POST", "/api/scheduled-tasks/preview"),
     # Whether the caller already has an agent of that name: only ever about the caller's own names.
