@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import uuid
 from typing import Any
 
 from apps.chat.actions import lineage
@@ -25,8 +26,8 @@ from apps.runs.journal import JournalEvent
 from apps.runs.lifecycle import RunOutcome, RunStatus
 from apps.runs.runtime import get_runtime
 from apps.runs.schemas import parse_run_request
-from apps.runs.selectors import (run_has_answer, run_message_ids, thread_has_active_run, thread_has_message,
-                                 thread_runs_newest_first)
+from apps.runs.selectors import (answer_run_id, run_has_answer, run_message_ids, thread_has_active_run,
+                                 thread_has_message, thread_runs_newest_first)
 from apps.runs.services import start_run
 from apps.runs.visibility import hidden_run_ids, replay_failed
 from harness.runtime.checkpoint_state import write_onto_head
@@ -197,3 +198,89 @@ async def settle(outcome: RunOutcome) -> list[JournalEvent]:
     text = f"The {what} {reason}; the conversation as it was before is restored."
     return [JournalEvent("replay.restored", "outputs", text,
                          {"replay_kind": replay.get("kind"), "source_run_id": replay.get("source_run_id"), "restored_checkpoint_id": restore_id})]
+
+
+# --- DeerFlow's two-step replay: prepare, then an ordinary run -------------------------------
+#
+# DeerFlow's frontend asks ``POST /runs/regenerate/prepare`` (or ``edit-regenerate/prepare``)
+# for the run to start, then streams it with ``runs.stream(input, checkpoint, metadata)``.
+# Preparing changes nothing. The checkpoint is the replaced run's input checkpoint (the state
+# before its user message), so the new run forks from there; the metadata carries DeerFlow's
+# keys and our ``replay`` marker, so the history hides the replaced turn (``visibility``) and a
+# failed or cancelled replay puts the head back (``settle``), as for ``replay_start``.
+
+
+async def _fork_point(thread, source_id: str) -> tuple[str | None, str | None]:
+    """(head checkpoint id, the source run's input checkpoint id or None when it is gone)."""
+    saver = await get_runtime().checkpointer()
+    chain = await lineage.ancestry(saver, thread.pk)
+    head_id = chain[0].config["configurable"]["checkpoint_id"] if chain else None
+    own = [t for t in chain if (t.metadata or {}).get("run_id") == source_id]
+    oldest = own[-1] if own else None
+    if oldest is None or (oldest.metadata or {}).get("source") != "input":
+        return head_id, None
+    return head_id, oldest.config["configurable"]["checkpoint_id"]
+
+
+def _prepared(thread, source, kind: str, messages: list[dict], deerflow_metadata: dict) -> dict:
+    head_id, fork_id = get_runtime().call(_fork_point, thread, str(source.pk))
+    if fork_id is None:
+        raise Conflict(f"Run {source.pk}'s checkpoints are no longer in thread {thread.pk}'s history (compacted or "
+                       f"written over); use POST /api/threads/{thread.pk}/runs/{'regenerate' if kind == 'regenerate' else 'edit-regenerate'}")
+    later = [str(r.pk) for r in _visible_runs(thread) if r.created_at > source.created_at]
+    metadata = {**deerflow_metadata, "regenerate_from_run_id": str(source.pk), "regenerate_checkpoint_id": fork_id,
+                "replay": {"kind": kind, "source_run_id": str(source.pk), "restore_checkpoint_id": head_id,
+                           "superseded_run_ids": [str(source.pk), *later]}}
+    payload: dict[str, Any] = {"messages": messages}
+    if thread.title:
+        # The fork point may predate a rename: the run keeps the title the thread has now.
+        payload["title"] = thread.title
+    return {"input": payload, "checkpoint": {"thread_id": thread.pk, "checkpoint_ns": "", "checkpoint_id": fork_id},
+            "metadata": metadata, "target_run_id": str(source.pk)}
+
+
+def _required_text(value: Any, field: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidRequest(f"{field}: a non-empty string is required")
+    return value
+
+
+def regenerate_prepare(*, thread, message_id: Any) -> dict:
+    """``{input, checkpoint, metadata, target_run_id}`` for regenerating the latest answer."""
+    message_id = _required_text(message_id, "message_id")
+    source = latest_answer_run(thread)
+    owner = answer_run_id(thread_id=thread.pk, message_id=message_id)
+    if owner is None:
+        if thread_has_message(thread_id=thread.pk, message_id=message_id):
+            raise Conflict("Only visible assistant messages can be regenerated")
+        raise NotFound(f"Message {message_id} not found")
+    if owner != str(source.pk):
+        raise Conflict("Only the latest assistant message can be regenerated")
+    messages = copy.deepcopy([m for m in _input_messages(source)])
+    for m in messages:
+        m.pop("id", None)
+    return _prepared(thread, source, "regenerate", messages, {"regenerate_from_message_id": message_id})
+
+
+def edit_regenerate_prepare(*, thread, human_message_id: Any, replacement_text: Any) -> dict:
+    """DeerFlow's edit-and-rerun preparation: the above plus ``replacement_human_message_id``
+    (the id the edited message will have) and ``source_message_ids`` (the replaced turn's)."""
+    human_message_id = _required_text(human_message_id, "human_message_id")
+    text = _required_text(replacement_text, "replacement_text").strip()
+    if len(text) > MAX_EDIT_CHARS:
+        raise InvalidRequest(f"replacement_text: at most {MAX_EDIT_CHARS} characters")
+    source = latest_editable_run(thread, human_message_id)
+    messages = copy.deepcopy(_input_messages(source))
+    last_human = max(i for i, m in enumerate(messages) if _is_visible_human(m))
+    old = messages[last_human].get("content")
+    if isinstance(old, str) and old.strip() == text:
+        raise Conflict("Edited message is unchanged")
+    replacement_id = str(uuid.uuid4())
+    messages[last_human] = {"role": "user", "content": text, "id": replacement_id}
+    for i, m in enumerate(messages):
+        if i != last_human:
+            m.pop("id", None)
+    prepared = _prepared(thread, source, "edit", messages, {
+        "replay_kind": "edit", "edit_from_message_id": human_message_id, "edit_message_id": replacement_id})
+    return {**prepared, "replacement_human_message_id": replacement_id,
+            "source_message_ids": sorted(run_message_ids(run_id=str(source.pk)))}

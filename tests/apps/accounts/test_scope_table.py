@@ -69,6 +69,9 @@ TOKEN_ROUTES = {
     # Thread actions.
     ("POST", "/api/threads/<str:thread_id>/runs/regenerate"): "runs:create",
     ("POST", "/api/threads/<str:thread_id>/runs/edit-regenerate"): "runs:create",
+    # DeerFlow's prepare steps change nothing, but exist only to start the run that follows.
+    ("POST", "/api/threads/<str:thread_id>/runs/regenerate/prepare"): "runs:create",
+    ("POST", "/api/threads/<str:thread_id>/runs/edit-regenerate/prepare"): "runs:create",
     ("POST", "/api/threads/<str:thread_id>/branches"): "threads:write",
     ("POST", "/api/threads/<str:thread_id>/compact"): "threads:write",
     ("POST", "/api/threads/<str:thread_id>/suggestions"): "threads:read",  # read by POST (asks the model, stores nothing)
