@@ -98,7 +98,7 @@ def test_a_state_update_with_a_title_renames_the_thread_in_the_list(user_client,
     assert response.json()["checkpoint"]["checkpoint_id"]
     found = user_client.post("/api/threads/search", {"limit": 10}, format="json").json()
     assert [(t["thread_id"], t["values"]["title"]) for t in found] == [(tid, "Trip to Lisbon")]
-    assert user_client.get(f"/api/threads/{tid}/state").json()["values"]["title"] == "Trip to Lisbon"
+    # (The lead agent's state has a title channel too: tests/sdk/test_langgraph_sdk.py reads it back.)
     # Through the prefix DeerFlow's SDK client uses, too.
     user_client.post(f"/api/langgraph/threads/{tid}/state", {"values": {"title": "Lisbon, again"}}, format="json")
     assert user_client.post("/api/threads/search", {}, format="json").json()[0]["values"]["title"] == "Lisbon, again"

@@ -23,13 +23,14 @@ from apps.chat.actions import lineage
 from apps.errors import Conflict, InvalidRequest, NotFound, ThreadBusy
 from apps.runs import graphs
 from apps.runs.journal import JournalEvent
-from apps.runs.lifecycle import RunOutcome, RunStatus
-from apps.runs.runtime import get_runtime
+from apps.runs.lifecycle import RunOutcome, RunStart, RunStatus
+from apps.runs.runtime import database_sync_to_async, get_runtime
 from apps.runs.schemas import parse_run_request
 from apps.runs.selectors import (answer_run_id, run_has_answer, run_message_ids, thread_has_active_run,
-                                 thread_has_message, thread_runs_newest_first)
+                                 thread_has_message, thread_run, thread_runs_newest_first)
 from apps.runs.services import start_run
 from apps.runs.visibility import hidden_run_ids, replay_failed
+from apps.threads.selectors import thread_titles
 from harness.runtime.checkpoint_state import write_onto_head
 
 logger = logging.getLogger(__name__)
@@ -204,39 +205,60 @@ async def settle(outcome: RunOutcome) -> list[JournalEvent]:
 #
 # DeerFlow's frontend asks ``POST /runs/regenerate/prepare`` (or ``edit-regenerate/prepare``)
 # for the run to start, then streams it with ``runs.stream(input, checkpoint, metadata)``.
-# Preparing changes nothing. The checkpoint is the replaced run's input checkpoint (the state
-# before its user message), so the new run forks from there; the metadata carries DeerFlow's
-# keys and our ``replay`` marker, so the history hides the replaced turn (``visibility``) and a
-# failed or cancelled replay puts the head back (``settle``), as for ``replay_start``.
+# Preparing changes nothing: it answers the thread's head as the checkpoint, and metadata with
+# DeerFlow's keys and our ``replay`` marker (``prepared: true``). When that run starts,
+# ``rewind_prepared`` (on the engine's ``before_run`` point) writes the state before the
+# replaced run onto the head, as ``replay_start`` does, and the run goes on from there; the
+# history hides the replaced turn (``visibility``) and a failed or cancelled replay puts the
+# head back (``settle``), exactly as for our one-step routes.
 
 
-async def _fork_point(thread, source_id: str) -> tuple[str | None, str | None]:
-    """(head checkpoint id, the source run's input checkpoint id or None when it is gone)."""
+async def _head_id(thread) -> str | None:
     saver = await get_runtime().checkpointer()
-    chain = await lineage.ancestry(saver, thread.pk)
-    head_id = chain[0].config["configurable"]["checkpoint_id"] if chain else None
-    own = [t for t in chain if (t.metadata or {}).get("run_id") == source_id]
-    oldest = own[-1] if own else None
-    if oldest is None or (oldest.metadata or {}).get("source") != "input":
-        return head_id, None
-    return head_id, oldest.config["configurable"]["checkpoint_id"]
+    tup = await saver.aget_tuple(graphs.thread_config(thread.pk))
+    return tup.config["configurable"]["checkpoint_id"] if tup is not None else None
 
 
 def _prepared(thread, source, kind: str, messages: list[dict], deerflow_metadata: dict) -> dict:
-    head_id, fork_id = get_runtime().call(_fork_point, thread, str(source.pk))
-    if fork_id is None:
-        raise Conflict(f"Run {source.pk}'s checkpoints are no longer in thread {thread.pk}'s history (compacted or "
-                       f"written over); use POST /api/threads/{thread.pk}/runs/{'regenerate' if kind == 'regenerate' else 'edit-regenerate'}")
+    head_id = get_runtime().call(_head_id, thread)
+    if head_id is None:
+        raise NotFound(f"Thread {thread.pk} has no checkpoint")
     later = [str(r.pk) for r in _visible_runs(thread) if r.created_at > source.created_at]
-    metadata = {**deerflow_metadata, "regenerate_from_run_id": str(source.pk), "regenerate_checkpoint_id": fork_id,
+    metadata = {**deerflow_metadata, "regenerate_from_run_id": str(source.pk), "regenerate_checkpoint_id": head_id,
                 "replay": {"kind": kind, "source_run_id": str(source.pk), "restore_checkpoint_id": head_id,
-                           "superseded_run_ids": [str(source.pk), *later]}}
+                           "superseded_run_ids": [str(source.pk), *later], "prepared": True}}
     payload: dict[str, Any] = {"messages": messages}
     if thread.title:
-        # The fork point may predate a rename: the run keeps the title the thread has now.
+        # The state before the replaced run may predate a rename: the run keeps today's title.
         payload["title"] = thread.title
-    return {"input": payload, "checkpoint": {"thread_id": thread.pk, "checkpoint_ns": "", "checkpoint_id": fork_id},
+    return {"input": payload, "checkpoint": {"thread_id": thread.pk, "checkpoint_ns": "", "checkpoint_id": head_id},
             "metadata": metadata, "target_run_id": str(source.pk)}
+
+
+async def rewind_prepared(start: RunStart) -> None:
+    """For a run started from a prepared replay: the state before the replaced run becomes the
+    head, and the run starts from it (not from the checkpoint the client echoed back)."""
+    replay = (start.meta.get("metadata") or {}).get("replay") or {}
+    if not replay.get("prepared"):
+        return
+    thread_id = start.meta["thread_id"]
+    source_id = str(replay.get("source_run_id") or "")
+    source = await database_sync_to_async(thread_run)(thread_id=thread_id, run_id=source_id)
+    if source is None:
+        raise NotFound(f"Run {source_id} not found in thread {thread_id}")
+    message_ids = await database_sync_to_async(run_message_ids)(run_id=source_id)
+    title = (await database_sync_to_async(thread_titles)([thread_id])).get(thread_id) or ""
+    config = graphs.thread_config(thread_id, user_id=str(start.meta["owner_id"]),
+                                  assistant_id=start.meta.get("assistant_id") or graphs.LEAD_AGENT)
+    graph = await graphs.build_graph(config, await get_runtime().checkpointer())
+    head_id, _ = await lineage.head_values(graph, thread_id)
+    values = await lineage.values_before_run(graph, thread_id, source_id, message_ids)
+    if title:
+        values["title"] = title
+    await write_onto_head(graph, config, values)
+    replay["restore_checkpoint_id"] = head_id
+    start.config["configurable"].pop("checkpoint_id", None)
+    start.config["configurable"].pop("checkpoint_map", None)
 
 
 def _required_text(value: Any, field: str) -> str:
