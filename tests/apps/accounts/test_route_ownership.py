@@ -107,6 +107,17 @@ def owned_run(user) -> Owned:
     return Owned(kwargs={**thread.kwargs, "run_id": str(run.pk), "checkpoint_id": checkpoint_id}, marker=thread.marker)
 
 
+def owned_answer(user) -> Owned:
+    """``owned_run`` plus the ids of its user message and answer (DeerFlow's prepare routes name them)."""
+    owned = owned_run(user)
+    client = APIClient()
+    client.force_login(user)
+    messages = client.get(path_for("/api/threads/<str:thread_id>/state", **owned.kwargs)).json()["values"]["messages"]
+    ids = {"ai_id": next(m["id"] for m in reversed(messages) if m["type"] == "ai"),
+           "human_id": next(m["id"] for m in reversed(messages) if m["type"] == "human")}
+    return Owned(kwargs={**owned.kwargs, **ids}, marker=owned.marker)
+
+
 def owned_feedback(user) -> Owned:
     """A finished run whose answer the owner rated."""
     from apps.threads.models import Feedback
@@ -277,6 +288,11 @@ OWNED_ROUTES = [
     # Thread actions (docs/thread-actions.md).
     OwnedRoute("POST", "/api/threads/<str:thread_id>/runs/regenerate", owned_run, body={}, owner_status=201),
     OwnedRoute("POST", "/api/threads/<str:thread_id>/runs/edit-regenerate", owned_run, body={"content": "edited"}, owner_status=201),
+    # DeerFlow's prepare steps (change nothing; the body names A's messages).
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/runs/regenerate/prepare", owned_answer,
+               body=lambda o: {"message_id": o.kwargs["ai_id"]}),
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/runs/edit-regenerate/prepare", owned_answer,
+               body=lambda o: {"human_message_id": o.kwargs["human_id"], "replacement_text": "edited"}),
     OwnedRoute("POST", "/api/threads/<str:thread_id>/branches", owned_run, body=lambda o: {"run_id": o.kwargs["run_id"]}, owner_status=201),
     # One turn fits in the kept window: the owner's compaction is a 409 (found, nothing to compact).
     OwnedRoute("POST", "/api/threads/<str:thread_id>/compact", owned_run, owner_status=409),
