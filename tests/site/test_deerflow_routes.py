@@ -272,3 +272,24 @@ def test_feedback_put_and_delete(user_client, scripted_agent):
 def test_suggestions_config(user_client):
     body = user_client.get("/api/suggestions/config").json()
     assert {"enabled", "max_suggestions"} <= set(body)
+
+
+def test_a_failed_prepared_replay_restores_the_conversation(user_client, agent):
+    from harness.testing import Reply
+
+    from apps.runs.models import RunEvent
+
+    agent("a1", "a2", Reply(status=400))
+    tid = new_thread(user_client)
+    ask(user_client, tid, "q1")
+    ask(user_client, tid, "q2")
+    before = [(m["type"], m["content"]) for m in messages(user_client, tid)]
+    human = [m for m in messages(user_client, tid) if m["type"] == "human"][-1]
+    prepared = user_client.post(f"/api/threads/{tid}/runs/edit-regenerate/prepare",
+                                {"human_message_id": human["id"], "replacement_text": "q2 but worse"}, format="json").json()
+    body = {"assistant_id": "lead_agent", "input": prepared["input"], "checkpoint": prepared["checkpoint"], "metadata": prepared["metadata"]}
+    run = user_client.post(f"/api/threads/{tid}/runs", body, format="json").json()
+    assert wait_for_status(run["run_id"], {"error", "success"}).status == "error"
+    assert [(m["type"], m["content"]) for m in messages(user_client, tid)] == before
+    assert visible(user_client, tid) == before
+    assert RunEvent.objects.filter(run_id=run["run_id"], event_type="replay.restored").exists()
