@@ -6,6 +6,8 @@ from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from apps.console.views import HealthView
+
 urlpatterns = [
     # Scheduled tasks were under the runs app in admin; old bookmarks and links still land.
     re_path(r"^admin/runs/(?P<model>scheduledtask(?:run)?)/(?P<rest>.*)$",
@@ -15,26 +17,15 @@ urlpatterns = [
     path("favicon.ico", RedirectView.as_view(url=static("site/favicon.ico"), permanent=True)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
-    # Threads and runs first: every run makes two requests there, and Django tries the
-    # patterns in order (about 45 per request when these came fourth and fifth). Chat's thread
-    # routes come before the runs app's: its ``runs/regenerate`` would otherwise be taken for a
-    # run id. The apps behind have no pattern starting with threads/ or runs (schedules' one
-    # under threads/ matches no earlier pattern), so every path still reaches its own view
-    # (tests/site/test_urls.py checks each route).
-    path("api/", include("apps.chat.api_urls")),
-    path("api/", include("apps.threads.api_urls")),
-    path("api/", include("apps.runs.api_urls")),
-    path("api/", include("apps.schedules.api_urls")),
-    path("api/", include("apps.console.api_urls")),
-    path("api/", include("apps.accounts.api_urls")),
+    # DeerFlow's LangGraph base URL (its nginx rewrote /api/langgraph/<x> to /api/<x>): the same
+    # routes and views, namespaced so reverse() keeps giving the /api/ paths. First, so its
+    # requests do not try every /api/ pattern before theirs (one prefix check for the others).
+    path("api/langgraph/", include(("deerflow_site.api_urls", "langgraph"), namespace="langgraph")),
     # DeerFlow's frontend signs in here, as with its own gateway.
     path("api/v1/auth/", include("apps.accounts.deerflow_urls")),
-    path("api/", include("apps.agents.api_urls")),
-    path("api/", include("apps.mcp.api_urls")),
-    path("api/", include("apps.channels.api_urls")),
-    path("api/", include("apps.skills.api_urls")),
-    path("api/", include("apps.memory.api_urls")),
-    path("api/", include("apps.governance.api_urls")),
+    path("api/", include("deerflow_site.api_urls")),
+    # DeerFlow's gateway liveness route, beside our /api/health.
+    path("health", HealthView.as_view(), name="health"),
     path("schedules/", include("apps.schedules.page_urls")),
     path("settings/", include("apps.accounts.settings_urls")),
     path("settings/", include("apps.mcp.page_urls")),

@@ -16,4 +16,5 @@ urlpatterns = [
     path("agents/<str:name>/duplicate", views.AgentDuplicateView.as_view(), name="agent-duplicate"),
     path("agents/<str:name>/versions", views.AgentVersionsView.as_view(), name="agent-versions"),
     path("models", views.ModelListView.as_view(), name="model-list"),
+    path("models/<str:name>", views.ModelDetailView.as_view(), name="model-detail"),
 ]

@@ -16,6 +16,7 @@ from apps.agents.models import Agent
 from apps.errors import NotFound
 from apps.runs.graphs import LEAD_AGENT
 from harness.config.loader import get_app_config
+from harness.models.factory import model_info
 
 _EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC).isoformat()
 
@@ -204,6 +205,14 @@ def agent_picker_list(*, user) -> list[dict]:
             for a in sorted(rows, key=lambda a: (a.owner_id != user.pk, a.name))]
 
 
+def model_get(name: str) -> dict:
+    """One entry of ``model_list()`` by its config name; NotFound names it."""
+    found = next((m for m in model_list() if m["name"] == name), None)
+    if found is None:
+        raise NotFound(f"Model '{name}' not found")
+    return found
+
+
 def model_list() -> list[dict]:
     # The latest capability probe of each model (apps.governance): one small query.
     from apps.governance.probes import probe_summaries
@@ -216,6 +225,7 @@ def model_list() -> list[dict]:
             "display_name": m.label,
             "description": m.description,
             "supports_thinking": m.supports_thinking,
+            "supports_reasoning_effort": model_info(m)["supports_reasoning_effort"],
             "supports_vision": m.supports_vision,
             "available": m.unavailable_reason is None,
             "unavailable_reason": m.unavailable_reason,

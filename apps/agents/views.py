@@ -205,4 +205,15 @@ class ModelListView(APIView):
     token_scopes = {"GET": None}  # any valid token: scripts pick a model_name from here
     @extend_schema(responses=OpenApiTypes.OBJECT)
     def get(self, request):
-        return Response({"models": selectors.model_list()})
+        # token_usage: DeerFlow's frontend shows per-thread usage when on; ours is always recorded.
+        return Response({"models": selectors.model_list(), "token_usage": {"enabled": True}})
+
+
+class ModelDetailView(APIView):
+    """``GET /api/models/{name}``: one entry of the list; 404 ``Model '<name>' not found``."""
+
+    token_scopes = {"GET": None}  # as the list
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, name):
+        return Response(selectors.model_get(name))

@@ -26,6 +26,21 @@ def _why_off(name: str, section: dict, cls, enabled: bool) -> str:
     return f"missing {', '.join(missing)} in channels.{name}" if missing else ""
 
 
+_ACRONYMS = {"id": "ID", "aes": "AES", "url": "URL", "api": "API"}
+_SECRET_WORDS = ("token", "secret", "key", "password")
+
+
+def credential_field(name: str) -> dict[str, Any]:
+    """One setting a provider needs, the way DeerFlow's frontend reads it: ``{name, label, type,
+    required}``; ``type`` is ``password`` for secrets (tokens, secrets, keys), else ``text``.
+    Every listed field is required: a provider missing one is not configured."""
+    words = name.split("_")
+    label = " ".join(_ACRONYMS.get(w, w) for w in words)
+    label = label[:1].upper() + label[1:]
+    secret = any(w in _SECRET_WORDS for w in words)
+    return {"name": name, "label": label, "type": "password" if secret else "text", "required": True}
+
+
 def providers_list(*, staff: bool) -> dict[str, Any]:
     settings = channels_settings()
     adapters = registry.load_adapters()
@@ -45,7 +60,7 @@ def providers_list(*, staff: bool) -> dict[str, Any]:
             "connectable": not why,
             "auth_mode": "code",
             "connection_status": status.state if status else "stopped",
-            "credential_fields": list(cls.credential_fields) if cls else [],
+            "credential_fields": [credential_field(field) for field in cls.credential_fields] if cls else [],
             "detail": why or (status.detail if status else ""),
             "bot_name": (status.bot_name if status else "") or str(section.get("bot_username") or "").lstrip("@"),
             "last_event_at": status.last_event_at.isoformat() if status and status.last_event_at else None,

@@ -1,11 +1,12 @@
-"""``/api/health`` and ``/api/console/*``."""
+"""``/api/health``, ``/api/features`` and ``/api/console/*``."""
 from django.urls import path
 
 from apps.console import api_views
-from apps.console.views import HealthView
+from apps.console.views import FeaturesView, HealthView
 
 urlpatterns = [
     path("health", HealthView.as_view(), name="api-health"),
+    path("features", FeaturesView.as_view(), name="api-features"),
     path("console/stats", api_views.ConsoleStatsView.as_view(), name="console-stats"),
     path("console/runs", api_views.ConsoleRunsView.as_view(), name="console-runs"),
     path("console/runs/export", api_views.ConsoleRunsExportView.as_view(), name="console-runs-export"),

@@ -1,4 +1,4 @@
-"""Health endpoint and the landing page."""
+"""Health endpoint, DeerFlow's feature flags, and the landing page."""
 
 from django.shortcuts import render
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -31,6 +31,22 @@ class HealthView(APIView):
         if down:
             return Response({"detail": "; ".join(down), "status": "unhealthy", "service": "deerflow", **body}, status=503)
         return Response({"status": "healthy", "service": "deerflow", **body})
+
+
+class FeaturesView(APIView):
+    """``GET /api/features``: DeerFlow's frontend gates optional UI on these flags. The custom
+    agents API is always here; the live browser-control routes and the durable MCP task
+    runtime are not built (docs/api.md, "DeerFlow routes"), so their UI stays hidden."""
+
+    token_scopes = {"GET": None}  # any valid token: nothing in it is per user
+
+    @extend_schema(responses=inline_serializer("Features", {
+        "agents_api": inline_serializer("AgentsApiFeature", {"enabled": serializers.BooleanField()}),
+        "browser_control": inline_serializer("BrowserControlFeature", {"enabled": serializers.BooleanField()}),
+        "mcp_tasks": inline_serializer("McpTasksFeature", {"enabled": serializers.BooleanField()}),
+    }))
+    def get(self, request):
+        return Response({"agents_api": {"enabled": True}, "browser_control": {"enabled": False}, "mcp_tasks": {"enabled": False}})
 
 
 def landing(request):

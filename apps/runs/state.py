@@ -16,6 +16,7 @@ from apps.errors import InvalidRequest, NotFound, ThreadBusy, ThreadStorageConfl
 from apps.runs import graphs
 from apps.runs.models import Run
 from apps.runs.runtime import get_runtime
+from apps.threads.services import thread_title_set
 from harness.runtime.checkpoint_state import CheckpointModeMismatch, ensure_readable, graph_mode
 from harness.runtime.serialize import to_jsonable
 
@@ -147,12 +148,31 @@ def thread_state_update(*, thread, values: Any, checkpoint_id: str | None = None
         raise ThreadBusy(f"Thread {thread.pk} has an active run; wait for it or cancel it")
     if values is not None and not isinstance(values, (dict, list)):
         raise InvalidRequest("values must be an object (or a list of updates)")
+    title = _title_written(values)
     try:
-        return get_runtime().call(_aupdate_state, thread, values, checkpoint_id, as_node)
+        result = get_runtime().call(_aupdate_state, thread, values, checkpoint_id, as_node)
     except (InvalidRequest, NotFound, ThreadStorageConflict):
         raise
     except Exception as exc:  # LangGraph rejects unknown nodes or channels with plain errors
         raise InvalidRequest(f"could not update the state: {exc}") from None
+    if title is not None:
+        # DeerFlow's frontend renames a thread this way; the list (threads.search) reads the row.
+        thread_title_set(thread_id=thread.pk, title=title)
+    return result
+
+
+def _title_written(values: Any) -> str | None:
+    """The title an update sets (the last one of a list of updates), or None if it sets none.
+    A title that is not text is refused before anything is written."""
+    updates = values if isinstance(values, list) else [values]
+    title = None
+    for update in updates:
+        if isinstance(update, dict) and "title" in update:
+            value = update["title"]
+            if value is not None and not isinstance(value, str):
+                raise InvalidRequest("values.title must be a string")
+            title = (value or "").strip()
+    return title
 
 
 async def _ahistory(thread, limit: int, before: str | None) -> list[dict]:

@@ -33,6 +33,8 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "0.1.0",
     "SERVE_INCLUDE_SCHEMA": False,
     "SCHEMA_PATH_PREFIX": "/api",
+    # /api/langgraph/<x> serves the same views as /api/<x> (deerflow_site/api_urls.py): listed once.
+    "PREPROCESSING_HOOKS": ["deerflow_site.api_urls.schema_without_aliases"],
     # Bundled Swagger/ReDoc assets: the server may have no internet, so no CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

@@ -362,3 +362,30 @@ def cancel_through_another_server(admitting, other, tid, script, model_server):
     assert admitting.runs.get(tid, run["run_id"])["status"] == "interrupted"
     assert other.threads.get(tid)["status"] == "idle"
     assert admitting.threads.get_state(tid)["values"]["messages"][-1]["content"] == "stop me"
+
+
+def test_deerflows_base_url_api_langgraph(live, token, script):
+    """DeerFlow's frontend and SDK settings point the client at ``<origin>/api/langgraph``: the
+    same API, the same token. A rename the way DeerFlow's frontend does it (update_state with a
+    title) shows in the thread list."""
+    from langgraph_sdk import get_sync_client
+
+    client = get_sync_client(url=f"{live.url}/api/langgraph", headers={"Authorization": f"Bearer {token}"})
+    script("Answer through the langgraph prefix.")
+    tid = client.threads.create(metadata={"via": "api-langgraph"})["thread_id"]
+    parts = list(client.runs.stream(tid, "lead_agent", input=USER, stream_mode=["values", "messages-tuple"]))
+    assert parts[0].event == "metadata" and parts[-1].event == "end"
+    assert parts[0].data["thread_id"] == tid
+    state = client.threads.get_state(tid)
+    assert state["values"]["messages"][-1]["content"] == "Answer through the langgraph prefix."
+    assert client.runs.list(tid)[0]["status"] == "success"
+
+    client.threads.update_state(tid, {"title": "Renamed via DeerFlow"})
+    assert client.threads.get_state(tid)["values"]["title"] == "Renamed via DeerFlow"
+    found = client.threads.search(metadata={"via": "api-langgraph"})
+    assert [(t["thread_id"], t["values"].get("title")) for t in found] == [(tid, "Renamed via DeerFlow")]
+
+    anonymous = get_sync_client(url=f"{live.url}/api/langgraph")
+    with pytest.raises(httpx.HTTPStatusError) as err:
+        anonymous.threads.get(tid)
+    assert err.value.response.status_code in (401, 403)

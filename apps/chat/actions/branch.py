@@ -60,11 +60,16 @@ def _turn_run(thread, *, message_id: Any, run_id: Any):
     return run
 
 
-async def _read_values(thread, run_id: str, message_ids: set[str]) -> dict[str, Any]:
+async def _read_values(thread, run_id: str, message_ids: set[str]) -> tuple[dict[str, Any], str | None]:
+    """The state the turn left (thread-bound channels dropped), and the id of the checkpoint it
+    was read from: the turn's own last one, or the head when the turn's were written over."""
     config = graphs.thread_config(thread.pk, user_id=str(thread.owner_id), assistant_id=thread.assistant_id or graphs.LEAD_AGENT)
     graph = await graphs.build_graph(config, await get_runtime().checkpointer())
     values = await lineage.values_after_run(graph, thread.pk, run_id, message_ids)
-    return {k: v for k, v in values.items() if k not in lineage.THREAD_BOUND_CHANNELS}
+    chain = await lineage.ancestry(graph.checkpointer, thread.pk)
+    source = next((t for t in chain if (t.metadata or {}).get("run_id") == run_id), chain[0] if chain else None)
+    checkpoint_id = source.config["configurable"]["checkpoint_id"] if source is not None else None
+    return {k: v for k, v in values.items() if k not in lineage.THREAD_BOUND_CHANNELS}, checkpoint_id
 
 
 async def _write_values(branch, values: dict[str, Any]) -> None:
@@ -91,7 +96,35 @@ def _branch_title(thread, title: Any) -> str:
     return candidate[:255]
 
 
-def branch_create(*, user, thread, message_id: Any = None, run_id: Any = None, title: Any = None) -> dict:
+MAX_MESSAGE_IDS = 200
+
+
+def _one_turn_message(thread, message_id: Any, message_ids: Any) -> Any:
+    """DeerFlow's frontend sends ``message_id`` and ``message_ids`` (every assistant message of
+    the turn): they must all be answers of one turn; that turn's first named message stands for it."""
+    if message_ids is None or message_ids == []:
+        return message_id
+    if not isinstance(message_ids, list) or not all(isinstance(m, str) and m for m in message_ids):
+        raise InvalidRequest("message_ids must be a list of message id strings")
+    if len(message_ids) > MAX_MESSAGE_IDS:
+        raise InvalidRequest(f"message_ids: at most {MAX_MESSAGE_IDS}")
+    if message_id is not None and not isinstance(message_id, str):
+        raise InvalidRequest("message_id must be a string")
+    named = list(dict.fromkeys([*([message_id] if message_id else []), *message_ids]))
+    runs = set()
+    for mid in named:
+        rid = answer_run_id(thread_id=thread.pk, message_id=mid)
+        if rid is None:
+            raise NotFound(f"Assistant message {mid} not found in thread {thread.pk}")
+        runs.add(str(rid))
+    if len(runs) > 1:
+        raise InvalidRequest("message_ids name assistant messages of more than one turn")
+    return named[0]
+
+
+def branch_create(*, user, thread, message_id: Any = None, run_id: Any = None, title: Any = None,
+                  message_ids: Any = None) -> dict:
+    message_id = _one_turn_message(thread, message_id, message_ids)
     if thread_has_active_run(thread.pk):
         raise ThreadBusy(f"Thread {thread.pk} has an active run; branch once it has finished")
     # The branch inherits the metadata: one over the limit (a thread from before it) is not
@@ -105,7 +138,7 @@ def branch_create(*, user, thread, message_id: Any = None, run_id: Any = None, t
     latest = visible[-1].pk == turn.pk
     message_ids = run_message_ids(run_id=str(turn.pk))
     runtime = get_runtime()
-    values = runtime.call(_read_values, thread, str(turn.pk), message_ids)
+    values, parent_checkpoint_id = runtime.call(_read_values, thread, str(turn.pk), message_ids)
     branch_title = _branch_title(thread, title)
     with transaction.atomic():
         branch = thread_branch_create(
@@ -126,7 +159,10 @@ def branch_create(*, user, thread, message_id: Any = None, run_id: Any = None, t
     if latest:
         mode = "copied" if _copy_user_data(thread, branch) else "empty"
     return {"thread_id": branch.pk, "title": branch.title, "source_thread_id": thread.pk, "source_run_id": str(turn.pk),
-            "workspace_clone_mode": mode, "history_seed_mode": "per_turn", "seeded_turns": len(inherited), "seeded_messages": seeded}
+            "workspace_clone_mode": mode, "history_seed_mode": "per_turn", "seeded_turns": len(inherited), "seeded_messages": seeded,
+            # DeerFlow's names for the same facts (its frontend reads thread_id).
+            "parent_thread_id": thread.pk, "parent_checkpoint_id": parent_checkpoint_id,
+            "branched_from_message_id": message_id}
 
 
 def _copy_user_data(source, branch) -> bool:

@@ -16,19 +16,21 @@ from __future__ import annotations
 
 import copy
 import logging
+import uuid
 from typing import Any
 
 from apps.chat.actions import lineage
 from apps.errors import Conflict, InvalidRequest, NotFound, ThreadBusy
 from apps.runs import graphs
 from apps.runs.journal import JournalEvent
-from apps.runs.lifecycle import RunOutcome, RunStatus
-from apps.runs.runtime import get_runtime
+from apps.runs.lifecycle import RunOutcome, RunStart, RunStatus
+from apps.runs.runtime import database_sync_to_async, get_runtime
 from apps.runs.schemas import parse_run_request
-from apps.runs.selectors import (run_has_answer, run_message_ids, thread_has_active_run, thread_has_message,
-                                 thread_runs_newest_first)
+from apps.runs.selectors import (answer_run_id, run_has_answer, run_message_ids, thread_has_active_run,
+                                 thread_has_message, thread_run, thread_runs_newest_first)
 from apps.runs.services import start_run
 from apps.runs.visibility import hidden_run_ids, replay_failed
+from apps.threads.selectors import thread_titles
 from harness.runtime.checkpoint_state import write_onto_head
 
 logger = logging.getLogger(__name__)
@@ -197,3 +199,110 @@ async def settle(outcome: RunOutcome) -> list[JournalEvent]:
     text = f"The {what} {reason}; the conversation as it was before is restored."
     return [JournalEvent("replay.restored", "outputs", text,
                          {"replay_kind": replay.get("kind"), "source_run_id": replay.get("source_run_id"), "restored_checkpoint_id": restore_id})]
+
+
+# --- DeerFlow's two-step replay: prepare, then an ordinary run -------------------------------
+#
+# DeerFlow's frontend asks ``POST /runs/regenerate/prepare`` (or ``edit-regenerate/prepare``)
+# for the run to start, then streams it with ``runs.stream(input, checkpoint, metadata)``.
+# Preparing changes nothing: it answers the thread's head as the checkpoint, and metadata with
+# DeerFlow's keys and our ``replay`` marker (``prepared: true``). When that run starts,
+# ``rewind_prepared`` (on the engine's ``before_run`` point) writes the state before the
+# replaced run onto the head, as ``replay_start`` does, and the run goes on from there; the
+# history hides the replaced turn (``visibility``) and a failed or cancelled replay puts the
+# head back (``settle``), exactly as for our one-step routes.
+
+
+async def _head_id(thread) -> str | None:
+    saver = await get_runtime().checkpointer()
+    tup = await saver.aget_tuple(graphs.thread_config(thread.pk))
+    return tup.config["configurable"]["checkpoint_id"] if tup is not None else None
+
+
+def _prepared(thread, source, kind: str, messages: list[dict], deerflow_metadata: dict) -> dict:
+    head_id = get_runtime().call(_head_id, thread)
+    if head_id is None:
+        raise NotFound(f"Thread {thread.pk} has no checkpoint")
+    later = [str(r.pk) for r in _visible_runs(thread) if r.created_at > source.created_at]
+    metadata = {**deerflow_metadata, "regenerate_from_run_id": str(source.pk), "regenerate_checkpoint_id": head_id,
+                "replay": {"kind": kind, "source_run_id": str(source.pk), "restore_checkpoint_id": head_id,
+                           "superseded_run_ids": [str(source.pk), *later], "prepared": True}}
+    payload: dict[str, Any] = {"messages": messages}
+    if thread.title:
+        # The state before the replaced run may predate a rename: the run keeps today's title.
+        payload["title"] = thread.title
+    return {"input": payload, "checkpoint": {"thread_id": thread.pk, "checkpoint_ns": "", "checkpoint_id": head_id},
+            "metadata": metadata, "target_run_id": str(source.pk)}
+
+
+async def rewind_prepared(start: RunStart) -> None:
+    """For a run started from a prepared replay: the state before the replaced run becomes the
+    head, and the run starts from it (not from the checkpoint the client echoed back)."""
+    replay = (start.meta.get("metadata") or {}).get("replay") or {}
+    if not replay.get("prepared"):
+        return
+    thread_id = start.meta["thread_id"]
+    source_id = str(replay.get("source_run_id") or "")
+    source = await database_sync_to_async(thread_run)(thread_id=thread_id, run_id=source_id)
+    if source is None:
+        raise NotFound(f"Run {source_id} not found in thread {thread_id}")
+    message_ids = await database_sync_to_async(run_message_ids)(run_id=source_id)
+    title = (await database_sync_to_async(thread_titles)([thread_id])).get(thread_id) or ""
+    config = graphs.thread_config(thread_id, user_id=str(start.meta["owner_id"]),
+                                  assistant_id=start.meta.get("assistant_id") or graphs.LEAD_AGENT)
+    graph = await graphs.build_graph(config, await get_runtime().checkpointer())
+    head_id, _ = await lineage.head_values(graph, thread_id)
+    values = await lineage.values_before_run(graph, thread_id, source_id, message_ids)
+    if title:
+        values["title"] = title
+    await write_onto_head(graph, config, values)
+    replay["restore_checkpoint_id"] = head_id
+    start.config["configurable"].pop("checkpoint_id", None)
+    start.config["configurable"].pop("checkpoint_map", None)
+
+
+def _required_text(value: Any, field: str) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidRequest(f"{field}: a non-empty string is required")
+    return value
+
+
+def regenerate_prepare(*, thread, message_id: Any) -> dict:
+    """``{input, checkpoint, metadata, target_run_id}`` for regenerating the latest answer."""
+    message_id = _required_text(message_id, "message_id")
+    source = latest_answer_run(thread)
+    owner = answer_run_id(thread_id=thread.pk, message_id=message_id)
+    if owner is None:
+        if thread_has_message(thread_id=thread.pk, message_id=message_id):
+            raise Conflict("Only visible assistant messages can be regenerated")
+        raise NotFound(f"Message {message_id} not found")
+    if owner != str(source.pk):
+        raise Conflict("Only the latest assistant message can be regenerated")
+    messages = copy.deepcopy([m for m in _input_messages(source)])
+    for m in messages:
+        m.pop("id", None)
+    return _prepared(thread, source, "regenerate", messages, {"regenerate_from_message_id": message_id})
+
+
+def edit_regenerate_prepare(*, thread, human_message_id: Any, replacement_text: Any) -> dict:
+    """DeerFlow's edit-and-rerun preparation: the above plus ``replacement_human_message_id``
+    (the id the edited message will have) and ``source_message_ids`` (the replaced turn's)."""
+    human_message_id = _required_text(human_message_id, "human_message_id")
+    text = _required_text(replacement_text, "replacement_text").strip()
+    if len(text) > MAX_EDIT_CHARS:
+        raise InvalidRequest(f"replacement_text: at most {MAX_EDIT_CHARS} characters")
+    source = latest_editable_run(thread, human_message_id)
+    messages = copy.deepcopy(_input_messages(source))
+    last_human = max(i for i, m in enumerate(messages) if _is_visible_human(m))
+    old = messages[last_human].get("content")
+    if isinstance(old, str) and old.strip() == text:
+        raise Conflict("Edited message is unchanged")
+    replacement_id = str(uuid.uuid4())
+    messages[last_human] = {"role": "user", "content": text, "id": replacement_id}
+    for i, m in enumerate(messages):
+        if i != last_human:
+            m.pop("id", None)
+    prepared = _prepared(thread, source, "edit", messages, {
+        "replay_kind": "edit", "edit_from_message_id": human_message_id, "edit_message_id": replacement_id})
+    return {**prepared, "replacement_human_message_id": replacement_id,
+            "source_message_ids": sorted(run_message_ids(run_id=str(source.pk)))}

@@ -58,8 +58,41 @@ class EditRerunView(APIView):
         return _replay_response(admitted, source)
 
 
+class RegeneratePrepareView(APIView):
+    """``POST /threads/{id}/runs/regenerate/prepare`` ``{message_id}`` → ``{input, checkpoint,
+    metadata, target_run_id}``: DeerFlow's frontend streams that run next. Changes nothing."""
+
+    token_scopes = {"POST": "runs:create"}
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    def post(self, request, thread_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        body = _body(request)
+        unknown = set(body) - {"message_id"}
+        if unknown:
+            raise InvalidRequest(f"{sorted(unknown)[0]}: unknown field")
+        return Response(replay.regenerate_prepare(thread=thread, message_id=body.get("message_id")))
+
+
+class EditRegeneratePrepareView(APIView):
+    """``POST /threads/{id}/runs/edit-regenerate/prepare`` ``{human_message_id, replacement_text}``
+    → the above plus ``replacement_human_message_id, source_message_ids``. Changes nothing."""
+
+    token_scopes = {"POST": "runs:create"}
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    def post(self, request, thread_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        body = _body(request)
+        unknown = set(body) - {"human_message_id", "replacement_text"}
+        if unknown:
+            raise InvalidRequest(f"{sorted(unknown)[0]}: unknown field")
+        return Response(replay.edit_regenerate_prepare(thread=thread, human_message_id=body.get("human_message_id"),
+                                                       replacement_text=body.get("replacement_text")))
+
+
 class BranchView(APIView):
-    """``POST /threads/{id}/branches`` ``{message_id | run_id, title?}`` → 201 the new thread."""
+    """``POST /threads/{id}/branches`` ``{message_id | message_ids | run_id, title?}`` → 201 the new thread."""
 
     token_scopes = {"POST": "threads:write"}
 
@@ -67,11 +100,11 @@ class BranchView(APIView):
     def post(self, request, thread_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         body = _body(request)
-        unknown = set(body) - {"message_id", "run_id", "title"}
+        unknown = set(body) - {"message_id", "message_ids", "run_id", "title"}
         if unknown:
             raise InvalidRequest(f"{sorted(unknown)[0]}: unknown field")
         result = branch.branch_create(user=request.user, thread=thread, message_id=body.get("message_id"),
-                                      run_id=body.get("run_id"), title=body.get("title"))
+                                      message_ids=body.get("message_ids"), run_id=body.get("run_id"), title=body.get("title"))
         return Response(result, status=status.HTTP_201_CREATED)
 
 

@@ -30,6 +30,7 @@ from apps.accounts.routes import path_for, route_table
 from apps.accounts.services import token_create
 from apps.runs.models import Run
 from apps.threads.services import thread_create
+from deerflow_site.api_urls import LANGGRAPH_PREFIX, canonical_path
 from tests.apps.accounts.conftest import ALL_SCOPES
 
 # Runs execute on the runtime's own loop and connections, so rows must be committed.
@@ -104,6 +105,17 @@ def owned_run(user) -> Owned:
     _wait_until_idle()
     checkpoint_id = client.get(path_for("/api/threads/<str:thread_id>/state", **thread.kwargs)).json()["checkpoint_id"]
     return Owned(kwargs={**thread.kwargs, "run_id": str(run.pk), "checkpoint_id": checkpoint_id}, marker=thread.marker)
+
+
+def owned_answer(user) -> Owned:
+    """``owned_run`` plus the ids of its user message and answer (DeerFlow's prepare routes name them)."""
+    owned = owned_run(user)
+    client = APIClient()
+    client.force_login(user)
+    messages = client.get(path_for("/api/threads/<str:thread_id>/state", **owned.kwargs)).json()["values"]["messages"]
+    ids = {"ai_id": next(m["id"] for m in reversed(messages) if m["type"] == "ai"),
+           "human_id": next(m["id"] for m in reversed(messages) if m["type"] == "human")}
+    return Owned(kwargs={**owned.kwargs, **ids}, marker=owned.marker)
 
 
 def owned_feedback(user) -> Owned:
@@ -277,6 +289,11 @@ OWNED_ROUTES = [
     # Thread actions (docs/thread-actions.md).
     OwnedRoute("POST", "/api/threads/<str:thread_id>/runs/regenerate", owned_run, body={}, owner_status=201),
     OwnedRoute("POST", "/api/threads/<str:thread_id>/runs/edit-regenerate", owned_run, body={"content": "edited"}, owner_status=201),
+    # DeerFlow's prepare steps (change nothing; the body names A's messages).
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/runs/regenerate/prepare", owned_answer,
+               body=lambda o: {"message_id": o.kwargs["ai_id"]}),
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/runs/edit-regenerate/prepare", owned_answer,
+               body=lambda o: {"human_message_id": o.kwargs["human_id"], "replacement_text": "edited"}),
     OwnedRoute("POST", "/api/threads/<str:thread_id>/branches", owned_run, body=lambda o: {"run_id": o.kwargs["run_id"]}, owner_status=201),
     # One turn fits in the kept window: the owner's compaction is a 409 (found, nothing to compact).
     OwnedRoute("POST", "/api/threads/<str:thread_id>/compact", owned_run, owner_status=409),
@@ -364,6 +381,8 @@ NO_USER_OBJECTS = {
     ("GET", "/api/schema/"),
     ("GET", "/api/docs/"),
     ("GET", "/api/models"),
+    ("GET", "/api/models/<str:name>"),
+    ("GET", "/api/features"),
     ("GET", "/api/suggestions/config"),
     ("POST", "/api/scheduled-tasks/preview"),
     # Whether the caller already has an agent of that name: only ever about the caller's own names.
@@ -396,7 +415,32 @@ NO_USER_OBJECTS = {
 
 
 def _api_routes() -> set[tuple[str, str]]:
-    return {(method, route.path) for route in route_table() if route.path.startswith("/api/") for method in route.methods}
+    """Each API route once: /api/langgraph/<x> is /api/<x>'s own pattern (checked below)."""
+    return {(method, route.path) for route in route_table()
+            if route.path.startswith("/api/") and not route.path.startswith(LANGGRAPH_PREFIX) for method in route.methods}
+
+
+def test_the_langgraph_routes_are_the_api_routes_own():
+    """The /api/langgraph/ mount (deerflow_site/api_urls.py) serves the very views of /api/, with
+    the same auth rule, so this walk's answers for /api/<x> are the alias's answers too."""
+    routes = route_table()
+    by_path = {r.path: r for r in routes if not r.path.startswith(LANGGRAPH_PREFIX)}
+    aliases = [r for r in routes if r.path.startswith(LANGGRAPH_PREFIX)]
+    assert len(aliases) > 50
+    for alias in aliases:
+        twin = by_path[canonical_path(alias.path)]
+        assert (alias.callback, alias.methods, alias.rule) == (twin.callback, twin.methods, twin.rule), alias.path
+
+
+def test_an_alias_hides_another_users_thread(user, other_user):
+    owned = owned_thread(user)
+    client = APIClient()
+    client.force_login(other_user)
+    path = path_for("/api/langgraph/threads/<str:thread_id>", **owned.kwargs)
+    assert client.get(path).status_code == 404
+    owner = APIClient()
+    owner.force_login(user)
+    assert owner.get(path).status_code == 200
 
 
 def test_every_api_route_is_listed():

@@ -18,6 +18,11 @@ Beside the walk, two reviewed lists that a change to a route's scope has to touc
   ``token_scopes``) on a mutating method, each with its reason. None is.
 
 Routes that take no token need no entry: refusing is the default, and the walk checks it.
+
+``/api/langgraph/<x>`` mounts the same URL modules as ``/api/<x>`` (deerflow_site/api_urls.py):
+the walk takes each route once, under /api/, and ``test_the_langgraph_routes_are_aliases`` holds
+every alias to its twin's very pattern (same view, same ``token_scopes``), so what the walk
+proves of the twin holds of the alias; a token's refusal on the alias is also sent for real.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from rest_framework.views import APIView
 from apps.accounts.models import PersonalAccessToken
 from apps.accounts.permissions import ANY_SCOPE, TOKEN_NOT_ALLOWED, lacks_scope_message, required_scope, view_token_scopes
 from apps.accounts.services import token_create
+from deerflow_site.api_urls import LANGGRAPH_PREFIX, canonical_path
 
 pytestmark = pytest.mark.django_db
 
@@ -63,6 +69,9 @@ TOKEN_ROUTES = {
     # Thread actions.
     ("POST", "/api/threads/<str:thread_id>/runs/regenerate"): "runs:create",
     ("POST", "/api/threads/<str:thread_id>/runs/edit-regenerate"): "runs:create",
+    # DeerFlow's prepare steps change nothing, but exist only to start the run that follows.
+    ("POST", "/api/threads/<str:thread_id>/runs/regenerate/prepare"): "runs:create",
+    ("POST", "/api/threads/<str:thread_id>/runs/edit-regenerate/prepare"): "runs:create",
     ("POST", "/api/threads/<str:thread_id>/branches"): "threads:write",
     ("POST", "/api/threads/<str:thread_id>/compact"): "threads:write",
     ("POST", "/api/threads/<str:thread_id>/suggestions"): "threads:read",  # read by POST (asks the model, stores nothing)
@@ -238,7 +247,10 @@ def _walk(patterns, text: str = "", sample: str = ""):
             yield Walked("/" + text + piece_text, "/" + sample + piece_sample, entry.callback)
 
 
-WALKED = [w for w in _walk(get_resolver().url_patterns) if w.methods]
+ALL_WALKED = [w for w in _walk(get_resolver().url_patterns) if w.methods]
+# The /api/langgraph/ mount: the same patterns as /api/ (test_the_langgraph_routes_are_aliases).
+ALIASES = [w for w in ALL_WALKED if w.route.startswith(LANGGRAPH_PREFIX)]
+WALKED = [w for w in ALL_WALKED if not w.route.startswith(LANGGRAPH_PREFIX)]
 
 
 def _reaches(walked: Walked) -> bool:
@@ -331,3 +343,32 @@ def test_no_mutating_route_takes_any_token_without_a_reason():
     assert any_token <= set(ANY_TOKEN), (
         f"mutating routes that take any valid token: name the scope in token_scopes, or justify them in ANY_TOKEN: {sorted(any_token - set(ANY_TOKEN))}")
     assert all(reason.strip() for reason in ANY_TOKEN.values())
+
+
+def test_the_langgraph_routes_are_aliases():
+    """Every /api/langgraph/ route is its /api/ twin's own pattern (so the walk above covers it),
+    and every LangGraph-compatible /api/ route has the alias."""
+    twins = {w.route: w for w in WALKED}
+    assert len(ALIASES) > 50
+    for alias in ALIASES:
+        twin = twins.get(canonical_path(alias.route))
+        assert twin is not None, f"{alias.route} has no /api/ twin"
+        assert alias.callback is twin.callback, alias.route
+        assert alias.token_scopes == twin.token_scopes and alias.methods == twin.methods, alias.route
+    aliased = {canonical_path(a.route) for a in ALIASES}
+    for route in ("/api/threads", "/api/threads/search", "/api/threads/<str:thread_id>/state",
+                  "/api/threads/<str:thread_id>/runs/stream", "/api/runs/wait", "/api/assistants/search"):
+        assert route in aliased, route
+
+
+@pytest.mark.parametrize("method, path, scope", [
+    ("POST", "/api/langgraph/threads", "runs:read"),
+    ("POST", "/api/langgraph/threads/x1/runs/stream", "threads:write"),
+    ("POST", "/api/langgraph/threads/x1/state", "runs:create"),
+    ("POST", "/api/langgraph/threads/x1/runs/x1/cancel", "runs:create"),
+])
+def test_an_alias_refuses_a_token_of_another_scope(method, path, scope, one_scope_tokens):
+    walked = next(w for w in ALIASES if _reaches(w) and resolve(path).func is w.callback)
+    response = _send(one_scope_tokens[scope], method, path)
+    assert response.status_code == 403, response.content[:200]
+    assert response.json() == {"detail": _expected_detail(walked, method)}

@@ -13,6 +13,10 @@ pytestmark = [pytest.mark.django_db]
 TELEGRAM = {"enabled": True, "telegram": {"enabled": True, "bot_token": "123:abc"}}
 
 
+# DeerFlow's frontend reads credential fields as objects (its ChannelCredentialField).
+BOT_TOKEN_FIELD = {"name": "bot_token", "label": "Bot token", "type": "password", "required": True}
+
+
 def test_providers_say_what_is_usable_and_why_not(user_client, channels_config, monkeypatch):
     monkeypatch.delenv("DF_NO_SUCH_TOKEN", raising=False)
     channels_config({"enabled": True, "telegram": {"enabled": True, "bot_token": "$DF_NO_SUCH_TOKEN"}})
@@ -20,7 +24,7 @@ def test_providers_say_what_is_usable_and_why_not(user_client, channels_config, 
     assert body["enabled"] is True
     telegram = next(p for p in body["providers"] if p["provider"] == "telegram")
     assert telegram["enabled"] is True and telegram["configured"] is False and telegram["connectable"] is False
-    assert "DF_NO_SUCH_TOKEN" in telegram["detail"] and telegram["credential_fields"] == ["bot_token"]
+    assert "DF_NO_SUCH_TOKEN" in telegram["detail"] and telegram["credential_fields"] == [BOT_TOKEN_FIELD]
     assert "last_error" not in telegram
 
     channels_config(TELEGRAM)
@@ -28,7 +32,7 @@ def test_providers_say_what_is_usable_and_why_not(user_client, channels_config, 
     telegram = next(p for p in user_client.get("/api/channels/providers").json()["providers"] if p["provider"] == "telegram")
     assert telegram | {"last_event_at": None} == {
         "provider": "telegram", "display_name": "Telegram", "enabled": True, "configured": True, "connectable": True,
-        "auth_mode": "code", "connection_status": "connected", "credential_fields": ["bot_token"], "detail": "",
+        "auth_mode": "code", "connection_status": "connected", "credential_fields": [BOT_TOKEN_FIELD], "detail": "",
         "bot_name": "deer_bot", "last_event_at": None}
 
 
