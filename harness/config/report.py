@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-import yaml
-
 from harness.config.deerflow_compat import ACCEPTED, DEERFLOW_SCHEMA_VERSION, MAPPED, CompatNote
-from harness.config.paths import REPO_ROOT
 
 logger = logging.getLogger("harness.config")
 
@@ -36,7 +32,7 @@ class ConfigReport:
                     "keys DeerFlow added since are refused by name until the loader learns them")
         adds = ", ".join(self.missing_sections) or "only the new config_version"
         return (f"config_version {self.file_version} is older than {self.supported_version}; "
-                f"`manage.py config_upgrade` would add: {adds} (with their defaults, and config_version: {self.supported_version})")
+                f"`manage.py config_upgrade` would add: {adds} (each with its defaults, keeping the file's comments; and config_version: {self.supported_version})")
 
     def lines(self) -> list[str]:
         out = [self.version_line()]
@@ -56,15 +52,6 @@ def _dedupe(notes: list[CompatNote]) -> list[CompatNote]:
     return list(seen.values())
 
 
-def example_sections(example: Path | None = None) -> list[str]:
-    path = example or REPO_ROOT / "config.example.yaml"
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except (OSError, yaml.YAMLError):
-        return []
-    return [k for k in data if k != "config_version"] if isinstance(data, dict) else []
-
-
 def build_report(config: Any, extensions: Any = None, *, raw_keys: list[str] | None = None) -> ConfigReport:
     """``raw_keys``: the file's top-level keys as written (for the sections it lacks)."""
     notes = list(getattr(config, "compat_notes", []) or [])
@@ -77,8 +64,12 @@ def build_report(config: Any, extensions: Any = None, *, raw_keys: list[str] | N
         file_version=int(getattr(config, "config_version", 0) or 0),
     )
     if report.older and raw_keys is not None:
-        present = set(raw_keys)
-        report.missing_sections = [s for s in example_sections() if s not in present]
+        from harness.config.upgrade import missing_sections
+
+        try:
+            report.missing_sections = missing_sections(raw_keys)
+        except OSError:  # no config.example.yaml beside the code
+            report.missing_sections = []
     return report
 
 

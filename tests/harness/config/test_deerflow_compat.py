@@ -147,3 +147,32 @@ def test_config_check_fails_with_the_error(tmp_path):
     done = _manage("--config", str(bad), env_extra={"DEER_FLOW_CONFIG_PATH": str(bad)}, tmp_path=tmp_path)
     assert done.returncode != 0
     assert "memory.enabledd" in done.stdout + done.stderr
+
+
+def test_config_upgrade_adds_missing_sections_with_defaults_and_keeps_comments():
+    from harness.config.upgrade import upgrade_text
+
+    example = ("# the version\nconfig_version: 7\n\n# models: samples\nmodels:\n  - name: sample\n\n"
+               "# Memory, explained\nmemory:\n  enabled: true  # the example turns it on\n\n# Title\ntitle:\n  max_words: 3\n")
+    user = "# my own comment\nconfig_version: 2   # old\ntitle:\n  max_words: 5  # mine\n"
+    new, added = upgrade_text(user, example)
+    assert added == ["memory"]  # list sections (models) are never added; title is there
+    assert new.startswith("# my own comment\nconfig_version: 7   # old\ntitle:\n  max_words: 5  # mine\n")
+    assert "# Memory, explained\nmemory:\n  enabled: false\n" in new  # the default, not the example's sample
+    assert parse_config(new).memory.enabled is False
+    assert upgrade_text(new, example) == (new, [])
+
+
+def test_manage_config_upgrade_writes_a_file_that_loads(tmp_path):
+    target = tmp_path / "config.yaml"
+    target.write_text("# keep me\nconfig_version: 1\nsandbox:\n  use: local\n")
+    done = subprocess.run([sys.executable, str(REPO_ROOT / "manage.py"), "config_upgrade", "--config", str(target)],
+                          env={**{k: v for k, v in os.environ.items() if not k.startswith(("DJANGO_SETTINGS_MODULE", "PYTEST", "DEER_FLOW"))},
+                               "DJANGO_SETTINGS_MODULE": "deerflow_site.settings", "DJANGO_DEBUG": "true", "DEER_FLOW_HOME": str(tmp_path),
+                               "DEER_FLOW_CONFIG_PATH": str(target), "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"},
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    text = target.read_text()
+    assert text.startswith("# keep me\n") and f"config_version: {DEERFLOW_SCHEMA_VERSION}" in text
+    config = parse_config(text)
+    assert config.config_version == DEERFLOW_SCHEMA_VERSION and config.sandbox.use == "local"
