@@ -190,6 +190,8 @@ CHANNEL_PROVIDER_ACCEPTED: dict[str, str] = {
     "allowed_channels": "who may talk to the bot is decided by account binding (connect code on the Channels page)",
     "mention_only": "the Discord adapter answers direct messages and mentions",
     "thread_mode": "Discord replies go to the channel the message came from",
+    "bot_id": "the WeCom adapter here is a self-built app (corp_id, agent_id, secret, token, encoding_aes_key), not DeerFlow's AI bot",
+    "bot_secret": "the WeCom adapter here is a self-built app (corp_id, agent_id, secret, token, encoding_aes_key), not DeerFlow's AI bot",
 }
 
 # MCP server keys (extensions_config.json) only DeerFlow reads.
@@ -321,7 +323,7 @@ def translate_config(data: dict[str, Any], display: str = "config.yaml") -> tupl
 
     _memory(data, notes, display)
     _sandbox(data, notes, display)
-    _summarization(data)
+    _summarization(data, notes)
     _subagents(data, notes)
     _models(data, notes, display)
     _tools(data, notes, display)
@@ -385,16 +387,24 @@ def _sandbox(data: dict[str, Any], notes: list[CompatNote], display: str) -> Non
         _note(notes, "sandbox.use", MAPPED, f"sandbox.use: {SANDBOX_PATHS[use]} ({use})")
 
 
-def _summarization(data: dict[str, Any]) -> None:
+def _summarization(data: dict[str, Any], notes: list[CompatNote]) -> None:
     block = data.get("summarization")
-    if isinstance(block, dict) and isinstance(block.get("trigger"), dict):
+    if not isinstance(block, dict):
+        return
+    if isinstance(block.get("trigger"), dict):
         block["trigger"] = [block["trigger"]]  # DeerFlow allows one trigger or a list
-    if isinstance(block, dict) and block.get("trigger", "") is None:
+    if "trigger" in block and block["trigger"] is None:
         block.pop("trigger")
+    keep = block.get("keep")
+    if isinstance(keep, dict) and keep.get("type") == "fraction":
+        block.pop("keep")
+        _note(notes, "summarization.keep.type", ACCEPTED, "keep counts messages or tokens here, not a fraction; the default (20 messages) applies")
 
 
 def _subagents(data: dict[str, Any], notes: list[CompatNote]) -> None:
     block = data.get("subagents")
+    if isinstance(block, dict) and "max_turns" in block and block["max_turns"] is None:
+        block.pop("max_turns")  # DeerFlow's "no override"; ours then applies its default
     if not isinstance(block, dict) or "custom_agents" not in block:
         return
     if not isinstance(block.get("custom_agents"), dict):
