@@ -265,7 +265,8 @@ def _note(notes: list[CompatNote], key: str, kind: str, detail: str) -> None:
 
 
 def _class_error(field: str, path: str, instead: str, display: str) -> ConfigError:
-    return ConfigError(f"'{path}' is DeerFlow's and has no implementation here; {instead}", path=display, field=field)
+    whose = "is DeerFlow's and has" if path.startswith("deerflow") else "(a DeerFlow extension point) has"
+    return ConfigError(f"'{path}' {whose} no implementation here; {instead}", path=display, field=field)
 
 
 def translate_config(data: dict[str, Any], display: str = "config.yaml") -> tuple[dict[str, Any], list[CompatNote]]:
