@@ -445,12 +445,12 @@ def _models(data: dict[str, Any], notes: list[CompatNote], display: str) -> None
             if key in entry:
                 entry.pop(key)
                 _note(notes, f"models[{i}].{key}", ACCEPTED, reason)
+        if "when_thinking_enabled" in entry and entry["when_thinking_enabled"] is None:
+            entry.pop("when_thinking_enabled")
         if isinstance(entry.get("thinking"), dict):
             thinking = entry.pop("thinking")
             entry.setdefault("when_thinking_enabled", {}).setdefault("thinking", thinking)
             _note(notes, f"models[{i}].thinking", MAPPED, f"models[{i}].when_thinking_enabled.thinking")
-        if entry.get("when_thinking_enabled") is None:
-            entry.pop("when_thinking_enabled", None)
 
 
 def _tools(data: dict[str, Any], notes: list[CompatNote], display: str) -> None:
