@@ -254,9 +254,10 @@ MEMORY_MANAGERS = {"deermem": "the built-in memory (harness.memory, stored by ap
 _NO_MEMORY = "remove memory.manager_class (the built-in memory is used) or set it to deermem"
 
 # Providers of sections accepted without effect: a path is refused only when the section is on.
+ALLOWLIST_PROVIDER = "deerflow.guardrails.builtin:AllowlistProvider"
 PROVIDER_SECTIONS: dict[str, str] = {
     "guardrails": "use approvals.rules (action ask/deny/allow per tool, docs/governance.md) and set guardrails.enabled: false",
-    "authorization": "access is Django accounts and staff roles; set authorization.enabled: false",
+    "authorization": "use Django accounts and staff roles instead (owners, staff, superusers: docs/api.md) and set authorization.enabled: false",
 }
 
 
@@ -286,6 +287,9 @@ def translate_config(data: dict[str, Any], display: str = "config.yaml") -> tupl
         value = data.pop(key)
         if key in PROVIDER_SECTIONS and isinstance(value, dict) and value.get("enabled") and isinstance(value.get("provider"), dict):
             use = value["provider"].get("use")
+            if key == "guardrails" and use == ALLOWLIST_PROVIDER:
+                _allowlist_to_approvals(data, value, notes, display)
+                continue
             raise _class_error(f"{key}.provider.use", str(use), PROVIDER_SECTIONS[key], display)
         if key == "plugins" and isinstance(value, list):
             for i, spec in enumerate(value):
@@ -330,6 +334,36 @@ def translate_config(data: dict[str, Any], display: str = "config.yaml") -> tupl
     _tools(data, notes, display)
     _channels(data, notes)
     return data, notes
+
+
+def _allowlist_to_approvals(data: dict[str, Any], guardrails: dict[str, Any], notes: list[CompatNote], display: str) -> None:
+    """DeerFlow's built-in AllowlistProvider as approval rules: ``denied_tools`` denied before
+    the file's own rules; with ``allowed_tools`` given, after them those tools are allowed and
+    every other tool denied (so an ``ask`` rule of the file's still asks for an allowed tool)."""
+    options = guardrails["provider"].get("config") or {}
+    if not isinstance(options, dict) or set(options) - {"allowed_tools", "denied_tools"}:
+        raise ConfigError("the AllowlistProvider takes allowed_tools and denied_tools only", path=display, field="guardrails.provider.config")
+    before: list[dict[str, Any]] = []
+    after: list[dict[str, Any]] = []
+    denied = options.get("denied_tools") or []
+    if denied:
+        before.append({"name": "guardrails: denied_tools", "tool": list(denied), "action": "deny"})
+    allowed = options.get("allowed_tools")
+    if allowed is not None:
+        if allowed:
+            after.append({"name": "guardrails: allowed_tools", "tool": list(allowed), "action": "allow"})
+        after.append({"name": "guardrails: not in allowed_tools", "tool": "*", "action": "deny"})
+    approvals = data.setdefault("approvals", {})
+    if not isinstance(approvals, dict):
+        return
+    approvals["rules"] = before + list(approvals.get("rules") or []) + after
+    _note(notes, "guardrails.provider", MAPPED,
+          f"approvals.rules: {len(before)} deny rule(s) before the file's own, {len(after)} after ({ALLOWLIST_PROVIDER})")
+    for sub in guardrails:
+        if sub not in ("provider", "enabled"):
+            if sub not in TOP_LEVEL_ACCEPTED["guardrails"][1]:
+                raise ConfigError("unknown key (neither this loader nor DeerFlow's schema defines it)", path=display, field=f"guardrails.{sub}")
+            _note(notes, f"guardrails.{sub}", ACCEPTED, "the approval rules decide each call themselves (a rule's action is final)")
 
 
 def _database_to_checkpoints(data: dict[str, Any], db: dict[str, Any], notes: list[CompatNote]) -> None:

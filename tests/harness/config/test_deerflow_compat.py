@@ -94,7 +94,9 @@ def test_a_key_neither_schema_knows_is_still_refused_by_name(text, field):
     ("tools:\n  - name: web_search\n    use: deerflow.community.serper.tools:web_search_tool\n", "deerflow.community.serper.tools:web_search_tool"),
     ("sandbox:\n  use: deerflow.community.boxlite:BoxliteProvider\n", "deerflow.community.boxlite:BoxliteProvider"),
     ("memory:\n  manager_class: mymem.Manager\n", "mymem.Manager"),
-    ("guardrails:\n  enabled: true\n  provider:\n    use: deerflow.guardrails.builtin:AllowlistProvider\n", "deerflow.guardrails.builtin:AllowlistProvider"),
+    ("guardrails:\n  enabled: true\n  provider:\n    use: aport_guardrails.providers.generic:OAPGuardrailProvider\n",
+     "aport_guardrails.providers.generic:OAPGuardrailProvider"),
+    ("authorization:\n  enabled: true\n  provider:\n    use: deerflow.authz.rbac:RbacAuthorizationProvider\n", "deerflow.authz.rbac:RbacAuthorizationProvider"),
     ("models:\n  - name: m\n    use: deerflow.models.unknown:Nope\n", "deerflow.models.unknown:Nope"),
 ])
 def test_a_deerflow_class_path_without_an_equivalent_says_what_to_use(text, path):
@@ -176,3 +178,20 @@ def test_manage_config_upgrade_writes_a_file_that_loads(tmp_path):
     assert text.startswith("# keep me\n") and f"config_version: {DEERFLOW_SCHEMA_VERSION}" in text
     config = parse_config(text)
     assert config.config_version == DEERFLOW_SCHEMA_VERSION and config.sandbox.use == "local"
+
+
+def test_the_builtin_allowlist_guardrail_becomes_approval_rules():
+    config = parse_config("guardrails:\n  enabled: true\n  provider:\n    use: deerflow.guardrails.builtin:AllowlistProvider\n"
+                          "    config:\n      allowed_tools: [read_file, bash]\n      denied_tools: [bash]\n"
+                          "approvals:\n  rules:\n    - {name: mine, tool: read_file, action: ask}\n")
+    policy = config.approvals.policy
+
+    def action(tool):
+        rule = policy.first_match(tool, {}, None)
+        return rule.action if rule else "allow"
+
+    assert action("bash") == "deny"  # denied wins, as in DeerFlow
+    assert action("read_file") == "ask"  # allowed by the allowlist, and the file's own ask rule still asks
+    assert action("web_search") == "deny"  # not in allowed_tools
+    assert [r["name"] for r in config.approvals.rules][1] == "mine"
+    assert any(n.key == "guardrails.provider" and n.kind == MAPPED for n in config.compat_notes)
