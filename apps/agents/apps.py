@@ -23,3 +23,12 @@ class AgentsConfig(AppConfig):
         # A web tool whose provider lacks its key stays listed as unavailable; building the
         # tools now puts that in the startup log rather than at the first search.
         check_web_tools(get_app_config())
+        # DeerFlow keys that load but do nothing here: one warning (manage.py config_check explains).
+        from harness.config import get_extensions_config
+        from harness.config.report import log_startup_report
+
+        try:
+            extensions = get_extensions_config()
+        except Exception:  # reported by the MCP app and config_check; not this hook's job
+            extensions = None
+        log_startup_report(get_app_config(), extensions)

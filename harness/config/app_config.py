@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, PrivateAttr, field_validator, model_validator
 
 from harness.config import class_path
 from harness.governance.config import ApprovalsConfig, BudgetsConfig
@@ -358,6 +358,13 @@ class AppConfig(BaseModel):
     budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)
     tracing: TracingConfig = Field(default_factory=TracingConfig)
     suggestions: SuggestionsConfig = Field(default_factory=SuggestionsConfig)
+    # What the loader did with DeerFlow's keys (harness.config.deerflow_compat): mapped ones and
+    # ones accepted without effect, each with its reason; set by parse_config.
+    _compat_notes: list[Any] = PrivateAttr(default_factory=list)
+
+    @property
+    def compat_notes(self) -> list[Any]:
+        return list(self._compat_notes)
 
     @model_validator(mode="after")
     def _cross_references(self) -> AppConfig:

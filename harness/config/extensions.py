@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import (BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat, ValidationError, field_validator,
+from pydantic import (BaseModel, ConfigDict, Field, NonNegativeInt, PositiveFloat, PrivateAttr, ValidationError, field_validator,
                       model_validator)
 
 from harness.config import class_path
@@ -142,6 +142,13 @@ class ExtensionsConfig(BaseModel):
     def _paths(cls, value: list[str]) -> list[str]:
         return [class_path.check_format(v) for v in value]
 
+    # What the loader did with DeerFlow-only keys (harness.config.deerflow_compat).
+    _compat_notes: list[Any] = PrivateAttr(default_factory=list)
+
+    @property
+    def compat_notes(self) -> list[Any]:
+        return list(self._compat_notes)
+
     def to_json(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, exclude_defaults=False)
 
@@ -159,6 +166,9 @@ def parse_extensions(text: str, display: str = "extensions_config.json", *, reso
         raise ConfigError(f"invalid JSON: line {exc.lineno}, column {exc.colno}: {exc.msg}", path=display) from None
     if not isinstance(data, dict):
         raise ConfigError("the top level must be an object", path=display)
+    from harness.config.deerflow_compat import translate_extensions
+
+    data, notes = translate_extensions(data)
     unresolved: dict[str, str] = {}
     if resolve_env:
         servers = data.get("mcpServers")
@@ -181,6 +191,7 @@ def parse_extensions(text: str, display: str = "extensions_config.json", *, reso
         config = ExtensionsConfig.model_validate(data)
         for name, reason in unresolved.items():
             config.mcp_servers[name].unresolved = reason
+        config._compat_notes = notes
         return config
     except ValidationError as exc:
         field, reason = validation_message(exc)

@@ -145,12 +145,18 @@ def _resolve_channels(value: dict[str, Any]) -> dict[str, Any]:
 
 
 def parse_config(text: str, display: str = "config.yaml") -> AppConfig:
-    data = _resolve_env(parse_yaml(text, display), display)
+    """Validate the file; DeerFlow's keys are mapped or accepted first (``compat_notes``)."""
+    from harness.config.deerflow_compat import translate_config
+
+    data, notes = translate_config(parse_yaml(text, display), display)
+    data = _resolve_env(data, display)
     try:
-        return AppConfig.model_validate(data)
+        config = AppConfig.model_validate(data)
     except ValidationError as exc:
         field, reason = validation_message(exc)
         raise ConfigError(reason, path=display, field=field) from None
+    config._compat_notes = notes
+    return config
 
 
 def load_config(path: str | Path | None = None) -> AppConfig:

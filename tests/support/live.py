@@ -86,8 +86,13 @@ class LiveServer:
             server = self._shell_server
             server.stdin.write(json.dumps({"code": code}) + "\n")
             server.stdin.flush()
-            ready, _, _ = select.select([server.stdout], [], [], 120)
-            line = server.stdout.readline() if ready else ""
+            # Django's setup may log to stdout first (a startup warning, e.g. config keys
+            # accepted without effect); the answer is the one JSON line.
+            while True:
+                ready, _, _ = select.select([server.stdout], [], [], 120)
+                line = server.stdout.readline() if ready else ""
+                if not line or line.startswith("{"):
+                    break
             if not line:
                 server.kill()
                 raise RuntimeError(f"manage.py shell gave no answer (exit status {server.poll()})")
