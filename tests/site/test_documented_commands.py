@@ -37,6 +37,7 @@ CASES = {
     ".venv/bin/python manage.py migrate": (PRODUCTION, "No migrations to apply."),
     ".venv/bin/python manage.py collectstatic --noinput": (PRODUCTION, "static files copied"),
     ".venv/bin/python manage.py run_channels --plan": ({}, "telegram: off (channels.enabled is false in config.yaml)"),
+    ".venv/bin/python manage.py config_check": ({}, "config.yaml: loads ("),
 }
 
 
