@@ -47,13 +47,21 @@ def _headers(raw: Iterable[tuple[bytes, bytes]]) -> dict[bytes, bytes]:
     return headers
 
 
-def _has_credentials(headers: dict[bytes, bytes]) -> bool:
+def _session_cookie_names() -> tuple[bytes, ...]:
+    """Django's session cookie, and the copy DeerFlow's frontend sends alone from its server
+    side (``access_token``, apps/accounts/deerflow_cookies.py): both name the same session."""
     from django.conf import settings
 
+    from apps.accounts.deerflow_cookies import ACCESS_TOKEN_COOKIE
+
+    return settings.SESSION_COOKIE_NAME.encode(), ACCESS_TOKEN_COOKIE.encode()
+
+
+def _has_credentials(headers: dict[bytes, bytes]) -> bool:
     if headers.get(b"authorization"):
         return True
-    cookie_name = settings.SESSION_COOKIE_NAME.encode()
-    return any(part.strip().split(b"=", 1)[0] == cookie_name for part in headers.get(b"cookie", b"").split(b";"))
+    names = _session_cookie_names()
+    return any(part.strip().split(b"=", 1)[0] in names for part in headers.get(b"cookie", b"").split(b";"))
 
 
 def anonymous_limit() -> BodyLimit:
@@ -89,12 +97,13 @@ def credentials_valid(raw_headers: Iterable[tuple[bytes, bytes]]) -> bool:
 
         from django.contrib.auth import SESSION_KEY
 
-        cookie_name = settings.SESSION_COOKIE_NAME.encode()
+        names = _session_cookie_names()
         for part in headers.get(b"cookie", b"").split(b";"):
             name, _, value = part.strip().partition(b"=")
-            if name == cookie_name:
+            if name in names:
                 store = import_module(settings.SESSION_ENGINE).SessionStore(value.decode("latin-1"))
-                return SESSION_KEY in store.load()
+                if SESSION_KEY in store.load():
+                    return True
         return False
     finally:
         # A pool thread of the server's, not a request thread: hold no connection between calls.

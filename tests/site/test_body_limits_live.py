@@ -118,8 +118,9 @@ def test_anonymous_200mib_post_is_refused_without_growing_memory(live, path):
 
 
 @pytest.mark.parametrize("credentials", [{"Cookie": "sessionid=forged0123456789abcdefghijklmnop"},
+                                         {"Cookie": "access_token=forged0123456789abcdefghijklmnop"},
                                          {"Authorization": "Bearer dfp_" + "A" * 43}, {"Authorization": "Basic YWxpY2U6cHc="}],
-                         ids=["forged-cookie", "bad-token", "basic"])
+                         ids=["forged-cookie", "forged-access-token", "bad-token", "basic"])
 def test_forged_credentials_get_the_anonymous_limit(live, credentials):
     size = 200 * MiB
     with PeakRSS(live.process.pid) as rss:
@@ -130,12 +131,14 @@ def test_forged_credentials_get_the_anonymous_limit(live, credentials):
     assert rss.growth < BOUND, f"server RSS grew by {rss.growth / MiB:.0f} MiB"
 
 
-def test_a_real_session_gets_past_the_anonymous_limit(live):
+# access_token: the session cookie's copy that DeerFlow's frontend sends alone from its server.
+@pytest.mark.parametrize("cookie_name", ["sessionid", "access_token"])
+def test_a_real_session_gets_past_the_anonymous_limit(live, cookie_name):
     cookie = live.shell("from django.test import Client; from apps.accounts.models import User\n"
                         "u, _ = User.objects.get_or_create(username='session-user')\n"
                         "c = Client(); c.force_login(u); print(c.cookies['sessionid'].value)")
     body = json.dumps({"metadata": {"note": "x" * MiB}}).encode()
-    status, answer = send(live.url, "/api/threads", [body], length=len(body), headers={"Cookie": f"sessionid={cookie}"})
+    status, answer = send(live.url, "/api/threads", [body], length=len(body), headers={"Cookie": f"{cookie_name}={cookie}"})
     # Admitted to Django, which asks for the CSRF token a session's POST needs.
     assert status == 403 and "CSRF" in answer["detail"], (status, answer)
 
