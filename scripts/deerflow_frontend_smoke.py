@@ -11,7 +11,9 @@ with Debian's chromium through Playwright the way a user would:
    ``DEER_FLOW_INTERNAL_GATEWAY_BASE_URL`` pointing here: its rewrites send ``/api/langgraph/*``
    and ``/api/*`` to this server) unless ``--no-build``, and starts it (``next start``);
 3. signs in on its login page, sends a message, waits for the answer to stream in, reloads the
-   thread and checks the conversation is still there. Screenshots go to ``--out``.
+   thread and checks the conversation is still there, then opens the settings that read this
+   server (memory, tools, skills); any API answer of 500 or more fails it. Screenshots go to
+   ``--out``.
 
     .venv/bin/python scripts/deerflow_frontend_smoke.py --frontend ~/src/deer-flow/frontend
 
@@ -79,6 +81,9 @@ def browse(app: str, out: Path) -> None:
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox"])
         page = browser.new_page(viewport={"width": 1280, "height": 860})
+        failed: list[str] = []  # any API answer of 500 or more, whichever step it came from
+        page.on("response", lambda r: failed.append(f"{r.status} {r.request.method} {r.url}")
+                if "/api/" in r.url and r.status >= 500 else None)
         page.goto(f"{app}/login")
         page.locator('input[type="email"]').fill(EMAIL)
         page.locator('input[type="password"]').fill(PASSWORD)
@@ -101,7 +106,19 @@ def browse(app: str, out: Path) -> None:
         expect(messages.get_by_text("What soup goes with rye bread?")).to_be_visible()
         print("after a reload the conversation is still there")
         page.screenshot(path=str(out / "3-reloaded.png"))
+
+        # The settings pages that read this server: memory, MCP tools, skills.
+        page.get_by_text("Settings and more").click()
+        page.get_by_role("menuitem").filter(has_text="Settings").first.click()
+        dialog = page.get_by_role("dialog")
+        for section, shows in (("Memory", "Export memory"), ("Tools", "MCP"), ("Skills", "data-analysis")):
+            dialog.get_by_text(section, exact=True).first.click()
+            expect(dialog.get_by_text(shows).first).to_be_visible(timeout=30_000)
+            page.screenshot(path=str(out / f"4-settings-{section.lower()}.png"))
+            print(f"settings: {section} shows {shows!r}")
         browser.close()
+        if failed:
+            raise SystemExit("server errors seen by the frontend:\n" + "\n".join(failed))
 
 
 def main() -> int:
@@ -134,8 +151,10 @@ def main() -> int:
         if not args.no_build:
             subprocess.run([*pnpm(frontend), "install", "--frozen-lockfile"], cwd=frontend, env=node_env, check=True)
             subprocess.run([*pnpm(frontend), "build"], cwd=frontend, env=node_env, check=True)
+        # Its memory routes proxy by themselves, to NEXT_PUBLIC_BACKEND_BASE_URL (default :8001), read
+        # when they run; set only here, it leaves the build's /api rewrites in place.
         web = subprocess.Popen([*pnpm(frontend), "exec", "next", "start", "-p", str(args.frontend_port), "-H", "127.0.0.1"],
-                               cwd=frontend, env=node_env, stdout=open(out / "frontend.log", "w"), stderr=subprocess.STDOUT,
+                               cwd=frontend, env={**node_env, "NEXT_PUBLIC_BACKEND_BASE_URL": gateway}, stdout=open(out / "frontend.log", "w"), stderr=subprocess.STDOUT,
                                start_new_session=True)
         wait_for(f"{app}/login", web, "next start")
         browse(app, out)
