@@ -101,7 +101,10 @@ class MemoryDoc:
         return next((f for f in self.facts if f.id == fact_id), None)
 
     def to_api(self) -> dict:
-        doc: dict[str, Any] = {"version": DOC_VERSION, "revision": self.revision, "lastUpdated": iso(self.updated_at),
+        # Always a time, as DeerFlow's documents have it: its frontend refuses to import a
+        # document without one and shows "57 years ago" for none. Never updated: as of now.
+        updated = self.updated_at or dt.datetime.now(dt.UTC)
+        doc: dict[str, Any] = {"version": DOC_VERSION, "revision": self.revision, "lastUpdated": iso(updated),
                                "paused": self.paused, "user": {}, "history": {}}
         for attr, section, key in SUMMARY_KEYS:
             doc[section][key] = {"summary": self.summaries.get(attr, "")}

@@ -123,6 +123,14 @@ def test_features_as_the_frontend_reads_them(user_client):
     assert body == {"agents_api": {"enabled": True}, "browser_control": {"enabled": False}, "mcp_tasks": {"enabled": False}}
 
 
+def test_a_new_users_memory_has_a_last_updated_time_the_frontend_can_import(user_client):
+    # memory-settings-page.tsx's isImportedMemory refuses a document whose lastUpdated is no
+    # string, and the page shows its age; a user nothing was learned about yet has one too.
+    body = user_client.get("/api/memory").json()
+    assert isinstance(body["lastUpdated"], str) and body["lastUpdated"].endswith("Z")
+    assert isinstance(body["user"], dict) and isinstance(body["history"], dict) and body["facts"] == []
+
+
 def test_models_list_and_one_model(user_client):
     listed = user_client.get("/api/models").json()
     assert listed["token_usage"] == {"enabled": True}
