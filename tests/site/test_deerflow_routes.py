@@ -4,25 +4,10 @@ routes", lists each with where the frontend makes the call."""
 
 import pytest
 
-from apps.runs.graphs import clear_graph_cache
 from tests.apps.runs.test_runs_api import new_thread, wait_for_status
-from tests.support import agents
+from tests.apps.threads.test_thread_actions import agent  # noqa: F401  (the scripted agent, in both checkpoint modes)
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
-
-FACTORIES = {"full": "tests.support.agents:make_scripted_full_agent", "delta": "tests.support.agents:make_scripted_delta_agent"}
-
-
-@pytest.fixture(params=["full", "delta"])
-def agent(request, settings):
-    settings.DEERFLOW_AGENT_FACTORY = FACTORIES[request.param]
-
-    def set_script(*items):
-        clear_graph_cache()
-        return agents.set_script(*items)
-
-    yield set_script
-    clear_graph_cache()
 
 
 def ask(client, tid, text, prefix="/api"):
