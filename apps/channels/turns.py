@@ -58,7 +58,7 @@ def _text_of(content: Any) -> str:
 def final_answer(run_id: str) -> str:
     """The run's last answer as the user sees it in the chat: the last AI text, or the
     question the agent asked (ask_clarification) when it stopped for input."""
-    for event_type, content in run_answer_events(run_id=run_id, limit=50):
+    for event_type, content in run_answer_events(run_id=run_id, newest_first=True, limit=50):
         if event_type == "llm.tool.result":
             if content.get("name") == "ask_clarification":
                 return _text_of(content.get("content"))

@@ -24,7 +24,7 @@ from typing import Any
 
 from apps.errors import (Conflict, Forbidden, InvalidRequest, NotFound, PayloadTooLarge, RangeNotSatisfiable, ThreadBusy,
                          UnsupportedMediaType)
-from apps.runs.selectors import run_tool_events, thread_has_active_run
+from apps.runs.selectors import run_answer_events, thread_has_active_run
 from harness.config import get_app_config, thread_user_data_dir
 from harness.sandbox.errors import SandboxPathError
 from harness.sandbox.paths import MAX_NAME_BYTES, MAX_PATH_BYTES, OUTPUTS, USER_DATA, VirtualFS
@@ -270,7 +270,7 @@ def run_presented_paths(*, run) -> list[str]:
     """
     calls: dict[str, list[str]] = {}
     presented: list[str] = []
-    for event_type, content in run_tool_events(run_id=str(run.pk)):
+    for event_type, content in run_answer_events(run_id=str(run.pk)):
         if event_type == "llm.ai.response":
             for call in content.get("tool_calls") or []:
                 if isinstance(call, dict) and call.get("name") == "present_files":

@@ -8,6 +8,7 @@ from django.db.models import Count, F, Q, Sum
 
 from apps.errors import InvalidRequest, NotFound
 from apps.runs.models import Run, RunEvent
+from apps.runs.visibility import hidden_run_ids
 
 
 def run_get_for_user(*, user, thread_id: str, run_id: str) -> Run:
@@ -68,8 +69,6 @@ def messages_page(*, thread, limit: int = 50, before_seq: int | None = None) -> 
     Messages of replaced or failed replay runs are left out."""
     if not 1 <= limit <= 200:
         raise InvalidRequest("limit must be from 1 to 200")
-    from apps.runs.visibility import hidden_run_ids
-
     qs = RunEvent.objects.filter(thread=thread, category="message")
     hidden = hidden_run_ids(thread_id=thread.pk)
     if hidden:  # answers replaced by regenerate / edit-rerun (apps/runs/visibility.py)
@@ -160,13 +159,6 @@ def run_outcome(*, run_id: str) -> dict:
 
 def run_with_thread(*, run_id: str) -> Run | None:
     return Run.objects.select_related("thread").filter(pk=run_id).first()
-
-
-def run_answer_events(*, run_id: str, limit: int = 50) -> list[tuple[str, dict]]:
-    """The run's last AI responses and tool results, newest first: (event type, content)."""
-    rows = (RunEvent.objects.filter(run_id=run_id, event_type__in=("llm.ai.response", "llm.tool.result"))
-            .order_by("-seq").values_list("event_type", "content")[:limit])
-    return [(kind, content if isinstance(content, dict) else {}) for kind, content in rows]
 
 
 def thread_active_run(*, thread_id: str) -> Run | None:
@@ -266,9 +258,10 @@ def thread_has_message(*, thread_id: str, message_id: str) -> bool:
     return RunEvent.objects.filter(thread_id=thread_id, category="message", content__id=message_id).exists()
 
 
-def run_tool_events(*, run_id: str):
-    """The run's AI responses and tool results, oldest first: (event type, content), streamed."""
+def run_answer_events(*, run_id: str, newest_first: bool = False, limit: int | None = None):
+    """The run's AI responses and tool results, (event type, content), streamed: oldest first,
+    or the last ``limit`` newest first."""
     rows = (RunEvent.objects.filter(run_id=run_id, event_type__in=("llm.ai.response", "llm.tool.result"))
-            .order_by("seq").values_list("event_type", "content"))
-    for kind, content in rows.iterator():
+            .order_by("-seq" if newest_first else "seq").values_list("event_type", "content"))
+    for kind, content in (rows[:limit] if limit is not None else rows).iterator():
         yield kind, content if isinstance(content, dict) else {}

@@ -14,8 +14,8 @@ from typing import Any
 
 from apps.errors import InvalidRequest, NotFound, ThreadBusy, ThreadStorageConflict
 from apps.runs import graphs
-from apps.runs.models import Run
 from apps.runs.runtime import get_runtime
+from apps.runs.selectors import thread_has_active_run
 from apps.threads.services import thread_title_set
 from harness.runtime.checkpoint_state import CheckpointModeMismatch, ensure_readable, graph_mode
 from harness.runtime.serialize import to_jsonable
@@ -144,7 +144,7 @@ async def _aupdate_state(thread, values: Any, checkpoint_id: str | None, as_node
 
 
 def thread_state_update(*, thread, values: Any, checkpoint_id: str | None = None, as_node: str | None = None) -> dict:
-    if Run.objects.filter(thread=thread, status__in=Run.ACTIVE_STATUSES).exists():
+    if thread_has_active_run(thread.pk):
         raise ThreadBusy(f"Thread {thread.pk} has an active run; wait for it or cancel it")
     if values is not None and not isinstance(values, (dict, list)):
         raise InvalidRequest("values must be an object (or a list of updates)")

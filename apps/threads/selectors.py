@@ -32,7 +32,7 @@ def thread_get_for_user(*, user, thread_id: str) -> Thread:
 def thread_of_owner(*, thread_id: str, owner_id: int) -> Thread | None:
     """The thread if it (still) belongs to ``owner_id``; None otherwise. For callers that hold
     an id from elsewhere (a channel conversation) rather than a request's user."""
-    return Thread.objects.filter(pk=thread_id, owner_id=owner_id).first()
+    return _thread_of_owner.first(thread_id, owner_id)
 
 
 def thread_search(*, user, metadata: dict | None = None, status: str | None = None, ids: list[str] | None = None,
