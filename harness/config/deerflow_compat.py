@@ -70,7 +70,6 @@ TOP_LEVEL_ACCEPTED: dict[str, tuple[str, frozenset[str] | None]] = {
     "tool_output": ("tool output is bounded by sandbox.max_output_chars / read_file_max_chars and the web tools' max_chars",
                     frozenset({"enabled", "externalize_min_chars", "preview_head_chars", "preview_tail_chars", "fallback_max_chars",
                                "fallback_head_chars", "fallback_tail_chars", "storage_subdir", "exempt_tools", "tool_overrides"})),
-    "input_polish": ("there is no pre-send polishing of the user's message", frozenset({"enabled", "max_chars", "model_name"})),
     "agents_api": ("custom agents are always managed through the API and the Agents page, per user", frozenset({"enabled"})),
     "acp_agents": (_ACP, None),
     "guardrails": ("tool calls are gated by `approvals.rules` (ask/deny/allow, docs/governance.md)",
