@@ -221,3 +221,18 @@ def test_the_builtin_allowlist_guardrail_becomes_approval_rules():
     assert action("web_search") == "deny"  # not in allowed_tools
     assert [r["name"] for r in config.approvals.rules][1] == "mine"
     assert any(n.key == "guardrails.provider" and n.kind == MAPPED for n in config.compat_notes)
+
+
+@pytest.mark.parametrize("text,field", [
+    ("auth:\n  oidc:\n    providers:\n      keycloak:\n        isuer: https://id.example\n", "auth.oidc.providers.keycloak.isuer"),
+    ("auth:\n  local:\n    allow_registrations: false\n", "auth.local.allow_registrations"),
+    ("channel_connections:\n  slack:\n    bot_token: x\n", "channel_connections.slack.bot_token"),
+])
+def test_a_misspelt_key_deep_inside_an_accepted_section_is_still_named(text, field):
+    with pytest.raises(ConfigError) as refused:
+        parse_config(text)
+    assert field in str(refused.value)
+    # Spelt right, the same places load (and say they have no effect here).
+    fixed = parse_config("auth:\n  oidc:\n    providers:\n      keycloak:\n        issuer: https://id.example\n  local:\n    allow_registration: false\n"
+                         "channel_connections:\n  telegram:\n    bot_username: deerbot\n")
+    assert {n.key for n in fixed.compat_notes} >= {"auth.oidc", "auth.local", "channel_connections.telegram"}
