@@ -3,7 +3,8 @@
 ``{text, locale?, thread_id?}`` → ``{rewritten_text, changed}``. One model call on the runs
 runtime's loop; it starts no run and stores nothing, so it needs only ``runs:create`` (the
 scope of the send it prepares). ``thread_id`` names the thread the draft is for, so the call is
-traced beside it; it must be the caller's."""
+traced beside it. DeerFlow's frontend sends the id of a chat not created yet, so an id that is not
+one of the caller's threads is ignored rather than refused (which also tells nobody whose it is)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from rest_framework.views import APIView
 
 from apps.errors import InvalidRequest, NotFound, ServiceUnavailable
 from apps.runs.runtime import get_runtime
-from apps.threads.selectors import thread_get_for_user
+from apps.threads.selectors import thread_of_owner
 from harness.agents import input_polish
 from harness.config.loader import get_app_config
 from harness.models import ModelError, create_chat_model, get_model_config
@@ -53,15 +54,14 @@ def polish_draft(*, user, text: str, locale: str | None = None, thread_id: str |
         raise InvalidRequest("text: the draft is empty")
     if len(text) > cfg.max_chars:
         raise InvalidRequest(f"text: longer than {cfg.max_chars} characters (input_polish.max_chars)")
-    if thread_id:
-        thread_get_for_user(user=user, thread_id=thread_id)
+    metadata = {"thread_id": thread_id} if thread_id and thread_of_owner(thread_id=thread_id, owner_id=user.pk) else {}
     try:
         model = create_chat_model(get_model_config(cfg.model_name, config=app).name, config=app)
     except ModelError as exc:
         raise ServiceUnavailable(f"No model to polish with: {exc}") from None
 
     async def _call() -> str:
-        return await asyncio.wait_for(input_polish.polish(model, text, locale or None), timeout=MODEL_TIMEOUT)
+        return await asyncio.wait_for(input_polish.polish(model, text, locale or None, metadata=metadata), timeout=MODEL_TIMEOUT)
 
     try:
         rewritten = get_runtime().call(_call, timeout=MODEL_TIMEOUT + 5)

@@ -40,9 +40,9 @@ def _request(draft: str, locale: str | None) -> str:
     return f"{language}\n\nThe draft:\n<draft>\n{body}\n</draft>"
 
 
-async def polish(model: Any, draft: str, locale: str | None = None) -> str:
+async def polish(model: Any, draft: str, locale: str | None = None, *, metadata: dict[str, Any] | None = None) -> str:
     reply = await model.ainvoke([SystemMessage(content=PROMPT), HumanMessage(content=_request(draft, locale))],
-                                config={"run_name": "input_polish"})
+                                config={"run_name": "input_polish", "metadata": dict(metadata or {})})
     content = reply.content if isinstance(reply.content, str) else " ".join(
         p.get("text", "") for p in reply.content if isinstance(p, dict))
     return clean_rewrite(content)
