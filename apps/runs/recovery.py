@@ -12,6 +12,9 @@ had checkpointed but the journal had not yet written (the user's prompt, above a
 process died in its first second) is journaled as the run's events, in the same transaction
 that frees the thread, so the next run's events cannot come before them.
 
+A thread reservation (``reservations.py``) whose process died is recovered the same way, by
+deleting its row: it recorded nothing, and it only held the thread.
+
 The runtime is handed in: recovery reads the checkpointer and ends streams through it, and
 is itself started by it.
 """
