@@ -30,14 +30,18 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from apps.errors import ThreadBusy
+from apps.errors import NotFound, ThreadBusy
 from apps.runs.models import Run, ThreadReservation
 from apps.runs.recovery import recover_orphans
 from apps.runs.runtime import PROCESS_ID, get_runtime
+from apps.threads.selectors import thread_of_owner
 
 logger = logging.getLogger(__name__)
 
 Kind = Run.Kind
+
+# Inserts tried before giving up on a thread whose holders keep changing under us.
+_ATTEMPTS = 20
 
 # What a refused request is told a reservation is doing.
 _DOING = {
@@ -87,18 +91,22 @@ def reservation_take(*, thread, kind: str, run_busy_detail: str | None = None) -
     whose process died (lease lapsed) is recovered first, as admission does for a run."""
     if kind == Kind.RUN or kind not in Kind.values:
         raise ValueError(f"not a reservation kind: {kind!r}")
-    while True:
+    for _ in range(_ATTEMPTS):
         try:
             return _insert(thread_id=thread.pk, owner_id=thread.owner_id, kind=kind)
         except IntegrityError:
             holder = _occupant(thread.pk)
             if holder is None:
+                if thread_of_owner(thread_id=thread.pk, owner_id=thread.owner_id) is None:  # deleted meanwhile: the foreign key broke
+                    raise NotFound(f"Thread {thread.pk} not found") from None
                 continue  # it ended between our insert and this read: try again
             if _lapsed(holder) and recover_orphans(get_runtime(), run_id=str(holder.pk)):
                 continue
             if holder.kind == Kind.RUN:
                 raise ThreadBusy(run_busy_detail or f"Thread {thread.pk} has an active run; try again when it has finished") from None
             raise ThreadBusy(busy_detail(thread.pk, holder.kind)) from None
+    # Holders came and went under every attempt: as busy as a thread gets.
+    raise ThreadBusy(f"Thread {thread.pk} is busy; try again")
 
 
 def reservation_release(reservation: ThreadReservation) -> None:

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from apps.errors import ThreadBusy
+from apps.errors import NotFound, ThreadBusy
 from apps.runs.models import Run, ThreadReservation
 from apps.runs.reservations import Kind, held_reservations, thread_reserved
 from apps.runs.services import runs_recover_orphans
@@ -136,3 +136,12 @@ def test_the_admin_lists_reservations_apart_from_runs(admin_client, user_client,
         assert runs.status_code == 200 and str(reservation.pk) not in runs.content.decode()
         page = admin_client.get(f"/admin/runs/threadreservation/{reservation.pk}/change/")
         assert page.status_code == 200 and tid in page.content.decode()
+
+
+def test_reserving_a_thread_deleted_meanwhile_is_not_found(user_client):
+    tid = new_thread(user_client)
+    thread = Thread.objects.get(pk=tid)
+    Thread.objects.filter(pk=tid).delete()  # another request's delete, after this one read the row
+    with pytest.raises(NotFound), thread_reserved(thread=thread, kind=Kind.ARTIFACT_WRITE):
+        pass
+    assert not Run.slots.exists()
