@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from apps.errors import (Conflict, Forbidden, InvalidRequest, NotFound, PayloadTooLarge, RangeNotSatisfiable, ThreadBusy,
+from apps.errors import (Conflict, Forbidden, InvalidRequest, NotFound, PayloadTooLarge, RangeNotSatisfiable,
                          UnsupportedMediaType)
-from apps.runs.selectors import run_answer_events, thread_has_active_run
+from apps.runs.reservations import Kind as ReservationKind, thread_reserved
+from apps.runs.selectors import run_answer_events
 from harness.config import get_app_config, thread_user_data_dir
 from harness.sandbox.errors import SandboxPathError
 from harness.sandbox.paths import MAX_NAME_BYTES, MAX_PATH_BYTES, OUTPUTS, USER_DATA, VirtualFS
@@ -215,8 +216,13 @@ def artifact_replace(*, thread, path: Any, content: Any, expected_sha256: Any) -
     outputs_root = _fs(thread).host_dir("outputs")
     if outputs_root not in artifact.real.parents:
         raise Forbidden(f"only files under {OUTPUTS} can be edited; {artifact.virtual} is not")
-    if thread_has_active_run(thread.pk):
-        raise ThreadBusy(f"Thread {thread.pk} has an active run; edit its files when the run has finished")
+    # A run's tools write these files: the edit and a run never overlap.
+    with thread_reserved(thread=thread, kind=ReservationKind.ARTIFACT_WRITE,
+                         run_busy_detail=f"Thread {thread.pk} has an active run; edit its files when the run has finished"):
+        return _replace_checked(artifact, data, expected_sha256, limit)
+
+
+def _replace_checked(artifact, data: bytes, expected_sha256: str, limit: int) -> dict:
     real = artifact.real
     while True:
         fh = open(real, "rb")

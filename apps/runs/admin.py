@@ -1,7 +1,7 @@
 from django.contrib import admin, messages
 
 from apps.errors import DomainError
-from apps.runs.models import Run, RunEvent
+from apps.runs.models import Run, RunEvent, ThreadReservation
 from apps.runs.pricing import cost_of, cost_text, run_usage_by_model
 
 
@@ -63,5 +63,27 @@ class RunEventAdmin(admin.ModelAdmin):
     def has_add_permission(self, request) -> bool:
         return False
 
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(ThreadReservation)
+class ThreadReservationAdmin(admin.ModelAdmin):
+    """The thread operations holding a thread right now (a compaction, a branch, an artifact
+    edit, a delete): what a run refused with 409 was waiting on. Rows go when the operation
+    ends, or when recovery finds their process dead (lease lapsed)."""
+
+    list_display = ["id", "kind", "thread", "owner", "lease_owner", "lease_expires_at", "created_at"]
+    list_filter = ["kind"]
+    search_fields = ["id", "thread__id", "owner__username", "lease_owner"]
+    list_select_related = ["owner", "thread"]
+    fields = ["id", "kind", "thread", "owner", "status", "lease_owner", "lease_expires_at", "created_at"]
+    readonly_fields = fields
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    # Deleting one frees its thread at once, as recovery would after its lease: for an
+    # operator who knows its process is gone.
     def has_change_permission(self, request, obj=None) -> bool:
         return False

@@ -21,7 +21,7 @@ class RunsConfig(AppConfig):
     def ready(self) -> None:
         from django.conf import settings
 
-        from apps.runs import selectors, state
+        from apps.runs import reservations, selectors, state
         from apps.runs.runtime import add_loop_service
         from apps.threads import services as thread_services
         from harness.config.loader import set_recheck_seconds
@@ -33,6 +33,8 @@ class RunsConfig(AppConfig):
         # a deleted thread's checkpoints.
         thread_services.active_run_checks.append(selectors.thread_has_active_run)
         thread_services.thread_cleanups.append(state.thread_state_delete)
+        if reservations.thread_delete_reserved not in thread_services.delete_guards:
+            thread_services.delete_guards.append(reservations.thread_delete_reserved)
         add_loop_service("run-leases", _lease_keeper)
         # config.yaml is looked at once per interval, not on every admission and every run.
         set_recheck_seconds(getattr(settings, "CONFIG_RECHECK_SECONDS", 1.0))

@@ -6,7 +6,24 @@ from django.conf import settings
 from django.db import models
 
 
+class RunManager(models.Manager):
+    """Runs only: a thread reservation (``ThreadReservation``) shares the table and its
+    active-slot index, but it is not a run, so the run listings, counts and usage never see it."""
+
+    def get_queryset(self):
+        return super().get_queryset().filter(kind=Run.Kind.RUN)
+
+
 class Run(models.Model):
+    class Kind(models.TextChoices):
+        # What holds the thread's one active slot: a run, or a reserved thread operation
+        # that must not overlap a run (apps/runs/reservations.py).
+        RUN = "run"
+        CHECKPOINT_WRITE = "checkpoint_write", "checkpoint write (compaction, state update)"
+        BRANCH = "branch"
+        ARTIFACT_WRITE = "artifact_write", "artifact write"
+        DELETE = "delete", "thread delete"
+
     class Status(models.TextChoices):
         PENDING = "pending"
         RUNNING = "running"
@@ -24,6 +41,7 @@ class Run(models.Model):
         ENQUEUE = "enqueue"
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.RUN)
     thread = models.ForeignKey("threads.Thread", on_delete=models.CASCADE, related_name="runs")
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="runs")
     assistant_id = models.CharField(max_length=128, blank=True, default="")
@@ -48,7 +66,14 @@ class Run(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
 
+    objects = RunManager()
+    # Every row of the table, reservations included: for admission and recovery, which
+    # decide who holds a thread's slot whatever holds it.
+    slots = models.Manager()
+
     class Meta:
+        default_manager_name = "objects"
+        base_manager_name = "slots"
         ordering = ["-created_at"]
         indexes = [
             models.Index(fields=["thread", "-created_at"], name="run_thread_created_idx"),
@@ -57,7 +82,9 @@ class Run(models.Model):
         ]
         constraints = [
             # The arbiter of admission: two racing requests cannot both hold a thread,
-            # whatever process they run in. A finished run leaves the index.
+            # whatever process they run in. A finished run leaves the index; a thread
+            # reservation (any kind but "run") sits in it too, so a run and a compaction,
+            # branch, artifact write or delete cannot overlap either.
             models.UniqueConstraint(
                 fields=["thread"],
                 condition=models.Q(status__in=["pending", "running"]),
@@ -71,6 +98,28 @@ class Run(models.Model):
     @property
     def is_active(self) -> bool:
         return self.status in self.ACTIVE_STATUSES
+
+
+class ReservationManager(models.Manager):
+    def get_queryset(self):
+        return super().get_queryset().exclude(kind=Run.Kind.RUN)
+
+
+class ThreadReservation(Run):
+    """A thread operation holding the thread's active slot (a ``Run`` row of another kind,
+    status running, leased by its process): taken and released by
+    ``apps.runs.reservations.thread_reserved``, deleted when the operation ends, and by
+    recovery when its process died."""
+
+    objects = ReservationManager()
+
+    class Meta:
+        proxy = True
+        default_manager_name = "objects"
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} on {self.thread_id}"
 
 
 class RunEvent(models.Model):

@@ -12,6 +12,9 @@ had checkpointed but the journal had not yet written (the user's prompt, above a
 process died in its first second) is journaled as the run's events, in the same transaction
 that frees the thread, so the next run's events cannot come before them.
 
+A thread reservation (``reservations.py``) whose process died is recovered the same way, by
+deleting its row: it recorded nothing, and it only held the thread.
+
 The runtime is handed in: recovery reads the checkpointer and ends streams through it, and
 is itself started by it.
 """
@@ -131,25 +134,38 @@ def _end_stream(runtime: Any, run_id: str) -> None:
         logger.warning("Could not publish the end of recovered run %s", run_id, exc_info=True)
 
 
+def _drop_reservation(run_id: str) -> bool:
+    """A thread reservation (apps/runs/reservations.py) whose process died held nothing
+    worth keeping: its row goes, if its lease has still lapsed."""
+    deleted, _ = Run.slots.filter(_lapsed(timezone.now()), pk=run_id, status__in=Run.ACTIVE_STATUSES).exclude(kind=Run.Kind.RUN).delete()
+    return bool(deleted)
+
+
 def recover_orphans(runtime: Any, *, run_id: str | None = None) -> list[str]:
-    """Settle active runs whose lease has lapsed (only ``run_id`` when given); returns the ids
-    settled. Blocking: call it from a thread that is not the runs loop."""
-    rows = Run.objects.filter(_lapsed(timezone.now()), status__in=Run.ACTIVE_STATUSES)
+    """Settle active runs whose lease has lapsed, and drop such thread reservations (only
+    ``run_id`` when given); returns the ids recovered. Blocking: call it from a thread that
+    is not the runs loop."""
+    rows = Run.slots.filter(_lapsed(timezone.now()), status__in=Run.ACTIVE_STATUSES)
     if run_id is not None:
         rows = rows.filter(pk=run_id)
     recovered = []
-    for orphan in list(rows.values("pk", "thread_id", "model_name")):
+    for orphan in list(rows.values("pk", "thread_id", "model_name", "kind")):
+        if orphan["kind"] != Run.Kind.RUN:
+            if _drop_reservation(orphan["pk"]):
+                recovered.append(str(orphan["pk"]))
+                logger.warning("Dropped the %s reservation of thread %s: its process stopped renewing it", orphan["kind"], orphan["thread_id"])
+            continue
         messages = _checkpoint_messages(runtime, orphan["thread_id"])
         if _settle(run_id=orphan["pk"], thread_id=orphan["thread_id"], model_name=orphan["model_name"] or "", messages=messages):
             recovered.append(str(orphan["pk"]))
             _end_stream(runtime, str(orphan["pk"]))
     if recovered:
-        logger.warning("Recovered %d orphaned run(s): marked as error", len(recovered))
+        logger.warning("Recovered %d orphaned run(s) and reservation(s)", len(recovered))
     return recovered
 
 
 def _seconds_to_next_lapse() -> float:
-    soonest = Run.objects.filter(status__in=Run.ACTIVE_STATUSES, lease_expires_at__isnull=False).aggregate(m=Min("lease_expires_at"))["m"]
+    soonest = Run.slots.filter(status__in=Run.ACTIVE_STATUSES, lease_expires_at__isnull=False).aggregate(m=Min("lease_expires_at"))["m"]
     if soonest is None:
         return SWEEP_SECONDS
     # A little past the lapse: the comparison is strict, and clocks of processes differ.

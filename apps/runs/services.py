@@ -25,6 +25,7 @@ from apps.runs import graphs, lifecycle
 from apps.runs.journal import JournalEvent, journal_insert
 from apps.runs.models import Run, RunEvent
 from apps.runs.recovery import recover_orphans
+from apps.runs.reservations import busy_detail
 from apps.runs.runtime import PROCESS_ID, get_runtime
 from apps.runs.schemas import RunCreate
 from apps.runs.settle import run_settle_cancelled
@@ -156,11 +157,16 @@ def start_run(*, user, thread_id: str | None, request: RunCreate, stateless: boo
             run = _insert(thread, user, request, kwargs, model_name)
             break
         except IntegrityError:
-            active = Run.objects.filter(thread=thread, status__in=Run.ACTIVE_STATUSES).first()
+            # Whatever holds the slot: a run, or a thread reservation (apps/runs/reservations.py).
+            active = Run.slots.filter(thread=thread, status__in=Run.ACTIVE_STATUSES).first()
             if active is None:
                 continue  # it finished between our insert and this read: try again
             if _lease_lapsed(active) and recover_orphans(get_runtime(), run_id=str(active.pk)):
                 continue  # its process died, and no sweep had settled it yet: the thread is free
+            if active.kind != Run.Kind.RUN:
+                # Never interrupted, whatever the strategy: a half-done rewrite of the head
+                # would be what the new run starts from.
+                raise ThreadBusy(busy_detail(thread.pk, active.kind)) from None
             if request.multitask_strategy == "reject":
                 raise ThreadBusy(f"Thread {thread.pk} already has an active run") from None
             if time.monotonic() > deadline:

@@ -12,10 +12,10 @@ import asyncio
 import logging
 from typing import Any
 
-from apps.errors import InvalidRequest, NotFound, ThreadBusy, ThreadStorageConflict
+from apps.errors import InvalidRequest, NotFound, ThreadStorageConflict
 from apps.runs import graphs
+from apps.runs.reservations import Kind, thread_reserved
 from apps.runs.runtime import get_runtime
-from apps.runs.selectors import thread_has_active_run
 from apps.threads.services import thread_title_set
 from harness.runtime.checkpoint_state import CheckpointModeMismatch, ensure_readable, graph_mode
 from harness.runtime.serialize import to_jsonable
@@ -144,17 +144,18 @@ async def _aupdate_state(thread, values: Any, checkpoint_id: str | None, as_node
 
 
 def thread_state_update(*, thread, values: Any, checkpoint_id: str | None = None, as_node: str | None = None) -> dict:
-    if thread_has_active_run(thread.pk):
-        raise ThreadBusy(f"Thread {thread.pk} has an active run; wait for it or cancel it")
     if values is not None and not isinstance(values, (dict, list)):
         raise InvalidRequest("values must be an object (or a list of updates)")
     title = _title_written(values)
-    try:
-        result = get_runtime().call(_aupdate_state, thread, values, checkpoint_id, as_node)
-    except (InvalidRequest, NotFound, ThreadStorageConflict):
-        raise
-    except Exception as exc:  # LangGraph rejects unknown nodes or channels with plain errors
-        raise InvalidRequest(f"could not update the state: {exc}") from None
+    # The update writes a new head: no run may start from the old one meanwhile.
+    with thread_reserved(thread=thread, kind=Kind.CHECKPOINT_WRITE,
+                         run_busy_detail=f"Thread {thread.pk} has an active run; wait for it or cancel it"):
+        try:
+            result = get_runtime().call(_aupdate_state, thread, values, checkpoint_id, as_node)
+        except (InvalidRequest, NotFound, ThreadStorageConflict):
+            raise
+        except Exception as exc:  # LangGraph rejects unknown nodes or channels with plain errors
+            raise InvalidRequest(f"could not update the state: {exc}") from None
     if title is not None:
         # DeerFlow's frontend renames a thread this way; the list (threads.search) reads the row.
         thread_title_set(thread_id=thread.pk, title=title)

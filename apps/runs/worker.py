@@ -21,6 +21,7 @@ from langgraph.types import Command
 from apps.runs import graphs, lifecycle, run_state
 from apps.runs.journal import JournalBuffer, JournalEvent, RunProgress, message_events
 from apps.runs.models import Run
+from apps.runs.reservations import held_reservations
 from apps.runs.runtime import PROCESS_ID, database_sync_to_async, get_runtime
 from apps.runs.settle import run_settle, run_settle_cancelled
 from apps.runs.subagent_journal import cancelled_ends, subagent_events
@@ -82,7 +83,8 @@ def _leases_tick(run_ids: list[str], *, renew: bool) -> dict[str, str]:
     """Extend the leases of these runs when due; returns {run_id: cancel action} for those
     someone asked to cancel. One query (two when renewing) however many runs are held."""
     if renew:
-        Run.objects.filter(pk__in=run_ids, lease_owner=PROCESS_ID).update(lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds()))
+        # Run.slots: the thread reservations this process holds are renewed with its runs.
+        Run.slots.filter(pk__in=run_ids, lease_owner=PROCESS_ID).update(lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds()))
     flagged = Run.objects.filter(pk__in=run_ids, cancel_requested_at__isnull=False).values_list("pk", "cancel_action")
     return {str(pk): action or "interrupt" for pk, action in flagged}
 
@@ -91,13 +93,14 @@ async def keep_leases_forever() -> None:
     """The process's lease keeper, on the runs loop: every CANCEL_POLL_SECONDS it looks for
     cancel flags on the runs this process executes (the backstop when a cancel signal is
     lost or never sent, as without Redis), and every third of the lease it renews their
-    leases. Idle processes do not query."""
+    leases, and those of the thread reservations its requests hold. Idle processes do not
+    query."""
     runtime = get_runtime()
     loop = asyncio.get_running_loop()
     last_renewal = loop.time()
     while True:
         await asyncio.sleep(CANCEL_POLL_SECONDS)
-        held = runtime.held_runs()
+        held = runtime.held_runs() + held_reservations()
         renew = loop.time() - last_renewal >= lease_seconds() / 3
         if not held:
             continue

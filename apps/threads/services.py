@@ -1,8 +1,9 @@
 """Writes for threads.
 
 Runs live a floor above threads (DESIGN.md §3): this app does not know them. The engine says
-whether a run still holds a thread, and drops what it keeps for a deleted thread (its
-checkpoints), through the two lists below, filled in ``RunsConfig.ready()``.
+whether a run still holds a thread, drops what it keeps for a deleted thread (its
+checkpoints) and reserves a thread while it is deleted, through the lists below, filled in
+``RunsConfig.ready()``.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ ThreadStatus = Thread.Status
 active_run_checks: list[Callable[[str], bool]] = []
 # fn(thread_id): drop what another app keeps for a thread being deleted.
 thread_cleanups: list[Callable[[str], None]] = []
+# fn(thread) -> a context manager held around a thread's delete: the engine's reservation of
+# the thread, which refuses (Conflict) while a run holds it and admits no run until it is gone.
+delete_guards: list[Callable[[Thread], contextlib.AbstractContextManager]] = []
 
 
 def _has_active_run(thread_id: str) -> bool:
@@ -125,14 +129,16 @@ def thread_delete(*, thread: Thread) -> None:
     """Delete the thread with its runs, events, checkpoints and files. Refused while a run is active."""
     from harness.config import thread_user_data_dir
 
-    with transaction.atomic():
-        # Lock the thread row so a run cannot be admitted between the check and the delete.
-        locked = Thread.objects.select_for_update().get(pk=thread.pk)
-        if _has_active_run(locked.pk):
-            raise Conflict(f"Thread {thread.pk} has an active run; cancel it before deleting the thread")
-        for cleanup in thread_cleanups:
-            cleanup(locked.pk)
-        locked.delete()
+    with contextlib.ExitStack() as guards:
+        for guard in delete_guards:
+            guards.enter_context(guard(thread))
+        with transaction.atomic():
+            locked = Thread.objects.select_for_update().get(pk=thread.pk)
+            if _has_active_run(locked.pk):
+                raise Conflict(f"Thread {thread.pk} has an active run; cancel it before deleting the thread")
+            for cleanup in thread_cleanups:
+                cleanup(locked.pk)
+            locked.delete()
     shutil.rmtree(thread_user_data_dir(thread.owner_id, thread.pk).parent, ignore_errors=True)
 
 

@@ -22,12 +22,12 @@ from typing import Any
 from django.db import transaction
 
 from apps.chat.actions import lineage
-from apps.errors import Conflict, InvalidRequest, NotFound, ThreadBusy
+from apps.errors import Conflict, InvalidRequest, NotFound
 from apps.runs import graphs
 from apps.runs.lifecycle import RunStatus
 from apps.runs.runtime import get_runtime
-from apps.runs.selectors import (answer_run_id, run_has_answer, run_message_ids, thread_has_active_run, thread_run,
-                                 thread_runs_oldest_first)
+from apps.runs.reservations import Kind as ReservationKind, thread_reserved
+from apps.runs.selectors import answer_run_id, run_has_answer, run_message_ids, thread_run, thread_runs_oldest_first
 from apps.runs.services import runs_seed_copy
 from apps.runs.visibility import hidden_run_ids
 from apps.threads.metadata import check_metadata_size
@@ -125,8 +125,14 @@ def _one_turn_message(thread, message_id: Any, message_ids: Any) -> Any:
 def branch_create(*, user, thread, message_id: Any = None, run_id: Any = None, title: Any = None,
                   message_ids: Any = None) -> dict:
     message_id = _one_turn_message(thread, message_id, message_ids)
-    if thread_has_active_run(thread.pk):
-        raise ThreadBusy(f"Thread {thread.pk} has an active run; branch once it has finished")
+    # The source's journal, checkpoints and files are read as one moment: no run may move
+    # them on meanwhile (the branch would mix two timelines).
+    with thread_reserved(thread=thread, kind=ReservationKind.BRANCH,
+                         run_busy_detail=f"Thread {thread.pk} has an active run; branch once it has finished"):
+        return _branch(user=user, thread=thread, message_id=message_id, run_id=run_id, title=title)
+
+
+def _branch(*, user, thread, message_id: Any, run_id: Any, title: Any) -> dict:
     # The branch inherits the metadata: one over the limit (a thread from before it) is not
     # copied into a new thread. ``branched_from``, the server's, is not counted.
     inherited_metadata = {k: v for k, v in (thread.metadata or {}).items() if k not in ("branched_from", "title")}

@@ -15,7 +15,8 @@ from typing import Any
 from apps.chat.actions import lineage
 from apps.errors import Conflict, ServiceUnavailable, ThreadBusy
 from apps.runs import graphs
-from apps.runs.selectors import thread_has_active_run, thread_latest_model
+from apps.runs.reservations import Kind as ReservationKind, thread_reserved
+from apps.runs.selectors import thread_latest_model
 from apps.runs.runtime import get_runtime
 from harness.agents import compaction
 from harness.config.loader import get_app_config
@@ -23,10 +24,6 @@ from harness.models import ModelError
 from harness.runtime.checkpoint_state import write_onto_head
 
 logger = logging.getLogger(__name__)
-
-
-def _busy(thread) -> bool:
-    return thread_has_active_run(thread.pk)
 
 
 def _run_model(thread) -> str | None:
@@ -71,13 +68,11 @@ async def _compact(thread, run_model: str | None) -> dict:
 
 
 def thread_compact(*, thread) -> dict:
-    if _busy(thread):
-        raise ThreadBusy(f"Thread {thread.pk} has an active run; compact it once the run has finished")
-    run_model = _run_model(thread)
-    result = get_runtime().call(_compact, thread, run_model, timeout=180)
-    if _busy(thread):  # a run admitted meanwhile started from the compacted head: still consistent
-        logger.info("A run started on thread %s while it was compacted", thread.pk)
-    return result
+    # Held from reading the head to writing the compacted one: a run admitted meanwhile
+    # would start from a head about to be replaced, and its turn would be lost.
+    with thread_reserved(thread=thread, kind=ReservationKind.CHECKPOINT_WRITE,
+                         run_busy_detail=f"Thread {thread.pk} has an active run; compact it once the run has finished"):
+        return get_runtime().call(_compact, thread, _run_model(thread), timeout=180)
 
 
 async def _usage(thread, run_model: str | None) -> dict:

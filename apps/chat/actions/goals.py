@@ -25,10 +25,10 @@ from django.contrib.auth import get_user_model
 from langchain_core.messages import AIMessage
 
 from apps.chat.actions import lineage
-from apps.errors import DomainError, InvalidRequest, ThreadBusy
+from apps.errors import DomainError, InvalidRequest
 from apps.runs import graphs
 from apps.runs.lifecycle import RunOutcome
-from apps.runs.selectors import thread_has_active_run
+from apps.runs.reservations import Kind as ReservationKind, thread_reserved
 from apps.runs.runtime import get_runtime
 from apps.runs.schemas import parse_run_request
 from apps.runs.services import start_run
@@ -67,9 +67,11 @@ def goal_get(*, thread) -> dict:
     return {"thread_id": thread.pk, "goal": get_runtime().call(_read, thread)}
 
 
-def _busy(thread) -> None:
-    if thread_has_active_run(thread.pk):
-        raise ThreadBusy(f"Thread {thread.pk} has an active run; change its goal once the run has finished")
+def _write_reserved(thread, goal: dict | None) -> None:
+    # A goal is written onto the head: no run may start from the head being replaced.
+    with thread_reserved(thread=thread, kind=ReservationKind.CHECKPOINT_WRITE,
+                         run_busy_detail=f"Thread {thread.pk} has an active run; change its goal once the run has finished"):
+        get_runtime().call(_write, thread, goal)
 
 
 def goal_set(*, thread, objective: Any, max_continuations: Any = None) -> dict:
@@ -81,16 +83,14 @@ def goal_set(*, thread, objective: Any, max_continuations: Any = None) -> dict:
         max_continuations = DEFAULT_CONTINUATIONS
     if not isinstance(max_continuations, int) or isinstance(max_continuations, bool) or not 0 <= max_continuations <= MAX_CONTINUATIONS:
         raise InvalidRequest(f"max_continuations must be an integer from 0 to {MAX_CONTINUATIONS}")
-    _busy(thread)
     goal = {"objective": objective.strip(), "max_continuations": max_continuations, "continuations": 0,
             "no_progress": 0, "status": "active", "last_answer": None}
-    get_runtime().call(_write, thread, goal)
+    _write_reserved(thread, goal)
     return {"thread_id": thread.pk, "goal": goal}
 
 
 def goal_clear(*, thread) -> None:
-    _busy(thread)
-    get_runtime().call(_write, thread, None)
+    _write_reserved(thread, None)
 
 
 # -- continuations (the worker's side) ---------------------------------------------------

@@ -8,8 +8,10 @@ import io
 import os
 import threading
 import zipfile
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from apps.runs.journal import JournalEvent, journal_append
@@ -205,7 +207,9 @@ def test_put_replaces_an_output_text_file_when_the_hash_matches(user_client, use
 
 def test_put_conflicts_while_a_run_is_active(user_client, user, tid):
     path = put_file(user, tid, "outputs/report.md", "v1")
-    Run.objects.create(thread_id=tid, owner=user, status=Run.Status.RUNNING)
+    # Leased, as a live process holds it: a run without a lease is one recovery may take.
+    Run.objects.create(thread_id=tid, owner=user, status=Run.Status.RUNNING, lease_owner="elsewhere:1",
+                       lease_expires_at=timezone.now() + timedelta(seconds=60))
     response = user_client.put(url(tid, "outputs/report.md"), {"content": "v2", "expected_sha256": sha("v1")}, format="json")
     assert response.status_code == 409 and "active run" in response.json()["detail"]
     assert path.read_text() == "v1"
@@ -241,6 +245,9 @@ def test_put_needs_a_json_object(user_client, user, tid):
     assert user_client.put(url(tid, "outputs/a.txt"), "content=x", content_type="application/x-www-form-urlencoded").status_code == 415
 
 
+# The edits reserve the thread (a row each tries to insert) from threads of their own, which
+# need the test's rows committed.
+@pytest.mark.django_db(transaction=True)
 def test_concurrent_edits_from_the_same_version_let_exactly_one_win(user, tid):
     path = put_file(user, tid, "outputs/shared.md", "base")
     thread = Thread.objects.get(pk=tid)
