@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponseForbidden
+from django.core.exceptions import PermissionDenied
 from django.shortcuts import render
 
 from apps.runs.selectors import runs_for_operator
@@ -19,7 +19,7 @@ MAX_QUERY = 128
 @login_required
 def observability_page(request):
     if not request.user.is_staff:
-        return HttpResponseForbidden("Only staff can see the observability page.")
+        raise PermissionDenied("the observability page is for administrators")
     query = (request.GET.get("request_id") or "").strip()
     error = ""
     if query and not is_request_id(query):
