@@ -387,7 +387,16 @@ async def _execute(run_id: str, claimed: dict | None = None) -> None:
         if interrupted:
             status, thread_status = Run.Status.INTERRUPTED, ThreadStatus.INTERRUPTED
             progress.stop_reason = progress.stop_reason or "human_input_required"
-        journal.hold(JournalEvent("run.end", "outputs", _outputs(final or None), {"status": "success"}))
+        elif progress.failed_answer:
+            # DeerFlow's terminal-response rule: a turn that ended with an error-fallback
+            # answer (the provider failed for good, or the model answered nothing after the
+            # retry) is a failed run, whatever the graph made of it. stop_reason keeps which.
+            status, thread_status, error = Run.Status.ERROR, ThreadStatus.ERROR, progress.failed_answer
+            progress.stop_reason = progress.stop_reason or "error_fallback"
+            kind = progress.failed_answer_type
+            await _publish_quietly(run_id, "error", {"error": kind, "message": error, "name": kind})
+            journal.hold(JournalEvent("run.error", "error", error, {"error_type": kind}))
+        journal.hold(JournalEvent("run.end", "outputs", _outputs(final or None), {"status": str(status)}))
     except asyncio.CancelledError:
         runtime.mark_settling(run_id)
         action = runtime.cancel_action(run_id) or "interrupt"
