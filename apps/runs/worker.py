@@ -20,6 +20,7 @@ from langgraph.types import Command
 
 from apps.runs import graphs, lifecycle, run_state
 from apps.runs.journal import JournalBuffer, JournalEvent, RunProgress, message_events
+from apps.runs.message_seq import SeqStamper
 from apps.runs.models import Run
 from apps.runs.runtime import PROCESS_ID, database_sync_to_async, get_runtime
 from apps.runs.settle import run_settle, run_settle_cancelled
@@ -322,6 +323,7 @@ async def _execute(run_id: str, claimed: dict | None = None) -> None:
     graph = None
     runtime.hold_lease(run_id)
     journal = JournalBuffer(thread_id, run_id)
+    stamper = SeqStamper(thread_id)
     journal.hold(JournalEvent("run.start", "trace", {"chain": meta["assistant_id"] or graphs.LEAD_AGENT}, {"caller": "lead_agent"}))
     app_config = None
     try:
@@ -354,6 +356,7 @@ async def _execute(run_id: str, claimed: dict | None = None) -> None:
                 if isinstance(data, dict):
                     events = message_events(list(data.get("messages") or []), progress, meta.get("model_name") or "")
                     if events:
+                        stamper.own([e.content for e in events if e.category == "message"])
                         await journal.add(events)
                         _raise_if_cancelled(run_id)
             elif mode == "updates" and not namespace:
@@ -377,6 +380,9 @@ async def _execute(run_id: str, claimed: dict | None = None) -> None:
                 payload: Any = [to_jsonable(message), last_meta[1]]
             else:
                 payload = to_jsonable(data)
+                if mode == "values" and not namespace:
+                    payload = await stamper.stamp(payload)
+                    _raise_if_cancelled(run_id)
             await bridge.apublish(run_id, name, payload)
         # The last values event is the state the run ended with.
         final = progress.last_values if isinstance(progress.last_values, dict) else {}
