@@ -8,6 +8,7 @@ import pytest
 from apps.runs.models import Run, RunEvent
 from harness.testing import call, tool_reply
 from tests.apps.runs.test_runs_api import new_thread, stream, wait_for_status
+from tests.apps.threads.test_compaction import lead  # noqa: F401 (the real lead agent, a kept window of 2)
 from tests.apps.threads.test_thread_actions import agent, ask  # noqa: F401 (the two-mode agent fixture)
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -91,6 +92,21 @@ def test_a_branch_stamps_the_seqs_of_its_own_feed(user_client, agent):
     assert shown(messages) == [("human", "q1"), ("ai", "a1")]
     ask(user_client, bid, "q3")
     assert shown(assert_exact(user_client, bid)) == [("human", "q1"), ("ai", "a1"), ("human", "q3"), ("ai", "on the branch")]
+
+
+def test_after_compaction_the_kept_window_is_placed_where_it_was(user_client, lead, script):
+    lead("a1", "a2", "a3")
+    tid = new_thread(user_client)
+    ask(user_client, tid, "q1")
+    ask(user_client, tid, "q2")
+    script("SUMMARY: q1 was asked.")
+    assert user_client.post(f"/api/threads/{tid}/compact").status_code == 200
+    messages = assert_exact(user_client, tid)
+    assert shown(messages) == [("human", "q2"), ("ai", "a2")]  # the kept window, placed after q1 and a1
+    ask(user_client, tid, "q3")
+    messages = assert_exact(user_client, tid)
+    assert shown(reload_merge(messages, feed(user_client, tid))) == [
+        ("human", "q1"), ("ai", "a1"), ("human", "q2"), ("ai", "a2"), ("human", "q3"), ("ai", "a3")]
 
 
 def test_a_reload_with_a_short_page_places_the_older_state_messages_before_it(user_client, agent):
