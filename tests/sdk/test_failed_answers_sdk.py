@@ -24,6 +24,11 @@ def test_an_empty_answer_after_the_retry_is_a_failed_run(sdk, script):
     last = sdk.threads.get_state(tid)["values"]["messages"][-1]
     assert last["type"] == "ai" and last["additional_kwargs"]["deerflow_error_fallback"] is True
 
+    # runs.wait raises, as it does for any failed run
+    script(Reply(text=""), Reply(text=""))
+    with pytest.raises(Exception, match="RunError: The model returned an empty answer"):
+        sdk.runs.wait(tid, "lead_agent", input={"messages": [{"role": "user", "content": "hello again?"}]})
+
     script("Here you go.")
     result = sdk.runs.wait(tid, "lead_agent", input={"messages": [{"role": "user", "content": "again"}]})
     assert result["messages"][-1]["content"] == "Here you go."
