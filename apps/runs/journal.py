@@ -21,6 +21,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from apps.runs.models import RunEvent
 from deerflow_site.db.prepared_sql import ModelInsert, ModelMax
+from harness.agents.markers import ERROR_FALLBACK_KEY, message_text
 from harness.observability import metrics
 from harness.runtime.serialize import to_jsonable
 
@@ -45,6 +46,10 @@ class RunProgress:
     llm_calls: int = 0
     message_count: int = 0
     stop_reason: str = ""
+    # Why the run's answer is a failure notice instead of an answer (the model errored or
+    # answered nothing after the retry): the run then ends as an error, not a success.
+    failed_answer: str = ""
+    failed_answer_type: str = ""
     subagent_tokens: int = 0
     open_tasks: dict[str, str] = field(default_factory=dict)  # subagents started, not ended: task_id -> model
     # The message list last looked at. A run's values events mostly extend the list the event
@@ -112,12 +117,26 @@ def message_events(messages: list, progress: RunProgress, default_model: str) ->
             progress.llm_calls += 1
             if usage:
                 progress.add_usage(model, usage)
+            if msg.additional_kwargs.get(ERROR_FALLBACK_KEY) and not progress.failed_answer:
+                progress.failed_answer = failure_text(msg)
+                error = msg.additional_kwargs.get("error")
+                progress.failed_answer_type = str((error.get("type") if isinstance(error, dict) else None) or "error_fallback")
             events.append(JournalEvent("llm.ai.response", "message", data,
                                        {"caller": "lead_agent", "usage": usage or None, "latency_ms": None, "llm_call_index": progress.llm_calls, "model_name": model}))
         elif isinstance(msg, ToolMessage):
             metrics.tool_call(msg.name or "", msg.status)
             events.append(JournalEvent("llm.tool.result", "message", data, {}))
     return events
+
+
+def failure_text(msg: AIMessage) -> str:
+    """The run's error for an error-fallback answer: the provider's error when there was one
+    (what an operator needs), else the notice the user was shown."""
+    error = msg.additional_kwargs.get("error")
+    detail = error.get("detail") if isinstance(error, dict) else None
+    if isinstance(detail, str) and detail.strip():
+        return detail.strip()[:2000]
+    return message_text(msg).strip()[:2000] or "The model returned no usable answer."
 
 
 def journaled_message_ids(*, thread_id: str) -> set[str]:

@@ -9,6 +9,7 @@ from django.db.models import Count, F, Q, Sum
 from apps.errors import InvalidRequest, NotFound
 from apps.runs.models import Run, RunEvent
 from apps.runs.visibility import hidden_run_ids
+from harness.runtime.message_seq import message_identity
 
 
 def run_get_for_user(*, user, thread_id: str, run_id: str) -> Run:
@@ -265,3 +266,32 @@ def run_answer_events(*, run_id: str, newest_first: bool = False, limit: int | N
             .order_by("-seq" if newest_first else "seq").values_list("event_type", "content"))
     for kind, content in (rows[:limit] if limit is not None else rows).iterator():
         yield kind, content if isinstance(content, dict) else {}
+
+
+# Bound parameters per IN list: far under every backend's limit, whatever the thread's length.
+_SEQ_LOOKUP_CHUNK = 500
+
+
+def message_seqs(*, thread_id: str, identities) -> dict[str, int]:
+    """``{identity: seq}`` for the messages the thread's visible message feed holds (what
+    ``/messages/page`` shows), by ``harness.runtime.message_seq.message_identity``; identities it
+    does not hold are absent. The rows of replaced or failed replays are not in that feed, so
+    their seqs are never given out. Should an identity be journaled twice, the first row wins: a
+    message keeps the place it first took."""
+    wanted = {i for i in identities if i}
+    if not wanted:
+        return {}
+    ids = sorted(i.removeprefix("message:") for i in wanted if i.startswith("message:"))
+    tool_ids = sorted(i.removeprefix("tool:") for i in wanted if i.startswith("tool:"))
+    hidden = hidden_run_ids(thread_id=thread_id)
+    found: dict[str, int] = {}
+    for key, values in (("content__id__in", ids), ("content__tool_call_id__in", tool_ids)):
+        for start in range(0, len(values), _SEQ_LOOKUP_CHUNK):
+            qs = RunEvent.objects.filter(thread_id=thread_id, category="message", **{key: values[start:start + _SEQ_LOOKUP_CHUNK]})
+            if hidden:
+                qs = qs.exclude(run_id__in=hidden)
+            for seq, message_id, tool_call_id in qs.values_list("seq", "content__id", "content__tool_call_id"):
+                identity = message_identity({"id": message_id, "tool_call_id": tool_call_id})
+                if identity in wanted and (identity not in found or seq < found[identity]):
+                    found[identity] = seq
+    return found

@@ -34,6 +34,7 @@ from apps.threads.services import ThreadStatus, thread_create, thread_status_set
 from deerflow_site.db.prepared_sql import ModelInsert
 from harness.config.loader import get_app_config
 from harness.observability.context import current_request_id, new_request_id, request_id_var
+from harness.runtime.message_seq import strip_message_seq
 
 logger = logging.getLogger(__name__)
 
@@ -54,7 +55,11 @@ def _redact(request: RunCreate) -> tuple[dict, dict[str, str]]:
     secrets = context.pop("secrets", None)
     if secrets is not None and (not isinstance(secrets, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in secrets.items())):
         raise InvalidRequest("context.secrets must be an object of string values")
-    return copy.deepcopy(data), dict(secrets or {})
+    stored = copy.deepcopy(data)
+    # The journal seq a client read on a message (regenerate and edit send old ones back) is
+    # display data of this thread: in a checkpoint it would go wrong on the first branch.
+    strip_message_seq((stored.get("input") or {}).get("messages"))
+    return stored, dict(secrets or {})
 
 
 def _requested_model(request: RunCreate) -> str:

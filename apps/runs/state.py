@@ -16,8 +16,10 @@ from apps.errors import InvalidRequest, NotFound, ThreadStorageConflict
 from apps.runs import graphs
 from apps.runs.reservations import Kind, thread_reserved
 from apps.runs.runtime import get_runtime
+from apps.runs.selectors import message_seqs
 from apps.threads.services import thread_title_set
 from harness.runtime.checkpoint_state import CheckpointModeMismatch, ensure_readable, graph_mode
+from harness.runtime.message_seq import identities, stamp_messages, strip_message_seq
 from harness.runtime.serialize import to_jsonable
 
 logger = logging.getLogger(__name__)
@@ -114,13 +116,28 @@ async def _aget_state(thread, checkpoint_id: str | None) -> dict | None:
     return snapshot_to_json(await graph.aget_state(config))
 
 
+def _with_message_seqs(thread_id: str, states: list[dict]) -> list[dict]:
+    """The states with each message's journal ``seq`` (``additional_kwargs.deerflow_seq``), so a
+    client merging them with the message feed places every message exactly; one lookup for all.
+    A client opening a thread reads this, not a stream, so it needs the stamp as much."""
+    lists = [(state["values"], state["values"]["messages"]) for state in states
+             if isinstance(state.get("values"), dict) and isinstance(state["values"].get("messages"), list)]
+    if not lists:
+        return states
+    named = [identities(messages) for _, messages in lists]
+    seqs = message_seqs(thread_id=thread_id, identities={i for names in named for i in names if i})
+    for (values, messages), names in zip(lists, named):
+        values["messages"] = stamp_messages(messages, seqs, names)
+    return states
+
+
 def thread_state_get(*, thread, checkpoint_id: str | None = None) -> dict:
     state = get_runtime().call(_aget_state, thread, checkpoint_id)
     if state is None:
         if checkpoint_id:
             raise NotFound(f"Checkpoint {checkpoint_id} not found in thread {thread.pk}")
         raise NotFound(f"Thread {thread.pk} has no state yet")
-    return state
+    return _with_message_seqs(thread.pk, [state])[0]
 
 
 def thread_values(*, thread) -> dict:
@@ -147,6 +164,9 @@ def thread_state_update(*, thread, values: Any, checkpoint_id: str | None = None
     if values is not None and not isinstance(values, (dict, list)):
         raise InvalidRequest("values must be an object (or a list of updates)")
     title = _title_written(values)
+    for update in values if isinstance(values, list) else [values]:
+        if isinstance(update, dict):
+            strip_message_seq(update.get("messages"))  # a client writing back what it read
     # The update writes a new head: no run may start from the old one meanwhile.
     with thread_reserved(thread=thread, kind=Kind.CHECKPOINT_WRITE,
                          run_busy_detail=f"Thread {thread.pk} has an active run; wait for it or cancel it"):
@@ -193,7 +213,7 @@ def thread_history(*, thread, limit: int = 10, before: Any = None) -> list[dict]
         before = (before.get("configurable") or before).get("checkpoint_id")
     if before is not None and not isinstance(before, str):
         raise InvalidRequest("before must be a checkpoint id")
-    return get_runtime().call(_ahistory, thread, limit, before)
+    return _with_message_seqs(thread.pk, get_runtime().call(_ahistory, thread, limit, before))
 
 
 async def _adelete(thread_id: str) -> None:

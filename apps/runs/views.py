@@ -8,6 +8,7 @@ holds no worker thread.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import AsyncIterator
 
 from channels.db import DatabaseSyncToAsync
@@ -29,6 +30,8 @@ from apps.threads.selectors import thread_get_for_user
 from deerflow_site.json_input import SafeJSONRenderer
 from harness.observability import metrics
 from harness.runtime.stream_bridge import END, GAP
+
+logger = logging.getLogger(__name__)
 
 RENDERERS = [SafeJSONRenderer, EventStreamRenderer]
 
@@ -61,7 +64,13 @@ async def _values_when_done(run_id: str, thread) -> AsyncIterator[bytes]:
                 break
     finally:
         metrics.subscriber("wait", -1)
-    values = await DatabaseSyncToAsync(thread_values, thread_sensitive=False)(thread=thread)
+    try:
+        values = await DatabaseSyncToAsync(thread_values, thread_sensitive=False)(thread=thread)
+    except Exception:
+        # An unreadable state must not leave the client waiting on a body that never comes
+        # (the response has started): it gets the run's outcome without the values.
+        logger.exception("Run %s ended but the state of thread %s could not be read", run_id, thread.pk)
+        values = {}
     run = await DatabaseSyncToAsync(_run_error, thread_sensitive=False)(run_id)
     if run is not None:
         values = {**values, "__error__": run} if isinstance(values, dict) else values

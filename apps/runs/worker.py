@@ -20,6 +20,7 @@ from langgraph.types import Command
 
 from apps.runs import graphs, lifecycle, run_state
 from apps.runs.journal import JournalBuffer, JournalEvent, RunProgress, message_events
+from apps.runs.message_seq import SeqStamper
 from apps.runs.models import Run
 from apps.runs.reservations import held_reservations
 from apps.runs.runtime import PROCESS_ID, database_sync_to_async, get_runtime
@@ -325,6 +326,7 @@ async def _execute(run_id: str, claimed: dict | None = None) -> None:
     graph = None
     runtime.hold_lease(run_id)
     journal = JournalBuffer(thread_id, run_id)
+    stamper = SeqStamper(thread_id)
     journal.hold(JournalEvent("run.start", "trace", {"chain": meta["assistant_id"] or graphs.LEAD_AGENT}, {"caller": "lead_agent"}))
     app_config = None
     try:
@@ -357,6 +359,7 @@ async def _execute(run_id: str, claimed: dict | None = None) -> None:
                 if isinstance(data, dict):
                     events = message_events(list(data.get("messages") or []), progress, meta.get("model_name") or "")
                     if events:
+                        stamper.own([e.content for e in events if e.category == "message"])
                         await journal.add(events)
                         _raise_if_cancelled(run_id)
             elif mode == "updates" and not namespace:
@@ -380,6 +383,9 @@ async def _execute(run_id: str, claimed: dict | None = None) -> None:
                 payload: Any = [to_jsonable(message), last_meta[1]]
             else:
                 payload = to_jsonable(data)
+                if mode == "values" and not namespace:
+                    payload = await stamper.stamp(payload)
+                    _raise_if_cancelled(run_id)
             await bridge.apublish(run_id, name, payload)
         # The last values event is the state the run ended with.
         final = progress.last_values if isinstance(progress.last_values, dict) else {}
@@ -390,7 +396,16 @@ async def _execute(run_id: str, claimed: dict | None = None) -> None:
         if interrupted:
             status, thread_status = Run.Status.INTERRUPTED, ThreadStatus.INTERRUPTED
             progress.stop_reason = progress.stop_reason or "human_input_required"
-        journal.hold(JournalEvent("run.end", "outputs", _outputs(final or None), {"status": "success"}))
+        elif progress.failed_answer:
+            # DeerFlow's terminal-response rule: a turn that ended with an error-fallback
+            # answer (the provider failed for good, or the model answered nothing after the
+            # retry) is a failed run, whatever the graph made of it. stop_reason keeps which.
+            status, thread_status, error = Run.Status.ERROR, ThreadStatus.ERROR, progress.failed_answer
+            progress.stop_reason = progress.stop_reason or "error_fallback"
+            kind = progress.failed_answer_type
+            await _publish_quietly(run_id, "error", {"error": kind, "message": error, "name": kind})
+            journal.hold(JournalEvent("run.error", "error", error, {"error_type": kind}))
+        journal.hold(JournalEvent("run.end", "outputs", _outputs(final or None), {"status": str(status)}))
     except asyncio.CancelledError:
         runtime.mark_settling(run_id)
         action = runtime.cancel_action(run_id) or "interrupt"

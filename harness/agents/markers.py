@@ -22,9 +22,13 @@ ERROR_FALLBACK_KEY = "deerflow_error_fallback"
 TOOL_META_KEY = "deerflow_tool_meta"
 READ_MARK_KEY = "deerflow_read"
 HIDDEN_ID_PREFIX = "deerflow-hidden-"
+# A message's place in the thread's journal (RunEvent.seq), added when the server serializes state
+# for a client (harness/runtime/message_seq.py) and never stored: a message sent back with it must
+# not carry a thread-scoped number into a checkpoint, where a branch would make it wrong.
+MESSAGE_SEQ_KEY = "deerflow_seq"
 # Keys later layers trust. ``hide_from_ui`` is not among them: it only affects display,
 # and UIs legitimately send hidden messages of their own.
-SERVER_OWNED_KWARGS = (INTERNAL_KEY, ERROR_FALLBACK_KEY, TOOL_META_KEY, READ_MARK_KEY, "original_user_content")
+SERVER_OWNED_KWARGS = (INTERNAL_KEY, ERROR_FALLBACK_KEY, TOOL_META_KEY, READ_MARK_KEY, MESSAGE_SEQ_KEY, "original_user_content")
 
 CONTEXT_TAG = "deerflow-context"
 _FRAMEWORK_TAG = re.compile(r"<\s*(/?)\s*(deerflow-[\w-]*|system-reminder|system|tool_result|function_results|im_start|im_end)\b", re.IGNORECASE)

@@ -9,6 +9,8 @@ Each key's reducer follows what the value means:
   finished task never goes back to running, and only the most recent entries are kept.
 - ``skill_context``: skills the agent has loaded; one entry per path, most recent last.
 - ``token_usage``: per-model counters summed over the thread.
+- ``stop_reason``: the latest write wins, also between two writes of one step: a model call
+  both clears a stale reason (the length layer) and sets a new one (an outer layer).
 - everything else is last-value: a writer replaces it.
 """
 
@@ -102,6 +104,11 @@ def merge_promoted(current: list[str] | None, update: list[str] | None) -> list[
     return list(dict.fromkeys([*(current or []), *(update or [])]))
 
 
+def latest_stop_reason(current: str | None, update: str | None) -> str | None:
+    """Writes in the order the middlewares applied them: the outer layer's reason is the last."""
+    return update
+
+
 class ThreadState(AgentState):
     sandbox: NotRequired[SandboxState | None]
     thread_data: NotRequired[ThreadDataState | None]
@@ -118,4 +125,4 @@ class ThreadState(AgentState):
     promoted: NotRequired[Annotated[list[str], merge_promoted]]
     # Why the last run stopped early (model_length_capped, loop_capped, token_budget_exhausted,
     # error_fallback); reset at the start of every run.
-    stop_reason: NotRequired[str | None]
+    stop_reason: NotRequired[Annotated[str | None, latest_stop_reason]]

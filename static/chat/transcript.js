@@ -124,10 +124,10 @@
     paintAi(entry);
     const kw = msg.additional_kwargs || {};
     if (kw.deerflow_error_fallback && !entry.retry) {
-      // the model provider failed for good: say so where it happened and offer a retry
+      // the provider failed for good, or the model answered nothing: say so where it happened and offer a retry
       entry.el.classList.add("failed");
       entry.retry = h("div", { class: "run-error", role: "alert" },
-        h("span", { text: (kw.error && kw.error.detail) ? shorten(kw.error.detail, 200) : "The model call failed." }),
+        h("span", { text: (kw.error && kw.error.detail) ? shorten(kw.error.detail, 200) : "This turn failed." }),
         h("button", { type: "button", class: "button secondary", text: "Retry", onclick: () => deps.retryFrom(entry) }));
       entry.el.append(entry.retry);
     }

@@ -337,6 +337,44 @@ def test_a_dropped_connection_reconnects_and_resumes_without_duplicates(page, sc
     assert text.count("All finished after the reconnect.") == 1
 
 
+BRIGHTNESS = """sel => {
+    const [r, g, b] = getComputedStyle(document.querySelector(sel)).backgroundColor.match(/\\d+/g).map(Number);
+    return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255;
+}"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 800}, {"width": 375, "height": 740}], ids=["desktop", "phone"])
+def test_an_empty_answer_fails_the_run_and_offers_a_retry(viewport, scheme, browser, live, signed_in_state, script, doc_shot):
+    context = browser.new_context(base_url=live.url, storage_state=signed_in_state, color_scheme=scheme, viewport=viewport)
+    try:
+        page = context.new_page()
+        js_errors: list[str] = []
+        page.on("pageerror", lambda exc: js_errors.append(str(exc)))
+        script(Reply(text=""), Reply(text=""), Reply(text="Second try worked."))
+        page.goto("/")
+        send(page, "Answer me, please")
+        error = page.get_by_role("alert")
+        expect(error).to_contain_text("empty answer", timeout=20_000)
+        expect(page.get_by_role("button", name="Send")).to_be_visible()  # the run is over
+        # the failed turn keeps its retry after a reload (the run is an error, the notice marked)
+        page.reload()
+        failed = assistant(page).last
+        expect(failed).to_contain_text("empty answer")
+        expect(failed.get_by_role("alert")).to_contain_text("This turn failed")
+        brightness = page.evaluate(BRIGHTNESS, "article.msg.assistant .run-error")
+        assert brightness < 0.35 if scheme == "dark" else brightness > 0.6
+        assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
+        doc_shot(page, "chat-failed-answer" + ("-phone" if viewport["width"] == 375 else "") + ("-dark" if scheme == "dark" else ""))
+        failed.get_by_role("button", name="Retry").click()
+        expect(assistant(page).last).to_contain_text("Second try worked.", timeout=20_000)
+        expect(page.get_by_role("alert")).to_have_count(0)
+        expect(page.locator("article.msg.user")).to_have_count(2)
+        assert js_errors == []
+    finally:
+        context.close()
+
+
 def test_a_failed_run_shows_the_error_inline_with_retry(page, script):
     script(Reply(status=400, error_message="provider refused the request"), Reply(text="Second try worked."))
     page.goto("/")

@@ -24,3 +24,13 @@ async def test_length_finish_reason_is_recorded_and_text_kept(agent_factory):
     result = await h.send("hi")
     assert result["messages"][-1].content == "The answer is long and"
     assert h.state()["stop_reason"] == "model_length_capped"
+
+
+async def test_a_second_failed_answer_in_a_row_leaves_the_thread_readable(agent_factory):
+    # The stale error_fallback of the first run is cleared in the same model call that sets the
+    # second one: the two writes must fold into one value, not break the step.
+    h = agent_factory(["", "", "", ""])
+    await h.send("hi")
+    result = await h.send("hi again")
+    assert result["messages"][-1].additional_kwargs[ERROR_FALLBACK_KEY] is True
+    assert h.state()["stop_reason"] == "error_fallback"
