@@ -74,7 +74,7 @@ def _claim(run_id: str) -> dict | None:
     # Only the columns the run needs, as a dict: no model instance, and none of the row's
     # other JSON (token usage) decoded.
     return Run.objects.filter(pk=run_id).values("thread_id", "owner_id", "kwargs", "assistant_id", "model_name", "metadata",
-                                                "request_id", "created_at").get()
+                                                "request_id", "trace_id", "traceparent", "created_at").get()
 
 
 @database_sync_to_async
@@ -229,7 +229,8 @@ def _run_config(run_id: str, meta: dict, kwargs: dict) -> tuple[dict, dict]:
         # What every trace of the run carries (harness/observability/tracing.py).
         "metadata": {**(kwargs.get("metadata") or {}), **trace_metadata(
             run_id=run_id, thread_id=meta["thread_id"], request_id=meta.get("request_id") or "", user_id=configurable["user_id"],
-            assistant_id=configurable["assistant_id"], agent_name=context.get("agent_name"), model_name=configurable.get("model_name"))},
+            assistant_id=configurable["assistant_id"], agent_name=context.get("agent_name"), model_name=configurable.get("model_name"),
+            trace_id=meta.get("trace_id") or "", traceparent=meta.get("traceparent") or "")},
         "tags": list(request_config.get("tags") or []),
     }
     runtime_context = {**configurable}
