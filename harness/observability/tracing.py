@@ -19,13 +19,16 @@ import atexit
 import logging
 import os
 import threading
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
+from langchain_core.runnables import RunnableLambda
 from pydantic import BaseModel, ConfigDict
 
 from harness.observability.context import is_otel_trace_id
 
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class LangSmithTracing(BaseModel):
@@ -195,6 +198,33 @@ def standalone_config(cfg: TracingConfig, name: str, *, parent: dict[str, Any] |
     metadata["langfuse_trace_name"] = name
     config.update(callbacks=callbacks, metadata=metadata)
     return config
+
+
+def _root(config: dict[str, Any], call: Callable[[], Any]) -> RunnableLambda:
+    # A chain, not the bare model call, at the root: Langfuse files a trace's name, session and
+    # user from the root chain's metadata only; the model call inside is its child.
+    async def _acall(_: Any) -> Any:
+        return await call()
+
+    def _call(_: Any) -> Any:
+        return call()
+
+    return RunnableLambda(_call, afunc=_acall, name=config["run_name"])
+
+
+async def atraced(config: dict[str, Any], call: Callable[[], Awaitable[T]]) -> T:
+    """Await ``call()`` as the root of its own trace, per :func:`standalone_config`'s
+    ``config``; untraced, just await it."""
+    if not config.get("callbacks"):
+        return await call()
+    return await _root(config, call).ainvoke(None, config=config)
+
+
+def traced(config: dict[str, Any], call: Callable[[], T]) -> T:
+    """:func:`atraced` for a blocking call (run it in a worker thread)."""
+    if not config.get("callbacks"):
+        return call()
+    return _root(config, call).invoke(None, config=config)
 
 
 def describe(cfg: TracingConfig) -> list[dict[str, Any]]:
