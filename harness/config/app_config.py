@@ -208,6 +208,14 @@ class SuggestionsConfig(_Section):
     max_suggestions: int = Field(3, ge=1, le=3)
 
 
+class GoalsConfig(_Section):
+    """Thread goals (docs/thread-actions.md#goals): the evaluator that judges each turn, and
+    the continuation cap a goal gets when its request names none."""
+
+    model_name: str | None = None  # the evaluator's model; null: the default (first) model
+    max_continuations: int = Field(8, ge=0, le=8)
+
+
 class TitleConfig(_Section):
     enabled: bool = True
     max_words: PositiveInt = 8
@@ -358,6 +366,7 @@ class AppConfig(BaseModel):
     budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)
     tracing: TracingConfig = Field(default_factory=TracingConfig)
     suggestions: SuggestionsConfig = Field(default_factory=SuggestionsConfig)
+    goals: GoalsConfig = Field(default_factory=GoalsConfig)
     # What the loader did with DeerFlow's keys (harness.config.deerflow_compat): mapped ones and
     # ones accepted without effect, each with its reason; set by parse_config.
     _compat_notes: list[Any] = PrivateAttr(default_factory=list)
@@ -376,7 +385,7 @@ class AppConfig(BaseModel):
         for tool in self.tools:
             if groups and tool.group not in groups:
                 raise ValueError(f"tool '{tool.name}' uses group '{tool.group}', which tool_groups does not define")
-        for section in ("memory", "summarization", "title", "suggestions"):
+        for section in ("memory", "summarization", "title", "suggestions", "goals"):
             ref = getattr(self, section).model_name
             if ref is not None and ref not in names:
                 raise ValueError(f"{section}.model_name '{ref}' is not one of the configured models ({', '.join(names) or 'none'})")
