@@ -1,7 +1,7 @@
 """Calls a run makes outside its graph are traced on their own, under their own names, in
 the thread's session: a subagent (``subagent:<type>``, with the lead run's ids), follow-up
-suggestions (``suggest_agent``), compaction (``context_compaction``) and the memory updater
-(``memory_agent``)."""
+suggestions (``suggest_agent``), compaction (``context_compaction``), the memory updater
+(``memory_agent``) and the goal evaluator (``goal_evaluator``)."""
 
 import os
 from pathlib import Path
@@ -99,3 +99,24 @@ def test_the_memory_updater_is_traced_as_memory_agent(user, settings, langfuse, 
                           messages=[{"role": "user", "content": "I like tea", "id": "m1"}]))
     spans = _named(langfuse, "memory_agent")
     assert _attrs(spans, "session.id") == {"t-mem-1"} and _attrs(spans, "user.id") == {str(user.pk)}
+
+
+def test_the_goal_evaluator_is_traced_as_goal_evaluator(user, user_client, scripted_agent, settings, script, model_server, langfuse,
+                                                       tmp_path, monkeypatch):
+    import json
+
+    settings.DEERFLOW_AGENT_FACTORY = "tests.support.agents:make_scripted_lead_agent"  # a state with the goal channel
+
+    base = yaml.safe_load(Path(os.environ["DEER_FLOW_CONFIG_PATH"]).read_text())
+    base["models"][0]["base_url"] = model_server.base_url  # the evaluator's model; the lead is scripted
+    path = tmp_path / "config-goal.yaml"
+    path.write_text(yaml.safe_dump(base))
+    monkeypatch.setenv("DEER_FLOW_CONFIG_PATH", str(path))
+    scripted_agent("Done it.")
+    script(json.dumps({"satisfied": True, "blocker": "none", "reason": "done"}))
+    tid = new_thread(user_client)
+    assert user_client.put(f"/api/threads/{tid}/goal", {"objective": "do it"}, format="json").status_code == 200
+    run = ask(user_client, tid, "go")
+    spans = _named(langfuse, "goal_evaluator")
+    assert _attrs(spans, "session.id") == {tid} and _attrs(spans, "user.id") == {str(user.pk)}
+    assert str(run.pk).encode() in b"".join(s.SerializeToString() for s in spans)  # with the run's id
