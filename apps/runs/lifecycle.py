@@ -77,7 +77,7 @@ class TurnEnd:
     values: Any  # the last values the turn streamed
     graph: Any
     app_config: Any
-    publish: Callable  # async (event, data): onto the run's stream
+    publish: Callable  # async (event, data): onto the run's stream, when the client asked for that mode
     count_usage: Callable  # (kind, model_name, usage_metadata): a model call the hook made
 
 

@@ -391,11 +391,14 @@ async def _execute(run_id: str, claimed: dict | None = None) -> None:
         # go on from the thread's head, whatever checkpoint the first turn started from.
         head_config = {**config, "configurable": {k: v for k, v in config["configurable"].items()
                                                   if k not in ("checkpoint_id", "checkpoint_map")}}
+        async def publish_requested(event: str, data: Any) -> None:
+            if event in wire_requested:  # a hook's events reach only clients that asked for the mode
+                await bridge.apublish(run_id, event, data)
+
         while not interrupted and lifecycle.continuations:
             turn = lifecycle.TurnEnd(run_id=run_id, thread_id=thread_id, meta=meta, config=config, context=context,
                                      values=progress.last_values, graph=graph, app_config=app_config,
-                                     publish=lambda event, data: bridge.apublish(run_id, event, data),
-                                     count_usage=progress.add_side_usage)
+                                     publish=publish_requested, count_usage=progress.add_side_usage)
             next_input = await lifecycle.next_turn(turn)
             if next_input is None:
                 break
