@@ -10,7 +10,7 @@ with Debian's chromium through Playwright the way a user would:
 2. builds the frontend (``pnpm install``, ``next build`` with
    ``DEER_FLOW_INTERNAL_GATEWAY_BASE_URL`` pointing here: its rewrites send ``/api/langgraph/*``
    and ``/api/*`` to this server) unless ``--no-build``, and starts it (``next start``);
-3. signs in on its login page, sends a message, waits for the answer to stream in, reloads the
+3. signs in on its login page, polishes a draft (and undoes it), sends a message, waits for the answer to stream in, reloads the
    thread and checks the conversation is still there, then opens the settings that read this
    server (memory, tools, skills); any API answer of 500 or more fails it. Screenshots go to
    ``--out``.
@@ -93,6 +93,14 @@ def browse(app: str, out: Path) -> None:
         page.screenshot(path=str(out / "1-signed-in.png"))
 
         box = page.locator("textarea").first
+        # Its composer's Polish button (POST /api/input-polish): the model's rewrite replaces the
+        # draft, and Undo puts it back.
+        box.fill("soup for rye bread?")
+        page.get_by_role("button", name="Polish input").click()
+        expect(box).to_have_value(ANSWER, timeout=60_000)
+        page.get_by_role("button", name="Undo polish").click()
+        expect(box).to_have_value("soup for rye bread?")
+        print("polish rewrote the draft and undo restored it")
         box.fill("What soup goes with rye bread?")
         box.press("Enter")
         expect(page.get_by_text(ANSWER)).to_be_visible(timeout=90_000)

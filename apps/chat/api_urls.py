@@ -1,10 +1,11 @@
 from django.urls import include, path
 
-from apps.chat import artifact_views, feedback_views, views
+from apps.chat import artifact_views, feedback_views, input_polish, views
 
 urlpatterns = [
     path("threads", views.ThreadCollectionView.as_view(), name="thread-collection"),
     path("threads/search", views.ThreadSearchView.as_view(), name="thread-search"),
+    path("input-polish", input_polish.InputPolishView.as_view(), name="input-polish"),
     path("", include("apps.chat.actions.urls")),
     path("threads/<str:thread_id>", views.ThreadDetailView.as_view(), name="thread-detail"),
     path("threads/<str:thread_id>/pin", views.ThreadPinView.as_view(), name="thread-pin"),

@@ -63,6 +63,7 @@ def _chat(request, *, thread_id: str | None):
         "models": models,
         "agents": agent_picker_list(user=request.user),
         "ws_path": "/ws/threads/",
+        "input_polish": get_app_config().input_polish.enabled,
     }
     return render(request, "chat/chat.html", {
         "boot": boot,

@@ -216,6 +216,15 @@ class GoalsConfig(_Section):
     max_continuations: int = Field(8, ge=0, le=8)
 
 
+class InputPolishConfig(_Section):
+    """The composer's Polish button (docs/thread-actions.md): one model call rewrites a draft
+    before it is sent; nothing is stored and no run starts."""
+
+    enabled: bool = True
+    max_chars: PositiveInt = 4000  # of the draft, after trimming
+    model_name: str | None = None  # null: the default model
+
+
 class TitleConfig(_Section):
     enabled: bool = True
     max_words: PositiveInt = 8
@@ -367,6 +376,7 @@ class AppConfig(BaseModel):
     tracing: TracingConfig = Field(default_factory=TracingConfig)
     suggestions: SuggestionsConfig = Field(default_factory=SuggestionsConfig)
     goals: GoalsConfig = Field(default_factory=GoalsConfig)
+    input_polish: InputPolishConfig = Field(default_factory=InputPolishConfig)
     # What the loader did with DeerFlow's keys (harness.config.deerflow_compat): mapped ones and
     # ones accepted without effect, each with its reason; set by parse_config.
     _compat_notes: list[Any] = PrivateAttr(default_factory=list)
@@ -385,7 +395,7 @@ class AppConfig(BaseModel):
         for tool in self.tools:
             if groups and tool.group not in groups:
                 raise ValueError(f"tool '{tool.name}' uses group '{tool.group}', which tool_groups does not define")
-        for section in ("memory", "summarization", "title", "suggestions", "goals"):
+        for section in ("memory", "summarization", "title", "suggestions", "goals", "input_polish"):
             ref = getattr(self, section).model_name
             if ref is not None and ref not in names:
                 raise ValueError(f"{section}.model_name '{ref}' is not one of the configured models ({', '.join(names) or 'none'})")

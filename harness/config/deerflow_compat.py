@@ -51,10 +51,23 @@ class CompatNote:
 # --------------------------------------------------------------------------------------------
 # Top-level sections only DeerFlow has: (reason, the keys its schema defines inside, or None
 # for a list/scalar/free mapping). A key inside one of them that DeerFlow's schema does not
-# define either is still an error.
+# define either is still an error. Where DeerFlow's schema nests fixed models, the keys are a
+# KeySpec: key -> the keys inside it (again a KeySpec), or None where anything goes below; the
+# key "*" stands for names the user chooses (OIDC provider ids).
+KeySpec = dict[str, "KeySpec | None"]
+
+
+def _fixed(*keys: str) -> KeySpec:
+    return {k: None for k in keys}
+
+
+_BINDING = _fixed("enabled")
+_OIDC_PROVIDER = _fixed("display_name", "issuer", "client_id", "client_secret", "redirect_uri", "scopes", "token_endpoint_auth_method",
+                        "auto_create_users", "require_verified_email", "allowed_email_domains", "admin_emails", "pkce_enabled",
+                        "nonce_enabled", "authorization_endpoint", "token_endpoint", "userinfo_endpoint", "jwks_uri")
 _ACP = "ACP agents are external coding agents DeerFlow launches over the Agent Client Protocol; this server has no ACP client"
 _DB = "storage is Django's database (DATABASE_URL, default .deer-flow/deerflow.sqlite3) and checkpoints live beside it (docs/deployment.md)"
-TOP_LEVEL_ACCEPTED: dict[str, tuple[str, frozenset[str] | None]] = {
+TOP_LEVEL_ACCEPTED: dict[str, tuple[str, frozenset[str] | KeySpec | None]] = {
     "log_level": ("logging is configured by Django settings (DJANGO_LOG_LEVEL), not config.yaml", None),
     "logging": ("request ids and log format come from Django's LOGGING settings (deerflow_site/settings)", frozenset({"enhance"})),
     "token_usage": ("token usage is always recorded per run (the Usage page and console read it)", frozenset({"enabled"})),
@@ -70,7 +83,6 @@ TOP_LEVEL_ACCEPTED: dict[str, tuple[str, frozenset[str] | None]] = {
     "tool_output": ("tool output is bounded by sandbox.max_output_chars / read_file_max_chars and the web tools' max_chars",
                     frozenset({"enabled", "externalize_min_chars", "preview_head_chars", "preview_tail_chars", "fallback_max_chars",
                                "fallback_head_chars", "fallback_tail_chars", "storage_subdir", "exempt_tools", "tool_overrides"})),
-    "input_polish": ("there is no pre-send polishing of the user's message", frozenset({"enabled", "max_chars", "model_name"})),
     "agents_api": ("custom agents are always managed through the API and the Agents page, per user", frozenset({"enabled"})),
     "acp_agents": (_ACP, None),
     "guardrails": ("tool calls are gated by `approvals.rules` (ask/deny/allow, docs/governance.md)",
@@ -82,7 +94,8 @@ TOP_LEVEL_ACCEPTED: dict[str, tuple[str, frozenset[str] | None]] = {
     "llm_call": ("model calls are retried by the LangChain client (its max_retries option on the model entry)",
                  frozenset({"max_concurrent_calls", "retry_max_attempts", "retry_base_delay_ms", "retry_cap_delay_ms", "burst_retry_base_delay_ms"})),
     "channel_connections": ("users link IM accounts with a connect code on the Channels page (`channels.connect_code_ttl`)",
-                            frozenset({"enabled", "require_bound_identity", "slack", "telegram", "discord", "feishu", "dingtalk", "wechat", "wecom", "buzz"})),
+                            {"enabled": None, "require_bound_identity": None, "slack": _BINDING, "telegram": _fixed("enabled", "bot_username"),
+                             "discord": _BINDING, "feishu": _BINDING, "dingtalk": _BINDING, "wechat": _BINDING, "wecom": _BINDING, "buzz": _BINDING}),
     "loop_detection": ("a run is bounded by the engine's step limit and the subagent caps instead of a loop detector",
                        frozenset({"enabled", "warn_threshold", "hard_limit", "window_size", "max_tracked_threads", "tool_freq_warn",
                                   "tool_freq_hard_limit", "tool_freq_overrides"})),
@@ -91,7 +104,8 @@ TOP_LEVEL_ACCEPTED: dict[str, tuple[str, frozenset[str] | None]] = {
                                  "min_word_count_for_similarity", "exempt_tools", "max_tracked_threads"})),
     "read_before_write": ("str_replace already refuses text it cannot find, and write_file reports what it overwrote", frozenset({"enabled"})),
     "safety_finish_reason": ("a provider's content-filter stop ends the run with that finish reason in its events", frozenset({"enabled", "detectors"})),
-    "auth": ("sign-in is django-allauth (local accounts, social/OIDC providers configured in admin, docs/accounts.md)", frozenset({"oidc", "local"})),
+    "auth": ("sign-in is django-allauth (local accounts, social/OIDC providers configured in admin, docs/accounts.md)",
+             {"oidc": {"enabled": None, "frontend_base_url": None, "providers": {"*": _OIDC_PROVIDER}}, "local": _fixed("allow_registration")}),
     "database": (_DB, frozenset({"backend", "checkpoint_channel_mode", "checkpoint_delta", "checkpoint_graph_cache", "checkpoint_cache", "sqlite_dir",
                                  "postgres_url", "echo_sql", "pool_size", "pool_recycle", "command_timeout", "postgres_schema"})),
     "run_events": ("run events are always rows in the database (apps.runs), read by the API and the console",
@@ -265,6 +279,19 @@ def _note(notes: list[CompatNote], key: str, kind: str, detail: str) -> None:
     notes.append(CompatNote(key, kind, detail))
 
 
+def _unknown(field: str, display: str) -> ConfigError:
+    return ConfigError("unknown key (neither this loader nor DeerFlow's schema defines it)", path=display, field=field)
+
+
+def _check_nested(value: Any, spec: KeySpec | None, where: str, display: str) -> None:
+    if spec is None or not isinstance(value, dict):
+        return
+    for key, inner in value.items():
+        if key not in spec and "*" not in spec:
+            raise _unknown(f"{where}.{key}", display)
+        _check_nested(inner, spec.get(key, spec.get("*")), f"{where}.{key}", display)
+
+
 def _class_error(field: str, path: str, instead: str, display: str) -> ConfigError:
     whose = "is DeerFlow's and has" if path.startswith("deerflow") else "(a DeerFlow extension point) has"
     return ConfigError(f"'{path}' {whose} no implementation here; {instead}", path=display, field=field)
@@ -302,7 +329,9 @@ def translate_config(data: dict[str, Any], display: str = "config.yaml") -> tupl
                 if sub in ("checkpoint_channel_mode", "checkpoint_delta") and key == "database":
                     continue
                 if sub not in subkeys:
-                    raise ConfigError("unknown key (neither this loader nor DeerFlow's schema defines it)", path=display, field=f"{key}.{sub}")
+                    raise _unknown(f"{key}.{sub}", display)
+                if isinstance(subkeys, dict):
+                    _check_nested(value[sub], subkeys[sub], f"{key}.{sub}", display)
                 _note(notes, f"{key}.{sub}", ACCEPTED, reason)
         else:
             _note(notes, key, ACCEPTED, reason)

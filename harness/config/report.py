@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from harness.config.deerflow_compat import ACCEPTED, DEERFLOW_SCHEMA_VERSION, MAPPED, CompatNote
+from harness.config.upgrade import missing_sections
 
 logger = logging.getLogger("harness.config")
 
@@ -64,8 +65,6 @@ def build_report(config: Any, extensions: Any = None, *, raw_keys: list[str] | N
         file_version=int(getattr(config, "config_version", 0) or 0),
     )
     if report.older and raw_keys is not None:
-        from harness.config.upgrade import missing_sections
-
         try:
             report.missing_sections = missing_sections(raw_keys)
         except OSError:  # no config.example.yaml beside the code

@@ -1,24 +1,34 @@
 """``manage.py config_upgrade``: bring an older ``config.yaml`` up to the example's version.
 
-The file is edited as text, so every comment and blank line in it stays where it was: each
-top-level section of ``config.example.yaml`` the file lacks is appended with the loader's
-defaults as its values, under the comment block the example has above it (the example's own
-values are samples: it turns memory on, for one, where the default is off), and
-``config_version`` is set to the example's. Keys missing *inside* a section the file has are not added (the section's defaults
-already apply to them). List sections (``models``, ``tools``, ``tool_groups``) are never added:
-their absence means "none", and the example's entries are samples, not defaults.
+The file is edited as text, so every comment, blank line and quoting choice in it stays where it
+was. What is added:
+
+* each top-level section of ``config.example.yaml`` the file lacks, under the comment block the
+  example has above it;
+* inside each section the file has, at any depth, each key of the example's section the file
+  lacks, at the end of that mapping, under the example's comment for it;
+
+always with the loader's defaults as the values, never the example's (those are samples: the
+example turns memory on, for one, where the default is off). So an upgraded file loads to the
+same settings it had before, only spelled out. ``config_version`` is set to the example's.
+List sections (``models``, ``tools``, ``tool_groups``) are never added: their absence means
+"none", and the example's entries are samples, not defaults. A mapping written in flow style
+(``memory: {enabled: true}``) is left as it is.
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import yaml
 
+from harness.config.app_config import AppConfig
 from harness.config.paths import REPO_ROOT
 
-_TOP_KEY = re.compile(r"^([A-Za-z_][\w-]*):")
+_KEY = re.compile(r"^( *)([A-Za-z_][\w-]*):(.*)$")
 _VERSION = re.compile(r"^config_version:[ \t]*[^\s#]*", re.MULTILINE)
 NEVER_ADDED = frozenset({"config_version", "models", "tools", "tool_groups"})
 
@@ -27,39 +37,101 @@ def example_path() -> Path:
     return REPO_ROOT / "config.example.yaml"
 
 
-def example_blocks(text: str) -> dict[str, str]:
-    """Each top-level key of a YAML file -> its text, with the comment lines just above it."""
-    lines = text.splitlines(keepends=True)
-    starts: list[tuple[str, int]] = []
-    for i, line in enumerate(lines):
-        match = _TOP_KEY.match(line)
-        if match:
-            start = i
-            while start > 0 and lines[start - 1].startswith("#"):
-                start -= 1
-            starts.append((match.group(1), start))
-    blocks: dict[str, str] = {}
-    for n, (key, start) in enumerate(starts):
-        end = starts[n + 1][1] if n + 1 < len(starts) else len(lines)
-        blocks[key] = "".join(lines[start:end]).rstrip("\n") + "\n"
-    return blocks
+@dataclass(frozen=True)
+class _Entry:
+    """One key of a block mapping: ``start`` is its first comment line (or the key line),
+    ``line`` the key line, ``end`` one past its last line; ``inline`` what follows the colon."""
+
+    key: str
+    start: int
+    line: int
+    end: int
+    inline: str
 
 
-def _comments(block: str) -> str:
-    lines = block.splitlines(keepends=True)
-    head = []
+def _is_comment_or_blank(line: str) -> bool:
+    stripped = line.strip()
+    return not stripped or stripped.startswith("#")
+
+
+def _child_indent(lines: list[str]) -> int | None:
     for line in lines:
-        if not line.startswith("#"):
-            break
-        head.append(line)
-    return "".join(head)
+        if not _is_comment_or_blank(line):
+            return len(line) - len(line.lstrip(" "))
+    return None
+
+
+def _entries(lines: list[str], indent: int | None) -> list[_Entry]:
+    """The keys of the mapping whose lines are ``lines``, its keys at ``indent`` spaces."""
+    if indent is None:
+        return []
+    found: list[tuple[str, int, str]] = []
+    for i, line in enumerate(lines):
+        match = _KEY.match(line)
+        if match and len(match.group(1)) == indent:
+            found.append((match.group(2), i, match.group(3)))
+    entries = []
+    for n, (key, i, inline) in enumerate(found):
+        start = i
+        while start > 0 and lines[start - 1].strip().startswith("#") and (n == 0 or start - 1 > found[n - 1][1]):
+            start -= 1
+        entries.append(_Entry(key, start, i, len(lines), inline))
+    return [e if n + 1 == len(entries) else _Entry(e.key, e.start, e.line, entries[n + 1].start, e.inline)
+            for n, e in enumerate(entries)]
+
+
+def _comment_lines(lines: list[str], entry: _Entry, indent: int) -> list[str]:
+    return [" " * indent + line.strip() + "\n" for line in lines[entry.start:entry.line] if line.strip()]
+
+
+def _dump(key: str, value: Any, indent: int) -> list[str]:
+    text = yaml.safe_dump({key: value}, sort_keys=False, allow_unicode=True, default_flow_style=False)
+    return [" " * indent + line + "\n" for line in text.splitlines()]
+
+
+def _is_block_mapping(entry: _Entry) -> bool:
+    rest = entry.inline.strip()
+    return not rest or rest.startswith("#")
+
+
+def _merge(body: list[str], example_body: list[str], user: dict, example: dict, default: dict,
+           path: str) -> tuple[list[str], list[str]]:
+    """``body`` (a mapping's lines) with the example's missing keys appended, recursively, and
+    the dotted names of what was added, in the file's order."""
+    indent = _child_indent(body)
+    if indent is None:
+        return body, []
+    ours = {e.key: e for e in _entries(body, indent)}
+    theirs = {e.key: e for e in _entries(example_body, _child_indent(example_body))}
+    out = list(body)
+    inner: dict[str, list[str]] = {}
+    # Bottom-up, so the line numbers of the entries still to do stay true.
+    for entry in sorted(ours.values(), key=lambda e: e.line, reverse=True):
+        key = entry.key
+        if (key in theirs and _is_block_mapping(entry) and _is_block_mapping(theirs[key])
+                and all(isinstance(m.get(key), dict) for m in (user, example, default))):
+            sub = theirs[key]
+            out[entry.line + 1:entry.end], inner[key] = _merge(
+                out[entry.line + 1:entry.end], example_body[sub.line + 1:sub.end], user[key], example[key], default[key], f"{path}.{key}")
+    added = [name for entry in sorted(ours.values(), key=lambda e: e.line) for name in inner.get(entry.key, [])]
+    extra: list[str] = []
+    for key, entry in theirs.items():
+        if key in user or key not in default:
+            continue
+        extra += _comment_lines(example_body, entry, indent) + _dump(key, default[key], indent)
+        added.append(f"{path}.{key}")
+    if extra:
+        last = max((i for i, line in enumerate(out) if not _is_comment_or_blank(line)), default=len(out) - 1)
+        out[last + 1:last + 1] = extra
+    return out, added
 
 
 def missing_sections(user_keys: list[str], example_text: str | None = None) -> list[str]:
     """The example's top-level sections a file with ``user_keys`` lacks, in the example's order."""
     text = example_text if example_text is not None else example_path().read_text(encoding="utf-8")
     present = set(user_keys)
-    return [k for k in example_blocks(text) if k not in present and k not in NEVER_ADDED]
+    lines = text.splitlines(keepends=True)
+    return [e.key for e in _entries(lines, 0) if e.key not in present and e.key not in NEVER_ADDED]
 
 
 def example_version(example_text: str) -> int:
@@ -68,10 +140,12 @@ def example_version(example_text: str) -> int:
 
 
 def upgrade_text(user_text: str, example_text: str) -> tuple[str, list[str]]:
-    """The upgraded text and the sections added. A file already current comes back unchanged."""
+    """The upgraded text and what was added (``memory`` for a section, ``memory.mode`` for a
+    key inside one). A file already current comes back unchanged."""
     data = yaml.safe_load(user_text) or {}
     if not isinstance(data, dict):
         raise ValueError("the top level must be a mapping of sections")
+    example = yaml.safe_load(example_text) or {}
     target = example_version(example_text)
     try:
         current = int(data.get("config_version", 0) or 0)
@@ -79,20 +153,30 @@ def upgrade_text(user_text: str, example_text: str) -> tuple[str, list[str]]:
         current = 0
     if current >= target:
         return user_text, []
-    blocks = example_blocks(example_text)
-    added = missing_sections(list(data), example_text)
-    from harness.config.app_config import AppConfig
-
     defaults = AppConfig().model_dump(mode="json")
-    out = user_text
+    example_lines = example_text.splitlines(keepends=True)
+    theirs = {e.key: e for e in _entries(example_lines, 0)}
+
+    lines = user_text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    inner: dict[str, list[str]] = {}
+    entries = _entries(lines, 0)
+    for entry in sorted(entries, key=lambda e: e.line, reverse=True):
+        key = entry.key
+        if (key in theirs and key not in NEVER_ADDED and _is_block_mapping(entry) and _is_block_mapping(theirs[key])
+                and all(isinstance(m.get(key), dict) for m in (data, example, defaults))):
+            sub = theirs[key]
+            lines[entry.line + 1:entry.end], inner[key] = _merge(
+                lines[entry.line + 1:entry.end], example_lines[sub.line + 1:sub.end], data[key], example[key], defaults[key], key)
+    nested = [name for entry in entries for name in inner.get(entry.key, [])]
+    out = "".join(lines)
     if _VERSION.search(out):
         out = _VERSION.sub(f"config_version: {target}", out, count=1)
     else:
         out = f"config_version: {target}\n" + out
-    if added:
-        if not out.endswith("\n"):
-            out += "\n"
+    sections = [key for key in missing_sections(list(data), example_text) if key in defaults]
+    if sections:
         out += "\n# --- added by manage.py config_upgrade from config.example.yaml ---\n\n"
-        out += "\n".join(_comments(blocks[key]) + yaml.safe_dump({key: defaults[key]}, sort_keys=False, allow_unicode=True)
-                          for key in added if key in defaults)
-    return out, added
+        out += "\n".join("".join(_comment_lines(example_lines, theirs[key], 0) + _dump(key, defaults[key], 0)) for key in sections)
+    return out, sections + nested

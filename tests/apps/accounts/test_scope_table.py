@@ -77,6 +77,7 @@ TOKEN_ROUTES = {
     ("POST", "/api/threads/<str:thread_id>/suggestions"): "threads:read",  # read by POST (asks the model, stores nothing)
     ("PUT", "/api/threads/<str:thread_id>/goal"): "threads:write",
     ("DELETE", "/api/threads/<str:thread_id>/goal"): "threads:write",
+    ("POST", "/api/input-polish"): "runs:create",  # asks the model to rewrite a draft, stores nothing
     # Runs. Cancelling needs runs:cancel wherever it is offered; the join stream's POST is a read,
     # and its ?action= asks for runs:cancel inside the view (tests/apps/runs/test_run_cancel_scopes.py).
     ("POST", "/api/threads/<str:thread_id>/runs"): "runs:create",

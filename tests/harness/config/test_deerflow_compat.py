@@ -15,6 +15,7 @@ from harness.config.deerflow_compat import ACCEPTED, DEERFLOW_SCHEMA_VERSION, MA
 from harness.config.extensions import parse_extensions
 from harness.config.paths import REPO_ROOT
 from harness.config.report import build_report
+from harness.config.upgrade import upgrade_text
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "deerflow_style"
 CONFIG = FIXTURES / "config.yaml"
@@ -152,8 +153,6 @@ def test_config_check_fails_with_the_error(tmp_path):
 
 
 def test_config_upgrade_adds_missing_sections_with_defaults_and_keeps_comments():
-    from harness.config.upgrade import upgrade_text
-
     example = ("# the version\nconfig_version: 7\n\n# models: samples\nmodels:\n  - name: sample\n\n"
                "# Memory, explained\nmemory:\n  enabled: true  # the example turns it on\n\n# Title\ntitle:\n  max_words: 3\n")
     user = "# my own comment\nconfig_version: 2   # old\ntitle:\n  max_words: 5  # mine\n"
@@ -163,6 +162,32 @@ def test_config_upgrade_adds_missing_sections_with_defaults_and_keeps_comments()
     assert "# Memory, explained\nmemory:\n  enabled: false\n" in new  # the default, not the example's sample
     assert parse_config(new).memory.enabled is False
     assert upgrade_text(new, example) == (new, [])
+
+
+def test_config_upgrade_adds_keys_missing_inside_sections_at_any_depth():
+    example = ("config_version: 7\nsummarization:\n  enabled: true\n  # what to keep\n  keep:\n    type: messages\n    value: 9\n"
+               "  model_name: x\nsandbox:\n  use: local\n  # seconds\n  bash_command_timeout: 5\ntitle:\n  enabled: true\n  max_words: 2\n")
+    user = ("config_version: 1\nsummarization:\n  enabled: true  # on\n  keep:\n    type: tokens  # mine\n\n"
+            "  # a trailing note of mine\nsandbox:\n  use: local\ntitle: {enabled: false}\n")
+    new, added = upgrade_text(user, example)
+    assert added == ["summarization.keep.value", "summarization.model_name", "sandbox.bash_command_timeout"]
+    # The user's lines stay, in order, comments and all; the new keys come at the end of their mapping.
+    assert "summarization:\n  enabled: true  # on\n  keep:\n    type: tokens  # mine\n    value: 20\n  model_name: null\n" in new
+    assert "sandbox:\n  use: local\n  # seconds\n  bash_command_timeout: 600\n" in new  # the example's comment, the default value
+    assert "title: {enabled: false}\n" in new  # flow style is left as written
+    assert upgrade_text(new, example) == (new, [])
+
+
+def test_an_upgraded_file_loads_to_the_settings_it_had():
+    """Upgrading an old file with our own example adds only defaults, so nothing changes meaning."""
+    example = (REPO_ROOT / "config.example.yaml").read_text()
+    user = ("config_version: 3\nmemory:\n  enabled: true\n  max_facts: 50\nsandbox:\n  use: local\n  max_output_chars: 999\n"
+            "summarization:\n  enabled: true\n  keep:\n    type: tokens\n    value: 3000\n")
+    new, added = upgrade_text(user, example)
+    assert "memory.injection_enabled" in added and "sandbox.max_memory_mb" in added and "web" in added
+    before, after = parse_config(user).model_dump(), parse_config(new).model_dump()
+    assert after.pop("config_version") == DEERFLOW_SCHEMA_VERSION and before.pop("config_version") == 3
+    assert after == before
 
 
 def test_manage_config_upgrade_writes_a_file_that_loads(tmp_path):
@@ -176,6 +201,7 @@ def test_manage_config_upgrade_writes_a_file_that_loads(tmp_path):
     assert done.returncode == 0, done.stderr
     text = target.read_text()
     assert text.startswith("# keep me\n") and f"config_version: {DEERFLOW_SCHEMA_VERSION}" in text
+    assert (tmp_path / "config.yaml.bak").read_text() == "# keep me\nconfig_version: 1\nsandbox:\n  use: local\n"
     config = parse_config(text)
     assert config.config_version == DEERFLOW_SCHEMA_VERSION and config.sandbox.use == "local"
 
@@ -195,3 +221,18 @@ def test_the_builtin_allowlist_guardrail_becomes_approval_rules():
     assert action("web_search") == "deny"  # not in allowed_tools
     assert [r["name"] for r in config.approvals.rules][1] == "mine"
     assert any(n.key == "guardrails.provider" and n.kind == MAPPED for n in config.compat_notes)
+
+
+@pytest.mark.parametrize("text,field", [
+    ("auth:\n  oidc:\n    providers:\n      keycloak:\n        isuer: https://id.example\n", "auth.oidc.providers.keycloak.isuer"),
+    ("auth:\n  local:\n    allow_registrations: false\n", "auth.local.allow_registrations"),
+    ("channel_connections:\n  slack:\n    bot_token: x\n", "channel_connections.slack.bot_token"),
+])
+def test_a_misspelt_key_deep_inside_an_accepted_section_is_still_named(text, field):
+    with pytest.raises(ConfigError) as refused:
+        parse_config(text)
+    assert field in str(refused.value)
+    # Spelt right, the same places load (and say they have no effect here).
+    fixed = parse_config("auth:\n  oidc:\n    providers:\n      keycloak:\n        issuer: https://id.example\n  local:\n    allow_registration: false\n"
+                         "channel_connections:\n  telegram:\n    bot_username: deerbot\n")
+    assert {n.key for n in fixed.compat_notes} >= {"auth.oidc", "auth.local", "channel_connections.telegram"}

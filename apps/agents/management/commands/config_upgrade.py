@@ -1,7 +1,10 @@
-"""``manage.py config_upgrade [--config PATH] [--dry-run]``: add the sections of
-config.example.yaml an older config.yaml lacks and set its config_version, keeping its comments."""
+"""``manage.py config_upgrade [--config PATH] [--dry-run]``: add the sections and keys of
+config.example.yaml an older config.yaml lacks and set its config_version, keeping its comments.
+The file as it was is kept beside it as ``config.yaml.bak`` (DeerFlow's ``make config-upgrade``
+does the same)."""
 
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -14,7 +17,7 @@ from harness.config.upgrade import example_path, upgrade_text
 
 
 class Command(BaseCommand):
-    help = "Add config.example.yaml's missing sections (with their defaults) to an older config.yaml, keeping its comments."
+    help = "Add config.example.yaml's missing sections and keys (with their defaults) to an older config.yaml, keeping its comments."
 
     def add_arguments(self, parser):
         parser.add_argument("--config", help="config.yaml to upgrade (default: DEER_FLOW_CONFIG_PATH or the repository's)")
@@ -34,11 +37,13 @@ class Command(BaseCommand):
             parse_config(new, str(path))
         except ConfigError as exc:
             raise CommandError(f"the upgraded file would not load, so it was not written: {exc}") from None
-        self.stdout.write(f"{path}: adds {', '.join(added) or 'no sections'} and sets config_version")
+        self.stdout.write(f"{path}: adds {', '.join(added) or 'nothing'} and sets config_version")
         if dry_run:
             return
+        backup = Path(f"{path}.bak")
+        shutil.copy2(path, backup)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".config-upgrade-")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(new)
         os.replace(tmp, Path(path))
-        self.stdout.write("written")
+        self.stdout.write(f"written; the previous file is {backup}")
