@@ -1,7 +1,7 @@
 """Calls a run makes outside its graph are traced on their own, under their own names, in
 the thread's session: a subagent (``subagent:<type>``, with the lead run's ids), follow-up
 suggestions (``suggest_agent``), compaction (``context_compaction``), the memory updater
-(``memory_agent``) and the goal evaluator (``goal_evaluator``)."""
+(``memory_agent``), the goal evaluator (``goal_evaluator``) and input polish (``input_polish``)."""
 
 import os
 from pathlib import Path
@@ -120,3 +120,18 @@ def test_the_goal_evaluator_is_traced_as_goal_evaluator(user, user_client, scrip
     spans = _named(langfuse, "goal_evaluator")
     assert _attrs(spans, "session.id") == {tid} and _attrs(spans, "user.id") == {str(user.pk)}
     assert str(run.pk).encode() in b"".join(s.SerializeToString() for s in spans)  # with the run's id
+
+
+def test_input_polish_is_traced_as_input_polish_in_the_threads_session(user, user_client, script, model_server, langfuse,
+                                                                       tmp_path, monkeypatch):
+    base = yaml.safe_load(Path(os.environ["DEER_FLOW_CONFIG_PATH"]).read_text())
+    base["models"][0]["base_url"] = model_server.base_url
+    path = tmp_path / "config-polish.yaml"
+    path.write_text(yaml.safe_dump(base))
+    monkeypatch.setenv("DEER_FLOW_CONFIG_PATH", str(path))
+    tid = new_thread(user_client)
+    script("Summarise the notes in three bullets.")
+    response = user_client.post("/api/input-polish", {"text": "summarise notes", "thread_id": tid}, format="json")
+    assert response.status_code == 200, response.content
+    spans = _named(langfuse, "input_polish")
+    assert _attrs(spans, "session.id") == {tid} and _attrs(spans, "user.id") == {str(user.pk)}
