@@ -11,8 +11,8 @@ class ChatConfig(AppConfig):
         from apps.runs import lifecycle
 
         # A failed regenerate or edit restores the thread with the run's last journal entries;
-        # a successful run on a thread with a goal may admit the next continuation.
+        # a turn on a thread with an active goal is judged, and may be followed by another.
         lifecycle.before_settle.register(replay.settle)
         # A run started from DeerFlow's regenerate/edit prepare step rewinds the thread first.
         lifecycle.before_run.register(replay.rewind_prepared)
-        lifecycle.after_settle.register(goals.continue_towards_goal)
+        lifecycle.continuations.register(goals.continue_towards_goal)

@@ -14,6 +14,7 @@ from apps.runs.services import run_usage_add
 from harness.agents.middlewares.token_usage import usage_counts
 from harness.config import class_path, get_app_config
 from harness.memory.updater import UpdateJob, UpdateOutcome, run_update
+from harness.observability.tracing import standalone_config, traced
 
 # The cache key holding the token of a thread's latest queued job (Celery only).
 JOB_TOKEN_KEY = "memory-job:{thread_id}"
@@ -32,11 +33,16 @@ def _updater_model() -> Any:
 
 
 def process_job(job: UpdateJob) -> UpdateOutcome:
-    cfg = get_app_config().memory
+    app = get_app_config()
+    cfg = app.memory
     close_old_connections()
+    # Its own trace (DeerFlow's name for it), in the session of the thread it learned from.
+    trace = standalone_config(app.tracing, "memory_agent", parent={"run_id": job.run_id, "agent_name": job.agent},
+                              thread_id=job.thread_id, user_id=str(job.owner))
     try:
-        outcome = run_update(DjangoMemoryStore(), _updater_model(), job, threshold=cfg.fact_confidence_threshold,
-                             max_facts=cfg.max_facts)
+        model = _updater_model()
+        outcome = traced(trace, lambda: run_update(DjangoMemoryStore(), model, job, threshold=cfg.fact_confidence_threshold,
+                                                   max_facts=cfg.max_facts))
         if outcome.usage and get_app_config().budgets.enabled:  # budgets count memory updates toward the user
             run_usage_add(run_id=job.run_id, model_name=outcome.model_name, counts=usage_counts(outcome.usage), kind="memory")
         return outcome

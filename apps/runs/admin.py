@@ -9,7 +9,7 @@ from apps.runs.pricing import cost_of, cost_text, run_usage_by_model
 class RunAdmin(admin.ModelAdmin):
     list_display = ["id", "thread", "owner", "status", "model_name", "total_tokens", "cost", "duration", "created_at", "finished_at", "request_id"]
     list_filter = ["status", "model_name", "multitask_strategy", "stop_reason", "created_at"]
-    search_fields = ["id", "thread__id", "thread__title", "owner__username", "error", "request_id"]
+    search_fields = ["id", "thread__id", "thread__title", "owner__username", "error", "request_id", "trace_id"]
     date_hierarchy = "created_at"
     list_select_related = ["owner", "thread"]
     actions = ["cancel_runs"]

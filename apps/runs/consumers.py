@@ -34,7 +34,7 @@ from apps.threads.selectors import thread_get_for_user
 from deerflow_site.errors import http_status
 from deerflow_site.json_input import load_json
 from harness.observability import metrics
-from harness.observability.context import request_id_from_headers, request_id_var
+from harness.observability.context import request_id_from_headers, request_id_var, trace_from_headers, trace_id_var, traceparent_var
 from harness.runtime.stream_bridge import HEARTBEAT, subscribe_batches
 
 logger = logging.getLogger(__name__)
@@ -55,6 +55,11 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
         self.request_id = (request_id_from_headers(sent_id.decode("latin-1") if sent_id else None,
                                                    traceparent.decode("latin-1") if traceparent else None)
                            if sent_id or traceparent else None)
+        # Likewise its X-Trace-Id / traceparent name the trace of every run it starts.
+        sent_trace = headers.get(b"x-trace-id")
+        self.trace = (trace_from_headers(sent_trace.decode("latin-1") if sent_trace else None,
+                                         traceparent.decode("latin-1") if traceparent else None)
+                      if sent_trace or traceparent else (None, None))
         if self.user is None or not self.user.is_authenticated:
             await self._refuse(CLOSE_UNAUTHENTICATED)
             return
@@ -103,11 +108,12 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
     # -- actions ------------------------------------------------------------------------
 
     def _start(self, payload: dict) -> dict:
-        token = request_id_var.set(self.request_id)
+        tokens = (request_id_var.set(self.request_id), trace_id_var.set(self.trace[0]), traceparent_var.set(self.trace[1]))
         try:
             admitted = start_run(user=self.user, thread_id=self.thread_id, request=parse_run_request(payload))
         finally:
-            request_id_var.reset(token)
+            for var, token in zip((request_id_var, trace_id_var, traceparent_var), tokens, strict=True):
+                var.reset(token)
         return run_json(admitted.run)
 
     def _active_or_given(self, run_id: str | None) -> Run | None:

@@ -21,6 +21,7 @@ from django.conf import settings
 from harness.config import class_path
 from harness.config.extensions import get_extensions_config
 from harness.config.loader import get_app_config
+from harness.observability.context import parse_traceparent
 from harness.observability.tracing import run_callbacks
 
 LEAD_AGENT = "lead_agent"
@@ -89,7 +90,10 @@ async def build_graph(config: dict, checkpointer: Any) -> Any:
     key = _cache_key(config)
     app_config, extensions, mcp_tools = await _sources()
     # The run's tracers (config.yaml's tracing:), from the config just read; none by default.
-    tracers = run_callbacks(app_config.tracing)
+    run_metadata = config.get("metadata") or {}
+    parent = parse_traceparent(run_metadata.get("traceparent"))
+    tracers = run_callbacks(app_config.tracing, trace_id=run_metadata.get("deerflow_trace_id"),
+                            parent_span_id=parent[1] if parent else None)
     if tracers:
         config["callbacks"] = [*(config.get("callbacks") or []), *tracers]
         metadata = config.setdefault("metadata", {})

@@ -51,6 +51,8 @@ class RunProgress:
     failed_answer: str = ""
     failed_answer_type: str = ""
     subagent_tokens: int = 0
+    # Tokens of model calls the run made besides the agent's (the goal evaluator), by kind.
+    side_tokens: dict[str, int] = field(default_factory=dict)
     open_tasks: dict[str, str] = field(default_factory=dict)  # subagents started, not ended: task_id -> model
     # The message list last looked at. A run's values events mostly extend the list the event
     # before had, and a list that starts with those same messages has only its tail to journal:
@@ -72,6 +74,12 @@ class RunProgress:
         self.usage[model]["calls"] += calls - 1
         self.llm_calls += calls
         self.subagent_tokens += int(usage.get("total_tokens") or 0)
+
+    def add_side_usage(self, kind: str, model: str, usage: dict) -> None:
+        """A model call outside the graph (``kind``: what it was for) counted into the run's usage."""
+        self.add_usage(model, usage)
+        self.llm_calls += 1
+        self.side_tokens[kind] = self.side_tokens.get(kind, 0) + int(usage.get("total_tokens") or 0)
 
     def add_usage(self, model: str, usage: dict) -> None:
         entry = self.usage.setdefault(model, {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "total_tokens": 0, "calls": 0})

@@ -9,6 +9,10 @@ The engine imports no feature. A feature registers its functions here in its
   domain error to refuse the run (budgets, model probes).
 - ``before_run``: ``async fn(RunStart)`` on the runs loop before the graph is built; may add
   to the run's context (memory). Failures fail the run, as a failed graph build would.
+- ``continuations``: ``async fn(TurnEnd) -> dict | None`` after each turn of the graph that
+  ended without an interrupt, on the runs loop; the first non-None answer is the input of one
+  more turn in the same run (goal continuation). Model calls a hook makes count toward the
+  run's usage through ``TurnEnd.count_usage``. Failures fail the run, as the turn's would.
 - ``before_settle``: ``async fn(RunOutcome) -> list`` of journal events written with the
   run's final row (replay bookkeeping).
 - ``settled``: ``fn(SettledRun)`` inside the transaction that writes the run's final row,
@@ -63,6 +67,20 @@ class SettledRun:
     metadata: dict
 
 
+@dataclass
+class TurnEnd:
+    run_id: str
+    thread_id: str
+    meta: dict
+    config: dict
+    context: dict
+    values: Any  # the last values the turn streamed
+    graph: Any
+    app_config: Any
+    publish: Callable  # async (event, data): onto the run's stream, when the client asked for that mode
+    count_usage: Callable  # (kind, model_name, usage_metadata): a model call the hook made
+
+
 @dataclass(frozen=True)
 class RunOutcome:
     run_id: str
@@ -106,6 +124,7 @@ class HookPoint:
 agent_resolvers = HookPoint("agent_resolvers")
 admission_checks = HookPoint("admission_checks")
 before_run = HookPoint("before_run")
+continuations = HookPoint("continuations")
 before_settle = HookPoint("before_settle")
 settled = HookPoint("settled")
 after_settle = HookPoint("after_settle")
@@ -127,6 +146,14 @@ def admit(admission: Admission) -> None:
 async def run_starting(start: RunStart) -> None:
     for hook in before_run:
         await hook(start)
+
+
+async def next_turn(turn: TurnEnd) -> dict | None:
+    for hook in continuations:
+        graph_input = await hook(turn)
+        if graph_input is not None:
+            return graph_input
+    return None
 
 
 async def run_settling(outcome: RunOutcome) -> list:

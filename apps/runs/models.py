@@ -51,6 +51,8 @@ class Run(models.Model):
     metadata = models.JSONField(default=dict, blank=True)
     model_name = models.CharField(max_length=128, blank=True, default="")
     request_id = models.CharField(max_length=128, blank=True, default="", help_text="The id of the request that started the run (X-Request-ID).")
+    trace_id = models.CharField(max_length=128, blank=True, default="", help_text="The trace the run belongs to (X-Trace-Id).")
+    traceparent = models.CharField(max_length=55, blank=True, default="", help_text="The W3C traceparent the run's trace continues, when the request sent one.")
     input_tokens = models.BigIntegerField(default=0)
     output_tokens = models.BigIntegerField(default=0)
     cache_read_tokens = models.BigIntegerField(default=0)

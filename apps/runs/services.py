@@ -33,7 +33,7 @@ from apps.threads.selectors import thread_get_for_user
 from apps.threads.services import ThreadStatus, thread_create, thread_status_set
 from deerflow_site.db.prepared_sql import ModelInsert
 from harness.config.loader import get_app_config
-from harness.observability.context import current_request_id, new_request_id, request_id_var
+from harness.observability.context import current_request_id, new_request_id, request_id_var, trace_id_var, traceparent_var
 from harness.runtime.message_seq import strip_message_seq
 
 logger = logging.getLogger(__name__)
@@ -116,6 +116,8 @@ def _insert(thread, user, request: RunCreate, kwargs: dict, model_name: str) -> 
             kwargs=kwargs, metadata=request.metadata or {}, model_name=model_name,
             # A run started outside a request (a schedule, a channel) gets its own id.
             request_id=current_request_id() or new_request_id(),
+            # The request's trace (its traceparent continued), else a trace of the run's own.
+            trace_id=trace_id_var.get() or new_request_id(), traceparent=traceparent_var.get() or "",
             lease_owner=PROCESS_ID, lease_expires_at=now + timedelta(seconds=lease),
         )
         # The thread talks to the agent of its latest run (the chat shows it); same UPDATE, no extra query.
@@ -210,7 +212,7 @@ def claimed_meta(run: Run) -> dict:
     copied, so the worker and the response serializer never share them."""
     return {"thread_id": run.thread_id, "owner_id": run.owner_id, "kwargs": copy.deepcopy(run.kwargs),
             "assistant_id": run.assistant_id, "model_name": run.model_name, "metadata": run.metadata,
-            "request_id": run.request_id, "created_at": run.created_at}
+            "request_id": run.request_id, "trace_id": run.trace_id, "traceparent": run.traceparent, "created_at": run.created_at}
 
 
 def run_cancel(*, run: Run, action: str = "interrupt", wait: bool = False, timeout: float = REPLACE_WAIT_SECONDS) -> Run:

@@ -76,7 +76,7 @@ def _claim(run_id: str) -> dict | None:
     # Only the columns the run needs, as a dict: no model instance, and none of the row's
     # other JSON (token usage) decoded.
     return Run.objects.filter(pk=run_id).values("thread_id", "owner_id", "kwargs", "assistant_id", "model_name", "metadata",
-                                                "request_id", "created_at").get()
+                                                "request_id", "trace_id", "traceparent", "created_at").get()
 
 
 @database_sync_to_async
@@ -131,7 +131,8 @@ def _finish(run_id: str, *, status: str, thread_status: str, error: str, progres
     # Only the columns written here: the request's kwargs can be large, and reading and
     # re-writing them would cost more than the rest of the finish.
     columns = {**totals, "token_usage": {"by_model": progress.usage, "llm_call_count": progress.llm_calls,
-                                         "message_count": progress.message_count, "subagent_tokens": progress.subagent_tokens}}
+                                         "message_count": progress.message_count, "subagent_tokens": progress.subagent_tokens,
+                                         **{f"{kind}_tokens": n for kind, n in progress.side_tokens.items()}}}
     # The metadata was read at the claim; admission wrote it and nothing changes it since.
     run_settle(run_id=run_id, thread_id=thread_id, status=status, stop_reason=progress.stop_reason, error=error,
                thread_status=thread_status, columns=columns, events=events, title=title, fallback_title=fallback_title,
@@ -233,7 +234,8 @@ def _run_config(run_id: str, meta: dict, kwargs: dict) -> tuple[dict, dict]:
         # What every trace of the run carries (harness/observability/tracing.py).
         "metadata": {**(kwargs.get("metadata") or {}), **trace_metadata(
             run_id=run_id, thread_id=meta["thread_id"], request_id=meta.get("request_id") or "", user_id=configurable["user_id"],
-            assistant_id=configurable["assistant_id"], agent_name=context.get("agent_name"), model_name=configurable.get("model_name"))},
+            assistant_id=configurable["assistant_id"], agent_name=context.get("agent_name"), model_name=configurable.get("model_name"),
+            trace_id=meta.get("trace_id") or "", traceparent=meta.get("traceparent") or "")},
         "tags": list(request_config.get("tags") or []),
     }
     runtime_context = {**configurable}
@@ -338,55 +340,79 @@ async def _execute(run_id: str, claimed: dict | None = None) -> None:
         # The pre-run head: the rollback point, and which messages are not this run's.
         pre_run = await run_state.prepare(graph, config, graph_input)
         progress.seen_message_ids |= pre_run.message_ids
-        interrupted = False
         stream_kwargs: dict[str, Any] = {"stream_mode": graph_modes, "subgraphs": subgraphs, "context": context,
                                          "durability": graphs.default_durability(graph)}
         for option in ("interrupt_before", "interrupt_after", "durability"):
             if kwargs.get(option):
                 stream_kwargs[option] = kwargs[option]
         last_meta: tuple[Any, dict] = (None, {})
-        async for chunk in graph.astream(graph_input, config, **stream_kwargs):
-            if subgraphs:
-                namespace, mode, data = chunk
-            else:
-                namespace, (mode, data) = (), chunk
-            wire = WIRE_MODE.get(mode, mode)
-            if mode == "values" and not namespace:
-                progress.last_values = data
-                if pre_run.ids_from_first_values and isinstance(data, dict):
-                    progress.assume_older(run_state.older_messages(data, pre_run))
-                    pre_run.ids_from_first_values = False
-                if isinstance(data, dict):
-                    events = message_events(list(data.get("messages") or []), progress, meta.get("model_name") or "")
-                    if events:
-                        stamper.own([e.content for e in events if e.category == "message"])
-                        await journal.add(events)
-                        _raise_if_cancelled(run_id)
-            elif mode == "updates" and not namespace:
-                interrupted = interrupted or (isinstance(data, dict) and "__interrupt__" in data)
-            elif mode == "custom" and not namespace:
-                events = subagent_events(data, progress)
-                if events:
-                    await journal.add(events)
-            if wire not in wire_requested:
-                continue
-            name = "|".join([wire, *namespace]) if namespace else wire
-            if first_event_pending:
-                first_event_pending = False
-                metrics.first_event(time.time() - meta["created_at"].timestamp())
-            if mode == "messages":
-                message, cb_meta = data
-                # LangGraph hands every chunk of one model call the same metadata dict:
-                # filtered and converted once per call, not once per token.
-                if cb_meta is not last_meta[0]:
-                    last_meta = (cb_meta, _callback_metadata(cb_meta))
-                payload: Any = [to_jsonable(message), last_meta[1]]
-            else:
-                payload = to_jsonable(data)
+
+        async def stream_turn(turn_input: Any, turn_config: dict) -> bool:
+            """One turn of the graph onto the run's stream; True when it stopped for input."""
+            nonlocal first_event_pending, last_meta
+            stopped = False
+            async for chunk in graph.astream(turn_input, turn_config, **stream_kwargs):
+                if subgraphs:
+                    namespace, mode, data = chunk
+                else:
+                    namespace, (mode, data) = (), chunk
+                wire = WIRE_MODE.get(mode, mode)
                 if mode == "values" and not namespace:
-                    payload = await stamper.stamp(payload)
-                    _raise_if_cancelled(run_id)
-            await bridge.apublish(run_id, name, payload)
+                    progress.last_values = data
+                    if pre_run.ids_from_first_values and isinstance(data, dict):
+                        progress.assume_older(run_state.older_messages(data, pre_run))
+                        pre_run.ids_from_first_values = False
+                    if isinstance(data, dict):
+                        events = message_events(list(data.get("messages") or []), progress, meta.get("model_name") or "")
+                        if events:
+                            stamper.own([e.content for e in events if e.category == "message"])
+                            await journal.add(events)
+                            _raise_if_cancelled(run_id)
+                elif mode == "updates" and not namespace:
+                    stopped = stopped or (isinstance(data, dict) and "__interrupt__" in data)
+                elif mode == "custom" and not namespace:
+                    events = subagent_events(data, progress)
+                    if events:
+                        await journal.add(events)
+                if wire not in wire_requested:
+                    continue
+                name = "|".join([wire, *namespace]) if namespace else wire
+                if first_event_pending:
+                    first_event_pending = False
+                    metrics.first_event(time.time() - meta["created_at"].timestamp())
+                if mode == "messages":
+                    message, cb_meta = data
+                    # LangGraph hands every chunk of one model call the same metadata dict:
+                    # filtered and converted once per call, not once per token.
+                    if cb_meta is not last_meta[0]:
+                        last_meta = (cb_meta, _callback_metadata(cb_meta))
+                    payload: Any = [to_jsonable(message), last_meta[1]]
+                else:
+                    payload = to_jsonable(data)
+                    if mode == "values" and not namespace:
+                        payload = await stamper.stamp(payload)
+                        _raise_if_cancelled(run_id)
+                await bridge.apublish(run_id, name, payload)
+            return stopped
+
+        interrupted = await stream_turn(graph_input, config)
+        # More turns in this same run while a feature asks for them (a goal not met yet). They
+        # go on from the thread's head, whatever checkpoint the first turn started from.
+        head_config = {**config, "configurable": {k: v for k, v in config["configurable"].items()
+                                                  if k not in ("checkpoint_id", "checkpoint_map")}}
+        async def publish_requested(event: str, data: Any) -> None:
+            if event in wire_requested:  # a hook's events reach only clients that asked for the mode
+                await bridge.apublish(run_id, event, data)
+
+        while not interrupted and lifecycle.continuations:
+            turn = lifecycle.TurnEnd(run_id=run_id, thread_id=thread_id, meta=meta, config=config, context=context,
+                                     values=progress.last_values, graph=graph, app_config=app_config,
+                                     publish=publish_requested, count_usage=progress.add_side_usage)
+            next_input = await lifecycle.next_turn(turn)
+            if next_input is None:
+                break
+            _raise_if_cancelled(run_id)
+            interrupted = await stream_turn(next_input, head_config)
         # The last values event is the state the run ended with.
         final = progress.last_values if isinstance(progress.last_values, dict) else {}
         title = final.get("title")

@@ -154,7 +154,7 @@ CSRF_TRUSTED_ORIGINS = [*CSRF_TRUSTED_ORIGINS, *(o for o in DEERFLOW_FRONTEND_OR
 # origins are allowed too, with cookies (it signs in with them).
 CORS_ALLOWED_ORIGINS = [*env.list("CORS_ALLOWED_ORIGINS", default=[]), *DEERFLOW_FRONTEND_ORIGINS]
 CORS_URLS_REGEX = r"^/api/.*$"
-CORS_EXPOSE_HEADERS = ["Content-Location", "X-Request-ID"]
+CORS_EXPOSE_HEADERS = ["Content-Location", "X-Request-ID", "X-Trace-Id"]
 CORS_ALLOW_CREDENTIALS = env.bool("CORS_ALLOW_CREDENTIALS", default=bool(DEERFLOW_FRONTEND_ORIGINS))
 CORS_ALLOW_HEADERS = [
     "accept",

@@ -208,6 +208,14 @@ class SuggestionsConfig(_Section):
     max_suggestions: int = Field(3, ge=1, le=3)
 
 
+class GoalsConfig(_Section):
+    """Thread goals (docs/thread-actions.md#goals): the evaluator that judges each turn, and
+    the continuation cap a goal gets when its request names none."""
+
+    model_name: str | None = None  # the evaluator's model; null: the default (first) model
+    max_continuations: int = Field(8, ge=0, le=8)
+
+
 class InputPolishConfig(_Section):
     """The composer's Polish button (docs/thread-actions.md): one model call rewrites a draft
     before it is sent; nothing is stored and no run starts."""
@@ -367,6 +375,7 @@ class AppConfig(BaseModel):
     budgets: BudgetsConfig = Field(default_factory=BudgetsConfig)
     tracing: TracingConfig = Field(default_factory=TracingConfig)
     suggestions: SuggestionsConfig = Field(default_factory=SuggestionsConfig)
+    goals: GoalsConfig = Field(default_factory=GoalsConfig)
     input_polish: InputPolishConfig = Field(default_factory=InputPolishConfig)
     # What the loader did with DeerFlow's keys (harness.config.deerflow_compat): mapped ones and
     # ones accepted without effect, each with its reason; set by parse_config.
@@ -386,7 +395,7 @@ class AppConfig(BaseModel):
         for tool in self.tools:
             if groups and tool.group not in groups:
                 raise ValueError(f"tool '{tool.name}' uses group '{tool.group}', which tool_groups does not define")
-        for section in ("memory", "summarization", "title", "suggestions", "input_polish"):
+        for section in ("memory", "summarization", "title", "suggestions", "goals", "input_polish"):
             ref = getattr(self, section).model_name
             if ref is not None and ref not in names:
                 raise ValueError(f"{section}.model_name '{ref}' is not one of the configured models ({', '.join(names) or 'none'})")

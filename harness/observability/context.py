@@ -15,12 +15,50 @@ import uuid
 request_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar("deerflow_request_id", default=None)
 run_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar("deerflow_run_id", default=None)
 thread_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar("deerflow_thread_id", default=None)
+# The trace a request belongs to (``X-Trace-Id`` on the response) and the W3C ``traceparent``
+# it continues, when the caller sent one: admission stores both on the runs it starts.
+trace_id_var: contextvars.ContextVar[str | None] = contextvars.ContextVar("deerflow_trace_id", default=None)
+traceparent_var: contextvars.ContextVar[str | None] = contextvars.ContextVar("deerflow_traceparent", default=None)
+
+TRACE_ID_HEADER = "X-Trace-Id"
 
 # What a caller may hand us as a request id: printable, no spaces or quotes, so it can go into
 # a log line, a header and a trace tag unescaped. Anything else is replaced by a fresh id.
 _REQUEST_ID = re.compile(r"^[A-Za-z0-9._:@/+=-]{1,128}$")
 # W3C trace context: version-traceid-parentid-flags; an all-zero trace id is invalid.
 _TRACEPARENT = re.compile(r"^[0-9a-f]{2}-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
+_TRACEPARENT_PARTS = re.compile(r"^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$")
+_OTEL_TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+def parse_traceparent(value: str | None) -> tuple[str, str] | None:
+    """(trace id, parent span id) of a valid W3C ``traceparent``, else None. All-zero ids
+    are invalid (W3C), and so is version ``ff``."""
+    if not value:
+        return None
+    match = _TRACEPARENT_PARTS.match(value.strip().lower())
+    if not match or match.group(1) == "ff" or match.group(2) == "0" * 32 or match.group(3) == "0" * 16:
+        return None
+    return match.group(2), match.group(3)
+
+
+def trace_from_headers(x_trace_id: str | None, traceparent: str | None) -> tuple[str, str | None]:
+    """(trace id, traceparent to continue): a valid ``traceparent`` decides both, as W3C
+    trace context asks of every hop; else a well-formed ``X-Trace-Id`` (DeerFlow's header)
+    names the trace; else a new one (32 hex, so it can be an OpenTelemetry trace id too)."""
+    parsed = parse_traceparent(traceparent)
+    if parsed is not None:
+        return parsed[0], traceparent.strip().lower()
+    if x_trace_id:
+        candidate = x_trace_id.strip()
+        if _REQUEST_ID.match(candidate):
+            return candidate, None
+    return new_request_id(), None
+
+
+def is_otel_trace_id(value: str | None) -> bool:
+    """Whether ``value`` can be an OpenTelemetry trace id (what Langfuse files traces by)."""
+    return bool(value) and bool(_OTEL_TRACE_ID.match(value)) and value != "0" * 32
 
 
 def new_request_id() -> str:

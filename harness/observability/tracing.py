@@ -19,11 +19,16 @@ import atexit
 import logging
 import os
 import threading
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
 
+from langchain_core.runnables import RunnableLambda
 from pydantic import BaseModel, ConfigDict
 
+from harness.observability.context import is_otel_trace_id
+
 logger = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class LangSmithTracing(BaseModel):
@@ -111,9 +116,15 @@ def _langfuse_wanted(cfg: TracingConfig) -> bool:
     return bool(_env("LANGFUSE_PUBLIC_KEY") and _env("LANGFUSE_SECRET_KEY")) and _env("LANGFUSE_TRACING_ENABLED") != "false"
 
 
-def run_callbacks(cfg: TracingConfig) -> list:
+def run_callbacks(cfg: TracingConfig, *, trace_id: str | None = None, parent_span_id: str | None = None) -> list:
     """The tracer callbacks for one run: none (the usual case, at no cost) when no backend is
-    configured."""
+    configured.
+
+    ``trace_id`` (an OpenTelemetry trace id, 32 hex) files the run's Langfuse trace under
+    that id, so the ``X-Trace-Id`` a client got back finds it; ``parent_span_id`` (from the
+    request's ``traceparent``) makes the run's root span a child of the caller's span. LangSmith
+    has no W3C parent: its runs carry the ids as metadata (``deerflow_trace_id``,
+    ``traceparent``) instead."""
     if cfg.langsmith is None and cfg.langfuse is None and not _env("LANGFUSE_PUBLIC_KEY"):
         return []
     callbacks: list = []
@@ -133,19 +144,87 @@ def run_callbacks(cfg: TracingConfig) -> list:
         else:
             from langfuse.langchain import CallbackHandler
 
-            callbacks.append(CallbackHandler(public_key=public_key))
+            context = None
+            if is_otel_trace_id(trace_id):
+                context = {"trace_id": trace_id}
+                if parent_span_id:
+                    context["parent_span_id"] = parent_span_id
+            callbacks.append(CallbackHandler(public_key=public_key, trace_context=context))
     return callbacks
 
 
 def trace_metadata(*, run_id: str, thread_id: str, request_id: str, user_id: str, assistant_id: str,
-                   agent_name: str | None, model_name: str | None) -> dict[str, Any]:
+                   agent_name: str | None, model_name: str | None, trace_id: str = "", traceparent: str = "") -> dict[str, Any]:
     """What every trace of a run carries; ``langfuse_*`` are the keys Langfuse files a trace
-    under a user and a session (the thread) by."""
-    return {
+    under a user and a session (the thread) by; ``deerflow_trace_id`` is DeerFlow's name for
+    the request's trace id (``X-Trace-Id``)."""
+    metadata = {
         "run_id": run_id, "thread_id": thread_id, "request_id": request_id, "user_id": user_id,
         "assistant_id": assistant_id, "agent_name": agent_name or assistant_id, "model_name": model_name or "",
         "langfuse_user_id": user_id, "langfuse_session_id": thread_id,
     }
+    if trace_id:
+        metadata["deerflow_trace_id"] = trace_id
+    if traceparent:
+        metadata["traceparent"] = traceparent
+    return metadata
+
+
+# The keys of trace_metadata a call the run makes outside its graph carries over: the ones
+# that tie it to the run, its user and its thread's session.
+_CARRIED = ("run_id", "thread_id", "request_id", "user_id", "assistant_id", "agent_name", "deerflow_trace_id",
+            "langfuse_user_id", "langfuse_session_id")
+
+
+def standalone_config(cfg: TracingConfig, name: str, *, parent: dict[str, Any] | None = None, thread_id: str = "",
+                      user_id: str = "", model_name: str = "") -> dict[str, Any]:
+    """The ``RunnableConfig`` for a model call made outside a run's graph (memory updater,
+    suggestions, compaction, the goal evaluator, a subagent): its own trace, named ``name``
+    (LangSmith's run name, Langfuse's trace name), in the thread's session and under the
+    user, with the ids of the run it serves (``parent``: that run's trace metadata).
+
+    Not traced (no backend configured): just the name, and no tracer is made."""
+    config: dict[str, Any] = {"run_name": name}
+    callbacks = run_callbacks(cfg)
+    if not callbacks:
+        return config
+    metadata = {key: parent[key] for key in _CARRIED if parent and parent.get(key)}
+    if thread_id:
+        metadata.update(thread_id=thread_id, langfuse_session_id=thread_id)
+    if user_id:
+        metadata.update(user_id=user_id, langfuse_user_id=user_id)
+    if model_name:
+        metadata["model_name"] = model_name
+    metadata["langfuse_trace_name"] = name
+    config.update(callbacks=callbacks, metadata=metadata)
+    return config
+
+
+def _root(config: dict[str, Any], call: Callable[[], Any]) -> RunnableLambda:
+    # A chain, not the bare model call, at the root: Langfuse files a trace's name, session and
+    # user from the root chain's metadata only; the model call inside is its child.
+    async def _acall(_: Any) -> Any:
+        return await call()
+
+    def _call(_: Any) -> Any:
+        return call()
+
+    return RunnableLambda(_call, afunc=_acall, name=config["run_name"])
+
+
+async def atraced(config: dict[str, Any], call: Callable[[], Awaitable[T]]) -> T:
+    """Await ``call()`` as the root of its own trace, per :func:`standalone_config`'s
+    ``config``; untraced, just await it."""
+    if not config.get("callbacks"):
+        return await call()
+    return await _root(config, call).ainvoke(None, config=config)
+
+
+def traced(config: dict[str, Any], call: Callable[[], T]) -> T:
+    """:func:`atraced` for a blocking call (run it in a worker thread)."""
+    if not config.get("callbacks"):
+        return call()
+    return _root(config, call).invoke(None, config=config)
 
 
 def describe(cfg: TracingConfig) -> list[dict[str, Any]]:

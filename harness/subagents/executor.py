@@ -174,16 +174,20 @@ class _Run:
 
 async def run_subagent(*, task_id: str, description: str, prompt: str, stype: SubagentType, model: BaseChatModel, model_name: str,
                        tools: Sequence[BaseTool], context: dict[str, Any], state: dict[str, Any], emit: Emit,
-                       graph: Any = None) -> SubagentResult:
+                       graph: Any = None, trace: dict[str, Any] | None = None) -> SubagentResult:
     """Run to a terminal status; re-raises CancelledError after reporting it. ``graph``: a
-    compiled subagent graph to reuse (it holds no per-run state)."""
+    compiled subagent graph to reuse (it holds no per-run state). ``trace``: the tracing
+    config (run name, tracer callbacks, metadata) of the subagent's own trace."""
     emit({"type": "task_started", "task_id": task_id, "description": description, "subagent_type": stype.name,
           "model_name": model_name, "prompt": bounded(prompt, STEP_TEXT_CHARS)[0]})
     run = _Run(task_id=task_id, stype=stype, model=model, model_name=model_name,
                graph=graph or build_subagent_graph(stype, model, tools, model_name), emit=emit)
     config = {"configurable": {k: context[k] for k in ("thread_id", "user_id", "run_id") if k in context},
               # Each turn is a model step and a tools step; the turn cap stops the loop first.
-              "recursion_limit": stype.max_turns * 2 + 10, "metadata": {"subagent_task_id": task_id}}
+              "recursion_limit": stype.max_turns * 2 + 10}
+    if trace:
+        config.update({k: v for k, v in trace.items() if k != "metadata"})
+    config["metadata"] = {**((trace or {}).get("metadata") or {}), "subagent_task_id": task_id}
     initial = {**state, "messages": [HumanMessage(prompt)]}
     out = run.out
     # A fresh context (see the module docstring); the task is ours to cancel with the parent.

@@ -21,6 +21,7 @@ from langgraph.types import Command
 
 from harness.agents.markers import run_value
 from harness.config.app_config import SubagentsConfig
+from harness.observability.tracing import TracingConfig, standalone_config
 from harness.subagents.executor import SubagentResult, build_subagent_graph, run_subagent
 from harness.subagents.types import NEVER_DELEGATED, available_types
 
@@ -84,7 +85,9 @@ def subagent_tools(lead_tools: Sequence[BaseTool], wanted: Sequence[str] | None)
 
 
 def build_task_tool(*, config: SubagentsConfig, lead_tools: Sequence[BaseTool], model_factory: ModelFactory,
-                    shared_middleware: Sequence[Any] = ()) -> BaseTool:
+                    shared_middleware: Sequence[Any] = (), tracing: TracingConfig | None = None) -> BaseTool:
+    """``tracing``: config.yaml's tracing section; each subagent is then traced on its own,
+    as ``subagent:<type>``, in the lead run's session with the lead run's ids."""
     types = available_types(config)
     # Compiled subagent graphs, per (type, model): building one costs about ten milliseconds,
     # and a graph without a checkpointer holds nothing of any run.
@@ -133,8 +136,14 @@ def build_task_tool(*, config: SubagentsConfig, lead_tools: Sequence[BaseTool], 
             if key not in graphs:
                 graphs[key] = build_subagent_graph(stype, chat_model, subagent_tools(lead_tools, stype.tools), model_name,
                                                      shared_middleware)
+            trace = None
+            if tracing is not None:
+                lead_metadata = (getattr(runtime, "config", None) or {}).get("metadata") or {}
+                trace = standalone_config(tracing, f"subagent:{stype.name.lower().replace('_', '-')}", parent=lead_metadata,
+                                          model_name=model_name)
             out = await run_subagent(task_id=call_id, description=description, prompt=prompt, stype=stype, model=chat_model,
-                                     model_name=model_name, tools=(), context=context, state=state, emit=emit, graph=graphs[key])
+                                     model_name=model_name, tools=(), context=context, state=state, emit=emit, graph=graphs[key],
+                                     trace=trace)
         entry = {"id": call_id, "run_id": run_id, "description": description, "subagent_type": stype.name, "status": out.status,
                  "stop_reason": out.stop_reason, "model_name": out.model_name, "usage": dict(out.usage), "steps": out.steps}
         update: dict[str, Any] = {"messages": [result_message(out, call_id)], "delegations": [entry]}

@@ -153,14 +153,6 @@
    * its marker, and a replay that failed says the conversation was restored. */
   async function onRunEnd(runId, info) {
     if (!runId || !app.threadId()) return;
-    if (nextRun) {
-      const next = nextRun;
-      nextRun = null;
-      app.follow(next, { goal: true });
-      app.setNote("Continuing towards the goal…");
-      refreshGoal();
-      return;
-    }
     refreshGoal();
     let run = null;
     try { run = await app.api("GET", `/threads/${encodeURIComponent(app.threadId())}/runs/${runId}`); } catch (e) { /* gone */ }
@@ -227,20 +219,40 @@
 
   // ------------------------------------------------------------ thread goal
 
-  let nextRun = null; // a goal continuation announced by the run that is ending
+  // The evaluator's typed blockers (harness/agents/goals.py), as the chat names them.
+  const GOAL_BLOCKERS = {
+    needs_user_input: "Needs your input", missing_evidence: "Missing evidence", run_failed: "Run failed",
+    external_wait: "Waiting on something outside", goal_not_met_yet: "Not met yet",
+  };
 
-  const GOAL_STOPS = { met: "Goal met.", cap_reached: "Stopped: the continuation limit is reached.", no_progress: "Stopped: the last continuations made no progress." };
+  /* What the goal's state reads as: [blocker label or "", text, kind]. */
+  function goalState(goal) {
+    const last = goal.last_evaluation || {};
+    const count = `${goal.continuation_count || 0}/${goal.max_continuations}`;
+    const reason = last.reason ? ` — ${last.reason}` : "";
+    if (goal.status === "met") return ["", `Met${reason}`, "done"];
+    const stop = last.stand_down_reason || "";
+    if (stop.startsWith("blocked:")) return [GOAL_BLOCKERS[last.blocker] || last.blocker, `Blocked${reason}`, "blocked"];
+    if (stop === "max_continuations_reached") return [GOAL_BLOCKERS[last.blocker] || "", `Stopped: the continuation limit is reached (${count})${reason}`, "stopped"];
+    if (stop === "no_progress_detected") return ["", `Stopped: the last continuations made no progress (${count})`, "stopped"];
+    if (stop === "evaluator_failed") return ["", `Stopped: the evaluator could not answer${reason}`, "stopped"];
+    if (goal.continuation_count) return [GOAL_BLOCKERS[last.blocker] || "", `Continuing towards the goal (${count})${reason}`, "active"];
+    return ["", `Active · up to ${goal.max_continuations} continuations`, "active"];
+  }
 
   function paintGoal(goal) {
     const banner = document.getElementById("goal-banner");
     if (!banner) return;
     banner.hidden = !goal;
     if (!goal) return;
-    const status = goal.status === "active"
-      ? (goal.continuations ? `continuing towards the goal (${goal.continuations}/${goal.max_continuations})` : `up to ${goal.max_continuations} continuations`)
-      : (GOAL_STOPS[goal.status] || goal.status);
-    document.getElementById("goal-text").textContent = `Goal: ${goal.objective} — ${status}`;
-    banner.classList.toggle("done", goal.status !== "active");
+    const [blocker, text, kind] = goalState(goal);
+    document.getElementById("goal-text").textContent = `Goal: ${goal.objective}`;
+    document.getElementById("goal-state-text").textContent = text;
+    const chip = document.getElementById("goal-blocker");
+    chip.textContent = blocker;
+    chip.hidden = !blocker;
+    banner.classList.toggle("done", kind === "done");
+    banner.classList.toggle("blocked", kind === "blocked");
   }
 
   async function refreshGoal() {
@@ -258,7 +270,8 @@
     (async () => {
       try {
         await app.ensureThread();
-        const result = await app.api("PUT", `/threads/${encodeURIComponent(app.threadId())}/goal`, { objective, max_continuations: 3 });
+        // The server's default cap (goals.max_continuations, 8 unless the operator says otherwise).
+        const result = await app.api("PUT", `/threads/${encodeURIComponent(app.threadId())}/goal`, { objective });
         paintGoal(result.goal);
         app.send(objective);
       } catch (e) {
@@ -270,11 +283,14 @@
 
   function onCustom(data) {
     if (!data || typeof data !== "object") return;
+    // Continuations are more turns of the same run: the banner follows the evaluator's verdicts.
     if (data.type === "goal_continuation") {
-      nextRun = data.run_id;
       app.setNote(`Continuing towards the goal (${data.n}/${data.max})…`);
+      refreshGoal();
     } else if (data.type === "goal_stopped") {
-      app.setNote(GOAL_STOPS[data.status] || "The goal loop stopped.");
+      app.setNote(data.status === "met" ? "Goal met." : data.blocker && data.stand_down_reason === `blocked:${data.blocker}`
+        ? `Goal blocked: ${GOAL_BLOCKERS[data.blocker] || data.blocker}.` : "The goal loop stopped.");
+      refreshGoal();
     }
   }
 

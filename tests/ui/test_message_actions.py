@@ -4,6 +4,7 @@ show every message once."""
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -221,10 +222,16 @@ def test_follow_up_suggestions_appear_after_the_answer_and_send(page, script, su
     expect(page.locator(".suggestion-chip")).to_have_count(0)
 
 
+def verdict(satisfied: bool, blocker: str = "goal_not_met_yet", reason: str = "") -> str:
+    """The goal evaluator's answer (the live server's one loopback model answers it too, in turn)."""
+    return json.dumps({"satisfied": satisfied, "blocker": "none" if satisfied else blocker, "reason": reason})
+
+
 @pytest.mark.parametrize("width", [1280, 375])
-def test_a_goal_set_from_the_composer_continues_until_met(page, script, width, doc_shot):
+def test_a_goal_set_from_the_composer_continues_until_the_evaluator_says_met(page, script, width, doc_shot):
     page.set_viewport_size({"width": width, "height": 800})
-    script("Step one is written.", "Step two is written.\nGOAL_MET")
+    script("Step one is written.", verdict(False, reason="step two is missing"),
+           "Step two is written.", verdict(True, reason="both steps are written"))
     page.goto("/")
     send(page, "/goal Write two steps")
     banner = page.locator("#goal-banner")
@@ -232,17 +239,48 @@ def test_a_goal_set_from_the_composer_continues_until_met(page, script, width, d
     expect(questions(page).first.locator(".bubble")).to_have_text("Write two steps")
     expect(answers(page).first).to_contain_text("Step one is written.")
     expect(answers(page).last).to_contain_text("Step two is written.")
-    expect(banner).to_contain_text("Goal met.")
+    expect(page.locator("#goal-state")).to_have_text("Met — both steps are written")
+    expect(page.locator("#goal-blocker")).to_be_hidden()
     idle(page)
     doc_shot(page, "goal" if width > 600 else "goal-phone")
     assert page.evaluate("document.documentElement.scrollWidth") <= width
     page.reload()
-    expect(questions(page)).to_have_count(1)  # the continuation instructions stay hidden
+    expect(questions(page)).to_have_count(1)  # the continuation instruction stays hidden
     expect(answers(page)).to_have_count(2)
-    expect(banner).to_contain_text("Goal met.")
+    expect(page.locator("#goal-state")).to_contain_text("Met")
     page.get_by_role("button", name="Clear goal").click()
     expect(banner).to_be_hidden()
     assert page.js_errors == []
+
+
+@pytest.mark.parametrize("viewport", [{"width": 1280, "height": 800}, {"width": 375, "height": 740}], ids=["desktop", "phone"])
+def test_a_blocked_goal_shows_its_blocker_in_the_dark_theme(viewport, browser, live, signed_in_state, script, doc_shot):
+    context = browser.new_context(base_url=live.url, storage_state=signed_in_state, color_scheme="dark", viewport=viewport)
+    try:
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc: errors.append(str(exc)))
+        script("Which database should I use, Postgres or SQLite?",
+               verdict(False, "needs_user_input", "the assistant asked which database to use"))
+        page.goto("/")
+        send(page, "/goal Set up the database")
+        expect(answers(page).last).to_contain_text("Which database should I use")
+        chip = page.locator("#goal-blocker")
+        expect(chip).to_have_text("Needs your input")
+        expect(page.locator("#goal-state")).to_contain_text("Blocked — the assistant asked which database to use")
+        idle(page)
+        assert page.evaluate(DARK_BANNER) < 0.4  # the banner follows the dark theme
+        assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
+        doc_shot(page, "goal-blocked-dark" + ("-phone" if viewport["width"] == 375 else ""))
+        assert errors == []
+    finally:
+        context.close()
+
+
+DARK_BANNER = """() => {
+    const [r, g, b] = getComputedStyle(document.querySelector("#goal-banner")).backgroundColor.match(/\\d+/g).map(Number);
+    return (0.2126 * r + 0.7152 * g + 0.0722 * b) / 255;
+}"""
 
 
 def test_an_answered_clarification_stays_in_the_history_after_reload(page, script):

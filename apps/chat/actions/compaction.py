@@ -21,6 +21,7 @@ from apps.runs.runtime import get_runtime
 from harness.agents import compaction
 from harness.config.loader import get_app_config
 from harness.models import ModelError
+from harness.observability.tracing import atraced, standalone_config
 from harness.runtime.checkpoint_state import write_onto_head
 
 logger = logging.getLogger(__name__)
@@ -50,8 +51,11 @@ async def _compact(thread, run_model: str | None) -> dict:
         compactor = await asyncio.to_thread(compaction.build_compactor, app, run_model)
     except ModelError as exc:
         raise ServiceUnavailable(f"No model to summarize with: {exc}") from None
+    # Its own trace in the thread's session (making a tracer client may touch the disk: off the loop).
+    trace = await asyncio.to_thread(standalone_config, app.tracing, "context_compaction", thread_id=thread.pk,
+                                    user_id=str(thread.owner_id), model_name=compaction.compaction_model_name(app, run_model))
     try:
-        result = await compaction.compact(compactor, values)
+        result = await atraced(trace, lambda: compaction.compact(compactor, values))
     except Exception as exc:  # the model call failed: nothing was written
         logger.warning("Compaction of thread %s failed: %s", thread.pk, exc)
         raise ServiceUnavailable(f"The summary could not be made: {type(exc).__name__}: {exc}") from None

@@ -1,46 +1,43 @@
-"""A thread goal the agent keeps working towards across continuations.
+"""A thread goal the agent keeps working towards, inside the run, as DeerFlow runs it.
 
-The goal lives in the thread's state (the ``goal`` channel), so the worker learns whether a
-thread has one from the values it already holds at the end of a run: a thread without a
-goal costs nothing. ``GET/PUT/DELETE /threads/{id}/goal`` read and write it onto the head.
+The goal lives in the thread's state (the ``goal`` channel; shape in ``harness/agents/goals.py``).
+``GET/PUT/DELETE /threads/{id}/goal`` read and write it onto the head.
 
-After a successful run with an active goal (``continue_towards_goal``, on the engine's
-``after_settle`` point):
+After each turn of a run on a thread with an active goal (``continue_towards_goal``, on the
+engine's ``continuations`` point; a thread without a goal costs a dict lookup):
 
-- the answer ends with the line ``GOAL_MET``: the goal is marked met;
-- ``continuations`` reached ``max_continuations`` (0–8): it stops, ``cap_reached``;
-- two continuations in a row added no new answer text: it stops, ``no_progress``;
-- otherwise a continuation run is admitted on the thread with a hidden instruction, and the
-  finished run's stream carries ``custom`` ``{"type": "goal_continuation", n, max, run_id}``
-  before its end, so a client can follow the next run ("continuing towards the goal (2/8)").
+- a separate evaluator call (``goals.model_name`` in config.yaml, else the default model; traced
+  as ``goal_evaluator``, its tokens counted in the run's usage) decides met / not met, and what
+  blocks it (a typed blocker);
+- met: the goal's status becomes ``met``; blocked (any blocker but ``goal_not_met_yet``), the
+  cap reached, or no new answer twice: the goal stays active with ``stand_down_reason`` and the
+  next user turn is judged again;
+- otherwise one more turn runs in the same run, its input a hidden user message restating the
+  goal (the updated goal is written onto the head first); the stream carries ``custom`` ``{"type": "goal_continuation", n, max, blocker, reason}``
+  before it, and ``{"type": "goal_stopped", …}`` when the loop ends.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
-from channels.db import database_sync_to_async
-from django.contrib.auth import get_user_model
-from langchain_core.messages import AIMessage
-
 from apps.chat.actions import lineage
-from apps.errors import DomainError, InvalidRequest
+from apps.errors import InvalidRequest
 from apps.runs import graphs
-from apps.runs.lifecycle import RunOutcome
+from apps.runs.lifecycle import TurnEnd
 from apps.runs.reservations import Kind as ReservationKind, thread_reserved
 from apps.runs.runtime import get_runtime
-from apps.runs.schemas import parse_run_request
-from apps.runs.services import start_run
+from harness.agents import goals as goal_logic
+from harness.config.loader import get_app_config
+from harness.models import create_chat_model, get_model_config
+from harness.observability.tracing import atraced, standalone_config
 from harness.runtime.checkpoint_state import write_onto_head
 
 logger = logging.getLogger(__name__)
 
-MAX_OBJECTIVE_CHARS = 4000
-MAX_CONTINUATIONS = 8
-DEFAULT_CONTINUATIONS = 3
-NO_PROGRESS_LIMIT = 2
-MET_MARKER = "GOAL_MET"
+EVALUATOR_TIMEOUT_SECONDS = 120
 
 
 def _config(thread_id: str, owner_id: Any, assistant_id: str) -> dict:
@@ -77,14 +74,13 @@ def _write_reserved(thread, goal: dict | None) -> None:
 def goal_set(*, thread, objective: Any, max_continuations: Any = None) -> dict:
     if not isinstance(objective, str) or not objective.strip():
         raise InvalidRequest("objective: a non-empty string is required")
-    if len(objective) > MAX_OBJECTIVE_CHARS:
-        raise InvalidRequest(f"objective: at most {MAX_OBJECTIVE_CHARS} characters (got {len(objective)})")
+    if len(objective) > goal_logic.MAX_OBJECTIVE_CHARS:
+        raise InvalidRequest(f"objective: at most {goal_logic.MAX_OBJECTIVE_CHARS} characters (got {len(objective)})")
     if max_continuations is None:
-        max_continuations = DEFAULT_CONTINUATIONS
-    if not isinstance(max_continuations, int) or isinstance(max_continuations, bool) or not 0 <= max_continuations <= MAX_CONTINUATIONS:
-        raise InvalidRequest(f"max_continuations must be an integer from 0 to {MAX_CONTINUATIONS}")
-    goal = {"objective": objective.strip(), "max_continuations": max_continuations, "continuations": 0,
-            "no_progress": 0, "status": "active", "last_answer": None}
+        max_continuations = get_app_config().goals.max_continuations
+    if not isinstance(max_continuations, int) or isinstance(max_continuations, bool) or not 0 <= max_continuations <= goal_logic.MAX_CONTINUATIONS:
+        raise InvalidRequest(f"max_continuations: an integer from 0 to {goal_logic.MAX_CONTINUATIONS} is required")
+    goal = goal_logic.new_goal(objective, max_continuations)
     _write_reserved(thread, goal)
     return {"thread_id": thread.pk, "goal": goal}
 
@@ -93,75 +89,66 @@ def goal_clear(*, thread) -> None:
     _write_reserved(thread, None)
 
 
-# -- continuations (the worker's side) ---------------------------------------------------
+# -- continuation (the worker's side) -----------------------------------------------------
 
 
-def _last_answer(values: dict) -> str:
-    for message in reversed(values.get("messages") or []):
-        if isinstance(message, AIMessage):
-            content = message.content
-            if isinstance(content, list):
-                content = " ".join(p.get("text", "") for p in content if isinstance(p, dict))
-            return str(content or "").strip()
-    return ""
+def _evaluator(app: Any, parent: dict) -> tuple[Any, str, dict]:
+    """(model, its name, tracing config). Blocking (builds a model client): off the loop."""
+    name = get_model_config(app.goals.model_name, config=app).name
+    model = create_chat_model(name, config=app)
+    return model, name, standalone_config(app.tracing, "goal_evaluator", parent=parent, model_name=name)
 
 
-def _instruction(goal: dict, n: int) -> str:
-    return (f"Continue working towards the thread's goal: {goal['objective']}\n"
-            f"This is continuation {n} of at most {goal['max_continuations']}. Do the next useful step; "
-            f"when the goal is met, say so and end your answer with a line containing only {MET_MARKER}.")
+async def _evaluate(turn: TurnEnd, goal: dict, messages: list) -> goal_logic.Evaluation:
+    prompt = goal_logic.evaluator_messages(goal, messages)
+    if prompt is None:
+        return goal_logic.Evaluation(False, "missing_evidence", "No visible answer to judge yet.")
+    model, name, trace = await asyncio.to_thread(_evaluator, turn.app_config, turn.config.get("metadata") or {})
+    reply = await asyncio.wait_for(atraced(trace, lambda: model.ainvoke(prompt)), EVALUATOR_TIMEOUT_SECONDS)
+    usage = getattr(reply, "usage_metadata", None)
+    if usage:
+        turn.count_usage("goal_evaluator", name, dict(usage))
+    content = reply.content if isinstance(reply.content, str) else "".join(
+        part.get("text", "") for part in reply.content if isinstance(part, dict))
+    return goal_logic.parse_evaluation(content)
 
 
-def _admit(meta: dict, goal: dict, n: int) -> str | None:
-    source = dict(meta.get("kwargs") or {})
-    body = {key: source[key] for key in ("context", "config", "stream_mode", "stream_subgraphs") if key in source}
-    body.update({
-        "assistant_id": meta.get("assistant_id") or graphs.LEAD_AGENT,
-        "input": {"messages": [{"role": "user", "content": _instruction(goal, n),
-                                "additional_kwargs": {"hide_from_ui": True, "goal_continuation": n}}], "goal": goal},
-        "metadata": {"goal_continuation": {"n": n, "max": goal["max_continuations"]}},
-        "multitask_strategy": "reject", "on_disconnect": "continue",
-    })
-    user = get_user_model().objects.get(pk=meta["owner_id"])
-    try:
-        admitted = start_run(user=user, thread_id=meta["thread_id"], request=parse_run_request(body))
-    except DomainError as exc:  # the user started a run meanwhile, or the thread went: they come first
-        logger.info("No goal continuation for thread %s: %s", meta["thread_id"], exc.detail)
-        return None
-    return str(admitted.run.pk)
+def _stopped_event(goal: dict) -> dict:
+    last = goal.get("last_evaluation") or {}
+    return {"type": "goal_stopped", "status": goal["status"], "stand_down_reason": last.get("stand_down_reason"),
+            "blocker": last.get("blocker"), "reason": last.get("reason"), "continuations": goal.get("continuation_count", 0),
+            "max": goal.get("max_continuations")}
 
 
-async def continue_towards_goal(outcome: RunOutcome) -> None:
-    values = outcome.values
-    if not outcome.succeeded or not isinstance(values, dict) or not values.get("goal"):
-        return  # a thread without a goal: nothing read, nothing written
-    graph, run_id, meta = outcome.graph, outcome.run_id, outcome.meta
-    goal = dict(values.get("goal") or {})
+async def continue_towards_goal(turn: TurnEnd) -> dict | None:
+    values = turn.values
+    if not isinstance(values, dict) or not values.get("goal"):
+        return None  # a thread without a goal: nothing read, nothing written
+    goal = values["goal"]
     if goal.get("status") != "active":
-        return
-    answer = _last_answer(values)
-    stop = None
-    if answer.splitlines() and answer.splitlines()[-1].strip() == MET_MARKER:
-        stop = "met"
-    elif goal.get("continuations", 0) >= goal.get("max_continuations", 0):
-        stop = "cap_reached"
+        return None
+    messages = list(values.get("messages") or [])
+    if values.get("stop_reason"):
+        # The turn hit a limit or its model failed: no verdict is asked, the loop stands down.
+        stopped = goal_logic.Evaluation(False, "run_failed", f"the turn stopped: {values['stop_reason']}")
+        goal, go_on = goal_logic.judge(goal, stopped, messages, run_id=turn.run_id)
     else:
-        progressed = bool(answer) and answer != goal.get("last_answer")
-        goal["no_progress"] = 0 if progressed else goal.get("no_progress", 0) + 1
-        if goal["no_progress"] >= NO_PROGRESS_LIMIT:
-            stop = "no_progress"
-    goal["last_answer"] = answer[-2000:]
-    bridge = get_runtime().bridge
-    try:
-        if stop is not None:
-            goal["status"] = stop
-            config = _config(meta["thread_id"], meta["owner_id"], meta.get("assistant_id") or "")
-            await write_onto_head(graph, config, {**values, "goal": goal})
-            await bridge.apublish(run_id, "custom", {"type": "goal_stopped", "status": stop, "continuations": goal["continuations"]})
-            return
-        goal["continuations"] = n = goal.get("continuations", 0) + 1
-        next_run = await database_sync_to_async(_admit)(meta, goal, n)
-        if next_run is not None:
-            await bridge.apublish(run_id, "custom", {"type": "goal_continuation", "n": n, "max": goal["max_continuations"], "run_id": next_run})
-    except Exception:  # the finished run stays finished whatever happens here
-        logger.exception("Goal continuation after run %s failed", run_id)
+        try:
+            evaluation = await _evaluate(turn, goal, messages)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the answer stands; only the loop stops, saying why
+            logger.warning("Goal evaluator failed for run %s: %s", turn.run_id, exc)
+            goal, go_on = goal_logic.failed_evaluation(goal, f"the evaluator failed: {type(exc).__name__}: {exc}", run_id=turn.run_id), False
+        else:
+            goal, go_on = goal_logic.judge(goal, evaluation, messages, run_id=turn.run_id)
+    meta = turn.meta
+    # Onto the head, not in the next turn's input: an agent's input schema may not take the
+    # goal channel. Threads with a goal pay one checkpoint per evaluation.
+    await write_onto_head(turn.graph, _config(meta["thread_id"], meta["owner_id"], meta.get("assistant_id") or ""), {**values, "goal": goal})
+    if go_on:
+        await turn.publish("custom", {"type": "goal_continuation", "n": goal["continuation_count"], "max": goal["max_continuations"],
+                                      "blocker": goal["last_evaluation"]["blocker"], "reason": goal["last_evaluation"]["reason"]})
+        return {"messages": [goal_logic.continuation_message(goal)]}
+    await turn.publish("custom", _stopped_event(goal))
+    return None

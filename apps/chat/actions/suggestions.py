@@ -16,6 +16,7 @@ from apps.runs.selectors import messages_page
 from harness.agents import suggestions
 from harness.config.loader import get_app_config
 from harness.models import ModelError, create_chat_model, get_model_config
+from harness.observability.tracing import atraced, standalone_config
 
 logger = logging.getLogger(__name__)
 
@@ -52,8 +53,11 @@ def thread_suggestions(*, thread, messages: Any = None, n: Any = None, model_nam
     except ModelError as exc:
         raise ServiceUnavailable(f"No model for suggestions: {exc}") from None
 
+    # Its own trace, named as DeerFlow names it, in the thread's session.
+    trace = standalone_config(app.tracing, "suggest_agent", thread_id=thread.pk, user_id=str(thread.owner_id), model_name=name)
+
     async def _call() -> list[str]:
-        return await asyncio.wait_for(suggestions.suggest(model, conversation, n or limit), timeout=30)
+        return await asyncio.wait_for(atraced(trace, lambda: suggestions.suggest(model, conversation, n or limit)), timeout=30)
 
     try:
         found = get_runtime().call(_call, timeout=40)

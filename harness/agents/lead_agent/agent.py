@@ -203,7 +203,8 @@ def _delegation(options: LeadAgentOptions, app: AppConfig, entry: ModelConfig, m
     gate = approval_middleware(app.approvals, subagent=True)  # subagents cannot ask: covered calls are refused
     budget = budget_middleware(app.budgets)  # a subagent's calls count toward the user's budget, and stop at it
     shared = [m for m in (skills, gate, budget) if m is not None]
-    return (build_task_tool(config=cfg, lead_tools=tools, model_factory=models, shared_middleware=shared),
+    return (build_task_tool(config=cfg, lead_tools=tools, model_factory=models, shared_middleware=shared,
+                            tracing=app.tracing),
             SubagentLimitMiddleware(concurrent, total))
 
 

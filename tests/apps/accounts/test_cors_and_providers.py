@@ -23,7 +23,7 @@ def test_listed_origins_get_cors_with_content_location_exposed(client, settings)
     settings.CORS_ALLOWED_ORIGINS = [ORIGIN]
     response = client.get("/api/health", HTTP_ORIGIN=ORIGIN)
     assert response["Access-Control-Allow-Origin"] == ORIGIN
-    assert response["Access-Control-Expose-Headers"] == "Content-Location, X-Request-ID"
+    assert response["Access-Control-Expose-Headers"] == "Content-Location, X-Request-ID, X-Trace-Id"
     assert "Access-Control-Allow-Origin" not in client.get("/api/health", HTTP_ORIGIN="https://evil.example")
     preflight = client.options("/api/me", HTTP_ORIGIN=ORIGIN, HTTP_ACCESS_CONTROL_REQUEST_METHOD="POST", HTTP_ACCESS_CONTROL_REQUEST_HEADERS="authorization, content-type")
     assert preflight.status_code == 200

@@ -38,7 +38,7 @@ def test_finds_the_runs_of_a_request(staff_client, user):
 
 def test_shows_tracing_without_keys(staff_client, monkeypatch, tmp_path, settings):
     from harness.config.loader import reset_config_cache
-    from tests.apps.observability.test_tracing import FIXTURE_CONFIG
+    from tests.apps.observability.conftest import FIXTURE_CONFIG
 
     path = tmp_path / "config.yaml"
     path.write_text(FIXTURE_CONFIG.read_text() + "tracing:\n  langfuse:\n    host: http://127.0.0.1:9\n"

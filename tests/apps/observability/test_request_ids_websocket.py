@@ -1,4 +1,4 @@
-"""Runs started over the websocket take the handshake's X-Request-ID."""
+"""Runs started over the websocket take the handshake's X-Request-ID and traceparent."""
 
 import pytest
 from channels.db import database_sync_to_async
@@ -30,3 +30,13 @@ async def test_the_handshakes_request_id_names_the_run(user, scripted_agent):
     assert run.request_id == "ws-req-9"
     fresh = await _run_over_socket(user, "ws-req", [])
     assert fresh.request_id and fresh.request_id != "ws-req-9"
+
+
+async def test_the_handshakes_traceparent_is_continued_by_its_runs(user, scripted_agent):
+    scripted_agent("one", "two")
+    await database_sync_to_async(thread_create)(owner=user, thread_id="ws-trace")
+    traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    run = await _run_over_socket(user, "ws-trace", [(b"traceparent", traceparent.encode())])
+    assert (run.trace_id, run.traceparent) == ("4bf92f3577b34da6a3ce929d0e0e4736", traceparent)
+    fresh = await _run_over_socket(user, "ws-trace", [])
+    assert fresh.traceparent == "" and fresh.trace_id not in ("", run.trace_id)
