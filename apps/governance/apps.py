@@ -10,6 +10,7 @@ class GovernanceConfig(AppConfig):
         # The harness records approval decisions and reads user rules and budgets through its ports.
         from apps.governance import probes, signals  # noqa: F401  (cache invalidation receivers)
         from apps.governance.services import run_admit
+        from apps.accounts.settings_hub import SettingsSection, register_section
         from apps.governance.stores import OrmApprovalStore, OrmBudgetStore
         from apps.runs import lifecycle
         from harness.governance.budget import set_budget_store
@@ -18,3 +19,5 @@ class GovernanceConfig(AppConfig):
         set_approval_store(OrmApprovalStore())
         set_budget_store(OrmBudgetStore())
         lifecycle.admission_checks.register(run_admit)
+        register_section(SettingsSection("approvals", "Approvals", "Which tool calls ask you first, and what you decided before.",
+                                         "list-checks", "/approvals/", order=75))

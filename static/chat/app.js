@@ -323,13 +323,10 @@
   function showError(text, retryable) {
     working().done();
     removeErrors();
-    const box = h("div", { class: "run-error", role: "alert" }, h("span", { text: text }));
-    if (retryable && S.lastInput) {
-      box.append(h("button", { type: "button", class: "button secondary", text: "Retry", onclick: () => {
-        box.remove();
-        send(S.lastInput.content); // queued if the failed run has not ended yet
-      } }));
-    }
+    const box = window.DFKit.errorBox(text, "", retryable && S.lastInput ? () => {
+      box.remove();
+      send(S.lastInput.content); // queued if the failed run has not ended yet
+    } : null);
     el.messages.append(box);
     scrollToEnd(true);
   }

@@ -72,6 +72,22 @@
     return data;
   }
 
+  // A failure as the user reads it: a plain sentence, and the provider's own words (an exception
+  // name, "Error code: 500 …") only behind a Details toggle, for whoever wants to report it.
+  const RAW_ERROR = /^\s*([A-Z]\w*(Error|Exception)\b|Error code:)|Traceback|\{['"]error['"]/;
+  function errorBox(text, detail, retry) {
+    let summary = text, raw = detail || "";
+    if (!raw && RAW_ERROR.test(text || "")) { summary = "The model call failed."; raw = text; }
+    const box = h("div", { class: "run-error", role: "alert" });
+    const words = h("div", { class: "run-error-text" }, h("span", { text: summary || "This turn failed." }));
+    if (raw && raw !== summary) {
+      words.append(h("details", { class: "error-details" }, h("summary", { text: "Details" }), h("code", { text: shorten(raw, 600) })));
+    }
+    box.append(words);
+    if (retry) box.append(h("button", { type: "button", class: "button secondary", text: "Retry", onclick: retry }));
+    return box;
+  }
+
   function shorten(text, n) {
     text = String(text).replace(/\s+/g, " ").trim();
     return text.length > n ? text.slice(0, n - 1) + "…" : text;
@@ -108,5 +124,5 @@
     });
   }
 
-  window.DFKit = { h, icon, csrf, api, shorten, formatSize, basename, confirm: confirmDialog };
+  window.DFKit = { h, icon, csrf, api, shorten, formatSize, basename, errorBox, confirm: confirmDialog };
 })();

@@ -88,6 +88,8 @@
     }
     if (answer) answer.el.classList.add("latest-answer");
     if (question) question.el.classList.add("latest-question");
+    // A message that is only tool calls has no text: its Copy buttons would copy nothing.
+    for (const entry of entries("ai")) entry.el.classList.toggle("textless", !(entry.text && entry.text.trim()));
   }
 
   function clearStopped() { app.messagesEl().querySelectorAll(".stopped-marker").forEach((n) => n.remove()); }

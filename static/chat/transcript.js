@@ -6,7 +6,7 @@
 (function () {
   "use strict";
 
-  const { h, icon, shorten, formatSize, basename } = window.DFKit;
+  const { h, icon, formatSize, basename } = window.DFKit;
   const md = () => window.DFMarkdown;
   const working = () => window.DFWorking;
   const web = () => window.DFWebTools;
@@ -126,9 +126,7 @@
     if (kw.deerflow_error_fallback && !entry.retry) {
       // the provider failed for good, or the model answered nothing: say so where it happened and offer a retry
       entry.el.classList.add("failed");
-      entry.retry = h("div", { class: "run-error", role: "alert" },
-        h("span", { text: (kw.error && kw.error.detail) ? shorten(kw.error.detail, 200) : "This turn failed." }),
-        h("button", { type: "button", class: "button secondary", text: "Retry", onclick: () => deps.retryFrom(entry) }));
+      entry.retry = window.DFKit.errorBox("This turn failed.", kw.error && kw.error.detail, () => deps.retryFrom(entry));
       entry.el.append(entry.retry);
     }
     for (const call of msg.tool_calls || []) upsertToolCard(entry, { id: call.id, name: call.name, args: call.args, final: true });

@@ -382,6 +382,12 @@ def test_a_failed_run_shows_the_error_inline_with_retry(page, script):
     error = page.get_by_role("alert")
     expect(error).to_be_visible(timeout=20_000)
     expect(error).to_contain_text("provider refused the request")
+    # The provider's raw words sit behind Details; the line the user reads is plain.
+    expect(error.locator(".run-error-text > span")).not_to_contain_text("Error code")
+    details = error.locator("details.error-details")
+    expect(details.locator("code")).to_be_hidden()
+    details.locator("summary").click()
+    expect(details.locator("code")).to_contain_text("provider refused the request")
     error.get_by_role("button", name="Retry").click()
     expect(page.locator("article.msg.assistant").last).to_contain_text("Second try worked.", timeout=20_000)
     expect(page.get_by_role("alert")).to_have_count(0)

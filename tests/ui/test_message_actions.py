@@ -301,3 +301,20 @@ def test_an_answered_clarification_stays_in_the_history_after_reload(page, scrip
     expect(answered).to_contain_text("You answered: blue")
     expect(questions(page)).to_have_count(1)
     assert page.js_errors == []
+
+
+def test_a_message_of_tool_calls_only_has_nothing_to_copy(page, script):
+    script(tool_reply(call("ls", path="/mnt/user-data/workspace")), "The workspace is empty.")
+    page.goto("/")
+    send(page, "What is in the workspace?")
+    expect(answers(page).last).to_contain_text("The workspace is empty.")
+    idle(page)
+    calls_only, answer = answers(page).first, answers(page).last
+    assert answers(page).count() == 2
+    expect(calls_only.locator(".tool-card, .tool")).not_to_have_count(0)
+    expect(calls_only.get_by_role("button", name="Copy", exact=True)).to_be_hidden()
+    expect(calls_only.get_by_role("button", name="Copy text")).to_be_hidden()
+    expect(answer.get_by_role("button", name="Copy", exact=True)).to_be_attached()
+    page.reload()
+    expect(answers(page).last).to_contain_text("The workspace is empty.")
+    expect(answers(page).first.get_by_role("button", name="Copy text")).to_be_hidden()

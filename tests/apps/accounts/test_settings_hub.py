@@ -17,7 +17,7 @@ def test_the_hub_lists_the_sections_in_order_and_needs_a_sign_in(client, user):
     assert client.get("/settings/").status_code == 302
     client.force_login(user)
     html = client.get("/settings/").content.decode()
-    assert section_keys(html) == ["account", "tokens", "connections", "memory", "skills", "agents", "appearance"]
+    assert section_keys(html) == ["account", "tokens", "connections", "memory", "skills", "agents", "approvals", "usage", "appearance"]
     assert 'href="/settings/connections"' in html
     assert 'href="/accounts/tokens/"' in html and 'href="/memory/"' in html and "data-theme-control" in html
     assert 'aria-current="page"' in html and 'href="/"' in html  # the top bar, with the way back to the chat
@@ -74,3 +74,13 @@ def test_tokens_page_preselects_the_scopes_a_script_needs(client, user):
 def test_favicon_is_served_at_the_root_for_pages_without_our_head(client):
     response = client.get("/favicon.ico")
     assert response.status_code == 301 and response["Location"] == "/static/site/favicon.ico"
+
+
+def test_usage_and_approvals_sit_under_settings_in_the_top_bar(client, user):
+    client.force_login(user)
+    for path, crumb in (("/usage/", "Usage"), ("/approvals/", "Approvals")):
+        html = client.get(path).content.decode()
+        # Settings is the section marked current, not Chat, and the breadcrumb names the page.
+        current = re.findall(r'<a href="(/[^"?]*)" aria-current="page"', html)  # the page's own period tabs start with ?
+        assert current == ["/settings/"], (path, current)
+        assert f'<span aria-current="page">{crumb}</span>' in html
