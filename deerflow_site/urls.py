@@ -16,7 +16,7 @@ urlpatterns = [
     # Pages without our <link rel="icon"> (the admin, raw API responses) still get one.
     path("favicon.ico", RedirectView.as_view(url=static("site/favicon.ico"), permanent=True)),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
-    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema"), name="api-docs"),
+    path("api/docs/", SpectacularSwaggerView.as_view(url_name="api-schema", template_name="api/docs.html"), name="api-docs"),
     # DeerFlow's LangGraph base URL (its nginx rewrote /api/langgraph/<x> to /api/<x>): the same
     # routes and views, namespaced so reverse() keeps giving the /api/ paths. First, so its
     # requests do not try every /api/ pattern before theirs (one prefix check for the others).

@@ -435,8 +435,21 @@
     window.DFAttach.acceptDrops(document.querySelector(".chat"), el.dropHint);
   }
 
-  function openSidebar() { document.body.classList.add("sidebar-open"); el.scrim.hidden = false; }
-  function closeSidebar() { document.body.classList.remove("sidebar-open"); el.scrim.hidden = true; }
+  // The drawer (phones): opening moves focus into it, closing gives it back to the button that
+  // opened it, so a keyboard or screen-reader user is never left behind the scrim.
+  function openSidebar() {
+    document.body.classList.add("sidebar-open");
+    el.scrim.hidden = false;
+    $("open-sidebar").setAttribute("aria-expanded", "true");
+    requestAnimationFrame(() => $("thread-search").focus());
+  }
+  function closeSidebar() {
+    const wasOpen = document.body.classList.contains("sidebar-open");
+    document.body.classList.remove("sidebar-open");
+    el.scrim.hidden = true;
+    $("open-sidebar").setAttribute("aria-expanded", "false");
+    if (wasOpen && document.activeElement && document.activeElement.closest(".sidebar")) $("open-sidebar").focus();
+  }
 
   // ---------------------------------------------------------------- start
 

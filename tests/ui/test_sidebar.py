@@ -59,6 +59,15 @@ def test_search_finds_a_word_from_a_message_body(page, phone, script, doc_shot):
     phone.wait_for_function("document.getElementById('sidebar').getBoundingClientRect().left >= 0")  # the drawer has slid in
     assert phone.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     doc_shot(phone, "sidebar-search-phone")
+    # focus went into the drawer when it opened; Escape closes it and gives focus back to its button
+    expect(phone.get_by_label("Search chats")).to_be_focused()
+    phone.keyboard.press("Escape")  # the first clears the search
+    expect(phone.get_by_label("Search chats")).to_have_value("")
+    phone.keyboard.press("Escape")
+    expect(phone.get_by_role("button", name="Show chats")).to_be_focused()
+    expect(phone.get_by_role("button", name="Show chats")).to_have_attribute("aria-expanded", "false")
+    phone.get_by_role("button", name="Show chats").press("Enter")
+    expect(phone.get_by_label("Search chats")).to_be_focused()
     assert page.js_errors == [] and phone.js_errors == []
 
 
