@@ -20,7 +20,8 @@ async def test_repeated_calls_warn_then_hard_stop_with_final_answer(agent_factor
     assert h.state()["stop_reason"] == "loop_capped"
     reqs = h.model.requests
     assert len(reqs) == 6
-    assert "Warning: you have called `poll`" in reqs[3].messages[-1].content
+    assert "Warning: you have made the same call (`poll`) 3 times" in reqs[3].messages[-1].content
+    assert all("Warning" not in m.content for m in reqs[4].messages if m.type == "human")  # warned once per call set
     assert reqs[5].tools == []  # the final call had no tools
     assert "Tools are now disabled" in reqs[5].messages[-1].content
 
