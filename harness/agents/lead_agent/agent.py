@@ -40,6 +40,7 @@ from harness.agents.middlewares.token_usage import TokenUsageMiddleware
 from harness.agents.middlewares.tool_schemas import ToolSchemaCacheMiddleware
 from harness.agents.middlewares.tool_errors import ToolErrorHandlingMiddleware
 from harness.agents.middlewares.tool_output_budget import ToolOutputBudgetMiddleware
+from harness.agents.middlewares.tool_progress import ToolProgressMiddleware
 from harness.agents.middlewares.uploads import UploadsMiddleware
 from harness.agents.middlewares.view_image import ViewImageMiddleware
 from harness.agents.state_schema import thread_state_schema
@@ -182,6 +183,8 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
         LLMErrorHandlingMiddleware(max_retries=options.llm_max_retries, initial_delay=options.llm_retry_initial_delay,
                                    jitter=options.llm_retry_initial_delay > 0),
         ReadBeforeWriteMiddleware() if app.read_before_write.enabled else None,
+        # Outside the error layer, so the results it judges carry deerflow_tool_meta.
+        ToolProgressMiddleware.from_config(app.tool_progress) if app.tool_progress.enabled else None,
         ToolErrorHandlingMiddleware(),
         # Without summarization the turn context carries a manual compaction's summary.
         DynamicContextMiddleware() if summarizer else DynamicContextMiddleware([date_provider, memory_provider, summary_provider]),
