@@ -109,7 +109,7 @@ class TokenBudgetMiddleware(AgentMiddleware):
         fraction = spent / cap
         if fraction >= self.hard_stop_threshold:
             note = AIMessage(id=f"deerflow-budget-{uuid.uuid4().hex}",
-                             content=f"I stopped here because this run used its token budget ({spent} of {cap} {kind} tokens). "
+                             content=f"I stopped here because this run used its token budget ({spent} of {cap} {'' if kind == 'total' else kind + ' '}tokens). "
                                      "Ask me to continue if you want me to go on.")
             return None, ExtendedModelResponse(model_response=ModelResponse(result=[note]),
                                                command=Command(update={"stop_reason": "token_budget_exhausted"}))
