@@ -185,20 +185,27 @@ class LoopDetectionMiddleware(AgentMiddleware):
         response = result if isinstance(result, ModelResponse) else ModelResponse(result=[ai] if ai else [])
         return ExtendedModelResponse(model_response=response, command=Command(update={"stop_reason": "loop_capped"}))
 
-    def wrap_model_call(self, request: Any, handler: Any) -> Any:
-        key = self._key(request)
+    def _before(self, request: Any) -> tuple[Any, tuple[str, str] | None, bool]:
+        # The run key costs two context look-ups: only taken once some run has made a tool call.
+        key = self._key(request) if self._runs else None
+        if key is None:
+            return request, None, False
         request, stop = self._plan(request, key)
-        result = handler(request)
-        if stop:
+        return request, key, stop
+
+    def _after(self, request: Any, key: tuple[str, str] | None, stop: bool, result: Any) -> Any:
+        if stop and key is not None:
             return self._finish(key, result)
-        self._track(key, result)
+        ai = ai_response(result)
+        if key is None and not (ai is not None and ai.tool_calls):
+            return result
+        self._track(key or self._key(request), result)
         return result
 
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        request, key, stop = self._before(request)
+        return self._after(request, key, stop, handler(request))
+
     async def awrap_model_call(self, request: Any, handler: Any) -> Any:
-        key = self._key(request)
-        request, stop = self._plan(request, key)
-        result = await handler(request)
-        if stop:
-            return self._finish(key, result)
-        self._track(key, result)
-        return result
+        request, key, stop = self._before(request)
+        return self._after(request, key, stop, await handler(request))
