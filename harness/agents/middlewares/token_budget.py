@@ -107,6 +107,8 @@ class TokenBudgetMiddleware(AgentMiddleware):
                   ("output", used_out, last[1], self.max_output_tokens or 0)]
         kind, spent, newest, cap = max((x for x in limits if x[3]), key=lambda x: x[1] / x[3])
         fraction = spent / cap
+        if not spent:  # nothing used yet: even a 0.0 threshold waits for the first reply
+            return request, None
         if fraction >= self.hard_stop_threshold:
             note = AIMessage(id=f"deerflow-budget-{uuid.uuid4().hex}",
                              content=f"I stopped here because this run used its token budget ({spent} of {cap} {'' if kind == 'total' else kind + ' '}tokens). "
