@@ -416,7 +416,7 @@ async def _execute(run_id: str, claimed: dict | None = None) -> None:
         # The last values event is the state the run ended with.
         final = progress.last_values if isinstance(progress.last_values, dict) else {}
         title = final.get("title")
-        # Why the agent stopped, when it stopped early: loop_capped, token_budget_exhausted,
+        # Why the agent stopped, when it stopped early: loop_capped, token_budget_exhausted, safety_capped,
         # error_fallback, model_length_capped.
         progress.stop_reason = final.get("stop_reason") or ""
         if interrupted:

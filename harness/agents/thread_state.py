@@ -123,6 +123,6 @@ class ThreadState(AgentState):
     summary_text: NotRequired[str | None]
     token_usage: NotRequired[Annotated[dict[str, dict[str, int]], merge_token_usage]]
     promoted: NotRequired[Annotated[list[str], merge_promoted]]
-    # Why the last run stopped early (model_length_capped, loop_capped, token_budget_exhausted,
+    # Why the last run stopped early (model_length_capped, loop_capped, token_budget_exhausted, safety_capped,
     # error_fallback); reset at the start of every run.
     stop_reason: NotRequired[Annotated[str | None, latest_stop_reason]]

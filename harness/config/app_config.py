@@ -12,6 +12,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, PrivateAttr, field_validator, model_validator
 
 from harness.config import class_path
+from harness.config.guards import (LoopDetectionConfig, ReadBeforeWriteConfig, SafetyFinishReasonConfig, TokenBudgetConfig,
+                                   ToolOutputConfig, ToolProgressConfig)
 from harness.governance.config import ApprovalsConfig, BudgetsConfig
 from harness.observability.tracing import TracingConfig
 
@@ -377,6 +379,13 @@ class AppConfig(BaseModel):
     suggestions: SuggestionsConfig = Field(default_factory=SuggestionsConfig)
     goals: GoalsConfig = Field(default_factory=GoalsConfig)
     input_polish: InputPolishConfig = Field(default_factory=InputPolishConfig)
+    # Run guards, DeerFlow's sections (harness/config/guards.py, docs/agent.md).
+    loop_detection: LoopDetectionConfig = Field(default_factory=LoopDetectionConfig)
+    tool_progress: ToolProgressConfig = Field(default_factory=ToolProgressConfig)
+    read_before_write: ReadBeforeWriteConfig = Field(default_factory=ReadBeforeWriteConfig)
+    safety_finish_reason: SafetyFinishReasonConfig = Field(default_factory=SafetyFinishReasonConfig)
+    token_budget: TokenBudgetConfig = Field(default_factory=TokenBudgetConfig)
+    tool_output: ToolOutputConfig = Field(default_factory=ToolOutputConfig)
     # What the loader did with DeerFlow's keys (harness.config.deerflow_compat): mapped ones and
     # ones accepted without effect, each with its reason; set by parse_config.
     _compat_notes: list[Any] = PrivateAttr(default_factory=list)

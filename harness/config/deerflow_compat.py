@@ -71,8 +71,6 @@ TOP_LEVEL_ACCEPTED: dict[str, tuple[str, frozenset[str] | KeySpec | None]] = {
     "log_level": ("logging is configured by Django settings (DJANGO_LOG_LEVEL), not config.yaml", None),
     "logging": ("request ids and log format come from Django's LOGGING settings (deerflow_site/settings)", frozenset({"enhance"})),
     "token_usage": ("token usage is always recorded per run (the Usage page and console read it)", frozenset({"enabled"})),
-    "token_budget": ("spending limits are per-user budgets set in admin (`budgets:` section, docs/governance.md)",
-                     frozenset({"enabled", "max_tokens", "max_input_tokens", "max_output_tokens", "warn_threshold", "hard_stop_threshold"})),
     "plugins": ("DeerFlow's extension packages hook its FastAPI gateway; here features are Django apps", None),
     "max_recursion_limit": ("a run's step limit is fixed by the engine (docs/runs.md) and not raised by clients", None),
     "skill_scan": ("installed skill archives are checked by the skills app on every upload (docs/skills.md)", frozenset({"enabled"})),
@@ -80,9 +78,6 @@ TOP_LEVEL_ACCEPTED: dict[str, tuple[str, frozenset[str] | KeySpec | None]] = {
                         frozenset({"enabled", "moderation_model_name", "security_fail_closed"})),
     "extensions": ("MCP servers, skill toggles and middlewares are read from extensions_config.json only",
                    frozenset({"middlewares", "mcp_servers", "mcpServers", "skills"})),
-    "tool_output": ("tool output is bounded by sandbox.max_output_chars / read_file_max_chars and the web tools' max_chars",
-                    frozenset({"enabled", "externalize_min_chars", "preview_head_chars", "preview_tail_chars", "fallback_max_chars",
-                               "fallback_head_chars", "fallback_tail_chars", "storage_subdir", "exempt_tools", "tool_overrides"})),
     "agents_api": ("custom agents are always managed through the API and the Agents page, per user", frozenset({"enabled"})),
     "acp_agents": (_ACP, None),
     "guardrails": ("tool calls are gated by `approvals.rules` (ask/deny/allow, docs/governance.md)",
@@ -96,14 +91,6 @@ TOP_LEVEL_ACCEPTED: dict[str, tuple[str, frozenset[str] | KeySpec | None]] = {
     "channel_connections": ("users link IM accounts with a connect code on the Channels page (`channels.connect_code_ttl`)",
                             {"enabled": None, "require_bound_identity": None, "slack": _BINDING, "telegram": _fixed("enabled", "bot_username"),
                              "discord": _BINDING, "feishu": _BINDING, "dingtalk": _BINDING, "wechat": _BINDING, "wecom": _BINDING, "buzz": _BINDING}),
-    "loop_detection": ("a run is bounded by the engine's step limit and the subagent caps instead of a loop detector",
-                       frozenset({"enabled", "warn_threshold", "hard_limit", "window_size", "max_tracked_threads", "tool_freq_warn",
-                                  "tool_freq_hard_limit", "tool_freq_overrides"})),
-    "tool_progress": ("there is no stagnation detector; the step limit bounds a run",
-                      frozenset({"enabled", "stagnation_threshold", "warn_escalation_count", "inject_assessment", "jaccard_similarity_threshold",
-                                 "min_word_count_for_similarity", "exempt_tools", "max_tracked_threads"})),
-    "read_before_write": ("str_replace already refuses text it cannot find, and write_file reports what it overwrote", frozenset({"enabled"})),
-    "safety_finish_reason": ("a provider's content-filter stop ends the run with that finish reason in its events", frozenset({"enabled", "detectors"})),
     "auth": ("sign-in is django-allauth (local accounts, social/OIDC providers configured in admin, docs/accounts.md)",
              {"oidc": {"enabled": None, "frontend_base_url": None, "providers": {"*": _OIDC_PROVIDER}}, "local": _fixed("allow_registration")}),
     "database": (_DB, frozenset({"backend", "checkpoint_channel_mode", "checkpoint_delta", "checkpoint_graph_cache", "checkpoint_cache", "sqlite_dir",
@@ -264,6 +251,13 @@ SANDBOX_PATHS: dict[str, str] = {
 }
 _NO_SANDBOX = "use sandbox.use: null (bubblewrap when it works, else local), bwrap or local (docs/sandbox.md)"
 
+_DETECTORS = "deerflow.agents.middlewares.safety_termination_detectors:"
+SAFETY_DETECTOR_PATHS: dict[str, str] = {
+    f"{_DETECTORS}{name}": f"harness.agents.middlewares.safety_finish:{name}"
+    for name in ("OpenAICompatibleContentFilterDetector", "AnthropicRefusalDetector", "GeminiSafetyDetector")
+}
+_NO_DETECTOR = "use one of harness.agents.middlewares.safety_finish's detectors or a class of your own with name and detect(message)"
+
 MEMORY_MANAGERS = {"deermem": "the built-in memory (harness.memory, stored by apps.memory)"}
 _NO_MEMORY = "remove memory.manager_class (the built-in memory is used) or set it to deermem"
 
@@ -362,7 +356,22 @@ def translate_config(data: dict[str, Any], display: str = "config.yaml") -> tupl
     _models(data, notes, display)
     _tools(data, notes, display)
     _channels(data, notes)
+    _safety_detectors(data, notes, display)
     return data, notes
+
+
+def _safety_detectors(data: dict[str, Any], notes: list[CompatNote], display: str) -> None:
+    block = data.get("safety_finish_reason")
+    detectors = block.get("detectors") if isinstance(block, dict) else None
+    if not isinstance(detectors, list):
+        return
+    for i, entry in enumerate(detectors):
+        use = entry.get("use") if isinstance(entry, dict) else None
+        if isinstance(use, str) and use.startswith("deerflow."):
+            if use not in SAFETY_DETECTOR_PATHS:
+                raise _class_error(f"safety_finish_reason.detectors[{i}].use", use, _NO_DETECTOR, display)
+            entry["use"] = SAFETY_DETECTOR_PATHS[use]
+            _note(notes, f"safety_finish_reason.detectors[{i}].use", MAPPED, SAFETY_DETECTOR_PATHS[use])
 
 
 def _allowlist_to_approvals(data: dict[str, Any], guardrails: dict[str, Any], notes: list[CompatNote], display: str) -> None:

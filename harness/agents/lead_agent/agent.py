@@ -25,6 +25,7 @@ from harness.agents.middlewares.loop_detection import LoopDetectionMiddleware
 from harness.agents.middlewares.read_before_write import ReadBeforeWriteMiddleware
 from harness.agents.middlewares.remote_content import RemoteContentSanitizationMiddleware
 from harness.agents.middlewares.run_setup import RunSetupMiddleware
+from harness.agents.middlewares.safety_finish import SafetyFinishReasonMiddleware
 from harness.agents.middlewares.sandbox import SandboxMiddleware
 from harness.agents.middlewares.summarization import DeerFlowSummarizationMiddleware
 from harness.agents.middlewares.skills import SkillSetSnapshot, SkillsMiddleware
@@ -39,6 +40,7 @@ from harness.agents.middlewares.token_usage import TokenUsageMiddleware
 from harness.agents.middlewares.tool_schemas import ToolSchemaCacheMiddleware
 from harness.agents.middlewares.tool_errors import ToolErrorHandlingMiddleware
 from harness.agents.middlewares.tool_output_budget import ToolOutputBudgetMiddleware
+from harness.agents.middlewares.tool_progress import ToolProgressMiddleware
 from harness.agents.middlewares.uploads import UploadsMiddleware
 from harness.agents.middlewares.view_image import ViewImageMiddleware
 from harness.agents.state_schema import thread_state_schema
@@ -133,6 +135,31 @@ def _model_overrides(options: LeadAgentOptions, entry: ModelConfig) -> dict[str,
     return overrides
 
 
+def _safety(app: AppConfig) -> AgentMiddleware | None:
+    """The content-filter guard with config.yaml's detectors (operator-trusted class paths)."""
+    cfg = app.safety_finish_reason
+    if not cfg.enabled:
+        return None
+    detectors = []
+    for i, entry in enumerate(cfg.detectors or ()):
+        where = f"safety_finish_reason.detectors[{i}] {entry.use!r}"
+        try:
+            detector = class_path.resolve(entry.use)(**entry.config)
+        except Exception as exc:
+            raise ExtensionMiddlewareError(f"{where} could not be created: {exc}") from exc
+        if not (isinstance(getattr(detector, "name", None), str) and callable(getattr(detector, "detect", None))):
+            raise ExtensionMiddlewareError(f"{where} is not a detector (it needs a name and detect(message))")
+        detectors.append(detector)
+    return SafetyFinishReasonMiddleware(detectors)
+
+
+def _token_budget(options: LeadAgentOptions, app: AppConfig) -> TokenBudgetMiddleware:
+    middleware = TokenBudgetMiddleware.from_config(app.token_budget)
+    if options.token_budget is not None:  # the run's own cap replaces the file's total
+        middleware.default_budget = options.token_budget
+    return middleware
+
+
 def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: ModelConfig, model: BaseChatModel,
                       extra: Sequence[AgentMiddleware] = ()) -> list[AgentMiddleware]:
     """The chain, outermost first (``wrap_*`` hooks nest in this order; ``after_model``
@@ -150,12 +177,14 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
         ToolCallOrderMiddleware(),
         # Early in the chain: its after_model runs after every other one, on the final tool calls.
         approval_middleware(app.approvals, interactive=not options.non_interactive),
-        ToolOutputBudgetMiddleware(options.max_tool_output_chars),
+        ToolOutputBudgetMiddleware(options.max_tool_output_chars, config=app.tool_output),
         RemoteContentSanitizationMiddleware(),
         DanglingToolCallMiddleware(),
         LLMErrorHandlingMiddleware(max_retries=options.llm_max_retries, initial_delay=options.llm_retry_initial_delay,
                                    jitter=options.llm_retry_initial_delay > 0),
-        ReadBeforeWriteMiddleware(),
+        ReadBeforeWriteMiddleware() if app.read_before_write.enabled else None,
+        # Outside the error layer, so the results it judges carry deerflow_tool_meta.
+        ToolProgressMiddleware.from_config(app.tool_progress) if app.tool_progress.enabled else None,
         ToolErrorHandlingMiddleware(),
         # Without summarization the turn context carries a manual compaction's summary.
         DynamicContextMiddleware() if summarizer else DynamicContextMiddleware([date_provider, memory_provider, summary_provider]),
@@ -166,11 +195,15 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
         TitleMiddleware(enabled=app.title.enabled, max_words=app.title.max_words, max_chars=app.title.max_chars, model=title_model),
         ViewImageMiddleware(entry.supports_vision),
         SystemMessageCoalescingMiddleware(),
-        LoopDetectionMiddleware(options.loop_warn_after, options.loop_stop_after),
-        TokenBudgetMiddleware(options.token_budget),
+        LoopDetectionMiddleware.from_config(app.loop_detection, warn_threshold=options.loop_warn_after,
+                                            hard_limit=options.loop_stop_after) if app.loop_detection.enabled else None,
+        _token_budget(options, app),
         budget_middleware(app.budgets),  # the user's daily/monthly caps; absent unless budgets.enabled
         *extra,
         TerminalResponseMiddleware(),
+        # Inside the empty-answer retry (a filtered reply gets its explanation, not a retry) and
+        # outside the length layer (its safety_capped outlives that layer's stale-reason reset).
+        _safety(app),
         LengthFinishReasonMiddleware(),
         ClarificationMiddleware(interactive=not options.non_interactive),
         # Innermost model-call wrapper: hands the model each tool's schema, built once.

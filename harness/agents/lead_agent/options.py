@@ -31,11 +31,12 @@ class LeadAgentOptions:
     max_tokens: int | None = None
     reasoning_effort: str | None = None
     is_bootstrap: bool = False
-    # Guards with defaults in code; a run may tighten or relax them.
+    # Guards: None takes config.yaml's loop_detection / token_budget / tool_output values; a
+    # run may tighten or relax them.
     token_budget: int | None = None
-    loop_warn_after: int = 3
-    loop_stop_after: int = 5
-    max_tool_output_chars: int = 24000
+    loop_warn_after: int | None = None
+    loop_stop_after: int | None = None
+    max_tool_output_chars: int | None = None
     llm_max_retries: int = 2
     llm_retry_initial_delay: float = 1.0
 

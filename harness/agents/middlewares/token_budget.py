@@ -4,7 +4,10 @@ Before each model call the tokens this run has used (AI messages stamped with it
 by the token-usage middleware, plus its subagents' usage from the delegation ledger) are summed; at or above the budget the model is not called:
 the reply is an assistant message saying so (no tool calls, so the run ends) and
 ``stop_reason = token_budget_exhausted``. The budget is ``token_budget`` from the run
-context/configurable, else the constructor default; none means unlimited.
+context/configurable, else ``token_budget.max_tokens`` of config.yaml when
+``token_budget.enabled`` (DeerFlow's section: separate input/output caps, a warning at
+``warn_threshold``, the stop at ``hard_stop_threshold``); none means unlimited. This is a
+per-run guard, unrelated to ``budgets:`` (a user's daily/monthly spending, governance).
 """
 
 from __future__ import annotations
@@ -17,27 +20,49 @@ from langchain.agents.middleware.types import ExtendedModelResponse, ModelRespon
 from langchain_core.messages import AIMessage
 from langgraph.types import Command
 
-from harness.agents.markers import run_value
+from harness.agents.markers import context_block, hidden_message, run_value
 from harness.agents.middlewares._base import current_run_messages
 from harness.agents.middlewares.token_usage import RUN_ID_KEY
 
 
+_FIELDS = ("input_tokens", "output_tokens", "total_tokens")
+
+
+def _run_replies(messages: list[Any], run_id: str | None) -> list[AIMessage]:
+    """This run's replies, newest first."""
+    if not run_id:
+        return [m for m in reversed(current_run_messages(messages)) if isinstance(m, AIMessage)]
+    # A run's replies come after every earlier run's (runs append), so the walk back from
+    # the end stops at the first reply another run stamped: it is checked on every model
+    # call, and a long thread's older turns are none of this run's business.
+    scope = []
+    for m in reversed(messages):
+        if isinstance(m, AIMessage):
+            stamp = m.response_metadata.get(RUN_ID_KEY)
+            if stamp == run_id:
+                scope.append(m)
+            elif stamp:
+                break
+    return scope
+
+
+def _usage(m: AIMessage) -> tuple[int, int, int]:
+    u = m.usage_metadata or {}
+    return tuple(int(u.get(k) or 0) for k in _FIELDS)  # type: ignore[return-value]
+
+
+def run_usage(messages: list[Any], run_id: str | None) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+    """(input, output, total) this run has used, and the same for its newest reply alone."""
+    replies = _run_replies(messages, run_id)
+    sums = [0, 0, 0]
+    for m in replies:
+        for i, v in enumerate(_usage(m)):
+            sums[i] += v
+    return (sums[0], sums[1], sums[2]), (_usage(replies[0]) if replies else (0, 0, 0))
+
+
 def run_tokens(messages: list[Any], run_id: str | None) -> int:
-    if run_id:
-        # A run's replies come after every earlier run's (runs append), so the walk back from
-        # the end stops at the first reply another run stamped: it is checked on every model
-        # call, and a long thread's older turns are none of this run's business.
-        scope = []
-        for m in reversed(messages):
-            if isinstance(m, AIMessage):
-                stamp = m.response_metadata.get(RUN_ID_KEY)
-                if stamp == run_id:
-                    scope.append(m)
-                elif stamp:
-                    break
-    else:
-        scope = [m for m in current_run_messages(messages) if isinstance(m, AIMessage)]
-    return sum(int((m.usage_metadata or {}).get("total_tokens") or 0) for m in scope)
+    return run_usage(messages, run_id)[0][2]
 
 
 def delegated_tokens(state: Any, run_id: str | None) -> int:
@@ -49,25 +74,57 @@ def delegated_tokens(state: Any, run_id: str | None) -> int:
 
 
 class TokenBudgetMiddleware(AgentMiddleware):
-    def __init__(self, default_budget: int | None = None) -> None:
+    """``default_budget`` caps total tokens (the run option ``token_budget`` overrides it);
+    ``max_input_tokens``/``max_output_tokens`` cap those alone. The highest fraction of any
+    cap decides: at ``warn_threshold`` the next request carries a hidden warning (once: when
+    the newest reply crossed it), at ``hard_stop_threshold`` the model is not called."""
+
+    def __init__(self, default_budget: int | None = None, *, max_input_tokens: int | None = None, max_output_tokens: int | None = None,
+                 warn_threshold: float = 0.8, hard_stop_threshold: float = 1.0) -> None:
         super().__init__()
         self.default_budget = default_budget
+        self.max_input_tokens = max_input_tokens
+        self.max_output_tokens = max_output_tokens
+        self.warn_threshold = warn_threshold
+        self.hard_stop_threshold = hard_stop_threshold
 
-    def _exhausted(self, request: Any) -> Any:
+    @classmethod
+    def from_config(cls, cfg: Any) -> TokenBudgetMiddleware:
+        if not cfg.enabled:
+            return cls()
+        return cls(cfg.max_tokens, max_input_tokens=cfg.max_input_tokens, max_output_tokens=cfg.max_output_tokens,
+                   warn_threshold=cfg.warn_threshold, hard_stop_threshold=cfg.hard_stop_threshold)
+
+    def _check(self, request: Any) -> tuple[Any, Any]:
+        """(request to send, or None) and the reply that replaces the call, if the budget is spent."""
         budget = run_value(request.runtime, "token_budget", self.default_budget)
-        if not budget:
-            return None
+        if not (budget or self.max_input_tokens or self.max_output_tokens):
+            return request, None
         run_id = str(run_value(request.runtime, "run_id", "") or "") or None
-        used = run_tokens((request.state or {}).get("messages") or [], run_id) + delegated_tokens(request.state, run_id)
-        if used < int(budget):
-            return None
-        note = AIMessage(id=f"deerflow-budget-{uuid.uuid4().hex}",
-                         content=f"I stopped here because this run used its token budget ({used} of {int(budget)} tokens). "
-                                 "Ask me to continue if you want me to go on.")
-        return ExtendedModelResponse(model_response=ModelResponse(result=[note]), command=Command(update={"stop_reason": "token_budget_exhausted"}))
+        (used_in, used_out, used), last = run_usage((request.state or {}).get("messages") or [], run_id)
+        used += delegated_tokens(request.state, run_id)
+        limits = [("total", used, last[2], int(budget) if budget else 0), ("input", used_in, last[0], self.max_input_tokens or 0),
+                  ("output", used_out, last[1], self.max_output_tokens or 0)]
+        kind, spent, newest, cap = max((x for x in limits if x[3]), key=lambda x: x[1] / x[3])
+        fraction = spent / cap
+        if not spent:  # nothing used yet: even a 0.0 threshold waits for the first reply
+            return request, None
+        if fraction >= self.hard_stop_threshold:
+            note = AIMessage(id=f"deerflow-budget-{uuid.uuid4().hex}",
+                             content=f"I stopped here because this run used its token budget ({spent} of {cap} {'' if kind == 'total' else kind + ' '}tokens). "
+                                     "Ask me to continue if you want me to go on.")
+            return None, ExtendedModelResponse(model_response=ModelResponse(result=[note]),
+                                               command=Command(update={"stop_reason": "token_budget_exhausted"}))
+        if fraction >= self.warn_threshold and (spent - newest) / cap < self.warn_threshold:
+            warning = context_block("budget", f"You have used {spent} of this run's {cap} {kind} token budget ({fraction:.0%}). "
+                                              "Wrap up and give your final answer; avoid new tool calls unless they are really needed.")
+            return request.override(messages=[*request.messages, hidden_message("budget_warning", warning)]), None
+        return request, None
 
     def wrap_model_call(self, request: Any, handler: Any) -> Any:
-        return self._exhausted(request) or handler(request)
+        request, stopped = self._check(request)
+        return stopped or handler(request)
 
     async def awrap_model_call(self, request: Any, handler: Any) -> Any:
-        return self._exhausted(request) or await handler(request)
+        request, stopped = self._check(request)
+        return stopped or await handler(request)

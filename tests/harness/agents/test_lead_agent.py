@@ -34,7 +34,7 @@ def test_chain_order_is_the_documented_one():
         "LLMErrorHandlingMiddleware", "ReadBeforeWriteMiddleware", "ToolErrorHandlingMiddleware",
         "DynamicContextMiddleware", "SkillsMiddleware", "PlanTodoMiddleware", "TokenUsageMiddleware", "TitleMiddleware",
         "ViewImageMiddleware", "SystemMessageCoalescingMiddleware", "LoopDetectionMiddleware",
-        "TokenBudgetMiddleware", "TerminalResponseMiddleware", "LengthFinishReasonMiddleware", "ClarificationMiddleware",
+        "TokenBudgetMiddleware", "TerminalResponseMiddleware", "SafetyFinishReasonMiddleware", "LengthFinishReasonMiddleware", "ClarificationMiddleware",
         "ToolSchemaCacheMiddleware",
     ]
     # the run's setup hooks, in the order they run, as one graph step

@@ -109,3 +109,32 @@ def test_summarization_over_http_stays_out_of_the_stream(tmp_path):
         # the next request carries the summary as context
         last_body = server.requests[-1]["messages"]
         assert any("SUMMARY-TEXT" in str(m.get("content")) for m in last_body)
+
+
+def test_a_content_filtered_stream_over_http_writes_no_file_and_says_why(tmp_path):
+    half = "/mnt/user-data/outputs/report.md"
+    script = [tool_reply(call("write_file", description="write", path=half, content="# Rep"), finish_reason="content_filter")]
+    with LoopbackOpenAIServer(script) as server:
+        app = load_config(write_test_config(tmp_path, server.base_url))
+        client = DeerFlowClient(app_config=app, user_id="filter-user", llm_retry_initial_delay=0)
+        answer = client.chat("Write the report", thread_id="filter-thread")
+        assert "safety reasons" in answer and "write_file" in answer
+        assert not (thread_user_data_dir("filter-user", "filter-thread") / "outputs" / "report.md").exists()
+        assert client.get_state("filter-thread")["stop_reason"] == "safety_capped"
+        assert len(server.requests) == 1
+
+
+def test_a_long_tool_result_over_http_reaches_the_model_as_a_preview_and_a_path(tmp_path):
+    script = [tool_reply(call("bash", description="print", command="seq 1 20000")),
+              lambda messages: tool_reply(call("read_file", description="more", path=messages[-1].content.split("saved in full at ")[1].split(":")[0],
+                                               start_line=19999, end_line=20000)),
+              "The log ends at 20000."]
+    with LoopbackOpenAIServer(script) as server:
+        app = load_config(write_test_config(tmp_path, server.base_url))
+        client = DeerFlowClient(app_config=app, user_id="long-user", llm_retry_initial_delay=0)
+        assert client.chat("Count", thread_id="long-thread") == "The log ends at 20000."
+        tool_msgs = [m for m in server.requests[1]["messages"] if m.get("role") == "tool"]
+        sent = str(tool_msgs[-1]["content"])
+        assert "/mnt/user-data/outputs/.tool-results/bash-" in sent and len(sent) < 4000
+        read_back = [m for m in server.requests[2]["messages"] if m.get("role") == "tool"][-1]
+        assert "19999" in str(read_back["content"]) and "20000" in str(read_back["content"])

@@ -24,7 +24,7 @@ EXTENSIONS = FIXTURES / "extensions_config.json"
 # Keys the issue names as refused or silently ignored before; each must now be reported.
 NAMED_IN_THE_ISSUE = [
     "database.backend", "checkpointer.type", "logging.enhance", "run_events.backend", "stream_bridge.type",
-    "token_usage.enabled", "loop_detection.enabled", "read_before_write.enabled", "guardrails.enabled",
+    "token_usage.enabled", "guardrails.enabled",
     "authorization.enabled", "extensions.middlewares", "subagents.token_budget", "title.prompt_template",
     "tool_search.auto_promote_top_k", "sandbox.idle_timeout", "sandbox.replicas", "sandbox.mounts", "sandbox.image",
     "channels.langgraph_url", "channels.gateway_url", "channels.session", "channels.telegram.rich_messages",
@@ -72,6 +72,17 @@ def test_mapped_keys_land_on_ours():
     assert config.summarization.trigger[0].type == "tokens"
     assert extensions.mcp_servers["files"].connect_timeout == 30
     assert config.config_version == DEERFLOW_SCHEMA_VERSION
+
+
+def test_the_guard_sections_are_honoured_not_accepted():
+    config, _ = _load()
+    accepted = {n.key.partition(".")[0] for n in config.compat_notes if n.kind == ACCEPTED}
+    guards = {"loop_detection", "tool_progress", "read_before_write", "safety_finish_reason", "token_budget", "tool_output"}
+    assert accepted & guards == set()
+    assert config.token_budget.max_tokens == 100000 and config.token_budget.warn_threshold == 0.75
+    assert config.tool_progress.min_word_count_for_similarity == 5 and config.tool_progress.exempt_tools == set()
+    assert config.tool_output.exempt_tools == ["read_file"] and config.loop_detection.hard_limit == 5
+    assert config.read_before_write.enabled and config.safety_finish_reason.detectors is None
 
 
 def test_commented_out_sections_are_absent_not_errors():

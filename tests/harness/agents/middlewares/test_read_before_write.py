@@ -47,3 +47,13 @@ async def test_parallel_edits_from_one_read_cannot_both_pass(agent_factory):
     edits = [m for m in result["messages"] if m.type == "tool" and m.name == "str_replace"]
     assert sorted(m.status for m in edits) == ["error", "success"]
     assert any("changed since you last read it" in m.content for m in edits)
+
+
+async def test_the_gate_is_off_with_read_before_write_enabled_false(agent_factory):
+    from tests.harness.agents.conftest import app_config
+
+    script = [tool_reply(w("v1\n")), tool_reply(w("v2\n")), "done"]
+    h = agent_factory(script, tools=get_sandbox_tools(), app=app_config("read_before_write:\n  enabled: false\n"))
+    result = await h.send("write twice")
+    assert [m.status for m in result["messages"] if m.type == "tool"] == ["success", "success"]
+    assert (h.outputs.parent / "workspace" / "notes.txt").read_text() == "v2\n"

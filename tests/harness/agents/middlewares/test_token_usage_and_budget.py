@@ -47,3 +47,26 @@ def test_a_runs_tokens_are_its_own_replies_after_the_earlier_runs():
                reply(None, 70), reply("r2", 50)]
     assert run_tokens(history, "r2") == 150
     assert run_tokens(history[:2], "r1") == 500
+
+
+async def test_the_config_section_warns_at_its_threshold_and_stops_on_output_tokens(agent_factory):
+    from tests.harness.agents.conftest import app_config
+
+    app = app_config("token_budget:\n  enabled: true\n  max_tokens: 100000\n  max_output_tokens: 100\n  warn_threshold: 0.5\n")
+    script = [tool_reply(call("step"), usage={"input_tokens": 10, "output_tokens": 30}) for _ in range(4)]
+    h = agent_factory(script, tools=[step], app=app)
+    result = await h.send("go")
+    reqs = h.model.requests
+    assert len(reqs) == 4  # 120 output tokens after four replies: the fifth call is not made
+    warned = ["token budget" in m.content for r in reqs for m in r.messages if m.type == "human" and "budget" in m.content]
+    assert "You have used 60 of this run's 100 output token budget" in reqs[2].messages[-1].content and len(warned) == 1
+    assert "120 of 100 output tokens" in result["messages"][-1].content and h.state()["stop_reason"] == "token_budget_exhausted"
+
+
+async def test_the_section_off_means_no_budget(agent_factory):
+    from tests.harness.agents.conftest import app_config
+
+    app = app_config("token_budget:\n  enabled: false\n  max_tokens: 1000\n")
+    script = [tool_reply(call("step"), usage={"input_tokens": 600, "output_tokens": 10}) for _ in range(2)] + ["done"]
+    h = agent_factory(script, tools=[step], app=app)
+    assert (await h.send("go"))["messages"][-1].content == "done"
