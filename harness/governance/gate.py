@@ -32,7 +32,7 @@ from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.types import interrupt
 
-from harness.agents.markers import run_value
+from harness.agents.markers import TOOL_META_KEY, run_value
 from harness.governance.policy import Decision, Policy, Rule, args_digest, compile_policy, decide
 from harness.governance.stores import ApprovalRecord, get_approval_store
 
@@ -75,7 +75,10 @@ def parse_answer(answer: Any, call_ids: list[str]) -> dict[str, tuple[str, str]]
 
 
 def _denial(call: dict, text: str) -> ToolMessage:
-    return ToolMessage(content=text, tool_call_id=call["id"], name=call["name"], status="error")
+    # status "error" for the model and LangGraph; the meta's "denied" lets the UI say what happened.
+    return ToolMessage(content=text, tool_call_id=call["id"], name=call["name"], status="error",
+                       additional_kwargs={TOOL_META_KEY: {"status": "denied", "error_type": "not_approved",
+                                                          "recoverable_by_model": True, "recommended_next_action": "report_to_user"}})
 
 
 def _summary(call: dict) -> str:

@@ -71,14 +71,19 @@
     ctx.setNote("The agent is waiting for your approval.");
   }
 
+  // After a decision the card collapses to its outcome: what was decided, on which calls, and
+  // the reason of a denial; the question, the arguments and the buttons go.
   function answer(card, decision, reason) {
-    card.querySelectorAll("input, button").forEach((n) => { n.disabled = true; });
-    card.classList.add("answered");
-    card.id = "";
+    const outcome = { approve: "Approved", approve_always: "Approved for this chat", deny: "Denied" }[decision];
     const said = { approve: "You approved this once.", approve_always: "You approved this for the rest of the chat.", deny: "You denied it." }[decision];
+    const tools = [...card.querySelectorAll(".approval-tool")].map((n) => n.textContent);
+    card.classList.add("answered", decision === "deny" ? "denied" : "approved");
+    card.id = "";
+    card.setAttribute("aria-label", `Approval: ${outcome.toLowerCase()}`);
     const line = el("p", "approval-answer", said);
+    if (tools.length) line.append(" ", el("span", "muted", `(${tools.join(", ")})`));
     if (decision === "deny" && reason) line.append(" ", el("em", "", `Reason: ${reason}`));
-    card.append(line);
+    card.replaceChildren(el("div", "approval-kicker", outcome), line);
     ctx.resume(decision === "deny" ? { decision, reason } : { decision });
   }
 

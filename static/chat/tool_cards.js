@@ -76,7 +76,7 @@
 
   function setStatus(card, status, detail) {
     card.dataset.status = status;
-    const labels = { running: "running…", success: "done", error: "failed", cancelled: "stopped", waiting: "waiting for you" };
+    const labels = { running: "running…", success: "done", error: "failed", denied: "denied", cancelled: "stopped", waiting: "waiting for you" };
     card.querySelector(".tool-status").textContent = labels[status] || status;
     if (detail && status === "error") card.querySelector(".tool-status").title = detail;
   }
@@ -93,7 +93,7 @@
     const failed = msg.status === "error" || meta.status === "error";
     card.dataset.done = "1";
     if (subs() && subs().onResult(card, msg)) return;
-    setStatus(card, failed ? "error" : "success");
+    setStatus(card, meta.status === "denied" ? "denied" : failed ? "error" : "success");
     if (web()) web().onResult(card, msg, failed);
   }
 

@@ -61,7 +61,12 @@ def test_approve_once_runs_the_command(page, script, doc_shot):
     expect(page.locator("#composer-note")).to_contain_text("Approve or deny the action above first.")
     card.get_by_role("button", name="Approve once").click()
     expect(assistant(page).last).to_contain_text("Cleaned up the outputs.")
-    expect(page.locator(".approval.answered")).to_contain_text("You approved this once.")
+    decided = page.locator(".approval.answered")
+    expect(decided).to_contain_text("You approved this once.")
+    # The card collapses to its outcome: no question, no arguments, no buttons left behind.
+    expect(decided.locator(".approval-kicker")).to_have_text("Approved")
+    expect(decided.get_by_role("button")).to_have_count(0)
+    expect(decided).not_to_contain_text("Approval needed")
     expect(page.locator(".tool-card[data-tool=bash] .tool-result")).to_contain_text("cleaned")
     assert page.js_errors == []
 
@@ -77,7 +82,13 @@ def test_deny_with_a_reason_on_a_phone(phone, script, model_server, doc_shot):
     doc_shot(page, "approval-card-phone")
     card.get_by_role("button", name="Deny").click()
     expect(assistant(page).last).to_contain_text("Understood, I did not run it.")
-    expect(page.locator(".approval.answered")).to_contain_text("Reason: do not pipe downloads into a shell")
+    decided = page.locator(".approval.answered")
+    expect(decided).to_contain_text("Reason: do not pipe downloads into a shell")
+    expect(decided.locator(".approval-kicker")).to_have_text("Denied")
+    expect(decided.get_by_role("button")).to_have_count(0)
+    # The call that was not run reads "denied", not "failed".
+    expect(page.locator(".tool-card[data-tool=bash] .tool-status")).to_have_text("denied")
+    doc_shot(page, "approval-denied-phone")
     assert "do not pipe downloads into a shell" in str(model_server.requests[-1]["messages"][-1])
     width = page.evaluate("document.documentElement.scrollWidth")
     assert width <= 375, f"the page scrolls sideways at 375 px ({width} px)"
