@@ -433,6 +433,7 @@
     $("close-sidebar").addEventListener("click", closeSidebar);
     el.scrim.addEventListener("click", closeSidebar);
     window.DFAttach.acceptDrops(document.querySelector(".chat"), el.dropHint);
+    window.DFAttach.acceptPaste(el.input);
   }
 
   // The drawer (phones): opening moves focus into it, closing gives it back to the button that

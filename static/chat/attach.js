@@ -94,9 +94,21 @@
     });
   }
 
+  /* Files pasted into ``input`` (a screenshot from the clipboard) are attached as a drop is;
+     pasted text is left to the textarea. */
+  function acceptPaste(input) {
+    input.addEventListener("paste", (ev) => {
+      const files = ev.clipboardData && ev.clipboardData.files;
+      if (!files || !files.length) return;
+      ev.preventDefault();
+      add(files);
+    });
+  }
+
   window.DFAttach = {
     init(options) { deps = options; },
     acceptDrops,
+    acceptPaste,
     add,
     ready: () => list.filter((a) => a.status === "done"),
     uploading: () => list.some((a) => a.status === "uploading"),

@@ -7,6 +7,7 @@
   "use strict";
 
   const FINAL = { 4401: "You are signed out. Sign in again to continue.", 4404: "This chat no longer exists." };
+  const OFFLINE = "You are offline. What you send waits here and goes out when the connection is back.";
 
   function create(opts) {
     let ws = null, wanted = false, backoff = 0, timer = null;
@@ -47,11 +48,21 @@
         ws = null;
         if (FINAL[ev.code]) { opts.onStatus(FINAL[ev.code], true); opts.onFinal(); return; }
         if (!wanted) return;
+        if (!navigator.onLine) { opts.onStatus(OFFLINE); return; } // "online" reconnects at once
         const delay = Math.min(8000, 500 * Math.pow(2, backoff++));
         opts.onStatus(`Connection lost — reconnecting in ${Math.round(delay / 100) / 10}s…`);
         timer = setTimeout(connect, delay);
       };
     }
+
+    // The browser knows it is offline before the socket does (a dropped socket may take a minute
+    // to notice): say so at once, and reconnect the moment the network is back.
+    window.addEventListener("offline", () => opts.onStatus(OFFLINE));
+    window.addEventListener("online", () => {
+      opts.onStatus("");
+      if (wanted && !ws) { clearTimeout(timer); backoff = 0; connect(); }
+    });
+    if (!navigator.onLine) opts.onStatus(OFFLINE);
 
     return {
       send, connect,
