@@ -100,6 +100,7 @@
     }
     entry.final = true;
     renderFilesOnMessage(entry, (msg.additional_kwargs || {}).files);
+    if (!S.rowRun && window.DFStamps && !String(entry.id).startsWith("pending-")) window.DFStamps.stamp(entry); // live: now
   }
 
   function renderFilesOnMessage(entry, files) {
@@ -122,6 +123,10 @@
     entry.final = true;
     entry.el.classList.remove("streaming");
     paintAi(entry);
+    if (!S.rowRun && window.DFStamps && (entry.text || "").trim()) {
+      const rm = msg.response_metadata || {};
+      window.DFStamps.stamp(entry, null, rm.deerflow_model || rm.model_name || ""); // live: now, by the model that answered
+    }
     const kw = msg.additional_kwargs || {};
     if (kw.deerflow_error_fallback && !entry.retry) {
       // the provider failed for good, or the model answered nothing: say so where it happened and offer a retry
@@ -199,6 +204,9 @@
     }
     S.rowRun = null;
     const entry = msg.id && S.messages.get(msg.id);
+    if (entry && window.DFStamps && (msg.type === "human" || (entry.text || "").trim())) {
+      window.DFStamps.stamp(entry, row.created_at, isAi(msg.type) ? ((row.metadata || {}).model_name || "") : "");
+    }
     if (entry && row.run_id) { entry.runId = entry.runId || row.run_id; entry.el.dataset.run = row.run_id; } // where a "Stopped" marker goes
   }
 
