@@ -1,6 +1,6 @@
 from django.urls import include, path
 
-from apps.chat import artifact_views, feedback_views, input_polish, views
+from apps.chat import artifact_views, export, feedback_views, input_polish, views
 
 urlpatterns = [
     path("threads", views.ThreadCollectionView.as_view(), name="thread-collection"),
@@ -14,6 +14,7 @@ urlpatterns = [
     path("threads/<str:thread_id>/state/<str:checkpoint_id>", views.ThreadStateAtCheckpointView.as_view(), name="thread-state-at"),
     path("threads/<str:thread_id>/history", views.ThreadHistoryView.as_view(), name="thread-history"),
     path("threads/<str:thread_id>/messages/page", views.ThreadMessagesPageView.as_view(), name="thread-messages-page"),
+    path("threads/<str:thread_id>/export", export.ThreadExportView.as_view(), name="thread-export"),
     path("threads/<str:thread_id>/token-usage", views.ThreadTokenUsageView.as_view(), name="thread-token-usage"),
     path("threads/<str:thread_id>/artifacts/<path:artifact_path>", artifact_views.ThreadArtifactView.as_view(), name="thread-artifact"),
     # A run's ZIP sits under the run's URL but is served from here, beside the other artifact routes.

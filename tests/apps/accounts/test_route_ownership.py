@@ -300,6 +300,7 @@ OWNED_ROUTES = [
     OwnedRoute("GET", "/api/threads/<str:thread_id>/context", owned_run),
     OwnedRoute("POST", "/api/threads/<str:thread_id>/suggestions", owned_run, body={}),
     OwnedRoute("GET", "/api/threads/<str:thread_id>/goal", owned_run),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/export", owned_run),
     # The thread id only labels the trace and is ignored when not the caller's (DeerFlow sends ids of
     # chats not created yet): both get the walk's model-less 503, so B learns nothing of A's id.
     OwnedRoute("POST", "/api/input-polish", owned_thread, body=lambda o: {"text": "hi", "thread_id": o.kwargs["thread_id"]},
