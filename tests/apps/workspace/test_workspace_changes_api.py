@@ -125,15 +125,20 @@ def test_the_second_run_sees_only_its_own_changes_with_a_diff_of_the_edit(user_c
 
 
 def test_an_oversized_diff_is_cut_with_a_marker(user_client, lead_agent):
-    big = "".join(f"row {i} of a long generated file\n" for i in range(4000))  # ~140 KB, past the per-file diff cut
-    lead_agent(tool_reply(write("/mnt/user-data/workspace/big.txt", big)), "Wrote it.")
+    # ~110 KB of lines, past the per-file diff cut; made by a command, as a model would.
+    lead_agent(tool_reply(call("bash", description="number the lines", command="seq 1 20000 > /mnt/user-data/workspace/big.txt")),
+               "Wrote it.")
     tid = new_thread(user_client)
     run = run_wait(user_client, tid)
-    change = changes(user_client, tid, run.pk).json()["files"][0]
-    assert change["diff_truncated"] is True
-    assert change["diff"].splitlines()[-1].startswith("\\ diff truncated:")
-    assert len(change["diff"]) < len(big)
-    assert change["additions"] == 4000
+    body = changes(user_client, tid, run.pk).json()
+    change = body["files"][0]
+    assert change["path"] == "/mnt/user-data/workspace/big.txt" and change["size_after"] > 100_000
+    assert change["diff_truncated"] is True and body["summary"]["truncated"] is True
+    lines = change["diff"].splitlines()
+    assert lines[-1].startswith("\\ diff truncated:") and lines[-1].endswith("more bytes not shown")
+    assert lines[-2].startswith("+") and lines[-2][1:].isdigit()  # cut between lines
+    assert len(change["diff"].encode()) <= body["limits"]["max_diff_bytes_per_file"] + 100
+    assert change["additions"] == 20000  # counted on the whole file
 
 
 def test_unknown_foreign_and_running_runs(user_client, lead_agent, api_client, other_user, user):
