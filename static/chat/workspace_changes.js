@@ -1,8 +1,9 @@
 /* The files a run changed, shown after its answer: GET
  * /api/threads/{tid}/runs/{rid}/workspace-changes lists them (created, modified, deleted) with
  * line counts; a file's diff is fetched the first time one is opened. When the run changed
- * outputs it never presented (its delivery receipt is not satisfied), the card says so: that
- * run is recorded as an error. A run that changed nothing gets no card. */
+ * outputs it never presented (its delivery receipt is not satisfied), the card says so (a run
+ * that would have succeeded is then recorded as an error). A run that changed nothing gets no
+ * card. */
 (function () {
   "use strict";
 
@@ -63,7 +64,7 @@
     if (receipt.produced_paths && receipt.satisfied === false) {
       root.classList.add("undelivered");
       root.append(h("p", { class: "ws-undelivered", role: "status",
-        text: "These outputs were changed but never presented, so the run is marked as failed: open them from Files." }));
+        text: "Outputs were changed but never presented: the answer did not show them to you. Open them from Files." }));
     }
     const list = h("ul", { class: "ws-files" });
     let diffs = null; // the run's files with their diffs, fetched once
