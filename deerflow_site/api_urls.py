@@ -10,7 +10,8 @@ Threads and runs first: every run makes two requests there, and Django tries the
 order (about 45 per request when these came fourth and fifth). Chat's thread routes come before
 the runs app's: its ``runs/regenerate`` would otherwise be taken for a run id. The apps behind
 have no pattern starting with threads/ or runs (schedules' one under threads/ matches no earlier
-pattern), so every path still reaches its own view (tests/site/test_urls.py checks each route).
+pattern; the workspace app's one is a run's sub-route, which no runs pattern takes), so every
+path still reaches its own view (tests/site/test_urls.py checks each route).
 """
 
 from django.urls import include, path
@@ -19,6 +20,7 @@ API_MODULES = (
     "apps.chat.api_urls",
     "apps.threads.api_urls",
     "apps.runs.api_urls",
+    "apps.workspace.api_urls",
     "apps.schedules.api_urls",
     "apps.console.api_urls",
     "apps.accounts.api_urls",

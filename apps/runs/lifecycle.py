@@ -14,7 +14,8 @@ The engine imports no feature. A feature registers its functions here in its
   more turn in the same run (goal continuation). Model calls a hook makes count toward the
   run's usage through ``TurnEnd.count_usage``. Failures fail the run, as the turn's would.
 - ``before_settle``: ``async fn(RunOutcome) -> list`` of journal events written with the
-  run's final row (replay bookkeeping).
+  run's final row (replay bookkeeping), or a ``Settling`` that may also fail a run that would
+  have succeeded (an undelivered output: the run is recorded as an error with its reason).
 - ``settled``: ``fn(SettledRun)`` inside the transaction that writes the run's final row,
   for a feature's own rows (scheduled task runs). Worker, cancel and recovery all settle
   through ``apps.runs.settle.run_settle``, so every finished run passes here exactly once.
@@ -99,6 +100,15 @@ class RunOutcome:
         return self.status == Run.Status.SUCCESS
 
 
+@dataclass(frozen=True)
+class Settling:
+    """What a ``before_settle`` hook adds to the run's settle: journal events and, for a run
+    that would succeed, a reason to record it as an error instead."""
+
+    events: list
+    error: str = ""
+
+
 class HookPoint:
     def __init__(self, name: str) -> None:
         self.name = name
@@ -156,11 +166,17 @@ async def next_turn(turn: TurnEnd) -> dict | None:
     return None
 
 
-async def run_settling(outcome: RunOutcome) -> list:
+async def run_settling(outcome: RunOutcome) -> Settling:
     events: list = []
+    error = ""
     for hook in before_settle:
-        events.extend(await hook(outcome) or ())
-    return events
+        answer = await hook(outcome)
+        if isinstance(answer, Settling):
+            events.extend(answer.events)
+            error = error or answer.error
+        else:
+            events.extend(answer or ())
+    return Settling(events=events, error=error)
 
 
 def run_settled(run: SettledRun) -> None:

@@ -9,6 +9,7 @@ next run on the thread cannot interleave its ``seq`` allocation with ours.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import timedelta
 import logging
 import time
@@ -453,7 +454,13 @@ async def _execute(run_id: str, claimed: dict | None = None) -> None:
     outcome = lifecycle.RunOutcome(run_id=run_id, thread_id=thread_id, status=status, stop_reason=progress.stop_reason,
                                    meta=meta, context=context, config=config, values=progress.last_values, graph=graph,
                                    app_config=app_config)
-    journal.hold(*await lifecycle.run_settling(outcome))
+    settling = await lifecycle.run_settling(outcome)
+    journal.hold(*settling.events)
+    if settling.error and status == Run.Status.SUCCESS:
+        # A feature found the run failed its contract (outputs never presented): recorded as
+        # an error, as DeerFlow does; the stream already carried the answer.
+        status, thread_status, error = Run.Status.ERROR, ThreadStatus.ERROR, settling.error
+        outcome = dataclasses.replace(outcome, status=status)
     try:
         await _finish(run_id, status=status, thread_status=thread_status, error=error, progress=progress, title=title,
                       thread_id=thread_id, metadata=meta["metadata"], events=await journal.drain(),

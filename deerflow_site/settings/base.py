@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "apps.console",
     "apps.governance",
     "apps.observability",
+    "apps.workspace",
 ]
 
 MIDDLEWARE = [

@@ -62,6 +62,7 @@
   const web = () => window.DFWebTools; // web_tools.js: result lists on web cards, sources under answers
   const subs = () => window.DFSubagents; // subagents.js: the task tool's card
   const fb = () => window.DFFeedback; // feedback.js: thumbs under an answer
+  const changes = () => window.DFWorkspaceChanges; // workspace_changes.js: the files a run changed
   const gov = () => window.DFGovernance; // governance.js: approval card, budget notice
   const acts = () => window.DFMessageActions; // message_actions.js: copy, regenerate, edit, branch
   // tool_cards.js: the card of each tool call (status pill, arguments, result, presented files)
@@ -279,6 +280,7 @@
   function finishRun() {
     const ended = S.runId;
     if (ended && fb()) for (const entry of S.messages.values()) if (entry.runId === ended) fb().attach(entry, ended, entry.id);
+    if (ended && changes()) changes().showFor(ended);
     if (acts()) acts().onRunEnd(S.runId, S.following);
     S.following = null;
     S.runId = null;
@@ -343,6 +345,7 @@
     S.hasMore = !!page.has_more;
     S.nextBeforeSeq = page.next_before_seq;
     el.loadEarlier.hidden = !S.hasMore;
+    if (changes()) changes().showForHistory();
   }
 
   async function loadThreadMeta() {
@@ -371,6 +374,7 @@
     S.toolCards.clear();
     if (web()) web().reset();
     if (subs()) subs().reset();
+    if (changes()) changes().reset();
     await loadHistory();
     working().markHistory(S.threadId, el.messages);
     await loadThreadMeta();
@@ -471,6 +475,7 @@
     }
     if (subs()) subs().init({ api, threadId: () => S.threadId, setToolStatus });
     if (fb()) fb().init({ api, threadId: () => S.threadId });
+    if (changes()) changes().init({ api, threadId: () => S.threadId, messages: () => S.messages });
     if (gov()) gov().init({ api, setNote, resume: (answer) => { S.interrupt = null; setNote(""); startRun({ command: { resume: answer } }); } });
     if (sidebar()) {
       sidebar().init({

@@ -274,6 +274,7 @@ OWNED_ROUTES = [
     OwnedRoute("GET", "/api/threads/<str:thread_id>/runs/<str:run_id>/stream", owned_run),
     OwnedRoute("POST", "/api/threads/<str:thread_id>/runs/<str:run_id>/stream", owned_run),
     OwnedRoute("GET", "/api/threads/<str:thread_id>/runs/<str:run_id>/events", owned_run),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/runs/<str:run_id>/workspace-changes", owned_run),
     OwnedRoute("GET", "/api/threads/<str:thread_id>/runs/<str:run_id>/feedback", owned_feedback),
     OwnedRoute("PUT", "/api/threads/<str:thread_id>/runs/<str:run_id>/feedback", owned_run, body={"rating": 1}),
     OwnedRoute("DELETE", "/api/threads/<str:thread_id>/runs/<str:run_id>/feedback", owned_feedback),

@@ -19,7 +19,9 @@ def approval_interrupt(parts):
 
 def test_sdk_stream_pauses_a_gated_bash_call_and_command_resume_runs_it(sdk, script, api):
     cmd = "echo made > /mnt/user-data/outputs/made.txt && rm -f /mnt/user-data/outputs/nothing && cat /mnt/user-data/outputs/made.txt"
-    script(tool_reply(call("bash", command=cmd, description="make and tidy")), "All tidy.")
+    # The file is presented: an output a run changes without showing it fails the run (apps/workspace).
+    script(tool_reply(call("bash", command=cmd, description="make and tidy")),
+           tool_reply(call("present_files", filepaths=["/mnt/user-data/outputs/made.txt"])), "All tidy.")
     tid = sdk.threads.create()["thread_id"]
     parts = list(sdk.runs.stream(tid, "lead_agent", input=USER, stream_mode=["updates"]))
     value = approval_interrupt(parts)
@@ -33,7 +35,7 @@ def test_sdk_stream_pauses_a_gated_bash_call_and_command_resume_runs_it(sdk, scr
 
     result = sdk.runs.wait(tid, "lead_agent", command=Command(resume={"decision": "approve"}))
     assert result["messages"][-1]["content"] == "All tidy."
-    tool_msg = [m for m in result["messages"] if m["type"] == "tool"][-1]
+    tool_msg = [m for m in result["messages"] if m["type"] == "tool" and m["name"] == "bash"][-1]
     assert "made" in tool_msg["content"] and tool_msg.get("status") != "error"
     assert sdk.threads.get(tid)["status"] == "idle"
     assert api.get(f"/threads/{tid}/artifacts/mnt/user-data/outputs/made.txt").text.strip() == "made"

@@ -92,7 +92,8 @@ def test_stream_emits_metadata_values_messages_and_end(user_client, scripted_age
     assert run.status == "success" and run.thread.status == "idle"
     assert run.input_tokens > 0 and run.output_tokens > 0
     types = list(RunEvent.objects.filter(run=run).order_by("seq").values_list("event_type", flat=True))
-    assert types == ["run.start", "llm.human.input", "llm.ai.response", "run.end"]
+    # run.delivery: the receipt every run gets (apps/workspace), here with nothing presented.
+    assert types == ["run.start", "llm.human.input", "llm.ai.response", "run.end", "run.delivery"]
 
 
 def test_wait_returns_final_values_and_join_after_create(user_client, scripted_agent):

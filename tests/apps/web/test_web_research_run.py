@@ -63,6 +63,7 @@ def test_search_fetch_and_cited_report(user_client, scripted_agent, settings, fa
         after_search,
         after_fetch,
         tool_reply(call("write_file", description="write the report", path="/mnt/user-data/outputs/report.md", content=report)),
+        tool_reply(call("present_files", filepaths=["/mnt/user-data/outputs/report.md"])),
         f"Lisbon gets about 750 mm of rain a year [1].\n\nSources:\n1. [Rainfall in Lisbon]({article})",
     )
     tid = thread_of()
@@ -87,7 +88,7 @@ def test_search_fetch_and_cited_report(user_client, scripted_agent, settings, fa
 
     state = user_client.get(f"/api/threads/{tid}/state").json()
     tools = [m for m in state["values"]["messages"] if m["type"] == "tool"]
-    assert [m["name"] for m in tools] == ["web_search", "web_fetch", "web_fetch", "write_file"]
+    assert [m["name"] for m in tools] == ["web_search", "web_fetch", "web_fetch", "write_file", "present_files"]
     # the structured results the chat UI renders travel with the tool messages
     assert tools[0]["artifact"]["results"][0]["url"] == article
     assert tools[1]["artifact"]["title"] == "Rainfall in Lisbon"
