@@ -46,6 +46,7 @@ from harness.agents.tracing import install_inline_trace_setup
 from harness.config import AppConfig, ModelConfig, class_path, get_app_config
 from harness.governance.budget import budget_middleware
 from harness.governance.gate import approval_middleware
+from harness.governance.guardrails import guardrail_middleware
 from harness.memory.injection import memory_provider
 from harness.models import ModelError, create_chat_model, get_model_config
 
@@ -150,6 +151,9 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
         ToolCallOrderMiddleware(),
         # Early in the chain: its after_model runs after every other one, on the final tool calls.
         approval_middleware(app.approvals, interactive=not options.non_interactive),
+        # Every call that passed the approval rules, before anything else can run it; outside
+        # error handling, so the provider's own failures follow guardrails.fail_closed instead.
+        guardrail_middleware(app.guardrails),
         ToolOutputBudgetMiddleware(options.max_tool_output_chars),
         RemoteContentSanitizationMiddleware(),
         DanglingToolCallMiddleware(),
@@ -202,7 +206,8 @@ def _delegation(options: LeadAgentOptions, app: AppConfig, entry: ModelConfig, m
     skills = _skills_middleware(options, app)
     gate = approval_middleware(app.approvals, subagent=True)  # subagents cannot ask: covered calls are refused
     budget = budget_middleware(app.budgets)  # a subagent's calls count toward the user's budget, and stop at it
-    shared = [m for m in (skills, gate, budget) if m is not None]
+    guard = guardrail_middleware(app.guardrails, subagent=True)  # the provider vets a subagent's calls too
+    shared = [m for m in (skills, gate, guard, budget) if m is not None]
     return (build_task_tool(config=cfg, lead_tools=tools, model_factory=models, shared_middleware=shared),
             SubagentLimitMiddleware(concurrent, total))
 
