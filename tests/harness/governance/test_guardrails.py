@@ -142,3 +142,18 @@ def test_bad_guardrails_config_stops_the_load_naming_the_key(text, field, words)
 def test_a_disabled_section_is_not_loaded():
     config = parse_config(BASE_CONFIG + "guardrails:\n  enabled: false\n  provider:\n    use: guard_pkg_not_installed.mod:Provider\n")
     assert config.guardrails.enabled is False and config.guardrails.provider_instance is None
+
+
+async def test_a_subagents_calls_are_vetted_too(tools, ran, seen):
+    from tests.support.subagents import Router, task_call
+
+    router = Router(lead=[tool_reply(task_call("Report progress", "job A")), "The helper could not report."],
+                    subs={"job A": [tool_reply(call("progress", note="from the helper")), "not allowed to report"]})
+    guard = guard_yaml("tests.support.guardrails:DenyToolProvider") + "subagents:\n  enabled: true\n"
+    h = harness([router] * 6, tools, guard, subagent_enabled=True)
+    result = await h.send("delegate")
+    assert ran == []  # the subagent's progress call was refused
+    sub_requests = [r for r in seen if r.is_subagent]
+    assert [r.tool_name for r in sub_requests] == ["progress"]
+    assert [r.tool_name for r in seen if not r.is_subagent] == ["task"]
+    assert result["messages"][-1].content == "The helper could not report."
