@@ -26,6 +26,7 @@ from harness.agents.middlewares.read_before_write import ReadBeforeWriteMiddlewa
 from harness.agents.middlewares.remote_content import RemoteContentSanitizationMiddleware
 from harness.agents.middlewares.run_setup import RunSetupMiddleware
 from harness.agents.middlewares.sandbox import SandboxMiddleware
+from harness.agents.middlewares.sandbox_audit import SandboxAuditMiddleware
 from harness.agents.middlewares.summarization import DeerFlowSummarizationMiddleware
 from harness.agents.middlewares.skills import SkillSetSnapshot, SkillsMiddleware
 from harness.agents.middlewares.system_coalescing import SystemMessageCoalescingMiddleware
@@ -161,6 +162,8 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
                                    jitter=options.llm_retry_initial_delay > 0),
         ReadBeforeWriteMiddleware(),
         ToolErrorHandlingMiddleware(),
+        # Inside error handling: a call that raised is recorded as an error before it becomes one.
+        SandboxAuditMiddleware(),
         # Without summarization the turn context carries a manual compaction's summary.
         DynamicContextMiddleware() if summarizer else DynamicContextMiddleware([date_provider, memory_provider, summary_provider]),
         skills,
