@@ -344,6 +344,13 @@ class CheckpointsConfig(_Section):
     durability: Literal["exit", "async", "sync"] = "exit"
 
 
+class SandboxAuditConfig(_Section):
+    """The audit trail of shell and file tool calls (docs/governance.md#sandbox-audit)."""
+
+    enabled: bool = True
+    retention_days: PositiveInt = 90
+
+
 class GuardrailProviderConfig(_Section):
     use: str
     config: dict[str, Any] = Field(default_factory=dict)  # keyword arguments for the class
@@ -415,6 +422,7 @@ class AppConfig(BaseModel):
     suggestions: SuggestionsConfig = Field(default_factory=SuggestionsConfig)
     input_polish: InputPolishConfig = Field(default_factory=InputPolishConfig)
     guardrails: GuardrailsConfig = Field(default_factory=GuardrailsConfig)
+    sandbox_audit: SandboxAuditConfig = Field(default_factory=SandboxAuditConfig)
     # What the loader did with DeerFlow's keys (harness.config.deerflow_compat): mapped ones and
     # ones accepted without effect, each with its reason; set by parse_config.
     _compat_notes: list[Any] = PrivateAttr(default_factory=list)

@@ -10,7 +10,7 @@ import pytest
 from langchain_core.tools import tool
 
 from harness.config import parse_config
-from harness.sandbox.audit import MemoryAuditStore, NullAuditStore, set_audit_store
+from harness.sandbox.audit import MemoryAuditStore, NullAuditStore, get_audit_store, set_audit_store
 from harness.testing import call, tool_reply
 from harness.tools.file_access import WRITE, declare_thread_files
 from harness.tools.registry import get_available_tools
@@ -21,10 +21,11 @@ CONFIG = BASE_CONFIG + "sandbox:\n  use: local\n"
 
 @pytest.fixture
 def trail():
+    before = get_audit_store()  # under pytest-django the ORM store is installed; put it back
     store = MemoryAuditStore()
     set_audit_store(store)
     yield store
-    set_audit_store(NullAuditStore())
+    set_audit_store(before)
 
 
 @tool
@@ -90,8 +91,8 @@ async def test_a_long_command_keeps_a_bounded_preview(trail):
     assert len(record.preview) == 200 and record.digest == hashlib.sha256(command.encode()).hexdigest()
 
 
-async def test_without_an_installed_trail_nothing_is_recorded():
-    store = MemoryAuditStore()  # not installed
+async def test_without_an_installed_trail_nothing_is_recorded(trail):
+    set_audit_store(NullAuditStore())  # the embedded client's default
     h = harness([tool_reply(call("bash", description="x", command="echo hi")), "ok"])
     result = await h.send("go")
-    assert result["messages"][-1].content == "ok" and store.records == []
+    assert result["messages"][-1].content == "ok" and trail.records == []
