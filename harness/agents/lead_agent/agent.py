@@ -210,7 +210,7 @@ def _delegation(options: LeadAgentOptions, app: AppConfig, entry: ModelConfig, m
     gate = approval_middleware(app.approvals, subagent=True)  # subagents cannot ask: covered calls are refused
     budget = budget_middleware(app.budgets)  # a subagent's calls count toward the user's budget, and stop at it
     guard = guardrail_middleware(app.guardrails, subagent=True)  # the provider vets a subagent's calls too
-    shared = [m for m in (skills, gate, guard, budget) if m is not None]
+    shared = [m for m in (skills, gate, guard, budget, SandboxAuditMiddleware()) if m is not None]
     return (build_task_tool(config=cfg, lead_tools=tools, model_factory=models, shared_middleware=shared),
             SubagentLimitMiddleware(concurrent, total))
 

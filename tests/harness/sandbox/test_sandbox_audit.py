@@ -96,3 +96,17 @@ async def test_without_an_installed_trail_nothing_is_recorded(trail):
     h = harness([tool_reply(call("bash", description="x", command="echo hi")), "ok"])
     result = await h.send("go")
     assert result["messages"][-1].content == "ok" and trail.records == []
+
+
+async def test_a_subagents_shell_calls_are_recorded_too(trail):
+    from tests.support.subagents import Router, task_call
+
+    router = Router(lead=[tool_reply(task_call("List", "job A")), "The helper listed it."],
+                    subs={"job A": [tool_reply(call("bash", description="x", command="echo from-helper")), "listed"]})
+    app = parse_config(CONFIG + "subagents:\n  enabled: true\n")
+    tools = get_available_tools(config=app, include_view_image=False, non_interactive=True)
+    h = AgentHarness([router] * 6, tools=tools, app=app, configurable={"subagent_enabled": True})
+    config = h.config()
+    result = await h.graph.ainvoke({"messages": [{"role": "user", "content": "delegate"}]}, config)
+    assert result["messages"][-1].content == "The helper listed it."
+    assert [(r.tool, r.preview, r.run_id) for r in trail.records] == [("bash", "echo from-helper", config["configurable"]["run_id"])]
