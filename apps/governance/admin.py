@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from apps.governance.models import ApprovalDecision, ApprovalRule, Budget, ModelProbe
+from apps.governance.models import ApprovalDecision, ApprovalRule, Budget, ModelProbe, SandboxAuditEntry
 
 
 @admin.register(ApprovalDecision)
@@ -10,6 +10,27 @@ class ApprovalDecisionAdmin(admin.ModelAdmin):
     list_display = ["created_at", "user", "tool", "rule_name", "rule_source", "decision", "decided_by", "thread_id"]
     list_filter = ["decision", "rule_source", "tool"]
     search_fields = ["thread_id", "run_id", "tool", "rule_name", "user__username", "args_digest"]
+    list_select_related = ["user"]
+    date_hierarchy = "created_at"
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(SandboxAuditEntry)
+class SandboxAuditEntryAdmin(admin.ModelAdmin):
+    """Every shell and file operation of the agents: evidence, so read-only; rows age out after
+    sandbox_audit.retention_days."""
+
+    list_display = ["created_at", "user", "tool", "access", "outcome", "preview", "thread_id"]
+    list_filter = ["tool", "access", "outcome"]
+    search_fields = ["thread_id", "run_id", "tool", "digest", "preview", "user__username"]
     list_select_related = ["user"]
     date_hierarchy = "created_at"
 

@@ -61,6 +61,34 @@ class ApprovalDecision(models.Model):
         return f"{self.decision} {self.tool} ({self.rule_name})"
 
 
+class SandboxAuditEntry(models.Model):
+    """One shell or file tool call of an agent (harness SandboxAuditMiddleware). Commands are kept
+    as a SHA-256 and a 200-character preview; file content never. Kept sandbox_audit.retention_days."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="sandbox_audit_entries",
+                             help_text="Whose run it was.")
+    thread_id = models.CharField(max_length=64, blank=True, default="")
+    run_id = models.CharField(max_length=64, blank=True, default="")
+    tool_call_id = models.CharField(max_length=128, blank=True, default="")
+    tool = models.CharField(max_length=128)
+    access = models.CharField(max_length=8, help_text="read or write")
+    digest = models.CharField(max_length=64, help_text="SHA-256 of the command, or of the arguments without file content.")
+    preview = models.CharField(max_length=200, blank=True, default="")
+    paths = models.JSONField(default=list, blank=True)
+    outcome = models.CharField(max_length=16)
+    duration_ms = models.PositiveIntegerField(default=0)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        verbose_name_plural = "sandbox audit entries"
+        indexes = [models.Index(fields=["user", "-created_at"], name="sandbox_audit_user_idx"),
+                   models.Index(fields=["thread_id"], name="sandbox_audit_thread_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.tool} {self.outcome} ({self.preview[:40]})"
+
+
 class Budget(models.Model):
     """Caps on a user's usage per UTC day and calendar month, in tokens and/or cost. The row
     without a user is everyone's default; a user's own row replaces it entirely. Empty caps

@@ -354,6 +354,59 @@ class CheckpointsConfig(_Section):
     durability: Literal["exit", "async", "sync"] = "exit"
 
 
+class SandboxAuditConfig(_Section):
+    """The audit trail of shell and file tool calls (docs/governance.md#sandbox-audit)."""
+
+    enabled: bool = True
+    retention_days: PositiveInt = 90
+
+
+class GuardrailProviderConfig(_Section):
+    use: str
+    config: dict[str, Any] = Field(default_factory=dict)  # keyword arguments for the class
+
+    @field_validator("use")
+    @classmethod
+    def _format(cls, value: str) -> str:
+        return class_path.check_format(value)
+
+
+class GuardrailsConfig(_Section):
+    """A provider that vets every tool call (harness/governance/guardrails.py). It is loaded and
+    created once per config load, so a path that does not import or a ``config`` the class
+    refuses stops the load naming ``guardrails.provider``, and runs share the instance."""
+
+    enabled: bool = False
+    fail_closed: bool = True  # a provider that raises denies the call; false lets it run
+    passport: str | None = None  # handed to the provider as agent_id
+    provider: GuardrailProviderConfig | None = None
+    _instance: Any = PrivateAttr(default=None)
+
+    @model_validator(mode="after")
+    def _load(self) -> GuardrailsConfig:
+        if not self.enabled:
+            return self
+        if self.provider is None:
+            raise ValueError("guardrails.enabled is true but no provider is set (provider.use: package.module:ClassName)")
+        use = self.provider.use
+        try:
+            cls = class_path.resolve(use)
+        except class_path.ClassPathError as exc:
+            raise ValueError(f"provider.use {use!r}: {exc}") from None
+        try:
+            instance = cls(**self.provider.config)
+        except Exception as exc:
+            raise ValueError(f"provider.use {use!r} could not be created with provider.config: {type(exc).__name__}: {exc}") from None
+        if not callable(getattr(instance, "evaluate", None)):
+            raise ValueError(f"provider.use {use!r} has no evaluate(request) method")
+        self._instance = instance
+        return self
+
+    @property
+    def provider_instance(self) -> Any:
+        return self._instance
+
+
 class AppConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -386,6 +439,8 @@ class AppConfig(BaseModel):
     safety_finish_reason: SafetyFinishReasonConfig = Field(default_factory=SafetyFinishReasonConfig)
     token_budget: TokenBudgetConfig = Field(default_factory=TokenBudgetConfig)
     tool_output: ToolOutputConfig = Field(default_factory=ToolOutputConfig)
+    guardrails: GuardrailsConfig = Field(default_factory=GuardrailsConfig)
+    sandbox_audit: SandboxAuditConfig = Field(default_factory=SandboxAuditConfig)
     # What the loader did with DeerFlow's keys (harness.config.deerflow_compat): mapped ones and
     # ones accepted without effect, each with its reason; set by parse_config.
     _compat_notes: list[Any] = PrivateAttr(default_factory=list)

@@ -80,8 +80,6 @@ TOP_LEVEL_ACCEPTED: dict[str, tuple[str, frozenset[str] | KeySpec | None]] = {
                    frozenset({"middlewares", "mcp_servers", "mcpServers", "skills"})),
     "agents_api": ("custom agents are always managed through the API and the Agents page, per user", frozenset({"enabled"})),
     "acp_agents": (_ACP, None),
-    "guardrails": ("tool calls are gated by `approvals.rules` (ask/deny/allow, docs/governance.md)",
-                   frozenset({"enabled", "fail_closed", "passport", "provider"})),
     "authorization": ("access is Django accounts: owners, staff and superusers (docs/api.md); there is no pluggable RBAC provider",
                       frozenset({"enabled", "fail_closed", "default_role", "provider"})),
     "circuit_breaker": ("a failing provider fails the run with its error; model probes (`manage.py probe_models`) take a broken model out of admission",
@@ -261,10 +259,15 @@ _NO_DETECTOR = "use one of harness.agents.middlewares.safety_finish's detectors 
 MEMORY_MANAGERS = {"deermem": "the built-in memory (harness.memory, stored by apps.memory)"}
 _NO_MEMORY = "remove memory.manager_class (the built-in memory is used) or set it to deermem"
 
-# Providers of sections accepted without effect: a path is refused only when the section is on.
+# ``guardrails`` is a section of ours (a provider hook, harness/governance/guardrails.py) with
+# DeerFlow's keys. DeerFlow's built-in AllowlistProvider becomes approval rules; any other
+# deerflow.* provider has no implementation here. Other class paths are loaded as they are.
 ALLOWLIST_PROVIDER = "deerflow.guardrails.builtin:AllowlistProvider"
+GUARDRAILS_KEYS = frozenset({"enabled", "fail_closed", "passport", "provider"})
+_NO_GUARDRAIL = ("use approvals.rules (action ask/deny/allow per tool, docs/governance.md), or a provider class of your own "
+                 "in guardrails.provider.use (docs/governance.md)")
+# Providers of sections accepted without effect: a path is refused only when the section is on.
 PROVIDER_SECTIONS: dict[str, str] = {
-    "guardrails": "use approvals.rules (action ask/deny/allow per tool, docs/governance.md) and set guardrails.enabled: false",
     "authorization": "use Django accounts and staff roles instead (owners, staff, superusers: docs/api.md) and set authorization.enabled: false",
 }
 
@@ -308,9 +311,6 @@ def translate_config(data: dict[str, Any], display: str = "config.yaml") -> tupl
         value = data.pop(key)
         if key in PROVIDER_SECTIONS and isinstance(value, dict) and value.get("enabled") and isinstance(value.get("provider"), dict):
             use = value["provider"].get("use")
-            if key == "guardrails" and use == ALLOWLIST_PROVIDER:
-                _allowlist_to_approvals(data, value, notes, display)
-                continue
             raise _class_error(f"{key}.provider.use", str(use), PROVIDER_SECTIONS[key], display)
         if key == "plugins" and isinstance(value, list):
             for i, spec in enumerate(value):
@@ -330,6 +330,7 @@ def translate_config(data: dict[str, Any], display: str = "config.yaml") -> tupl
         else:
             _note(notes, key, ACCEPTED, reason)
 
+    _guardrails(data, notes, display)
     for path, reason in SECTION_ACCEPTED.items():
         section, _, sub = path.partition(".")
         block = data.get(section)
@@ -374,6 +375,18 @@ def _safety_detectors(data: dict[str, Any], notes: list[CompatNote], display: st
             _note(notes, f"safety_finish_reason.detectors[{i}].use", MAPPED, SAFETY_DETECTOR_PATHS[use])
 
 
+def _guardrails(data: dict[str, Any], notes: list[CompatNote], display: str) -> None:
+    value = data.get("guardrails")
+    if not (isinstance(value, dict) and value.get("enabled") and isinstance(value.get("provider"), dict)):
+        return
+    use = str(value["provider"].get("use") or "")
+    if use == ALLOWLIST_PROVIDER:
+        data.pop("guardrails")
+        _allowlist_to_approvals(data, value, notes, display)
+    elif use.startswith("deerflow."):
+        raise _class_error("guardrails.provider.use", use, _NO_GUARDRAIL, display)
+
+
 def _allowlist_to_approvals(data: dict[str, Any], guardrails: dict[str, Any], notes: list[CompatNote], display: str) -> None:
     """DeerFlow's built-in AllowlistProvider as approval rules: ``denied_tools`` denied before
     the file's own rules; with ``allowed_tools`` given, after them those tools are allowed and
@@ -399,7 +412,7 @@ def _allowlist_to_approvals(data: dict[str, Any], guardrails: dict[str, Any], no
           f"approvals.rules: {len(before)} deny rule(s) before the file's own, {len(after)} after ({ALLOWLIST_PROVIDER})")
     for sub in guardrails:
         if sub not in ("provider", "enabled"):
-            if sub not in TOP_LEVEL_ACCEPTED["guardrails"][1]:
+            if sub not in GUARDRAILS_KEYS:
                 raise ConfigError("unknown key (neither this loader nor DeerFlow's schema defines it)", path=display, field=f"guardrails.{sub}")
             _note(notes, f"guardrails.{sub}", ACCEPTED, "the approval rules decide each call themselves (a rule's action is final)")
 

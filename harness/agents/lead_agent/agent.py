@@ -27,6 +27,7 @@ from harness.agents.middlewares.remote_content import RemoteContentSanitizationM
 from harness.agents.middlewares.run_setup import RunSetupMiddleware
 from harness.agents.middlewares.safety_finish import SafetyFinishReasonMiddleware
 from harness.agents.middlewares.sandbox import SandboxMiddleware
+from harness.agents.middlewares.sandbox_audit import SandboxAuditMiddleware
 from harness.agents.middlewares.summarization import DeerFlowSummarizationMiddleware
 from harness.agents.middlewares.skills import SkillSetSnapshot, SkillsMiddleware
 from harness.agents.middlewares.system_coalescing import SystemMessageCoalescingMiddleware
@@ -48,6 +49,7 @@ from harness.agents.tracing import install_inline_trace_setup
 from harness.config import AppConfig, ModelConfig, class_path, get_app_config
 from harness.governance.budget import budget_middleware
 from harness.governance.gate import approval_middleware
+from harness.governance.guardrails import guardrail_middleware
 from harness.memory.injection import memory_provider
 from harness.models import ModelError, create_chat_model, get_model_config
 
@@ -177,6 +179,9 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
         ToolCallOrderMiddleware(),
         # Early in the chain: its after_model runs after every other one, on the final tool calls.
         approval_middleware(app.approvals, interactive=not options.non_interactive),
+        # Every call that passed the approval rules, before anything else can run it; outside
+        # error handling, so the provider's own failures follow guardrails.fail_closed instead.
+        guardrail_middleware(app.guardrails),
         ToolOutputBudgetMiddleware(options.max_tool_output_chars, config=app.tool_output),
         RemoteContentSanitizationMiddleware(),
         DanglingToolCallMiddleware(),
@@ -186,6 +191,8 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
         # Outside the error layer, so the results it judges carry deerflow_tool_meta.
         ToolProgressMiddleware.from_config(app.tool_progress) if app.tool_progress.enabled else None,
         ToolErrorHandlingMiddleware(),
+        # Inside error handling: a call that raised is recorded as an error before it becomes one.
+        SandboxAuditMiddleware(),
         # Without summarization the turn context carries a manual compaction's summary.
         DynamicContextMiddleware() if summarizer else DynamicContextMiddleware([date_provider, memory_provider, summary_provider]),
         skills,
@@ -235,7 +242,8 @@ def _delegation(options: LeadAgentOptions, app: AppConfig, entry: ModelConfig, m
     skills = _skills_middleware(options, app)
     gate = approval_middleware(app.approvals, subagent=True)  # subagents cannot ask: covered calls are refused
     budget = budget_middleware(app.budgets)  # a subagent's calls count toward the user's budget, and stop at it
-    shared = [m for m in (skills, gate, budget) if m is not None]
+    guard = guardrail_middleware(app.guardrails, subagent=True)  # the provider vets a subagent's calls too
+    shared = [m for m in (skills, gate, guard, budget, SandboxAuditMiddleware()) if m is not None]
     return (build_task_tool(config=cfg, lead_tools=tools, model_factory=models, shared_middleware=shared,
                             tracing=app.tracing),
             SubagentLimitMiddleware(concurrent, total))

@@ -31,7 +31,7 @@ def test_chain_order_is_the_documented_one():
     names = [type(m).__name__ for m in chain]
     assert names == [
         "RunSetupMiddleware", "ToolCallOrderMiddleware", "ToolOutputBudgetMiddleware", "RemoteContentSanitizationMiddleware", "DanglingToolCallMiddleware",
-        "LLMErrorHandlingMiddleware", "ReadBeforeWriteMiddleware", "ToolErrorHandlingMiddleware",
+        "LLMErrorHandlingMiddleware", "ReadBeforeWriteMiddleware", "ToolErrorHandlingMiddleware", "SandboxAuditMiddleware",
         "DynamicContextMiddleware", "SkillsMiddleware", "PlanTodoMiddleware", "TokenUsageMiddleware", "TitleMiddleware",
         "ViewImageMiddleware", "SystemMessageCoalescingMiddleware", "LoopDetectionMiddleware",
         "TokenBudgetMiddleware", "TerminalResponseMiddleware", "SafetyFinishReasonMiddleware", "LengthFinishReasonMiddleware", "ClarificationMiddleware",
@@ -43,6 +43,13 @@ def test_chain_order_is_the_documented_one():
     assert chain[0].parts[-1].skills is chain[names.index("SkillsMiddleware")]  # resolves the set the chain's skills use
     without_plan = [type(m).__name__ for m in build_middlewares(LeadAgentOptions(), app=app, entry=app.models[0], model=None)]
     assert "PlanTodoMiddleware" not in without_plan and without_plan[-2:] == ["ClarificationMiddleware", "ToolSchemaCacheMiddleware"]
+
+
+def test_guardrails_sit_right_after_the_approval_gate():
+    app = app_config("approvals:\n  rules:\n    - {name: r, tool: bash, action: ask}\n"
+                     "guardrails:\n  enabled: true\n  provider:\n    use: tests.support.guardrails:DenyToolProvider\n")
+    names = [type(m).__name__ for m in build_middlewares(LeadAgentOptions(), app=app, entry=app.models[0], model=None)]
+    assert names[1:4] == ["ToolCallOrderMiddleware", "ApprovalGateMiddleware", "GuardrailMiddleware"]
 
 
 def test_options_come_from_configurable_and_are_clamped():

@@ -24,7 +24,7 @@ EXTENSIONS = FIXTURES / "extensions_config.json"
 # Keys the issue names as refused or silently ignored before; each must now be reported.
 NAMED_IN_THE_ISSUE = [
     "database.backend", "checkpointer.type", "logging.enhance", "run_events.backend", "stream_bridge.type",
-    "token_usage.enabled", "guardrails.enabled",
+    "token_usage.enabled",
     "authorization.enabled", "extensions.middlewares", "subagents.token_budget", "title.prompt_template",
     "tool_search.auto_promote_top_k", "sandbox.idle_timeout", "sandbox.replicas", "sandbox.mounts", "sandbox.image",
     "channels.langgraph_url", "channels.gateway_url", "channels.session", "channels.telegram.rich_messages",
@@ -106,8 +106,7 @@ def test_a_key_neither_schema_knows_is_still_refused_by_name(text, field):
     ("tools:\n  - name: web_search\n    use: deerflow.community.serper.tools:web_search_tool\n", "deerflow.community.serper.tools:web_search_tool"),
     ("sandbox:\n  use: deerflow.community.boxlite:BoxliteProvider\n", "deerflow.community.boxlite:BoxliteProvider"),
     ("memory:\n  manager_class: mymem.Manager\n", "mymem.Manager"),
-    ("guardrails:\n  enabled: true\n  provider:\n    use: aport_guardrails.providers.generic:OAPGuardrailProvider\n",
-     "aport_guardrails.providers.generic:OAPGuardrailProvider"),
+    ("guardrails:\n  enabled: true\n  provider:\n    use: deerflow.guardrails.oap:PassportProvider\n", "deerflow.guardrails.oap:PassportProvider"),
     ("authorization:\n  enabled: true\n  provider:\n    use: deerflow.authz.rbac:RbacAuthorizationProvider\n", "deerflow.authz.rbac:RbacAuthorizationProvider"),
     ("models:\n  - name: m\n    use: deerflow.models.unknown:Nope\n", "deerflow.models.unknown:Nope"),
 ])
@@ -215,6 +214,16 @@ def test_manage_config_upgrade_writes_a_file_that_loads(tmp_path):
     assert (tmp_path / "config.yaml.bak").read_text() == "# keep me\nconfig_version: 1\nsandbox:\n  use: local\n"
     config = parse_config(text)
     assert config.config_version == DEERFLOW_SCHEMA_VERSION and config.sandbox.use == "local"
+
+
+def test_guardrails_keys_are_ours_now():
+    config, _ = _load()
+    assert config.guardrails.enabled is False and config.guardrails.fail_closed is True
+    assert not [n for n in config.compat_notes if n.key.startswith("guardrails")]
+    # a third-party provider is loaded by its class path; not installed, the load says so
+    with pytest.raises(ConfigError) as err:
+        parse_config("guardrails:\n  enabled: true\n  provider:\n    use: aport_guardrails.providers.generic:OAPGuardrailProvider\n")
+    assert err.value.field == "guardrails" and "pip install aport-guardrails" in str(err.value)
 
 
 def test_the_builtin_allowlist_guardrail_becomes_approval_rules():
