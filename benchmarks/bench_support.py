@@ -62,8 +62,12 @@ def start_make_run_stack(home: Path, *, config_text: str, extra_env: dict | None
     from tests.support.live import LiveServer, free_port, live_env
 
     env = live_env(home, config_text=config_text, extra_env={"WEB_PROCESSES": str(processes), **(extra_env or {})})
-    if checkout != ROOT:  # its code and its migrations (live_env applied this tree's)
+    if checkout != ROOT:  # its code, and a database made by its own migrations
         env["PYTHONPATH"] = str(checkout)
+        # live_env's copy holds this tree's schema; a column this tree added (NOT NULL, no
+        # database default) makes the older build's inserts fail, and its runs never start.
+        if not env["DATABASE_URL"].startswith(("postgres://", "postgresql://")):
+            env["DATABASE_URL"] = f"sqlite:///{home / 'base-build.sqlite3'}"
         subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=checkout, env=env, check=True, timeout=120)
     port, ready = free_port(), home / "web.ready"
     log_path = home / "server.log"
