@@ -19,7 +19,8 @@
     sync();
   }
 
-  function sync() { if (button) button.hidden = pinned || distance() <= SLACK; }
+  // No messages yet (the welcome screen scrolls on a phone): there is no latest to jump to.
+  function sync() { if (button) button.hidden = pinned || distance() <= SLACK || !box.querySelector("article.msg"); }
 
   function onScroll() {
     const d = distance();

@@ -32,6 +32,9 @@ def test_polish_rewrites_the_draft_and_undo_restores_it(viewport, scheme, browse
         expect(box).to_have_value("Shorten notes.md to at most five bullet points, keeping every date and name.")
         undo = page.get_by_role("button", name="Undo polish")
         expect(undo).to_be_visible()
+        # The welcome screen has no messages: no "Latest" button over the composer, even scrolled.
+        page.locator("#conversation").evaluate("c => { c.scrollTop = 0; c.dispatchEvent(new Event('scroll')); }")
+        expect(page.locator("#jump-latest, .jump-latest")).to_be_hidden()
         doc_shot(page.locator("#composer"), f"input-polish-{scheme}{suffix}")
         expect(page.locator("article.msg")).to_have_count(0)  # polishing sends nothing
         undo.click()
