@@ -8,7 +8,6 @@ one of the caller's threads is ignored rather than refused (which also tells nob
 
 from __future__ import annotations
 
-import asyncio
 import logging
 
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -16,13 +15,11 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.chat.oneshot import one_shot
 from apps.errors import InvalidRequest, NotFound, ServiceUnavailable
-from apps.runs.runtime import get_runtime
 from apps.threads.selectors import thread_of_owner
 from harness.agents import input_polish
 from harness.config.loader import get_app_config
-from harness.models import ModelError, create_chat_model, get_model_config
-from harness.observability.tracing import atraced, standalone_config
 
 logger = logging.getLogger(__name__)
 MODEL_TIMEOUT = 60  # seconds: a draft is short; a stuck provider must not hold the button
@@ -57,21 +54,11 @@ def polish_draft(*, user, text: str, locale: str | None = None, thread_id: str |
         raise InvalidRequest(f"text: longer than {cfg.max_chars} characters (input_polish.max_chars)")
     metadata = {"thread_id": thread_id} if thread_id and thread_of_owner(thread_id=thread_id, owner_id=user.pk) else {}
     try:
-        model_name = get_model_config(cfg.model_name, config=app).name
-        model = create_chat_model(model_name, config=app)
-    except ModelError as exc:
-        raise ServiceUnavailable(f"No model to polish with: {exc}") from None
-
-    # Its own trace, named as DeerFlow names it, under the user (and the thread's session when known).
-    trace = standalone_config(app.tracing, "input_polish", thread_id=metadata.get("thread_id", ""), user_id=str(user.pk),
-                              model_name=model_name)
-
-    async def _call() -> str:
-        return await asyncio.wait_for(atraced(trace, lambda: input_polish.polish(model, text, locale or None, metadata=metadata)),
-                                      timeout=MODEL_TIMEOUT)
-
-    try:
-        rewritten = get_runtime().call(_call, timeout=MODEL_TIMEOUT + 5)
+        rewritten = one_shot(app, model_name=cfg.model_name, purpose="to polish with", trace_name="input_polish",
+                             thread_id=metadata.get("thread_id", ""), user_id=str(user.pk), timeout=MODEL_TIMEOUT,
+                             call=lambda model: input_polish.polish(model, text, locale or None, metadata=metadata))
+    except ServiceUnavailable:
+        raise
     except Exception as exc:  # the draft stays as it was; the user is told and may retry
         logger.info("Input polish failed (thread %s): %s", thread_id, exc)
         raise ServiceUnavailable("The model could not polish the draft; it is unchanged. Try again.") from None

@@ -6,17 +6,14 @@ a client may ask unconditionally)."""
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from typing import Any
 
+from apps.chat.oneshot import one_shot
 from apps.errors import InvalidRequest, ServiceUnavailable
-from apps.runs.runtime import get_runtime
 from apps.runs.selectors import messages_page
 from harness.agents import suggestions
 from harness.config.loader import get_app_config
-from harness.models import ModelError, create_chat_model, get_model_config
-from harness.observability.tracing import atraced, standalone_config
 
 logger = logging.getLogger(__name__)
 
@@ -48,19 +45,11 @@ def thread_suggestions(*, thread, messages: Any = None, n: Any = None, model_nam
     if not cfg.enabled or not conversation:
         return {"suggestions": [], "enabled": cfg.enabled}
     try:
-        name = get_model_config(cfg.model_name or model_name, config=app).name
-        model = create_chat_model(name, config=app)
-    except ModelError as exc:
-        raise ServiceUnavailable(f"No model for suggestions: {exc}") from None
-
-    # Its own trace, named as DeerFlow names it, in the thread's session.
-    trace = standalone_config(app.tracing, "suggest_agent", thread_id=thread.pk, user_id=str(thread.owner_id), model_name=name)
-
-    async def _call() -> list[str]:
-        return await asyncio.wait_for(atraced(trace, lambda: suggestions.suggest(model, conversation, n or limit)), timeout=30)
-
-    try:
-        found = get_runtime().call(_call, timeout=40)
+        found = one_shot(app, model_name=cfg.model_name or model_name, purpose="for suggestions", trace_name="suggest_agent",
+                         thread_id=thread.pk, user_id=str(thread.owner_id), timeout=30,
+                         call=lambda model: suggestions.suggest(model, conversation, n or limit))
+    except ServiceUnavailable:
+        raise
     except Exception as exc:  # a failed suggestion call costs the user nothing: no chips
         logger.info("No suggestions for thread %s: %s", thread.pk, exc)
         found = []
