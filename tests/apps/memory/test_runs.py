@@ -62,9 +62,9 @@ def test_injection_is_relevance_ordered_within_budget_and_the_system_prompt_stay
     facts = [line for line in text.splitlines() if line.startswith("- [")]
     assert facts[0] == "- [context] Owns a sailboat named Aurora"  # least confident, but the relevant one
     block = text[text.index("<memory>"): text.index("</memory>") + len("</memory>")]
-    from harness.memory.injection import count_tokens
+    from harness.memory.injection import token_counter
 
-    assert count_tokens(block) <= 2000
+    assert token_counter("tiktoken")(block) <= 2000
     assert model.requests[0].system_text == model.requests[1].system_text
 
 
@@ -82,9 +82,9 @@ def test_budget_keeps_the_most_relevant(user_client, user, memory_on):
     run(user_client, new_thread(user_client), "Suggest a snack without peanuts")
     text = first_user_text(model.requests[0])
     block = text[text.index("<memory>"): text.index("</memory>") + len("</memory>")]
-    from harness.memory.injection import count_tokens
+    from harness.memory.injection import token_counter
 
-    assert "Allergic to peanuts" in block and count_tokens(block) <= 60
+    assert "Allergic to peanuts" in block and token_counter("tiktoken")(block) <= 60
 
 
 def test_incognito_runs_neither_read_nor_write(user_client, user, memory_on):
