@@ -43,10 +43,10 @@ def _cl100k():
     with _encoding_lock:
         if not _encoding:
             try:
-                import bpe_openai
-
                 with warnings.catch_warnings():  # its loader uses a deprecated importlib call
                     warnings.simplefilter("ignore", DeprecationWarning)
+                    import bpe_openai
+
                     _encoding.append(bpe_openai.get_encoding("cl100k_base"))
             except Exception:  # not installed or broken: budgets still hold, by estimate
                 logger.warning("memory.token_counting is tiktoken but cl100k_base cannot be loaded; using the char estimate",
