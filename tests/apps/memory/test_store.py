@@ -90,3 +90,22 @@ def test_no_adapter_matches_substrings(user):
     store = DjangoMemoryStore()
     assert store.search(str(user.pk), "", "sail", 10, "") == ["f0"]  # part of a word
     assert store.search(str(user.pk), "", "sail", 10, "fts5") == []  # whole words only
+
+
+def test_an_admin_edit_is_found_by_its_new_words(admin_client, user):
+    from apps.memory.models import MemoryFact
+
+    saved(user, "我每天早上喝黑咖啡")
+    fact = MemoryFact.objects.get(profile__owner=user, fact_id="f0")
+    page = admin_client.get(f"/admin/memory/memoryfact/{fact.pk}/change/")
+    form = page.context["adminform"].form
+    data = {name: form[name].value() for name in form.fields}
+    data.update(content="我每天早上喝绿茶", created_at_0=fact.created_at.date().isoformat(),
+                created_at_1=fact.created_at.time().strftime("%H:%M:%S"), last_confirmed_at_0="", last_confirmed_at_1="",
+                valid_until_0="", valid_until_1="")
+    data = {k: ("" if v is None else v) for k, v in data.items() if k not in ("created_at", "last_confirmed_at", "valid_until")}
+    response = admin_client.post(f"/admin/memory/memoryfact/{fact.pk}/change/", data)
+    assert response.status_code == 302, response.context["adminform"].form.errors if response.context else response
+    store = DjangoMemoryStore()
+    assert store.search(str(user.pk), "", "绿茶", 10, "fts5_cjk") == ["f0"]
+    assert store.search(str(user.pk), "", "咖啡", 10, "fts5_cjk") == []
