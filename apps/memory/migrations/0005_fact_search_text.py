@@ -48,11 +48,12 @@ def _reindex(column: str):
 class Migration(migrations.Migration):
     dependencies = [("memory", "0004_pending_update")]
 
-    # SQLite adds the column by remaking the table, which drops its triggers: the index is made
-    # after the column is added, and, going back, after it is removed (hence the first step).
+    # Going back, the triggers must leave search_text before the column goes; and should SQLite
+    # drop the column by remaking the table (which drops its triggers), the first step makes
+    # them again once it is gone.
     operations = [
         migrations.RunPython(migrations.RunPython.noop, _reindex("content")),
         migrations.AddField(model_name="memoryfact", name="search_text",
                             field=models.TextField(blank=True, default="", editable=False)),
-        migrations.RunPython(_reindex("search_text"), migrations.RunPython.noop),
+        migrations.RunPython(_reindex("search_text"), _reindex("content")),
     ]
