@@ -262,3 +262,8 @@ def test_a_misspelt_key_deep_inside_an_accepted_section_is_still_named(text, fie
     fixed = parse_config("auth:\n  oidc:\n    providers:\n      keycloak:\n        issuer: https://id.example\n  local:\n    allow_registration: false\n"
                          "channel_connections:\n  telegram:\n    bot_username: deerbot\n")
     assert {n.key for n in fixed.compat_notes} >= {"auth.oidc", "auth.local", "channel_connections.telegram"}
+
+
+def test_our_older_name_for_the_flush_bound_still_loads():
+    config = parse_config("memory:\n  shutdown_flush_seconds: 3\n", "config.yaml")
+    assert config.memory.shutdown_flush_timeout_seconds == 3
