@@ -334,7 +334,13 @@ async def _execute(run_id: str, claimed: dict | None = None) -> None:
     app_config = None
     try:
         app_config = await graphs.run_app_config()
-        await lifecycle.run_starting(lifecycle.RunStart(meta=meta, kwargs=kwargs, config=config, context=context, app_config=app_config))
+        start = lifecycle.RunStart(meta=meta, kwargs=kwargs, config=config, context=context, app_config=app_config)
+        await lifecycle.run_starting(start)
+        if start.events:  # what a feature put into the run before it started (memory's context:memory)
+            journal.hold(*start.events)
+            if "custom" in wire_requested:
+                for event in start.events:
+                    await bridge.apublish(run_id, "custom", {"type": event.event_type, **event.content})
         checkpointer = await runtime.checkpointer()
         graph = await graphs.build_graph(config, checkpointer)
         graph_input = _graph_input(kwargs)

@@ -174,15 +174,46 @@ class MemoryConfig(_Section):
     enabled: bool = False
     debounce_seconds: float = Field(30, ge=0)
     # A server being stopped applies its pending updates for at most this long, then saves the
-    # rest for its next start (under `make run` the launcher kills a server 15 s after SIGTERM).
-    shutdown_flush_seconds: float = Field(10, ge=0)
+    # rest for its next start (under `make run` the launcher kills a server 15 s after SIGTERM,
+    # hence a default below DeerFlow's 30). ``shutdown_flush_seconds`` is this key's older name.
+    shutdown_flush_timeout_seconds: float = Field(10, ge=0, le=300)
     model_name: str | None = None
     max_facts: PositiveInt = 100
     fact_confidence_threshold: float = Field(0.7, ge=0, le=1)
     injection_enabled: bool = True
     max_injection_tokens: PositiveInt = 2000
+    # How the injection budget is counted: "tiktoken" (cl100k_base, offline: the encoding ships
+    # in the bpe-openai package) or "char" (an estimate: 4 characters a token, 2 for CJK).
+    token_counting: Literal["tiktoken", "char"] = "tiktoken"
+    # Full-text retrieval of the facts a turn needs: "fts5" (words; SQLite FTS5 or PostgreSQL
+    # to_tsvector), "fts5_cjk" (also CJK text, by character bigrams, so Chinese or Japanese
+    # facts are found by a word inside a sentence), "" (no index: substring match).
+    retrieval_adapter: Literal["fts5", "fts5_cjk", ""] = "fts5"
+    # Staleness review (DeerFlow's keys and defaults): facts past their review date are shown to
+    # the updater model in its usual call, which keeps, extends or removes them.
+    staleness_review_enabled: bool = True
+    staleness_age_days: int = Field(90, ge=30, le=365)
+    staleness_min_candidates: int = Field(3, ge=1, le=50)
+    staleness_max_removals_per_cycle: int = Field(10, ge=1, le=50)
+    staleness_protected_categories: list[str] = Field(default_factory=lambda: ["correction"])
+    staleness_max_lifetime_multiplier: float = Field(20.0, ge=1, le=100)
+    staleness_max_extension_days: int = Field(3650, ge=90, le=36500)
+    # Consolidation: categories holding many facts are shown to the updater model, which may
+    # merge related ones into one richer fact. Lossy, so off unless turned on (as DeerFlow).
+    consolidation_enabled: bool = False
+    consolidation_min_facts: int = Field(8, ge=3, le=30)
+    consolidation_max_groups_per_cycle: int = Field(3, ge=1, le=10)
+    consolidation_max_sources: int = Field(8, ge=2, le=20)
     # The agent manages memory with memory_* tools instead of the passive updater.
     tool_mode: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_names(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "shutdown_flush_seconds" in data:
+            data = dict(data)
+            data.setdefault("shutdown_flush_timeout_seconds", data.pop("shutdown_flush_seconds"))
+        return data
 
 
 class SummarizationTrigger(_Section):

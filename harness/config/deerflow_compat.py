@@ -4,7 +4,7 @@ Every key of DeerFlow's schema (as of its ``config_version`` :data:`DEERFLOW_SCH
 one of three things here:
 
 * **honoured**: both schemas have it with the same meaning; nothing to say;
-* **mapped**: DeerFlow spells it differently (``memory.shutdown_flush_timeout_seconds``,
+* **mapped**: DeerFlow spells it differently (``memory.backend_config.max_facts``,
   ``sandbox.bash_output_max_chars``, ``deerflow.community.tavily.tools:web_search_tool`` …);
   :func:`translate_config` rewrites it to our key and records a note saying where it went;
 * **accepted, no effect**: the feature is DeerFlow's alone or done another way here
@@ -140,27 +140,30 @@ SECTION_ACCEPTED: dict[str, str] = {
     "skills.use": "skills are loaded by the built-in skills loader (docs/skills.md)",
     "tracing.monocle": "only LangSmith and Langfuse tracing are supported (docs/observability.md)",
 }
-# Legacy top-level memory keys DeerFlow moves into backend_config; ours are honoured.
+# Legacy top-level memory keys DeerFlow moves into backend_config and we have no equivalent
+# of (the knobs we honour are fields of our MemoryConfig, read as they are).
 _MEMORY_LEGACY_ACCEPTED = (
-    "storage_path", "storage_class", "token_counting", "guaranteed_categories", "guaranteed_token_budget",
-    "staleness_review_enabled", "staleness_age_days", "staleness_min_candidates", "staleness_max_removals_per_cycle",
-    "staleness_protected_categories", "staleness_max_lifetime_multiplier", "staleness_max_extension_days",
-    "consolidation_enabled", "consolidation_min_facts", "consolidation_max_groups_per_cycle", "consolidation_max_sources",
-    "queue_max_depth", "fact_eviction_policy",
+    "storage_path", "storage_class", "guaranteed_categories", "guaranteed_token_budget", "queue_max_depth",
+    "fact_eviction_policy",
 )
 for _key in _MEMORY_LEGACY_ACCEPTED:
-    SECTION_ACCEPTED[f"memory.{_key}"] = "DeerMem's storage, eviction and consolidation options do not apply: memory is rows in the database (docs/memory.md)"
+    SECTION_ACCEPTED[f"memory.{_key}"] = "DeerMem's storage, eviction and guaranteed-injection options do not apply: memory is rows in the database (docs/memory.md)"
 
 # Renames inside sections both schemas have: "section.key" -> "section.our_key".
 SECTION_RENAMED: dict[str, str] = {
-    "memory.shutdown_flush_timeout_seconds": "memory.shutdown_flush_seconds",
     "sandbox.bash_output_max_chars": "sandbox.max_output_chars",
     "sandbox.read_file_output_max_chars": "sandbox.read_file_max_chars",
     "sandbox.environment": "sandbox.env",
     "uploads.auto_convert_documents": "uploads.convert_documents",
 }
-# memory.backend_config keys that have an equivalent of ours.
-_MEMORY_BACKEND_RENAMED = ("debounce_seconds", "max_facts", "fact_confidence_threshold", "max_injection_tokens")
+# memory.backend_config keys that are keys of our memory section (DeerMem reads them there).
+_MEMORY_BACKEND_RENAMED = (
+    "debounce_seconds", "max_facts", "fact_confidence_threshold", "max_injection_tokens", "token_counting",
+    "retrieval_adapter", "staleness_review_enabled", "staleness_age_days", "staleness_min_candidates",
+    "staleness_max_removals_per_cycle", "staleness_protected_categories", "staleness_max_lifetime_multiplier",
+    "staleness_max_extension_days", "consolidation_enabled", "consolidation_min_facts",
+    "consolidation_max_groups_per_cycle", "consolidation_max_sources",
+)
 
 # Model entry keys only DeerFlow reads (the rest go to the class as keyword arguments).
 MODEL_ACCEPTED: dict[str, str] = {

@@ -56,7 +56,13 @@ def test_mapped_keys_land_on_ours():
     mapped = {n.key: n.detail for n in config.compat_notes if n.kind == MAPPED}
     assert config.models[0].use == "langchain_openai:ChatOpenAI" and "models[0].use" in mapped
     assert "supports_reasoning_effort" not in config.models[0].constructor_kwargs()
-    assert config.memory.shutdown_flush_seconds == 12 and config.memory.tool_mode is False
+    assert config.memory.shutdown_flush_timeout_seconds == 12 and config.memory.tool_mode is False
+    assert (config.memory.token_counting, config.memory.staleness_age_days, config.memory.staleness_min_candidates,
+            config.memory.consolidation_min_facts) == ("char", 60, 2, 5)
+    assert mapped["memory.backend_config.token_counting"] == "memory.token_counting"
+    honoured = {"memory.shutdown_flush_timeout_seconds", "memory.staleness_review_enabled", "memory.staleness_min_candidates",
+                "memory.consolidation_enabled"}
+    assert not honoured & {n.key for n in config.compat_notes}  # our own keys: nothing to say about them
     assert config.memory.debounce_seconds == 20 and config.memory.max_facts == 80
     assert config.sandbox.use == "local" and config.sandbox.max_output_chars == 18000
     assert config.sandbox.read_file_max_chars == 40000 and config.sandbox.env == {"DF_FIXTURE_MODE": "deerflow"}
@@ -256,3 +262,8 @@ def test_a_misspelt_key_deep_inside_an_accepted_section_is_still_named(text, fie
     fixed = parse_config("auth:\n  oidc:\n    providers:\n      keycloak:\n        issuer: https://id.example\n  local:\n    allow_registration: false\n"
                          "channel_connections:\n  telegram:\n    bot_username: deerbot\n")
     assert {n.key for n in fixed.compat_notes} >= {"auth.oidc", "auth.local", "channel_connections.telegram"}
+
+
+def test_our_older_name_for_the_flush_bound_still_loads():
+    config = parse_config("memory:\n  shutdown_flush_seconds: 3\n", "config.yaml")
+    assert config.memory.shutdown_flush_timeout_seconds == 3
