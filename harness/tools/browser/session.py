@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -69,6 +70,7 @@ class Session:
     crashed: bool = False
     blocked: list[tuple[str, str]] = field(default_factory=list)  # (url, reason) refused by the guard
     page_hosts: set[str] = field(default_factory=set)  # host:port of every request the page made
+    downloads: list[Any] = field(default_factory=list)  # started, not yet saved into the workspace
     sink: FrameSink | None = None
     cdp: Any = None
     last_frame_at: float = 0.0
@@ -172,6 +174,9 @@ class BrowserService:
 
             self._playwright = await async_playwright().start()
         cfg = settings.config
+        if not await asyncio.to_thread(os.access, cfg.executable_path, os.X_OK):
+            raise BrowserError(f"Error: there is no browser at {cfg.executable_path} on this server. An operator installs Debian's "
+                               "chromium (apt-get install chromium) or sets browser.executable_path; tell the user.")
         proxy = GuardProxy(settings.policy)
         await proxy.start()
         args = [*CHROMIUM_ARGS, f"--proxy-server={proxy.url}",
@@ -193,6 +198,9 @@ class BrowserService:
         browser.on("disconnected", lambda _b: setattr(session, "crashed", True))
         page.on("crash", lambda _p: setattr(session, "crashed", True))
         page.on("request", lambda request: session.page_hosts.add(host_port(request.url)))
+        # Kept for the session: a download can start after the step that caused it returned,
+        # and is then saved by the next step.
+        page.on("download", lambda download: session.downloads.append(download))
         self._sessions[key] = session
         if cfg.live_view:
             await self._start_screencast(session)

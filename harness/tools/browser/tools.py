@@ -90,8 +90,10 @@ async def _snapshot(session: Session) -> str:
     return f"URL: {page.url}\nTitle: {title}\n{UNTRUSTED}\nElements carry [ref=…]; pass that reference to browser_click or browser_type.\n\n{tree}"
 
 
-def _refused(session: Session, url: str | None = None) -> str | None:
+def _refused(session: Session, url: str | None = None, *, page_only: bool = False) -> str | None:
     blocked = session.take_blocked()
+    if page_only:  # Chromium's own background traffic is refused too, but is no news for the model
+        blocked = [b for b in blocked if host_port(b[0]) in session.page_hosts]
     if not blocked:
         return None
     if url is not None:
@@ -109,7 +111,7 @@ async def _goto(session: Session, url: str) -> str | None:
     try:
         await session.page.goto(url, wait_until="load")
     except Exception as exc:
-        refused = _refused(session)
+        refused = _refused(session, page_only=True)
         if refused:
             return refused
         if session.crashed:
@@ -176,15 +178,10 @@ class _BrowserTool(BaseTool):
             session = await service.acquire(user_id, thread_id, run_id, settings)
             async with session.busy:
                 session.sink = sink
-                downloads: list = []
-
-                def on_download(download: Any) -> None:
-                    downloads.append(download)
-
-                session.page.on("download", on_download)
                 try:
                     text = await action(session)
-                    files = await _finish_downloads(downloads, settings.config.max_download_bytes)
+                    pending, session.downloads = session.downloads, []
+                    files = await _finish_downloads(pending, settings.config.max_download_bytes)
                     shot = None
                     if capture and not session.page.is_closed():
                         with contextlib.suppress(Exception):
@@ -199,8 +196,6 @@ class _BrowserTool(BaseTool):
                     raise BrowserError(f"Error: {self.name} failed: {str(exc).splitlines()[0]}") from None
                 finally:
                     session.sink = None
-                    with contextlib.suppress(Exception):
-                        session.page.remove_listener("download", on_download)
             return text, info, shot, files
 
         task = asyncio.ensure_future(service.run(work))
@@ -344,7 +339,13 @@ class BrowserClickTool(_BrowserTool):
 
     async def _arun(self, ref: str | int, **_: Any) -> tuple[str, dict]:
         async def click(session: Session) -> str:
-            await _locate(session, ref).click()
+            target = _locate(session, ref)
+            if await target.evaluate("e => !!(e.closest('a') && e.closest('a').hasAttribute('download'))"):
+                # A download link starts no navigation to wait for: wait for the download itself.
+                async with session.page.expect_download(timeout=session.settings.timeout_ms):
+                    await target.click()
+            else:
+                await target.click()
             await _settle(session)
             refused = _refused(session, session.page.url)
             done = f"Clicked [ref={ref}].\n"

@@ -8,6 +8,7 @@ so 127.0.0.2 (where a second server listens) stands for a private address."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import http.server
 import os
 import threading
@@ -220,3 +221,108 @@ async def test_max_sessions_queues_then_refuses_and_close_frees_a_slot(site):
     closed = await call(BrowserCloseTool.from_app_config(cfg), {}, thread="q1")
     assert "Closed" in closed.content
     assert "Saved the markdown capture" in (await waiting).content
+
+
+# -- in a real lead agent with the scripted model --------------------------------------------
+
+
+def agent_config(base_extra: str = "") -> AppConfig:
+    from harness.config import parse_config
+
+    return parse_config(
+        "config_version: 1\nmodels:\n  - name: m\n    use: langchain_openai:ChatOpenAI\n    model: m\n    base_url: http://127.0.0.1:9/v1\n"
+        "    api_key: k\ntool_groups:\n  - name: browser\ntools:\n"
+        + "".join(f"  - name: {n}\n    group: browser\n    use: deerflow.community.browser_automation.tools:{n}_tool\n"
+                  for n in ("browser_navigate", "browser_click", "browser_get_text"))
+        + "browser:\n  allowed_private_networks: ['127.0.0.1/32']\n  live_view: true\n" + base_extra)
+
+
+async def test_the_model_reads_a_javascript_page_through_the_snapshot_and_the_browser_closes_with_the_run(site):
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    from harness.agents.lead_agent import make_lead_agent
+    from harness.testing import ScriptedChatModel
+    from harness.testing.script import call as tool_call
+    from harness.testing.script import tool_reply
+
+    base, _, _ = site
+    model = ScriptedChatModel(script=[tool_reply(tool_call("browser_navigate", url=base + "/")), "The answer is 42."])
+    graph = make_lead_agent({"configurable": {"llm_retry_initial_delay": 0}}, model=model, app_config=agent_config(),
+                            checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "agent-t", "user_id": "u1", "run_id": "run-a"}}
+    frames = []
+    async for mode, chunk in graph.astream({"messages": [{"role": "user", "content": "what does the page say?"}]}, config,
+                                           stream_mode=["custom", "values"]):
+        if mode == "custom":
+            frames.append(chunk)
+    seen = "\n".join(str(m.content) for m in model.requests[1].messages)
+    assert "Rendered by script: the answer is 42" in seen  # the tool result the model was given
+    assert any(f["type"] == "browser_frame" and f["final"] and f["image"].startswith("data:image/jpeg;base64,") for f in frames)
+    assert {"type": "browser_closed"} in frames  # the run ended: its browser is gone
+    service = get_browser_service()
+    assert not service.has_session("u1", "agent-t")
+
+
+async def test_a_page_that_never_loads_is_a_tool_error_and_the_session_goes_on(site):
+    base, _, _ = site
+    hold = threading.Event()
+
+    class Slow(http.server.BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_GET(self):
+            hold.wait(60)
+
+    slow = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    threading.Thread(target=slow.serve_forever, daemon=True).start()
+    try:
+        nav = BrowserNavigateTool.from_app_config(app(page_load_timeout_ms=1500))
+        msg = await call(nav, {"url": f"http://127.0.0.1:{slow.server_port}/"})
+        assert msg.content.startswith("Error: could not open") and "Timeout" in msg.content
+        assert "Welcome" in (await call(nav, {"url": base + "/"})).content
+    finally:
+        hold.set()
+        slow.shutdown()
+
+
+def chromium_pids_of(proxy_port: int) -> list[int]:
+    pids = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                cmdline = open(f"/proc/{entry}/cmdline", "rb").read().decode(errors="replace")
+            except OSError:
+                continue
+            if f"--proxy-server=http://127.0.0.1:{proxy_port}" in cmdline:
+                pids.append(int(entry))
+    return pids
+
+
+async def test_a_crashed_browser_is_a_tool_error_and_the_next_call_starts_a_fresh_one(site):
+    import signal
+
+    base, _, _ = site
+    nav = BrowserNavigateTool.from_app_config(app())
+    await call(nav, {"url": base + "/cookie?set=before-crash"}, thread="crash")
+    service = get_browser_service()
+    session = service._sessions[("u1", "crash")]
+    pids = chromium_pids_of(session.proxy.port)
+    assert pids
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    failed = await call(BrowserGetTextTool.from_app_config(app()), {}, thread="crash")
+    assert failed.status == "error" and "crashed" in failed.content
+    fresh = await call(nav, {"url": base + "/cookie"}, thread="crash")
+    assert "cookie: none" in fresh.content  # a new browser, with nothing of the old one
+
+
+async def test_a_run_gets_only_its_browser_time(site):
+    base, _, _ = site
+    nav = BrowserNavigateTool.from_app_config(app(max_seconds_per_run=0.01))
+    await call(nav, {"url": base + "/"}, thread="timed", run="run-1")
+    spent = await call(nav, {"url": base + "/"}, thread="timed", run="run-1")
+    assert spent.status == "error" and "browser.max_seconds_per_run" in spent.content
+    # a new run of the thread starts a fresh browser with its own time
+    assert "Welcome" in (await call(nav, {"url": base + "/"}, thread="timed", run="run-2")).content
