@@ -326,3 +326,9 @@ async def test_a_run_gets_only_its_browser_time(site):
     assert spent.status == "error" and "browser.max_seconds_per_run" in spent.content
     # a new run of the thread starts a fresh browser with its own time
     assert "Welcome" in (await call(nav, {"url": base + "/"}, thread="timed", run="run-2")).content
+
+
+async def test_without_chromium_the_tool_says_what_the_operator_must_do(site):
+    base, _, _ = site
+    msg = await call(BrowserNavigateTool.from_app_config(app(executable_path="/nonexistent/chromium")), {"url": base + "/"}, thread="none")
+    assert msg.status == "error" and "no browser at /nonexistent/chromium" in msg.content and "apt-get install chromium" in msg.content
