@@ -142,8 +142,7 @@ class BrowserService:
             session = None
         if session is None:
             session = await self._open(key, run_id, settings)
-        elapsed = time.monotonic() - session.run_started
-        if elapsed > settings.config.max_seconds_per_run:
+        elif time.monotonic() - session.run_started > settings.config.max_seconds_per_run:
             raise BrowserError(f"Error: this run's browser time ({settings.config.max_seconds_per_run:.0f} s, "
                                "browser.max_seconds_per_run) is used up; answer with what you have.")
         session.last_used = time.monotonic()
@@ -198,6 +197,7 @@ class BrowserService:
         browser.on("disconnected", lambda _b: setattr(session, "crashed", True))
         page.on("crash", lambda _p: setattr(session, "crashed", True))
         page.on("request", lambda request: session.page_hosts.add(host_port(request.url)))
+        page.on("websocket", lambda socket: session.page_hosts.add(host_port(socket.url)))
         # Kept for the session: a download can start after the step that caused it returned,
         # and is then saved by the next step.
         page.on("download", lambda download: session.downloads.append(download))

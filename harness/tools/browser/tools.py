@@ -316,7 +316,10 @@ class BrowserSnapshotTool(_BrowserTool):
     capture_step: ClassVar[bool] = False
 
     async def _arun(self, **_: Any) -> tuple[str, dict]:
-        return await self._step(_snapshot)
+        async def look(session: Session) -> str:
+            return await _snapshot(session) + _subresources_note(session)
+
+        return await self._step(look)
 
 
 class ClickArgs(BaseModel):

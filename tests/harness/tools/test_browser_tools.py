@@ -36,6 +36,9 @@ PAGES = {
                            b"<label>Name <input name='name'></label><button type='submit'>Send it</button></form></body></html>"),
     "/download": ("text/html", b"<html><body><a href='/file.csv' download>Get the data</a></body></html>"),
     "/file.csv": ("text/csv", b"a,b\n1,2\n"),
+    "/socket": ("text/html", b"<html><body><p>socket page</p><script>const ws = new WebSocket(new URLSearchParams(location.search).get('to') || '');"
+                             b"ws.onopen = () => { document.body.dataset.ws = 'open'; };"
+                             b"ws.onclose = () => { document.body.dataset.ws = document.body.dataset.ws || 'closed'; };</script></body></html>"),
     "/article": ("text/html", b"<html><head><title>Capture me</title></head><body><article><h1>Capture me</h1>"
                               b"<p>The lighthouse keeper counted 317 ships in the winter of that year, more than ever before.</p>"
                               b"<p>Most of them carried salt and timber between the northern ports.</p></article></body></html>"),
@@ -68,9 +71,10 @@ class Site(http.server.BaseHTTPRequestHandler):
             value = parse_qs(self.path.partition("?")[2]).get("set", [""])[0]
             headers = [("Set-Cookie", f"who={value}; Path=/")] if value else []
             return self._send(200, "text/html", f"<html><body><p id=c>cookie: {self.headers.get('Cookie') or 'none'}</p></body></html>".encode(), headers)
-        ctype, body = PAGES.get(self.path, ("text/plain", b"not found"))
-        extra = [("Content-Disposition", "attachment; filename=file.csv")] if self.path == "/file.csv" else []
-        return self._send(200 if self.path in PAGES else 404, ctype, body, extra)
+        path = self.path.partition("?")[0]
+        ctype, body = PAGES.get(path, ("text/plain", b"not found"))
+        extra = [("Content-Disposition", "attachment; filename=file.csv")] if path == "/file.csv" else []
+        return self._send(200 if path in PAGES else 404, ctype, body, extra)
 
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)
@@ -332,3 +336,40 @@ async def test_without_chromium_the_tool_says_what_the_operator_must_do(site):
     base, _, _ = site
     msg = await call(BrowserNavigateTool.from_app_config(app(executable_path="/nonexistent/chromium")), {"url": base + "/"}, thread="none")
     assert msg.status == "error" and "no browser at /nonexistent/chromium" in msg.content and "apt-get install chromium" in msg.content
+
+
+async def test_a_websocket_to_a_private_address_is_refused(site):
+    import socket
+
+    base, _, _ = site
+    listener = socket.socket()
+    listener.bind(("127.0.0.2", 0))
+    listener.listen(5)
+    listener.setblocking(False)
+    target = f"ws://127.0.0.2:{listener.getsockname()[1]}/"
+    try:
+        opened = await call(BrowserNavigateTool.from_app_config(app()), {"url": f"{base}/socket?to={target}"}, thread="ws")
+        service = get_browser_service()
+        session = service._sessions[("u1", "ws")]
+        await service.run(lambda: session.page.wait_for_function("document.body.dataset.ws !== undefined"))
+        assert await service.run(lambda: session.page.evaluate("document.body.dataset.ws")) == "closed"
+        with pytest.raises(BlockingIOError):
+            listener.accept()  # nothing ever connected to the private address
+        # The refusal is told in the step during which it happened: the page's load or the next look.
+        note = await call(BrowserSnapshotTool.from_app_config(app()), {}, thread="ws")
+        told = opened.content + note.content
+        assert told.count("SSRF guard refused 1 request(s)") == 1 and f"127.0.0.2:{listener.getsockname()[1]}" in told
+    finally:
+        listener.close()
+
+
+async def test_an_idle_browser_is_closed(site):
+    base, _, _ = site
+    await call(BrowserNavigateTool.from_app_config(app(idle_timeout_seconds=0.5)), {"url": base + "/"}, thread="idle")
+    service = get_browser_service()
+    # Wait on the session to go, bounded so a broken reaper fails rather than hangs.
+    for _ in range(600):
+        if not service.has_session("u1", "idle"):
+            break
+        await asyncio.sleep(0.1)
+    assert not service.has_session("u1", "idle")
