@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, PrivateAttr, field_validator, model_validator
 
 from harness.config import class_path
+from harness.config.browser import BrowserConfig
 from harness.config.guards import (LoopDetectionConfig, ReadBeforeWriteConfig, SafetyFinishReasonConfig, TokenBudgetConfig,
                                    ToolOutputConfig, ToolProgressConfig)
 from harness.governance.config import ApprovalsConfig, BudgetsConfig
@@ -455,6 +456,7 @@ class AppConfig(BaseModel):
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
     uploads: UploadsConfig = Field(default_factory=UploadsConfig)
     web: WebConfig = Field(default_factory=WebConfig)
+    browser: BrowserConfig = Field(default_factory=BrowserConfig)
     tool_search: ToolSearchConfig = Field(default_factory=ToolSearchConfig)
     checkpoints: CheckpointsConfig = Field(default_factory=CheckpointsConfig)
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)

@@ -225,11 +225,20 @@ TOOL_PATHS: dict[str, tuple[str, str | None]] = {
     "deerflow.community.firecrawl.tools:web_fetch_tool": (_WEB + "WebFetchTool", "firecrawl"),
     "deerflow.community.image_search.tools:image_search_tool": (_WEB + "ImageSearchTool", "ddgs"),
     "deerflow.community.brave.tools:image_search_tool": (_WEB + "ImageSearchTool", "brave"),
+    # The live browser (harness/tools/browser): DeerFlow's Playwright tools, and Browserless's
+    # capture done by the same local Chromium.
+    **{f"deerflow.community.browser_automation.tools:browser_{n}_tool": (f"harness.tools.browser:Browser{n.title().replace('_', '')}Tool", None)
+       for n in ("navigate", "snapshot", "click", "type", "get_text", "back", "screenshot", "close")},
+    "deerflow.community.browserless.tools:web_capture_tool": ("harness.tools.browser:WebCaptureTool", None),
 }
 # The sandbox tools are built in here: an entry naming one is dropped.
 SANDBOX_TOOL_PATHS = {f"deerflow.sandbox.tools:{n}_tool": n for n in ("ls", "read_file", "glob", "grep", "write_file", "str_replace", "bash")}
 _TOOL_OPTIONS = {"WebSearchTool": {"max_results", "provider", "fallback"}, "ImageSearchTool": {"max_results", "provider", "fallback"},
-                 "WebFetchTool": {"max_chars", "provider", "fallback"}}
+                 "WebFetchTool": {"max_chars", "provider", "fallback"},
+                 # DeerFlow sets the browser's launch options on browser_navigate; they are read there.
+                 "BrowserNavigateTool": {"timeout_ms", "viewport_width", "viewport_height", "allow_private_addresses"}}
+_BROWSER_ACCEPTED = ("the browser here is always headless Chromium behind the SSRF guard; attaching to another Chrome "
+                     "(cdp_url) is not offered, and its other limits are in the browser: section (docs/tools.md)")
 _PROVIDER_KEYS = ("api_key", "base_url")
 _NO_TOOL = ("use harness.tools.web:WebSearchTool / WebFetchTool / ImageSearchTool with a provider of "
             "ddgs, tavily, searxng, brave, jina or firecrawl (docs/tools.md)")
@@ -560,7 +569,7 @@ def _tools(data: dict[str, Any], notes: list[CompatNote], display: str) -> None:
         if use not in TOOL_PATHS:
             raise _class_error(f"tools[{i}].use", use, _NO_TOOL, display)
         target, provider = TOOL_PATHS[use]
-        allowed = _TOOL_OPTIONS[target.rpartition(":")[2]]
+        allowed = _TOOL_OPTIONS.get(target.rpartition(":")[2], set())
         ours = {"name": entry.get("name"), "group": entry.get("group", "default"), "use": target}
         if provider:
             ours["provider"] = provider
@@ -573,9 +582,11 @@ def _tools(data: dict[str, Any], notes: list[CompatNote], display: str) -> None:
                 web = data.setdefault("web", {})
                 web.setdefault("providers", {}).setdefault(provider, {}).setdefault(key, value)
                 _note(notes, f"tools[{i}].{key}", MAPPED, f"web.providers.{provider}.{key}")
+            elif target.startswith("harness.tools.browser:"):
+                _note(notes, f"tools[{i}].{key}", ACCEPTED, _BROWSER_ACCEPTED)
             else:
                 _note(notes, f"tools[{i}].{key}", ACCEPTED, f"the {provider or 'web'} provider here has no such option (docs/tools.md)")
-        _note(notes, f"tools[{i}].use", MAPPED, f"{target} with provider {provider} ({use})")
+        _note(notes, f"tools[{i}].use", MAPPED, f"{target}" + (f" with provider {provider}" if provider else "") + f" ({use})")
         kept.append(ours)
     data["tools"] = kept
 

@@ -15,6 +15,7 @@ from langchain_core.tools import BaseTool
 from harness.agents.custom import AGENT_SECTION, BOOTSTRAP_SECTION, custom_agent_tools
 from harness.agents.lead_agent.options import LeadAgentOptions
 from harness.agents.lead_agent.prompt import build_system_prompt
+from harness.agents.middlewares.browser_session import BrowserSessionMiddleware
 from harness.agents.middlewares.clarification import ClarificationMiddleware
 from harness.agents.middlewares.dangling_tool_calls import DanglingToolCallMiddleware
 from harness.agents.middlewares.dynamic_context import DynamicContextMiddleware, date_provider, summary_provider
@@ -52,6 +53,7 @@ from harness.governance.gate import approval_middleware
 from harness.governance.guardrails import guardrail_middleware
 from harness.memory.injection import memory_provider
 from harness.models import ModelError, create_chat_model, get_model_config
+from harness.tools.browser import uses_browser
 
 logger = logging.getLogger(__name__)
 
@@ -287,8 +289,9 @@ def make_lead_agent(config: RunnableConfig | None = None, *, model: BaseChatMode
 
     tools, deferred = apply_tool_search(tools, app.tool_search.enabled)
     extensions = load_extension_middlewares(get_extensions_config().middlewares)
+    browser = [BrowserSessionMiddleware()] if uses_browser(t.name for t in tools) else []
     middleware = build_middlewares(options, app=app, entry=entry, model=model,
-                                   extra=[*delegation[1:], *extra_middlewares, *extensions, *deferred])
+                                   extra=[*delegation[1:], *extra_middlewares, *extensions, *deferred, *browser])
     sections = [s for s, on in ((BOOTSTRAP_SECTION, options.is_bootstrap), (AGENT_SECTION, options.agent_editable)) if on]
     prompt = build_system_prompt(agent_name=options.agent_title or options.agent_name, tool_names=[t.name for t in tools],
                                  subagent_enabled=bool(delegation),

@@ -129,6 +129,29 @@ def test_a_tool_api_key_moves_to_the_web_provider():
     assert config.tools[0].model_extra == {"provider": "tavily", "max_results": 3}
 
 
+def test_deerflow_browser_tools_map_to_ours_with_their_launch_keys():
+    config = parse_config(
+        "tool_groups:\n  - name: browser\ntools:\n"
+        "  - name: browser_navigate\n    group: browser\n    use: deerflow.community.browser_automation.tools:browser_navigate_tool\n"
+        "    headless: true\n    timeout_ms: 15000\n    viewport_width: 1024\n    allow_private_addresses: true\n"
+        "    cdp_url: http://127.0.0.1:9222\n"
+        "  - name: browser_click\n    group: browser\n    use: deerflow.community.browser_automation.tools:browser_click_tool\n"
+        "  - name: web_capture\n    group: browser\n    use: deerflow.community.browserless.tools:web_capture_tool\n"
+        "    base_url: http://localhost:3032\n")
+    assert [t.use for t in config.tools] == ["harness.tools.browser:BrowserNavigateTool", "harness.tools.browser:BrowserClickTool",
+                                              "harness.tools.browser:WebCaptureTool"]
+    assert config.tools[0].model_extra == {"timeout_ms": 15000, "viewport_width": 1024, "allow_private_addresses": True}
+    notes = {n.key: n for n in config.compat_notes}
+    assert notes["tools[0].cdp_url"].kind == ACCEPTED and "guard" in notes["tools[0].cdp_url"].detail
+    assert notes["tools[0].headless"].kind == ACCEPTED and notes["tools[2].base_url"].kind == ACCEPTED
+
+    from harness.tools.browser.tools import _settings
+
+    settings = _settings(config)
+    assert settings.timeout_ms == 15000 and settings.viewport == (1024, 720)
+    assert settings.policy.allows(__import__("ipaddress").ip_address("10.1.2.3"))  # allow_private_addresses opens private ranges
+
+
 def test_an_older_config_version_says_what_config_upgrade_would_add():
     text = "config_version: 3\nmodels: []\n"
     config = parse_config(text)
