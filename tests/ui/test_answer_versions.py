@@ -72,3 +72,26 @@ def test_arrows_switch_between_regenerated_answers_and_a_reload_keeps_the_choice
         assert errors == []
     finally:
         context.close()
+
+
+def test_an_edited_question_carries_the_arrows(page, script, doc_shot):
+    script("Paris.", "Rome.")
+    page.goto("/")
+    send(page, "Capital of France?")
+    expect(answers(page).last).to_contain_text("Paris.")
+    idle(page)
+    page.locator("article.msg.user").last.get_by_role("button", name="Edit").click()
+    page.get_by_label("Edit your message").fill("Capital of Italy?")
+    page.get_by_role("button", name="Save & rerun").click()
+    expect(answers(page).last).to_contain_text("Rome.")
+    idle(page)
+    question = page.locator("article.msg.user").last
+    arrows = question.get_by_role("group", name="Versions of this message")
+    expect(arrows).to_contain_text("2/2")
+    doc_shot(page, "answer-versions-edit")
+    arrows.get_by_role("button", name="Previous version").click()
+    expect(page.locator("article.msg.user").last.locator(".bubble")).to_have_text("Capital of France?")
+    expect(answers(page).last).to_contain_text("Paris.")
+    page.reload()
+    expect(page.locator("article.msg.user").last.locator(".version-count")).to_have_text("1/2")
+    assert page.js_errors == []

@@ -164,3 +164,15 @@ def test_the_token_is_not_stored_and_bad_requests_are_refused(user_client, scrip
     token = made["url"].rstrip("/").rsplit("/", 1)[1]
     row = Share.objects.values().get()
     assert len(token) == 43 and all(token not in str(value) for value in row.values())
+
+
+def test_the_admin_lists_shares(user_client, scripted_agent, django_user_model):
+    scripted_agent("An answer.")
+    tid = new_thread(user_client)
+    ask(user_client, tid, "A question for the admin list")
+    made = share(user_client, tid)
+    staff = django_user_model.objects.create_superuser("root", "root@example.com", "pw-root-123456")
+    admin = signed_in(staff)
+    listing = admin.get("/admin/shares/share/")
+    assert listing.status_code == 200 and made["title"] in listing.content.decode() and "root" not in made["title"]
+    assert admin.get(f"/admin/shares/share/{made['id']}/change/").status_code == 200
