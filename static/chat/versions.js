@@ -9,16 +9,7 @@
   let app = null;
   let asked = 0; // the latest refresh wins: an older answer arriving late is dropped
 
-  function h(tag, attrs, ...children) {
-    const node = document.createElement(tag);
-    for (const [k, v] of Object.entries(attrs || {})) {
-      if (k === "text") node.textContent = v;
-      else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
-      else if (v !== false && v !== null && v !== undefined) node.setAttribute(k, v === true ? "" : v);
-    }
-    for (const c of children) if (c !== null && c !== undefined) node.append(c);
-    return node;
-  }
+  const h = (...args) => window.DFKit.h(...args);
 
   function target(group) {
     const edited = group.kinds.includes("edit");
