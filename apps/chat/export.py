@@ -35,7 +35,8 @@ def _text(content: Any) -> str:
     return ""
 
 
-def _messages(thread) -> list[dict]:
+def thread_transcript(thread) -> list[dict]:
+    """The visible conversation as plain data (what Export and a shared link hold)."""
     rows: list[dict] = []
     before = None
     while True:
@@ -59,7 +60,8 @@ def _messages(thread) -> list[dict]:
             if not item["content"].strip() and not item["tool_calls"]:
                 continue
         elif item["role"] == "user":
-            item["files"] = [{"name": f.get("filename") or f.get("name") or f.get("path", "").rsplit("/", 1)[-1], "size": f.get("size")}
+            item["files"] = [{"name": f.get("filename") or f.get("name") or f.get("path", "").rsplit("/", 1)[-1], "size": f.get("size"),
+                              "path": f.get("path") or ""}
                              for f in kwargs.get("files") or [] if isinstance(f, dict)]
         elif item["role"] == "tool":
             item["name"] = msg.get("name") or ""
@@ -98,7 +100,7 @@ def thread_export(*, thread, fmt: str) -> tuple[str, str, str]:
         raise InvalidRequest(f"as: one of {', '.join(FORMATS)}")
     title = thread.title or "Untitled chat"
     exported = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    messages = _messages(thread)
+    messages = thread_transcript(thread)
     content_type, ext = FORMATS[fmt]
     slug = re.sub(r"[^A-Za-z0-9]+", "-", title).strip("-").lower()[:60] or "chat"
     if fmt == "json":

@@ -3,14 +3,31 @@
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiTypes, extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.chat.actions import branch, replay
+from apps.chat.actions import branch, replay, versions
 from apps.errors import InvalidRequest
 from apps.runs.serializers import run_json
 from apps.threads.selectors import thread_get_for_user
+
+
+class VersionGroupSerializer(serializers.Serializer):
+    run_ids = serializers.ListField(child=serializers.CharField(), help_text="The versions' runs, oldest first.")
+    kinds = serializers.ListField(child=serializers.ChoiceField(["original", "regenerate", "edit"]))
+    shown = serializers.CharField(help_text="The run of the version the history shows.")
+    index = serializers.IntegerField(help_text="Its place, from 1.")
+    total = serializers.IntegerField()
+
+
+class AnswerVersionsSerializer(serializers.Serializer):
+    thread_id = serializers.CharField()
+    groups = VersionGroupSerializer(many=True)
+
+
+class VersionShowSerializer(serializers.Serializer):
+    run_id = serializers.CharField(help_text="The run of the version to show.")
 
 
 def _body(request) -> dict:
@@ -189,3 +206,25 @@ class GoalView(APIView):
 
         goal_clear(thread=thread_get_for_user(user=request.user, thread_id=thread_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class VersionsView(APIView):
+    """``GET /threads/{id}/versions``: the turns that have more than one version (after a
+    regenerate or an edit) and the one shown; ``POST`` ``{run_id}`` shows another version and
+    makes the thread continue from it."""
+
+    token_scopes = {"GET": "threads:read", "POST": "threads:write"}
+
+    @extend_schema(responses={200: AnswerVersionsSerializer}, tags=["threads"])
+    def get(self, request, thread_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        return Response(versions.answer_versions(thread=thread))
+
+    @extend_schema(request=VersionShowSerializer, responses={200: AnswerVersionsSerializer}, tags=["threads"])
+    def post(self, request, thread_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        body = _body(request)
+        unknown = set(body) - {"run_id"}
+        if unknown:
+            raise InvalidRequest(f"{sorted(unknown)[0]}: unknown field")
+        return Response(versions.answer_version_show(thread=thread, run_id=body.get("run_id")))
