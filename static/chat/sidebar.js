@@ -45,7 +45,7 @@
       S.threads = recent;
       S.pinned = pinned;
     } catch (e) { return; }
-    if (tags()) tags().onThreads([...recent, ...pinned]);
+    if (tags()) tags().onThreads([...S.threads, ...S.pinned]);
     if (S.term) await runSearch(S.term); else render();
   }
 

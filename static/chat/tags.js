@@ -137,8 +137,8 @@
     const field = h("input", { type: "text", class: "tag-new", maxlength: "40", placeholder: "New tag, e.g. work", "aria-label": "New tag" });
     const add = h("button", { type: "button", class: "button secondary", text: "Add" });
     const error = h("p", { class: "error-text small", role: "alert" });
-    const save = h("button", { type: "submit", class: "button", text: "Save" });
-    const cancel = h("button", { type: "button", class: "button secondary", text: "Cancel" });
+    const save = h("button", { type: "submit", class: "primary", text: "Save" });
+    const cancel = h("button", { type: "button", text: "Cancel" });
     const headingId = "tag-dialog-title";
     const form = h("form", { method: "dialog", class: "tag-form" },
       h("h2", { id: headingId }, icon("tag"), h("span", { text: `Tags for “${title}”` })),
