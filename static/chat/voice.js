@@ -35,6 +35,7 @@
     "no-speech": "No speech was heard.",
     "audio-capture": "No microphone was found.",
     network: "The browser's speech service could not be reached.",
+    "language-not-supported": "The browser cannot dictate in this language.",
   };
 
   function setupDictation() {

@@ -2,7 +2,7 @@
  *
  *   Ctrl/Cmd+K       open or close it (also the search button in the chat header and top bar)
  *   Ctrl/Cmd+Shift+O a new chat, from anywhere
- *   ?                the keyboard shortcuts (outside a text box)
+ *   ?                the keyboard shortcuts (outside a text box; Ctrl/Cmd+/ anywhere)
  *
  * It lists chats (a fuzzy match over the titles of the user's recent chats, plus what the
  * thread search API finds by title and message text for longer queries), actions (new chat,
@@ -388,7 +388,8 @@
       ev.preventDefault();
       ev.stopPropagation();
       newChat();
-    } else if (ev.key === "?" && !mod && !ev.altKey && !typing(ev.target) && !dialog.open) {
+    } else if ((mod && !ev.altKey && !ev.shiftKey && key === "/") || (ev.key === "?" && !mod && !ev.altKey && !typing(ev.target) && !dialog.open)) {
+      // Ctrl/Cmd+/ is DeerFlow's own frontend's key for the shortcuts; ? is the usual one.
       ev.preventDefault();
       open({ help: true });
     }
