@@ -61,7 +61,8 @@ class ThreadSearchView(APIView):
             user=request.user, metadata=body.get("metadata"), status=body.get("status"), ids=body.get("ids"),
             limit=_int(body.get("limit"), "limit", 10), offset=_int(body.get("offset"), "offset", 0),
             sort_by=body.get("sort_by"), sort_order=body.get("sort_order"),
-            query=body.get("query"), pinned=body.get("pinned"), started=body.get("started"), message_search=thread_text_matches,
+            query=body.get("query"), pinned=body.get("pinned"), started=body.get("started"), tags=body.get("tags"),
+            message_search=thread_text_matches,
         )
         return Response([serializers.thread_json(t, values={"title": t.title} if t.title else {}, snippet=t.search_snippet, listed=True)
                          for t in threads])

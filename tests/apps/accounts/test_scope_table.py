@@ -58,6 +58,10 @@ TOKEN_ROUTES = {
     ("DELETE", "/api/threads/<str:thread_id>"): "threads:write",
     ("PUT", "/api/threads/<str:thread_id>/pin"): "threads:write",
     ("DELETE", "/api/threads/<str:thread_id>/pin"): "threads:write",
+    ("PUT", "/api/threads/<str:thread_id>/tags"): "threads:write",
+    ("POST", "/api/tags"): "threads:write",
+    ("PATCH", "/api/tags/<int:tag_id>"): "threads:write",
+    ("DELETE", "/api/tags/<int:tag_id>"): "threads:write",
     ("POST", "/api/threads/<str:thread_id>/state"): "threads:write",
     ("POST", "/api/threads/<str:thread_id>/state/checkpoint"): "threads:read",  # read by POST
     ("POST", "/api/threads/<str:thread_id>/history"): "threads:read",  # read by POST
