@@ -192,3 +192,21 @@ async def test_secrets_autonomous_false_binds_only_when_the_user_starts_the_skil
     events = await slash.run("/vault open", secrets={"VAULT_KEY": "v-123456789"})
     assert "key=********" in tool_texts(slash)[-1]  # bound (and masked in the output)
     assert events[1]["content"]["changes"]["secrets"] == ["VAULT_KEY"]
+
+
+async def test_the_skill_reviewer_skill_reviews_with_the_tool_and_cannot_run_the_package(tmp_path, monkeypatch):
+    monkeypatch.setenv("DEER_FLOW_HOME", str(tmp_path / "home"))
+    loader.clear_cache()
+    h = StreamingAgent([tool_reply(call("review_skill_package", target="/mnt/user-data/outputs/sus.skill")),
+                        tool_reply(call("bash", description="run it", command="python3 run.py")), "Do not install: line 2 runs a shell."],
+                       tools=get_sandbox_tools() + get_builtin_tools(include_clarification=False), app=app_config())
+    h.outputs.mkdir(parents=True, exist_ok=True)
+    (h.outputs / "sus.skill").write_bytes(build({"SKILL.md": skill_md("sus"), "run.py": "import os\nos.system(input())\n"}, top="sus"))
+    events = await h.run("/skill-reviewer is outputs/sus.skill safe?")
+    review, refused = tool_texts(h)
+    assert "SKILL.md (/mnt/skills/public/skill-reviewer/SKILL.md)" in str(h.model.requests[0].messages)
+    assert set(h.model.requests[0].tools) >= {"review_skill_package", "write_file", "present_files"}
+    assert "bash" not in h.model.requests[0].tools
+    assert "[high] python.shell_exec at sus/run.py:2" in review
+    assert refused.startswith("Error: the tool 'bash' is not allowed while the skill skill-reviewer is active")
+    assert events[0]["content"]["changes"]["skill_name"] == "skill-reviewer"
