@@ -43,17 +43,23 @@ def row(page, name):
     return page.locator(f'tr[data-skill="{name}"]')
 
 
+def open_skills(browser, live, state, *, scheme: str, width: int, height: int):
+    """A signed-in page on /skills/ in this colour scheme and size, and the JS errors it raises."""
+    context = browser.new_context(base_url=live.url, storage_state=state, color_scheme=scheme,
+                                  viewport={"width": width, "height": height})
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto("/skills/")
+    return context, page, errors
+
+
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_a_held_skill_shows_why_and_turns_on_only_when_confirmed(browser, live, signed_in_state, doc_shot, scheme):
     name = f"collector-{scheme}"
     thread_id = agent_wrote(live, name)
-    context = browser.new_context(base_url=live.url, storage_state=signed_in_state, color_scheme=scheme,
-                                  viewport={"width": 1280, "height": 900})
-    page = context.new_page()
-    errors: list[str] = []
-    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    context, page, errors = open_skills(browser, live, signed_in_state, scheme=scheme, width=1280, height=900)
     try:
-        page.goto("/skills/")
         install_from_chat(page, thread_id, name)
         expect(page.locator("#install-result")).to_contain_text("kept off")
         expect(page.locator("#install-result .findings")).to_contain_text("python.env_exfil")
@@ -91,11 +97,8 @@ def test_a_held_skill_shows_why_and_turns_on_only_when_confirmed(browser, live, 
 def test_a_held_skill_reads_on_a_phone(browser, live, signed_in_state, doc_shot, scheme):
     name = f"phoned-{scheme}"
     thread_id = agent_wrote(live, name)
-    context = browser.new_context(base_url=live.url, storage_state=signed_in_state, color_scheme=scheme,
-                                  viewport={"width": 375, "height": 740})
-    page = context.new_page()
+    context, page, errors = open_skills(browser, live, signed_in_state, scheme=scheme, width=375, height=740)
     try:
-        page.goto("/skills/")
         install_from_chat(page, thread_id, name)
         held = row(page, name)
         expect(held.locator(".held-badge")).to_have_text("Held")
@@ -104,5 +107,6 @@ def test_a_held_skill_reads_on_a_phone(browser, live, signed_in_state, doc_shot,
         assert width <= 375, f"the page scrolls sideways on a phone ({width}px)"
         held.scroll_into_view_if_needed()
         doc_shot(page, f"skills-held-phone-{scheme}")
+        assert errors == []
     finally:
         context.close()
