@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiTypes, extend_schema
+from rest_framework import serializers
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -34,13 +35,26 @@ class SkillDetailView(APIView):
     def get(self, request, name):
         return Response(selectors.skill_detail(user=request.user, name=name))
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    class EnableInput(serializers.Serializer):
+        enabled = serializers.BooleanField()
+        acknowledge_findings = serializers.BooleanField(
+            required=False, default=False,
+            help_text="Turn on a skill its install scan held, having read its review_findings.")
+
+    @extend_schema(request=EnableInput, responses={200: OpenApiTypes.OBJECT, 409: OpenApiTypes.OBJECT})
     def put(self, request, name):
-        enabled = request.data.get("enabled") if isinstance(request.data, dict) else None
+        body = request.data if isinstance(request.data, dict) else {}
+        enabled, acknowledge = body.get("enabled"), body.get("acknowledge_findings", False)
         if not isinstance(enabled, bool):
             raise InvalidRequest("enabled must be true or false")
-        services.skill_set_enabled(user=request.user, name=name, enabled=enabled)
-        return Response(selectors.skill_to_dict(selectors.skill_get_for_user(user=request.user, name=name), user=request.user))
+        if not isinstance(acknowledge, bool):
+            raise InvalidRequest("acknowledge_findings must be true or false")
+        try:
+            services.skill_set_enabled(user=request.user, name=name, enabled=enabled, acknowledge_findings=acknowledge,
+                                       via_token=_via_token(request))
+        except services.SkillHeld as exc:
+            return Response({"detail": exc.detail, "held": True, "findings": exc.findings}, status=409)
+        return Response(selectors.skill_dict_for_user(user=request.user, name=name))
 
     @extend_schema(responses={204: None})
     def delete(self, request, name):
@@ -65,18 +79,23 @@ class SkillInstallView(APIView):
         try:
             upload = request.FILES.get("file")
             if upload is not None:
-                result = services.skill_install_upload(user=request.user, upload=upload, scope=scope)
+                installed = services.skill_install_upload(user=request.user, upload=upload, scope=scope)
             else:
                 thread_id, path = body.get("thread_id"), body.get("path")
                 if not isinstance(thread_id, str) or not isinstance(path, str):
                     raise InvalidRequest("send a multipart 'file', or JSON {thread_id, path}")
-                result = services.skill_install_from_thread(user=request.user, thread_id=thread_id, path=path, scope=scope)
+                installed = services.skill_install_from_thread(user=request.user, thread_id=thread_id, path=path, scope=scope)
         except services.SkillRefused as exc:
             return Response({"detail": exc.detail, "success": False, "findings": exc.findings}, status=422)
+        result = installed.result
         verb = "updated" if result.replaced else "installed"
+        message = f"Skill '{result.name}' {verb}{' for everyone' if scope == services.GLOBAL_SCOPE else ''}."
+        if installed.held:
+            message = (f"Skill '{result.name}' {verb}, but kept off: the agent wrote it and the scan found "
+                       f"{len(installed.held)} thing(s) to check first. Read the findings; turn it on only if you trust it.")
         return Response({
             "success": True, "skill_name": result.name, "version": result.version, "replaced": result.replaced,
-            "scope": scope, "message": f"Skill '{result.name}' {verb}{' for everyone' if scope == services.GLOBAL_SCOPE else ''}.",
+            "scope": scope, "message": message, "held": bool(installed.held),
             "findings": [f.to_dict() for f in result.findings],
         })
 

@@ -170,6 +170,14 @@ class SkillsConfig(_Section):
     deferred_discovery: bool = False  # list names only; the agent looks skills up with describe_skill
 
 
+class SkillScanConfig(_Section):
+    # DeerFlow's switch for its deterministic analysers. Off: an install checks only the
+    # archive's structure (paths, sizes, SKILL.md), which keeps the unpack safe and cannot be
+    # turned off; the content and Python rules, and with them the hold on a skill the agent
+    # wrote, are skipped. review_skill_package always runs them: it is a review.
+    enabled: bool = True
+
+
 class MemoryConfig(_Section):
     # Off unless config.yaml turns it on: learning costs a model call per quiet conversation.
     enabled: bool = False
@@ -448,6 +456,7 @@ class AppConfig(BaseModel):
     tools: list[ToolConfig] = Field(default_factory=list)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     skills: SkillsConfig = Field(default_factory=SkillsConfig)
+    skill_scan: SkillScanConfig = Field(default_factory=SkillScanConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     summarization: SummarizationConfig = Field(default_factory=SummarizationConfig)
     title: TitleConfig = Field(default_factory=TitleConfig)
