@@ -101,6 +101,27 @@ def owned_tag(user) -> Owned:
     return Owned(kwargs={**thread.kwargs, "tag_id": tag.pk}, marker=name)
 
 
+def owned_share(user) -> Owned:
+    """A shared link of A's to one of A's chats."""
+    from apps.shares.services import share_create
+
+    thread = owned_run(user)  # a chat with messages: an empty one has nothing to share
+    share = share_create(owner=user, thread=thread_get_for_user(user=user, thread_id=thread.kwargs["thread_id"]))
+    return Owned(kwargs={**thread.kwargs, "share_id": str(share.pk)}, marker=str(share.pk))
+
+
+def owned_versions(user) -> Owned:
+    """A chat whose answer was regenerated: two versions of one turn, the first one's run id."""
+    owned = owned_run(user)
+    client = APIClient()
+    client.force_login(user)
+    response = client.post(path_for("/api/threads/<str:thread_id>/runs/regenerate", **owned.kwargs), {}, format="json")
+    assert response.status_code == 201, response.content
+    _drain(response)
+    _wait_until_idle()
+    return owned
+
+
 def owned_run(user) -> Owned:
     """A thread with a finished run (so it has state, history and a checkpoint), made the way a
     user makes one: through the API, as the owner, with the scripted test agent."""
@@ -259,6 +280,12 @@ OWNED_ROUTES = [
     OwnedRoute("DELETE", "/api/threads/<str:thread_id>", owned_thread, owner_status=204),
     OwnedRoute("PUT", "/api/threads/<str:thread_id>/pin", owned_thread),
     OwnedRoute("DELETE", "/api/threads/<str:thread_id>/pin", owned_thread),
+    # Shared links and answer versions.
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/shares", owned_run, body={}, owner_status=201),
+    OwnedRoute("GET", "/api/shares", owned_share),
+    OwnedRoute("DELETE", "/api/shares/<str:share_id>", owned_share, owner_status=204),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/versions", owned_run),
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/versions", owned_versions, body=lambda o: {"run_id": o.kwargs["run_id"]}),
     # Chat tags: B's list never shows A's tag, B's tag of the same name is B's own.
     OwnedRoute("GET", "/api/tags", owned_tag),
     OwnedRoute("POST", "/api/tags", owned_tag, body={"name": "fresh"}, owner_status=201, lists=False),
