@@ -49,8 +49,9 @@ def wrap_tool(runtime: McpRuntime, server: str, config: McpServerConfig, tool: B
             raise ToolException(f"Error: {exc}") from None
         return _flatten(translate_content(content, _user_data(config))), artifact
 
-    routing = config.tools.tool_settings(name).get("routing", config.routing)
+    routing = config.effective_routing(name)
+    hint = routing.model_dump() if routing.mode == "prefer" and routing.keywords else None
     return StructuredTool(name=name, description=tool.description or f"{name} (MCP server {server})",
                           args_schema=tool.args_schema, coroutine=call, response_format="content_and_artifact",
                           handle_tool_error=True,
-                          metadata={**(tool.metadata or {}), "mcp_server": server, ROUTING_KEY: routing})
+                          metadata={**(tool.metadata or {}), "mcp_server": server, ROUTING_KEY: hint})
