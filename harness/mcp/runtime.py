@@ -267,16 +267,10 @@ class McpRuntime:
                 raise RuntimeError(f"MCP server '{server}' is unavailable: {state.last_error}")
         if state.config.session_scope == "thread":
             return await self._call_in_thread(state, tool, arguments, timeout, scope)
-        target = state.tools.get(tool)
-        if target is None:
-            raise RuntimeError(f"MCP server '{server}' no longer offers the tool '{tool}'")
-        try:
-            async with asyncio.timeout(timeout):
-                return await target.coroutine(**arguments)
-        except TimeoutError:
-            reason = f"the tool '{tool}' did not answer within {timeout:g} seconds; the server was restarted"
-        except Exception as exc:  # noqa: BLE001 - tool-level errors come back as content; this is the transport
-            reason = f"the connection failed during '{tool}': {_describe(exc)}"
+        done, result = await _invoke(server, state.tools, tool, arguments, timeout)
+        if done:
+            return result
+        reason = result
         await self._stop(state)
         self._fail(state, with_stderr(reason, state.stderr))
         raise RuntimeError(state.last_error)
@@ -306,16 +300,10 @@ class McpRuntime:
             await ts.ready.wait()
             if ts.status != "ready":
                 raise RuntimeError(f"MCP server '{state.name}' could not start for this thread: {ts.last_error}")
-            target = ts.tools.get(tool)
-            if target is None:
-                raise RuntimeError(f"MCP server '{state.name}' no longer offers the tool '{tool}'")
-            try:
-                async with asyncio.timeout(timeout):
-                    return await target.coroutine(**arguments)
-            except TimeoutError:
-                reason = f"the tool '{tool}' did not answer within {timeout:g} seconds; the thread's server process was restarted"
-            except Exception as exc:  # noqa: BLE001 - the transport failed, not the tool
-                reason = f"the connection failed during '{tool}': {_describe(exc)}"
+            done, result = await _invoke(state.name, ts.tools, tool, arguments, timeout)
+            if done:
+                return result
+            reason = result
         finally:
             ts.busy -= 1
             ts.last_used = time.monotonic()
@@ -370,6 +358,22 @@ class McpRuntime:
         for state in list(self.servers.values()):
             await self._stop(state)
         self.servers.clear()
+
+
+async def _invoke(server: str, tools: dict[str, BaseTool], tool: str, arguments: dict[str, Any],
+                  timeout: float) -> tuple[bool, Any]:
+    """(True, the result) or (False, why the session failed): a tool-level error comes back
+    as content; a timeout or a broken connection means the session must be restarted."""
+    target = tools.get(tool)
+    if target is None:
+        raise RuntimeError(f"MCP server '{server}' no longer offers the tool '{tool}'")
+    try:
+        async with asyncio.timeout(timeout):
+            return True, await target.coroutine(**arguments)
+    except TimeoutError:
+        return False, f"the tool '{tool}' did not answer within {timeout:g} seconds; the server process was restarted"
+    except Exception as exc:  # noqa: BLE001 - the transport failed, not the tool
+        return False, f"the connection failed during '{tool}': {_describe(exc)}"
 
 
 async def _finish(task: asyncio.Task | None) -> None:
