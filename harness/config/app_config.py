@@ -341,9 +341,12 @@ WEB_PROVIDERS = ("ddgs", "tavily", "searxng", "brave", "jina", "firecrawl")
 
 class ToolSearchConfig(_Section):
     """``enabled``: MCP tools are shown by name only until the model loads them with
-    ``tool_search`` (docs/mcp.md)."""
+    ``tool_search`` (docs/mcp.md). ``auto_promote_top_k``: at most this many deferred tools
+    whose ``routing`` (mode ``prefer``) keywords the user's message mentions are promoted
+    before a model call, highest priority first (DeerFlow's key; 1 to 5)."""
 
     enabled: bool = False
+    auto_promote_top_k: int = Field(3, ge=1, le=5)
 
 
 class WebConfig(_Section):

@@ -108,7 +108,6 @@ TOP_LEVEL_ACCEPTED: dict[str, tuple[str, frozenset[str] | KeySpec | None]] = {
 
 # Keys inside sections both schemas have, that only DeerFlow defines: "section.key" -> reason.
 SECTION_ACCEPTED: dict[str, str] = {
-    "tool_search.auto_promote_top_k": "deferred MCP tools are promoted by their routing keywords and by tool_search itself, not by a top-k",
     "title.prompt_template": "the title prompt is fixed (harness/agents); only max_words/max_chars/model_name shape it",
     "summarization.trim_tokens_to_summarize": "the summarizer sends the messages it replaces whole, bounded by the model's context_window",
     "summarization.summary_prompt": "the summary prompt is fixed (harness/agents)",
@@ -202,9 +201,7 @@ MCP_SERVER_ACCEPTED: dict[str, str] = {
     "task_toolsets": "long-running MCP tasks are not polled in the background; a tool call waits for its result",
 }
 MCP_ROUTING_ACCEPTED: dict[str, str] = {
-    "mode": "routing.keywords alone decide when a deferred tool is shown (docs/mcp.md)",
-    "priority": "routing.keywords alone decide when a deferred tool is shown (docs/mcp.md)",
-    "hint": "routing.keywords alone decide when a deferred tool is shown (docs/mcp.md)",
+    "hint": "the prompt's routing line is written from routing.keywords (docs/mcp.md#routing-hints)",
 }
 EXTENSIONS_TOP_ACCEPTED: dict[str, str] = {
     "mcpInterceptors": "MCP requests are not intercepted; headers and oauth on the server entry set credentials",
@@ -645,4 +642,5 @@ def _routing(routing: Any, where: str, notes: list[CompatNote]) -> None:
         return
     for key, reason in MCP_ROUTING_ACCEPTED.items():
         if key in routing:
+            routing.pop(key)
             _note(notes, f"{where}.{key}", ACCEPTED, reason)

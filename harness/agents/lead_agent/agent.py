@@ -287,12 +287,14 @@ def make_lead_agent(config: RunnableConfig | None = None, *, model: BaseChatMode
         tools = [*tools, delegation[0]]
     from harness.mcp.deferred import apply_tool_search
 
-    tools, deferred = apply_tool_search(tools, app.tool_search.enabled)
+    tools, deferred, mcp_sections = apply_tool_search(tools, app.tool_search.enabled,
+                                                      auto_promote_top_k=app.tool_search.auto_promote_top_k)
     extensions = load_extension_middlewares(get_extensions_config().middlewares)
     browser = [BrowserSessionMiddleware()] if uses_browser(t.name for t in tools) else []
     middleware = build_middlewares(options, app=app, entry=entry, model=model,
                                    extra=[*delegation[1:], *extra_middlewares, *extensions, *deferred, *browser])
     sections = [s for s, on in ((BOOTSTRAP_SECTION, options.is_bootstrap), (AGENT_SECTION, options.agent_editable)) if on]
+    sections += mcp_sections
     prompt = build_system_prompt(agent_name=options.agent_title or options.agent_name, tool_names=[t.name for t in tools],
                                  subagent_enabled=bool(delegation),
                                  max_concurrent_subagents=delegation[1].max_concurrent if delegation else 3,

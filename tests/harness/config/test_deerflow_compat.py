@@ -26,7 +26,7 @@ NAMED_IN_THE_ISSUE = [
     "database.backend", "checkpointer.type", "logging.enhance", "run_events.backend", "stream_bridge.type",
     "token_usage.enabled",
     "authorization.enabled", "extensions.middlewares", "subagents.token_budget", "title.prompt_template",
-    "tool_search.auto_promote_top_k", "sandbox.idle_timeout", "sandbox.replicas", "sandbox.mounts", "sandbox.image",
+    "sandbox.idle_timeout", "sandbox.replicas", "sandbox.mounts", "sandbox.image",
     "channels.langgraph_url", "channels.gateway_url", "channels.session", "channels.telegram.rich_messages",
     "channels.dingtalk.card_template_id", "channels.telegram.allowed_users", "channels.dingtalk.allowed_users",
 ]
@@ -45,8 +45,14 @@ def test_the_deerflow_style_config_loads_and_reports_each_accepted_key_once():
     assert [k for k in NAMED_IN_THE_ISSUE if k not in accepted] == []
     assert all(n.detail for n in notes)
     ext_accepted = {n.key for n in extensions.compat_notes if n.kind == ACCEPTED}
-    assert {"tool_search", "mcpInterceptors", "mcpServers.files.routing.mode", "mcpServers.files.routing.hint",
+    assert {"tool_search", "mcpInterceptors", "mcpServers.files.routing.hint",
             "mcpServers.files.tool_name_prefix"} <= ext_accepted
+    # routing.mode/priority/keywords and tool_search.auto_promote_top_k are honoured
+    assert not {"mcpServers.files.routing.mode", "mcpServers.files.routing.priority"} & ext_accepted
+    assert "tool_search.auto_promote_top_k" not in {n.key for n in config.compat_notes}
+    files = extensions.mcp_servers["files"]
+    assert (files.routing.mode, files.routing.priority, files.routing.keywords) == ("prefer", 10, ["file"])
+    assert files.effective_routing("read").priority == 20 and files.effective_routing("read").keywords == ["read"]
     report = build_report(config, extensions)
     assert len({n.key for n in report.accepted}) == len(report.accepted)
 
@@ -178,7 +184,7 @@ def test_config_check_lists_each_accepted_and_mapped_key(tmp_path):
     for note in config.compat_notes:
         prefix = f"  {note.key}: " if note.kind == ACCEPTED else f"  {note.key} -> "
         assert out.count(prefix) == 1, note.key
-    assert "  extensions_config.json: mcpServers.files.routing.mode: " in out
+    assert "  extensions_config.json: mcpServers.files.routing.hint: " in out
     assert f"config_version {DEERFLOW_SCHEMA_VERSION}: current" in out
 
 
