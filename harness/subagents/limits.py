@@ -5,6 +5,11 @@ delegations, counted from the ``delegations`` ledger in thread state (checkpoint
 resumed or long run cannot step around it). Calls past either cap do not run: each gets an
 answering ToolMessage that says why, so the model sees the limit and works with what it
 has instead of asking again. Admitted calls enter the ledger as ``running`` at once.
+
+Before the lead's next model call, each finished task's usage is added to the usage of the
+AI message that dispatched it (DeerFlow's attribution): that message then tells what its
+step cost, subagents included, and the per-run token budget sees it there. The task's
+ToolMessage is marked so a usage is added once.
 """
 
 from __future__ import annotations
@@ -18,6 +23,9 @@ from harness.agents.markers import run_value
 from harness.agents.thread_state import ThreadState
 
 
+MERGED_KEY = "subagent_usage_merged"
+
+
 def run_delegations(state: Any, run_id: str) -> int:
     return sum(1 for d in (state.get("delegations") or []) if d.get("run_id") == run_id)
 
@@ -29,6 +37,9 @@ class SubagentLimitMiddleware(AgentMiddleware):
         super().__init__()
         self.max_concurrent = max_concurrent
         self.max_total = max_total
+
+    def before_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
+        return merge_task_usage(state.get("messages") or [])
 
     def after_model(self, state: Any, runtime: Any) -> dict[str, Any] | None:
         messages = state.get("messages") or []
@@ -61,3 +72,28 @@ class SubagentLimitMiddleware(AgentMiddleware):
         if ledger:
             update["delegations"] = ledger
         return update or None
+
+
+def merge_task_usage(messages: list[Any]) -> dict[str, Any] | None:
+    """Add the usage of the task results that end ``messages`` to their dispatching AI
+    message; only the trailing tool results are looked at (the step that just ran)."""
+    updates: dict[int, Any] = {}
+    i = len(messages) - 1
+    while i >= 0 and isinstance(messages[i], ToolMessage):
+        msg = messages[i]
+        usage = msg.additional_kwargs.get("subagent_usage")
+        if msg.name == "task" and usage and not msg.additional_kwargs.get(MERGED_KEY):
+            j = i - 1
+            while j >= 0 and not (isinstance(messages[j], AIMessage) and any(c.get("id") == msg.tool_call_id for c in messages[j].tool_calls)):
+                j -= 1
+            if j >= 0:
+                ai = updates.get(j, messages[j])
+                prev = dict(ai.usage_metadata or {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0})
+                for key in ("input_tokens", "output_tokens", "total_tokens"):
+                    prev[key] = int(prev.get(key) or 0) + int(usage.get(key) or 0)
+                updates[j] = ai.model_copy(update={"usage_metadata": prev})
+                updates[i] = msg.model_copy(update={"additional_kwargs": {**msg.additional_kwargs, MERGED_KEY: True}})
+        i -= 1
+    if not updates:
+        return None
+    return {"messages": [updates[k] for k in sorted(updates)]}

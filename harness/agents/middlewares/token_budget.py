@@ -1,7 +1,8 @@
 """A per-run token cap.
 
 Before each model call the tokens this run has used (AI messages stamped with its run id
-by the token-usage middleware, plus its subagents' usage from the delegation ledger) are summed; at or above the budget the model is not called:
+by the token-usage middleware; a subagent's usage is merged into the message that
+dispatched it, see harness/subagents/limits.py) are summed; at or above the budget the model is not called:
 the reply is an assistant message saying so (no tool calls, so the run ends) and
 ``stop_reason = token_budget_exhausted``. The budget is ``token_budget`` from the run
 context/configurable, else ``token_budget.max_tokens`` of config.yaml when
@@ -21,7 +22,7 @@ from langchain_core.messages import AIMessage
 from langgraph.types import Command
 
 from harness.agents.markers import context_block, hidden_message, run_value
-from harness.agents.middlewares._base import current_run_messages
+from harness.agents.middlewares._base import ai_response, current_run_messages
 from harness.agents.middlewares.token_usage import RUN_ID_KEY
 
 
@@ -65,14 +66,6 @@ def run_tokens(messages: list[Any], run_id: str | None) -> int:
     return run_usage(messages, run_id)[0][2]
 
 
-def delegated_tokens(state: Any, run_id: str | None) -> int:
-    """Tokens this run's subagents used (their ``delegations`` entries): a run's budget covers
-    the work it delegated too."""
-    if not run_id:
-        return 0
-    return sum(int((d.get("usage") or {}).get("total_tokens") or 0) for d in (state or {}).get("delegations") or [] if d.get("run_id") == run_id)
-
-
 class TokenBudgetMiddleware(AgentMiddleware):
     """``default_budget`` caps total tokens (the run option ``token_budget`` overrides it);
     ``max_input_tokens``/``max_output_tokens`` cap those alone. The highest fraction of any
@@ -95,14 +88,19 @@ class TokenBudgetMiddleware(AgentMiddleware):
         return cls(cfg.max_tokens, max_input_tokens=cfg.max_input_tokens, max_output_tokens=cfg.max_output_tokens,
                    warn_threshold=cfg.warn_threshold, hard_stop_threshold=cfg.hard_stop_threshold)
 
+    def _budget(self, request: Any) -> Any:
+        return run_value(request.runtime, "token_budget", self.default_budget)
+
+    def _spent(self, request: Any) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        run_id = str(run_value(request.runtime, "run_id", "") or "") or None
+        return run_usage((request.state or {}).get("messages") or [], run_id)
+
     def _check(self, request: Any) -> tuple[Any, Any]:
         """(request to send, or None) and the reply that replaces the call, if the budget is spent."""
-        budget = run_value(request.runtime, "token_budget", self.default_budget)
+        budget = self._budget(request)
         if not (budget or self.max_input_tokens or self.max_output_tokens):
             return request, None
-        run_id = str(run_value(request.runtime, "run_id", "") or "") or None
-        (used_in, used_out, used), last = run_usage((request.state or {}).get("messages") or [], run_id)
-        used += delegated_tokens(request.state, run_id)
+        (used_in, used_out, used), last = self._spent(request)
         limits = [("total", used, last[2], int(budget) if budget else 0), ("input", used_in, last[0], self.max_input_tokens or 0),
                   ("output", used_out, last[1], self.max_output_tokens or 0)]
         kind, spent, newest, cap = max((x for x in limits if x[3]), key=lambda x: x[1] / x[3])
@@ -128,3 +126,35 @@ class TokenBudgetMiddleware(AgentMiddleware):
     async def awrap_model_call(self, request: Any, handler: Any) -> Any:
         request, stopped = self._check(request)
         return stopped or await handler(request)
+
+
+class TaskTokenBudgetMiddleware(TokenBudgetMiddleware):
+    """A subagent's budget (``subagents.token_budget``). It counts the replies it sees come
+    back, so a summary that drops old messages does not drop their tokens, and it ignores the
+    lead run's ``token_budget`` option. One instance per task: the count is the task's."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._total = [0, 0, 0]
+        self._last = (0, 0, 0)
+
+    def _budget(self, request: Any) -> Any:
+        return self.default_budget
+
+    def _spent(self, request: Any) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        return (self._total[0], self._total[1], self._total[2]), self._last
+
+    def _count(self, result: Any) -> Any:
+        ai = ai_response(result)
+        if ai is not None and ai.usage_metadata:
+            self._last = _usage(ai)
+            self._total = [a + b for a, b in zip(self._total, self._last, strict=True)]
+        return result
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        request, stopped = self._check(request)
+        return stopped or self._count(handler(request))
+
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        request, stopped = self._check(request)
+        return stopped or self._count(await handler(request))

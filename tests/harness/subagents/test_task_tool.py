@@ -227,7 +227,8 @@ async def test_a_subagent_cannot_delegate(lead_factory):
     from harness.config.app_config import SubagentsConfig
     from harness.subagents import build_task_tool
 
-    tool_ = build_task_tool(config=SubagentsConfig(enabled=True), lead_tools=[], model_factory=lambda name: (None, "m"))
+    tool_ = build_task_tool(config=SubagentsConfig(enabled=True), lead_tools=[], model_factory=lambda name: (None, "m"),
+                            chain=lambda *args: ([], []))
 
     class Runtime:
         context = {"subagent_depth": 1, "thread_id": "t"}
