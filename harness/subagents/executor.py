@@ -6,10 +6,10 @@ empty ``contextvars`` context: LangGraph finds a parent graph through context va
 and a subagent that found the lead's would write into the lead's checkpoints and stream
 its tokens as the lead's own messages.
 
-Its middleware chain is the lead's, built per task from the same config sections
-(``build_subagent_middlewares`` in harness/agents/lead_agent/agent.py; docs/agent.md): each
-task gets fresh guards, so two parallel subagents of one run never share a loop count or a
-token budget. Summarization may compact the subagent's messages mid-run; steps are tracked
+Its middleware chain is the lead's, built from the same config sections
+(``build_subagent_middlewares`` in harness/agents/lead_agent/agent.py; docs/agent.md); the
+guards in it count per task, so two parallel subagents of one run never share a loop count
+or a token budget. Summarization may compact the subagent's messages mid-run; steps are tracked
 by message id, so none is lost or reported twice when the list shrinks.
 
 Every step is reported through ``emit`` (the lead's ``custom`` stream writer) as the
@@ -132,7 +132,6 @@ def build_subagent_graph(stype: SubagentType, model: BaseChatModel, tools: Seque
 
 # A guard's stop reason in the subagent's state -> the stop_reason the lead is told.
 _STOP_REASONS = {"loop_capped": "loop_capped", "token_budget_exhausted": "token_capped"}
-_BUDGET_NOTE = "deerflow-budget-"
 
 
 class _Run:
@@ -193,8 +192,6 @@ class _Run:
 
     def answer(self) -> str:
         for msg in reversed(self.messages):
-            if isinstance(msg, AIMessage) and (msg.id or "").startswith(_BUDGET_NOTE):
-                continue  # the budget guard's notice is not the subagent's work
             if isinstance(msg, AIMessage) and msg.text.strip() and (not msg.tool_calls or self.out.stop_reason):
                 return msg.text.strip()
         return ""

@@ -19,7 +19,7 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.types import Command
 
-from harness.agents.markers import run_value
+from harness.agents.markers import SUBAGENT_TASK_KEY, run_value
 from harness.config.app_config import SubagentsConfig
 from harness.observability.tracing import TracingConfig, standalone_config
 from harness.subagents.executor import SubagentResult, bounded, build_subagent_graph, run_subagent
@@ -94,11 +94,15 @@ def subagent_tools(lead_tools: Sequence[BaseTool], stype: SubagentType) -> list[
 
 def build_task_tool(*, config: SubagentsConfig, lead_tools: Sequence[BaseTool], model_factory: ModelFactory,
                     chain: ChainFactory, tracing: TracingConfig | None = None, summarization_enabled: bool = False) -> BaseTool:
-    """``chain`` builds each task's tools and middleware (fresh per task: the guards keep
-    per-task counts). ``tracing``: config.yaml's tracing section; each subagent is then traced
+    """``chain`` builds a type's tools and middleware (for its model) the first time it is
+    used. ``tracing``: config.yaml's tracing section; each subagent is then traced
     on its own, as ``subagent:<type>``, in the lead run's session with the lead run's ids.
     ``summarization_enabled`` picks the default subagent token budget (DeerFlow's coupling)."""
     types = available_types(config, summarization_enabled=summarization_enabled)
+    # Compiled subagent graphs, per (type, model): building one costs some 30 ms of CPU, on the
+    # event loop, while parallel tasks wait. A graph without a checkpointer keeps nothing of a
+    # run, and the guards in it keep their counts per task (SUBAGENT_TASK_KEY).
+    graphs: dict[tuple[str, str], Any] = {}
 
     async def task(description: str, prompt: str, runtime: ToolRuntime[Any, Any], subagent_type: str = "general-purpose",
                    model: str | None = None) -> Command | ToolMessage:
@@ -139,15 +143,17 @@ def build_task_tool(*, config: SubagentsConfig, lead_tools: Sequence[BaseTool], 
             context[DEPTH_KEY] = 1
             parent = runtime.state or {}
             state = {k: parent[k] for k in ("sandbox", "thread_data") if parent.get(k)}
-            tools, middleware = chain(stype, chat_model, model_name, subagent_tools(lead_tools, stype))
-            graph = build_subagent_graph(stype, chat_model, tools, middleware)
+            context[SUBAGENT_TASK_KEY] = call_id  # the guards count this task on its own
+            key = (stype.name, model_name)
+            if key not in graphs:
+                graphs[key] = build_subagent_graph(stype, chat_model, *chain(stype, chat_model, model_name, subagent_tools(lead_tools, stype)))
             trace = None
             if tracing is not None:
                 lead_metadata = (getattr(runtime, "config", None) or {}).get("metadata") or {}
                 trace = standalone_config(tracing, f"subagent:{stype.name.lower().replace('_', '-')}", parent=lead_metadata,
                                           model_name=model_name)
             out = await run_subagent(task_id=call_id, description=description, prompt=prompt, stype=stype, model=chat_model,
-                                     model_name=model_name, graph=graph, context=context, state=state, emit=emit, trace=trace)
+                                     model_name=model_name, graph=graphs[key], context=context, state=state, emit=emit, trace=trace)
         entry = {"id": call_id, "run_id": run_id, "description": description, "subagent_type": stype.name, "status": out.status,
                  "stop_reason": out.stop_reason, "model_name": out.model_name, "usage": dict(out.usage), "steps": out.steps,
                  "result_brief": bounded((out.result or out.error).strip(), RESULT_BRIEF_CHARS)[0]}

@@ -222,8 +222,8 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
 
 def build_subagent_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: ModelConfig, model: BaseChatModel,
                                stype: Any, extensions: Sequence[str] = (), extra: Sequence[AgentMiddleware] = ()) -> list[AgentMiddleware]:
-    """One subagent task's chain, outermost first, from the config sections the lead's chain is
-    built from; fresh instances per task (the guards count per instance). What differs from
+    """A subagent type's chain, outermost first, from the config sections the lead's chain is
+    built from; the guards in it count per task (``SUBAGENT_TASK_KEY``). What differs from
     the lead, and why, is in docs/agent.md: no run setup (the sandbox and thread paths come
     from the lead's state), no title, plan mode or clarification (nobody answers a subagent),
     the date alone as turn context (memory is the lead's), ``subagents.token_budget`` instead of
@@ -263,7 +263,8 @@ def build_subagent_middlewares(options: LeadAgentOptions, *, app: AppConfig, ent
 def _delegation(options: LeadAgentOptions, app: AppConfig, entry: ModelConfig, model: BaseChatModel,
                 tools: Sequence[BaseTool], extensions: Sequence[str]) -> tuple:
     """(task tool, its limit middleware) when both config.yaml and the run allow subagents.
-    Nothing of a subagent's chain is built here: the task tool builds one per task."""
+    Nothing of a subagent's chain is built here: the task tool builds a type's chain the first
+    time the run delegates to it."""
     if not options.subagent_enabled:
         return ()
     if not app.subagents.enabled:
@@ -279,7 +280,7 @@ def _delegation(options: LeadAgentOptions, app: AppConfig, entry: ModelConfig, m
 
     def chain(stype: Any, chat_model: BaseChatModel, model_name: str, task_tools: list[BaseTool]) -> tuple[list[BaseTool], list]:
         sub_entry = entry if model_name == entry.name or not app.models else get_model_config(model_name, config=app)
-        task_tools, deferred = apply_tool_search(task_tools, app.tool_search.enabled)  # its own promotions, per task
+        task_tools, deferred = apply_tool_search(task_tools, app.tool_search.enabled)  # promotions live in each task's state
         return task_tools, build_subagent_middlewares(options, app=app, entry=sub_entry, model=chat_model, stype=stype,
                                                       extensions=extensions, extra=deferred)
 

@@ -13,7 +13,9 @@ per-run guard, unrelated to ``budgets:`` (a user's daily/monthly spending, gover
 
 from __future__ import annotations
 
+import threading
 import uuid
+from collections import OrderedDict
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware
@@ -21,7 +23,7 @@ from langchain.agents.middleware.types import ExtendedModelResponse, ModelRespon
 from langchain_core.messages import AIMessage
 from langgraph.types import Command
 
-from harness.agents.markers import context_block, hidden_message, run_value
+from harness.agents.markers import context_block, guard_key, hidden_message, run_value
 from harness.agents.middlewares._base import ai_response, current_run_messages
 from harness.agents.middlewares.token_usage import RUN_ID_KEY
 
@@ -130,31 +132,41 @@ class TokenBudgetMiddleware(AgentMiddleware):
 
 class TaskTokenBudgetMiddleware(TokenBudgetMiddleware):
     """A subagent's budget (``subagents.token_budget``). It counts the replies it sees come
-    back, so a summary that drops old messages does not drop their tokens, and it ignores the
-    lead run's ``token_budget`` option. One instance per task: the count is the task's."""
+    back, per task, so a summary that drops old messages does not drop their tokens, and it
+    ignores the lead run's ``token_budget`` option. The graph (and this instance) serves every
+    task of its type: the counts are kept per task, the most recent ``MAX_TASKS`` of them."""
+
+    MAX_TASKS = 256
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self._total = [0, 0, 0]
-        self._last = (0, 0, 0)
+        self._tasks: OrderedDict[tuple[str, str, str], tuple[tuple[int, int, int], tuple[int, int, int]]] = OrderedDict()
+        self._lock = threading.Lock()
 
     def _budget(self, request: Any) -> Any:
         return self.default_budget
 
     def _spent(self, request: Any) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-        return (self._total[0], self._total[1], self._total[2]), self._last
+        with self._lock:
+            return self._tasks.get(guard_key(request.runtime), ((0, 0, 0), (0, 0, 0)))
 
-    def _count(self, result: Any) -> Any:
+    def _count(self, request: Any, result: Any) -> Any:
         ai = ai_response(result)
-        if ai is not None and ai.usage_metadata:
-            self._last = _usage(ai)
-            self._total = [a + b for a, b in zip(self._total, self._last, strict=True)]
+        if ai is None or not ai.usage_metadata:
+            return result
+        last = _usage(ai)
+        key = guard_key(request.runtime)
+        with self._lock:
+            total, _ = self._tasks.pop(key, ((0, 0, 0), (0, 0, 0)))
+            self._tasks[key] = (tuple(a + b for a, b in zip(total, last, strict=True)), last)  # type: ignore[assignment]
+            while len(self._tasks) > self.MAX_TASKS:
+                self._tasks.popitem(last=False)
         return result
 
     def wrap_model_call(self, request: Any, handler: Any) -> Any:
         request, stopped = self._check(request)
-        return stopped or self._count(handler(request))
+        return stopped or self._count(request, handler(request))
 
     async def awrap_model_call(self, request: Any, handler: Any) -> Any:
         request, stopped = self._check(request)
-        return stopped or self._count(await handler(request))
+        return stopped or self._count(request, await handler(request))

@@ -120,6 +120,23 @@ async def test_the_loop_guard_takes_its_limits_from_loop_detection(lead_factory)
     assert "Stopping: the lookups" in lead.task_messages(state)[0].content
 
 
+async def test_parallel_subagents_keep_their_own_loop_counts(lead_factory):
+    """Both subagents repeat the same call three times; together that would pass the hard
+    limit of 4, each alone does not (they share the lead's run id and a compiled graph)."""
+    def thrice(messages):
+        if sum(1 for m in messages if m.type == "tool") >= 3:
+            return "three lookups done"
+        return tool_reply(call("same", q="x"))
+
+    yaml = "loop_detection:\n  warn_threshold: 4\n  hard_limit: 4\n"
+    router = Router(lead=[tool_reply(task_call("A", "job A"), task_call("B", "job B")), "ok"],
+                    subs={"job A": [thrice], "job B": [thrice]})
+    lead = lead_factory(router, tools=[same], extra_yaml=yaml)
+    state = await lead.send("go")
+    assert [d["stop_reason"] for d in state["delegations"]] == [None, None]
+    assert all("three lookups done" in m.content for m in lead.task_messages(state))
+
+
 async def test_loop_detection_off_leaves_a_subagent_to_its_turn_cap(lead_factory):
     yaml = "  max_turns: 7\nloop_detection:\n  enabled: false\n"
     router = Router(lead=[tool_reply(task_call("L", "job L")), "ok"], subs={"job L": [looping]})
