@@ -292,3 +292,15 @@ async def test_delegated_results_come_back_after_the_lead_is_summarized(lead_fac
     early = [r for r in lead_requests(lead) if any(m.type == "tool" and m.name == "task" for m in r.messages)]
     assert early and not any("Work already delegated" in t for r in early for t in texts(r))
 
+
+
+async def test_per_type_overrides_set_a_types_skills_and_limits(lead_factory):
+    yaml = "  agents:\n    general-purpose:\n      skills: []\n      timeout_seconds: 1\n    bash:\n      max_turns: 3\n"
+    router = Router(lead=[tool_reply(task_call("G", "job G")), "ok"], subs={"job G": [Reply(text="late", delay=30)]})
+    lead = lead_factory(router, extra_yaml=yaml)
+    state = await lead.send("go")
+    (msg,) = lead.task_messages(state)
+    assert msg.additional_kwargs["subagent_status"] == "timed_out" and "within 1s" in msg.content
+    sub, first_lead = sub_requests(lead)[0], lead_requests(lead)[0]
+    assert "/mnt/skills/public/deep-research/SKILL.md" not in sub.system_text  # skills: [] for this type
+    assert "/mnt/skills/public/deep-research/SKILL.md" in first_lead.system_text
