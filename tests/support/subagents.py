@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.tools import tool
 
-from harness.testing import call
+from harness.testing import call, tool_reply
 
 
 def is_summary_request(messages) -> bool:
@@ -54,6 +55,23 @@ class Router:
 
 def task_call(description, prompt, **extra):
     return call("task", description=description, prompt=prompt, **extra)
+
+
+@tool
+def same(q: str) -> str:
+    """Look something up."""
+    return "nothing new"
+
+
+def looping(messages):
+    """A subagent that repeats one lookup: its wrap-up after a turn cap, its answer once the
+    loop guard took its tools, else the same call again (small fixed usage, so it reaches the
+    loop guard whatever the size of its prompt)."""
+    if "reached your limit" in str(messages[-1].content):
+        return "What I have so far."
+    if any("Tools are now disabled" in str(m.content) for m in messages):
+        return "Stopping: the lookups kept returning the same."
+    return tool_reply(call("same", q="x"), usage={"input_tokens": 10, "output_tokens": 5})
 
 
 STAMP = "[stamped by the extension middleware]"

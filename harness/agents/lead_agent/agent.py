@@ -52,6 +52,7 @@ from harness.governance.gate import approval_middleware
 from harness.governance.guardrails import guardrail_middleware
 from harness.memory.injection import memory_provider
 from harness.models import ModelError, create_chat_model, get_model_config
+from harness.subagents.types import SubagentType
 
 logger = logging.getLogger(__name__)
 
@@ -163,6 +164,23 @@ def _token_budget(options: LeadAgentOptions, app: AppConfig) -> TokenBudgetMiddl
     return middleware
 
 
+def _call_layers(options: LeadAgentOptions, app: AppConfig) -> list[AgentMiddleware | None]:
+    """The layers between the output budget and the turn context, the same in the lead's chain
+    and a subagent's (docs/agent.md rows 3-10b)."""
+    return [
+        RemoteContentSanitizationMiddleware(),
+        DanglingToolCallMiddleware(),
+        LLMErrorHandlingMiddleware(max_retries=options.llm_max_retries, initial_delay=options.llm_retry_initial_delay,
+                                   jitter=options.llm_retry_initial_delay > 0),
+        ReadBeforeWriteMiddleware() if app.read_before_write.enabled else None,
+        # Outside the error layer, so the results it judges carry deerflow_tool_meta.
+        ToolProgressMiddleware.from_config(app.tool_progress) if app.tool_progress.enabled else None,
+        ToolErrorHandlingMiddleware(),
+        # Inside error handling: a call that raised is recorded as an error before it becomes one.
+        SandboxAuditMiddleware(),
+    ]
+
+
 def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: ModelConfig, model: BaseChatModel,
                       extra: Sequence[AgentMiddleware] = ()) -> list[AgentMiddleware]:
     """The chain, outermost first (``wrap_*`` hooks nest in this order; ``after_model``
@@ -184,16 +202,7 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
         # error handling, so the provider's own failures follow guardrails.fail_closed instead.
         guardrail_middleware(app.guardrails),
         ToolOutputBudgetMiddleware(options.max_tool_output_chars, config=app.tool_output),
-        RemoteContentSanitizationMiddleware(),
-        DanglingToolCallMiddleware(),
-        LLMErrorHandlingMiddleware(max_retries=options.llm_max_retries, initial_delay=options.llm_retry_initial_delay,
-                                   jitter=options.llm_retry_initial_delay > 0),
-        ReadBeforeWriteMiddleware() if app.read_before_write.enabled else None,
-        # Outside the error layer, so the results it judges carry deerflow_tool_meta.
-        ToolProgressMiddleware.from_config(app.tool_progress) if app.tool_progress.enabled else None,
-        ToolErrorHandlingMiddleware(),
-        # Inside error handling: a call that raised is recorded as an error before it becomes one.
-        SandboxAuditMiddleware(),
+        *_call_layers(options, app),
         # Without summarization the turn context carries a manual compaction's summary.
         DynamicContextMiddleware() if summarizer else DynamicContextMiddleware([date_provider, memory_provider, summary_provider]),
         skills,
@@ -221,7 +230,7 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
 
 
 def build_subagent_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: ModelConfig, model: BaseChatModel,
-                               stype: Any, extensions: Sequence[str] = (), extra: Sequence[AgentMiddleware] = ()) -> list[AgentMiddleware]:
+                               stype: SubagentType, extensions: Sequence[str] = (), extra: Sequence[AgentMiddleware] = ()) -> list[AgentMiddleware]:
     """A subagent type's chain, outermost first, from the config sections the lead's chain is
     built from; the guards in it count per task (``SUBAGENT_TASK_KEY``). What differs from
     the lead, and why, is in docs/agent.md: no run setup (the sandbox and thread paths come
@@ -234,14 +243,7 @@ def build_subagent_middlewares(options: LeadAgentOptions, *, app: AppConfig, ent
         approval_middleware(app.approvals, subagent=True),  # a subagent cannot ask: covered calls are refused
         guardrail_middleware(app.guardrails, subagent=True),
         ToolOutputBudgetMiddleware(None, config=app.tool_output),
-        RemoteContentSanitizationMiddleware(),
-        DanglingToolCallMiddleware(),
-        LLMErrorHandlingMiddleware(max_retries=options.llm_max_retries, initial_delay=options.llm_retry_initial_delay,
-                                   jitter=options.llm_retry_initial_delay > 0),
-        ReadBeforeWriteMiddleware() if app.read_before_write.enabled else None,
-        ToolProgressMiddleware.from_config(app.tool_progress) if app.tool_progress.enabled else None,
-        ToolErrorHandlingMiddleware(),
-        SandboxAuditMiddleware(),
+        *_call_layers(options, app),
         DynamicContextMiddleware([date_provider]),
         _skills_middleware(options, app, allowed=stype.skills),
         _summarization(app, entry, model),
@@ -278,7 +280,7 @@ def _delegation(options: LeadAgentOptions, app: AppConfig, entry: ModelConfig, m
             return model, entry.name
         return create_chat_model(name, config=app), name
 
-    def chain(stype: Any, chat_model: BaseChatModel, model_name: str, task_tools: list[BaseTool]) -> tuple[list[BaseTool], list]:
+    def chain(stype: SubagentType, chat_model: BaseChatModel, model_name: str, task_tools: list[BaseTool]) -> tuple[list[BaseTool], list]:
         sub_entry = entry if model_name == entry.name or not app.models else get_model_config(model_name, config=app)
         task_tools, deferred = apply_tool_search(task_tools, app.tool_search.enabled)  # promotions live in each task's state
         return task_tools, build_subagent_middlewares(options, app=app, entry=sub_entry, model=chat_model, stype=stype,

@@ -12,7 +12,7 @@ from langchain_core.tools import InjectedToolCallId, StructuredTool, tool
 from langgraph.types import Command
 
 from harness.testing import Reply, call, tool_reply
-from tests.support.subagents import STAMP, Router, task_call
+from tests.support.subagents import STAMP, Router, looping, same, task_call
 
 SUMMARIZE = """
 summarization:
@@ -54,6 +54,14 @@ def paging_subagent(pages, answer):
     return reply
 
 
+async def one_task(lead_factory, script, *, tools=(same,), yaml="", **options):
+    """The lead delegates one task ("job T"), run by ``script``; the lead and its end state."""
+    router = Router(lead=[tool_reply(task_call("T", "job T")), "ok"], subs={"job T": [script]})
+    lead = lead_factory(router, tools=list(tools), extra_yaml=yaml, **options)
+    lead.router = router
+    return lead, await lead.send("go")
+
+
 async def test_a_subagent_given_40_tool_results_compacts_and_finishes(lead_factory):
     router = Router(lead=[tool_reply(task_call("Read", "job read all pages")), "The report is read."],
                     subs={"job read": [paging_subagent(40, "Read all 40 pages: the findings agree.")]})
@@ -77,42 +85,19 @@ async def test_a_subagent_given_40_tool_results_compacts_and_finishes(lead_facto
 
 
 async def test_without_summarization_a_subagent_keeps_every_result(lead_factory):
-    router = Router(lead=[tool_reply(task_call("Read", "job read pages")), "ok"],
-                    subs={"job read": [paging_subagent(12, "Read 12 pages.")]})
-    lead = lead_factory(router, tools=[fetch])
-    await lead.send("read")
+    lead, _ = await one_task(lead_factory, paging_subagent(12, "Read 12 pages."), tools=[fetch])
     last = sub_requests(lead)[-1]
-    assert router.summaries == 0 and sum(1 for m in last.messages if m.type == "tool") == 12
+    assert lead.router.summaries == 0 and sum(1 for m in last.messages if m.type == "tool") == 12
     assert not any("Summary of the earlier conversation" in t for t in texts(last))
 
 
 async def test_a_subagent_below_the_trigger_is_not_summarized(lead_factory):
-    router = Router(lead=[tool_reply(task_call("Read", "job read pages")), "ok"],
-                    subs={"job read": [paging_subagent(5, "Read 5 pages.")]})
-    lead = lead_factory(router, tools=[fetch], extra_yaml=SUMMARIZE)
-    state = await lead.send("read")
-    assert router.summaries == 0 and "Read 5 pages." in lead.task_messages(state)[0].content
-
-
-@tool
-def same(q: str) -> str:
-    """Look something up."""
-    return "nothing new"
-
-
-def looping(messages):
-    if "reached your limit" in str(messages[-1].content):
-        return "What I have so far."
-    if any("Tools are now disabled" in str(m.content) for m in messages):
-        return "Stopping: the lookups kept returning the same."
-    return tool_reply(call("same", q="x"), usage={"input_tokens": 10, "output_tokens": 5})
+    lead, state = await one_task(lead_factory, paging_subagent(5, "Read 5 pages."), tools=[fetch], yaml=SUMMARIZE)
+    assert lead.router.summaries == 0 and "Read 5 pages." in lead.task_messages(state)[0].content
 
 
 async def test_the_loop_guard_takes_its_limits_from_loop_detection(lead_factory):
-    yaml = "loop_detection:\n  warn_threshold: 2\n  hard_limit: 3\n"
-    router = Router(lead=[tool_reply(task_call("L", "job L")), "ok"], subs={"job L": [looping]})
-    lead = lead_factory(router, tools=[same], extra_yaml=yaml)
-    state = await lead.send("go")
+    lead, state = await one_task(lead_factory, looping, yaml="loop_detection:\n  warn_threshold: 2\n  hard_limit: 3\n")
     assert state["delegations"][0]["stop_reason"] == "loop_capped"
     # the third identical call set stops it (the default would wait for the fifth)
     last = sub_requests(lead)[-1]
@@ -138,10 +123,7 @@ async def test_parallel_subagents_keep_their_own_loop_counts(lead_factory):
 
 
 async def test_loop_detection_off_leaves_a_subagent_to_its_turn_cap(lead_factory):
-    yaml = "  max_turns: 7\nloop_detection:\n  enabled: false\n"
-    router = Router(lead=[tool_reply(task_call("L", "job L")), "ok"], subs={"job L": [looping]})
-    lead = lead_factory(router, tools=[same], extra_yaml=yaml)
-    state = await lead.send("go")
+    _, state = await one_task(lead_factory, looping, yaml="  max_turns: 7\nloop_detection:\n  enabled: false\n")
     assert state["delegations"][0]["stop_reason"] == "turn_capped"
 
 
@@ -152,10 +134,8 @@ def spender(messages):
 
 
 async def test_subagents_token_budget_caps_a_task_and_it_still_answers(lead_factory):
-    yaml = "  token_budget:\n    enabled: true\n    max_tokens: 2000\n"
-    router = Router(lead=[tool_reply(task_call("S", "job S")), "ok"], subs={"job S": [spender]})
-    lead = lead_factory(router, tools=[same], extra_yaml=yaml, configurable={"token_budget": 10_000_000})
-    state = await lead.send("go")
+    lead, state = await one_task(lead_factory, spender, yaml="  token_budget:\n    enabled: true\n    max_tokens: 2000\n",
+                                 configurable={"token_budget": 10_000_000})
     (msg,) = lead.task_messages(state)
     assert msg.additional_kwargs["subagent_status"] == "completed" and msg.additional_kwargs["subagent_stop_reason"] == "token_capped"
     assert "Partial: two lookups in." in msg.content
@@ -166,9 +146,7 @@ async def test_subagents_token_budget_caps_a_task_and_it_still_answers(lead_fact
 async def test_a_per_type_token_budget_overrides_the_sections(lead_factory):
     yaml = ("  token_budget:\n    enabled: true\n    max_tokens: 2000\n"
             "  agents:\n    general-purpose:\n      token_budget:\n        enabled: false\n  max_turns: 4\n")
-    router = Router(lead=[tool_reply(task_call("S", "job S")), "ok"], subs={"job S": [spender]})
-    lead = lead_factory(router, tools=[same], extra_yaml=yaml)
-    state = await lead.send("go")
+    _, state = await one_task(lead_factory, spender, yaml=yaml)
     assert state["delegations"][0]["stop_reason"] == "turn_capped"  # no budget: the turn cap ended it
 
 
@@ -179,9 +157,7 @@ async def test_tool_output_caps_a_subagents_tool_results_from_config(lead_factor
         return "x" * 50_000
 
     yaml = "tool_output:\n  fallback_max_chars: 3000\n  fallback_head_chars: 1000\n  fallback_tail_chars: 500\n"
-    router = Router(lead=[tool_reply(task_call("D", "job D")), "ok"], subs={"job D": [tool_reply(call("dump")), "dumped"]})
-    lead = lead_factory(router, tools=[dump], extra_yaml=yaml)
-    await lead.send("go")
+    lead, _ = await one_task(lead_factory, lambda m: "dumped" if m[-1].type == "tool" else tool_reply(call("dump")), tools=[dump], yaml=yaml)
     result = next(m for r in sub_requests(lead) for m in r.messages if m.type == "tool")
     assert len(str(result.content)) < 5000
 
@@ -190,9 +166,7 @@ async def test_configured_extension_middlewares_wrap_subagents_too(lead_factory,
     path = tmp_path / "extensions_config.json"
     path.write_text(json.dumps({"middlewares": ["tests.support.subagents:StampMiddleware"]}))
     monkeypatch.setenv("DEER_FLOW_EXTENSIONS_CONFIG_PATH", str(path))
-    router = Router(lead=[tool_reply(task_call("A", "job A")), "ok"], subs={"job A": ["done"]})
-    lead = lead_factory(router)
-    await lead.send("go")
+    lead, _ = await one_task(lead_factory, "done")
     assert STAMP in texts(sub_requests(lead)[0]) and STAMP in texts(lead_requests(lead)[0])
 
 
@@ -296,9 +270,7 @@ async def test_delegated_results_come_back_after_the_lead_is_summarized(lead_fac
 
 async def test_per_type_overrides_set_a_types_skills_and_limits(lead_factory):
     yaml = "  agents:\n    general-purpose:\n      skills: []\n      timeout_seconds: 1\n    bash:\n      max_turns: 3\n"
-    router = Router(lead=[tool_reply(task_call("G", "job G")), "ok"], subs={"job G": [Reply(text="late", delay=30)]})
-    lead = lead_factory(router, extra_yaml=yaml)
-    state = await lead.send("go")
+    lead, state = await one_task(lead_factory, Reply(text="late", delay=30), yaml=yaml)
     (msg,) = lead.task_messages(state)
     assert msg.additional_kwargs["subagent_status"] == "timed_out" and "within 1s" in msg.content
     sub, first_lead = sub_requests(lead)[0], lead_requests(lead)[0]
