@@ -33,6 +33,8 @@ SERVER_OWNED_KWARGS = (INTERNAL_KEY, ERROR_FALLBACK_KEY, TOOL_META_KEY, READ_MAR
 # In a subagent's run context: its task (the tool call id). Subagents share the lead's thread
 # and run ids and a compiled graph per type, so the guards that count per run count per task too.
 SUBAGENT_TASK_KEY = "subagent_task_id"
+# On a task's ToolMessage: its subagent's usage has been added to the AI message that dispatched it.
+SUBAGENT_USAGE_MERGED_KEY = "subagent_usage_merged"
 
 CONTEXT_TAG = "deerflow-context"
 _FRAMEWORK_TAG = re.compile(r"<\s*(/?)\s*(deerflow-[\w-]*|system-reminder|system|tool_result|function_results|im_start|im_end)\b", re.IGNORECASE)

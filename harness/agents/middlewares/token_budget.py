@@ -1,8 +1,9 @@
 """A per-run token cap.
 
 Before each model call the tokens this run has used (AI messages stamped with its run id
-by the token-usage middleware; a subagent's usage is merged into the message that
-dispatched it, see harness/subagents/limits.py) are summed; at or above the budget the model is not called:
+by the token-usage middleware, with the usage of the subagents each dispatched: merged into
+that message one reply later, see harness/subagents/limits.py, and read from the task's
+result until then) are summed; at or above the budget the model is not called:
 the reply is an assistant message saying so (no tool calls, so the run ends) and
 ``stop_reason = token_budget_exhausted``. The budget is ``token_budget`` from the run
 context/configurable, else ``token_budget.max_tokens`` of config.yaml when
@@ -20,10 +21,10 @@ from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain.agents.middleware.types import ExtendedModelResponse, ModelResponse
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.types import Command
 
-from harness.agents.markers import context_block, guard_key, hidden_message, run_value
+from harness.agents.markers import SUBAGENT_USAGE_MERGED_KEY, context_block, guard_key, hidden_message, run_value
 from harness.agents.middlewares._base import ai_response, current_run_messages
 from harness.agents.middlewares.token_usage import RUN_ID_KEY
 
@@ -31,34 +32,49 @@ from harness.agents.middlewares.token_usage import RUN_ID_KEY
 _FIELDS = ("input_tokens", "output_tokens", "total_tokens")
 
 
-def _run_replies(messages: list[Any], run_id: str | None) -> list[AIMessage]:
-    """This run's replies, newest first."""
+def _run_replies(messages: list[Any], run_id: str | None) -> tuple[list[AIMessage], list[dict[str, Any]]]:
+    """This run's replies, newest first, and the usage of its subagents not yet merged into
+    the reply that dispatched them (harness/subagents/limits.py merges it one reply later)."""
     if not run_id:
-        return [m for m in reversed(current_run_messages(messages)) if isinstance(m, AIMessage)]
+        scope = current_run_messages(messages)
+        return [m for m in reversed(scope) if isinstance(m, AIMessage)], [u for m in scope if (u := _pending_task_usage(m))]
     # A run's replies come after every earlier run's (runs append), so the walk back from
     # the end stops at the first reply another run stamped: it is checked on every model
-    # call, and a long thread's older turns are none of this run's business.
-    scope = []
+    # call, and a long thread's older turns are none of this run's business. Task results
+    # count once a reply of this run is found before them: one before another run's reply is
+    # that run's.
+    replies, pending, held = [], [], []
     for m in reversed(messages):
         if isinstance(m, AIMessage):
             stamp = m.response_metadata.get(RUN_ID_KEY)
             if stamp == run_id:
-                scope.append(m)
+                replies.append(m)
+                pending += held
+                held = []
             elif stamp:
                 break
-    return scope
+        elif usage := _pending_task_usage(m):
+            held.append(usage)
+    return replies, pending
 
 
-def _usage(m: AIMessage) -> tuple[int, int, int]:
-    u = m.usage_metadata or {}
+def _pending_task_usage(m: Any) -> dict[str, Any] | None:
+    if not isinstance(m, ToolMessage) or m.name != "task" or m.additional_kwargs.get(SUBAGENT_USAGE_MERGED_KEY):
+        return None
+    return m.additional_kwargs.get("subagent_usage") or None
+
+
+def _usage(m: AIMessage | dict[str, Any]) -> tuple[int, int, int]:
+    u = (m.usage_metadata or {}) if isinstance(m, AIMessage) else m
     return tuple(int(u.get(k) or 0) for k in _FIELDS)  # type: ignore[return-value]
 
 
 def run_usage(messages: list[Any], run_id: str | None) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """(input, output, total) this run has used, and the same for its newest reply alone."""
-    replies = _run_replies(messages, run_id)
+    """(input, output, total) this run has used, subagents included, and the same for its
+    newest reply alone."""
+    replies, pending = _run_replies(messages, run_id)
     sums = [0, 0, 0]
-    for m in replies:
+    for m in [*replies, *pending]:
         for i, v in enumerate(_usage(m)):
             sums[i] += v
     return (sums[0], sums[1], sums[2]), (_usage(replies[0]) if replies else (0, 0, 0))
