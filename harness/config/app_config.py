@@ -274,17 +274,41 @@ class TitleConfig(_Section):
     model_name: str | None = None  # null: fast local title, no model call
 
 
+# What a subagent never gets unless its type says otherwise (DeerFlow's default
+# ``disallowed_tools``): no nesting, and no waiting on a user nobody is watching.
+DEFAULT_DISALLOWED_TOOLS = ("task", "ask_clarification", "present_files")
+
+
 class SubagentTypeConfig(_Section):
     """A custom subagent type (``subagents.types.<name>``); unset limits fall back to the
     section's defaults, an unset model to the lead's."""
 
     description: str = ""
     prompt: str
-    tools: list[str] | None = None  # names from the lead's tool set; null: all of them but `task`
+    tools: list[str] | None = None  # names from the lead's tool set; null: all of them but the disallowed ones
+    # null: task, ask_clarification, present_files. `task` is withheld whatever this says.
+    disallowed_tools: list[str] | None = None
+    skills: list[str] | None = None  # skills it may see and start; null: the lead's, []: none
     model: str | None = None
     timeout_seconds: PositiveInt | None = None
     max_turns: PositiveInt | None = None
     max_tokens: PositiveInt | None = None
+
+
+class SubagentOverrideConfig(_Section):
+    """``subagents.agents.<name>``: per-type overrides, for built-in and custom types alike."""
+
+    timeout_seconds: PositiveInt | None = None
+    max_turns: PositiveInt | None = None
+    model: str | None = None
+    skills: list[str] | None = None
+    token_budget: TokenBudgetConfig | None = None
+
+
+def default_subagent_token_budget(summarization_enabled: bool) -> TokenBudgetConfig:
+    """DeerFlow's backstop for a subagent that burns tokens: on by default, 1M tokens per task
+    when summarization keeps its context small, 2M when nothing does."""
+    return TokenBudgetConfig(enabled=True, max_tokens=1_000_000 if summarization_enabled else 2_000_000, warn_threshold=0.7)
 
 
 class SubagentsConfig(_Section):
@@ -293,10 +317,23 @@ class SubagentsConfig(_Section):
     enabled: bool = False
     max_concurrent: int = Field(3, ge=1, le=8)
     max_total_per_run: int = Field(6, ge=1, le=50)
-    timeout_seconds: PositiveInt = 900
-    max_turns: PositiveInt = 30
+    timeout_seconds: PositiveInt = 1800
+    max_turns: PositiveInt | None = None  # null: each type's own (general-purpose 150, bash 60, custom 50)
     max_tokens: PositiveInt | None = None
+    # Per task. Unset, its ceiling follows summarization.enabled (see default_subagent_token_budget).
+    token_budget: TokenBudgetConfig = Field(default_factory=lambda: default_subagent_token_budget(False))
+    agents: dict[str, SubagentOverrideConfig] = Field(default_factory=dict)
     types: dict[str, SubagentTypeConfig] = Field(default_factory=dict)
+
+    def token_budget_for(self, name: str, *, summarization_enabled: bool) -> TokenBudgetConfig:
+        """A type's override, else the section's value as written, else the default for the
+        summarization switch: a budget someone set is never moved by that switch."""
+        override = self.agents.get(name)
+        if override is not None and override.token_budget is not None:
+            return override.token_budget
+        if "token_budget" in self.model_fields_set:
+            return self.token_budget
+        return default_subagent_token_budget(summarization_enabled)
 
 
 class ChannelsConfig(BaseModel):

@@ -112,8 +112,6 @@ SECTION_ACCEPTED: dict[str, str] = {
     "summarization.trim_tokens_to_summarize": "the summarizer sends the messages it replaces whole, bounded by the model's context_window",
     "summarization.summary_prompt": "the summary prompt is fixed (harness/agents)",
     "summarization.skill_file_read_tool_names": "skill files read during a thread are kept by the skills middleware, not by tool name",
-    "subagents.token_budget": "subagent spending counts toward the run's user budget (`budgets:`); use subagents.max_tokens for a per-task cap",
-    "subagents.agents": "the built-in subagent types take their limits from the subagents section itself",
     "scheduler.multi_instance": "scheduled tasks are fired by Celery beat, one per deployment",
     "scheduler.poll_interval_seconds": "Celery beat fires tasks at their time; nothing polls",
     "scheduler.lease_seconds": "a fired task is a run, leased by the runs worker",
@@ -509,15 +507,16 @@ def _subagents(data: dict[str, Any], notes: list[CompatNote]) -> None:
     for name, spec in block.pop("custom_agents").items():
         if not isinstance(spec, dict):
             continue
-        ours = {k: v for k, v in spec.items() if k in ("description", "tools", "model", "max_turns", "timeout_seconds")}
+        ours = {k: v for k, v in spec.items() if k in ("description", "tools", "disallowed_tools", "skills", "model", "max_turns", "timeout_seconds")}
         if "system_prompt" in spec:
             ours["prompt"] = spec["system_prompt"]
+        if ours.get("model") == "inherit":
+            ours.pop("model")  # DeerFlow's word for the lead's model; ours leaves it unset
+        # A DeerFlow custom agent has its own limits (50 turns, 900 s), not the section's.
+        ours.setdefault("max_turns", 50)
+        ours.setdefault("timeout_seconds", 900)
         types.setdefault(name, ours)
         _note(notes, f"subagents.custom_agents.{name}", MAPPED, f"subagents.types.{name}")
-        for sub in ("disallowed_tools", "skills"):
-            if sub in spec:
-                _note(notes, f"subagents.custom_agents.{name}.{sub}", ACCEPTED,
-                      "a custom type names the tools it gets (tools:); skills are offered to every agent")
 
 
 def _models(data: dict[str, Any], notes: list[CompatNote], display: str) -> None:

@@ -52,6 +52,7 @@ class SkillsMiddleware(AgentMiddleware):
         # A custom agent's skills allowlist (None: all the user's skills). Skills outside it
         # are left out of the set, so they are neither listed nor startable with /name.
         self.allowed = frozenset(allowed) if allowed is not None else None
+        self._narrowed: tuple[SkillSet, SkillSet] | None = None
         self.skills_path = skills_path
         self.container_path = container_path
         self.deferred = deferred
@@ -61,21 +62,30 @@ class SkillsMiddleware(AgentMiddleware):
 
     def _resolve(self, runtime: Any) -> SkillSet:
         user_id = str(run_value(runtime, "user_id", None) or DEFAULT_USER_ID)
-        found = resolve_skill_set(user_id, skills_path=self.skills_path, virtual=self.container_path)
+        return resolve_skill_set(user_id, skills_path=self.skills_path, virtual=self.container_path)
+
+    def _narrow(self, found: SkillSet) -> SkillSet:
+        """The run's snapshot is the user's whole set (a subagent type's list may differ from
+        the lead's): each middleware narrows it to its own list, once per snapshot."""
         if self.allowed is None:
             return found
-        return SkillSet(tuple(e for e in found.entries if e.skill.name in self.allowed))
+        last = self._narrowed
+        if last is not None and last[0] is found:
+            return last[1]
+        narrowed = SkillSet(tuple(e for e in found.entries if e.skill.name in self.allowed))
+        self._narrowed = (found, narrowed)
+        return narrowed
 
     def _skills(self, runtime: Any) -> SkillSet:
         found = activation.snapshot(run_value(runtime, "run_id"))
         if found is None:
             found = self._resolve(runtime)
             activation.remember_snapshot(run_value(runtime, "run_id"), found)
-        return found
+        return self._narrow(found)
 
     async def _askills(self, runtime: Any) -> SkillSet:
         found = activation.snapshot(run_value(runtime, "run_id"))
-        return found if found is not None else await asyncio.to_thread(self._skills, runtime)
+        return self._narrow(found) if found is not None else await asyncio.to_thread(self._skills, runtime)
 
     # -- /skill-name ------------------------------------------------------------------
 

@@ -25,7 +25,7 @@ EXTENSIONS = FIXTURES / "extensions_config.json"
 NAMED_IN_THE_ISSUE = [
     "database.backend", "checkpointer.type", "logging.enhance", "run_events.backend", "stream_bridge.type",
     "token_usage.enabled",
-    "authorization.enabled", "extensions.middlewares", "subagents.token_budget", "title.prompt_template",
+    "authorization.enabled", "extensions.middlewares", "title.prompt_template",
     "sandbox.idle_timeout", "sandbox.replicas", "sandbox.mounts", "sandbox.image",
     "channels.langgraph_url", "channels.gateway_url", "channels.session", "channels.telegram.rich_messages",
     "channels.dingtalk.card_template_id", "channels.telegram.allowed_users", "channels.dingtalk.allowed_users",
@@ -95,6 +95,24 @@ def test_the_guard_sections_are_honoured_not_accepted():
     assert config.tool_progress.min_word_count_for_similarity == 5 and config.tool_progress.exempt_tools == set()
     assert config.tool_output.exempt_tools == ["read_file"] and config.loop_detection.hard_limit == 5
     assert config.read_before_write.enabled and config.safety_finish_reason.detectors is None
+
+
+def test_the_subagent_keys_are_honoured_not_accepted():
+    config, _ = _load()
+    assert not [n.key for n in config.compat_notes if n.kind == ACCEPTED and n.key.startswith("subagents.")]
+    sub = config.subagents
+    assert sub.timeout_seconds == 600 and sub.max_turns == 20 and sub.token_budget.enabled is False
+    researcher = sub.types["researcher"]
+    assert researcher.disallowed_tools == ["bash"] and researcher.skills == [] and researcher.max_turns == 10
+    # DeerFlow's defaults: 1800 s, the types' own turn limits, a 2M/1M token budget per task
+    text = "subagents:\n  agents:\n    bash:\n      max_turns: 80\n      token_budget:\n        max_tokens: 3000000\n" \
+           "  custom_agents:\n    analyst:\n      description: d\n      system_prompt: p\n      model: inherit\n"
+    sub = parse_config(text).subagents
+    assert sub.timeout_seconds == 1800 and sub.max_turns is None
+    assert sub.types["analyst"].model is None and sub.types["analyst"].max_turns == 50 and sub.types["analyst"].timeout_seconds == 900
+    assert sub.token_budget_for("general-purpose", summarization_enabled=True).max_tokens == 1_000_000
+    assert sub.token_budget_for("general-purpose", summarization_enabled=False).max_tokens == 2_000_000
+    assert sub.token_budget_for("bash", summarization_enabled=True).max_tokens == 3_000_000
 
 
 def test_commented_out_sections_are_absent_not_errors():
