@@ -159,3 +159,21 @@ class ArtifactReplaced(serializers.Serializer):
     path = serializers.CharField()
     sha256 = serializers.CharField()
     size = serializers.IntegerField()
+
+
+class ExportedMessage(serializers.Serializer):
+    role = serializers.CharField(help_text="user, assistant or tool")
+    created_at = serializers.DateTimeField(allow_null=True)
+    run_id = serializers.CharField(allow_null=True)
+    content = serializers.CharField(allow_blank=True)
+    tool_calls = serializers.ListField(child=free_object(), required=False, help_text="assistant: {name, args}")
+    files = serializers.ListField(child=free_object(), required=False, help_text="user: {name, size}")
+    model = serializers.CharField(required=False, allow_blank=True, help_text="assistant: the model that answered")
+    name = serializers.CharField(required=False, allow_blank=True, help_text="tool: the tool's name")
+
+
+class ThreadExport(serializers.Serializer):
+    thread_id = serializers.CharField()
+    title = serializers.CharField()
+    exported_at = serializers.DateTimeField()
+    messages = ExportedMessage(many=True)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiTypes, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.errors import InvalidRequest
+from apps.skills import api_types as types
 from apps.skills import selectors, services
 from deerflow_site.json_input import StrictJSONParser
 
@@ -22,7 +23,7 @@ def _via_token(request) -> bool:
 class SkillListView(APIView):
     token_scopes = {"GET": READ}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.SkillList, operation_id="skills_list")
     def get(self, request):
         return Response({"skills": selectors.skill_list(user=request.user)})
 
@@ -30,11 +31,11 @@ class SkillListView(APIView):
 class SkillDetailView(APIView):
     token_scopes = {"GET": READ, "PUT": WRITE, "DELETE": WRITE}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.SkillDetail)
     def get(self, request, name):
         return Response(selectors.skill_detail(user=request.user, name=name))
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=types.SkillEnable, responses=types.Skill)
     def put(self, request, name):
         enabled = request.data.get("enabled") if isinstance(request.data, dict) else None
         if not isinstance(enabled, bool):
@@ -57,7 +58,8 @@ class SkillInstallView(APIView):
     token_scopes = {"POST": WRITE}
     parser_classes = [StrictJSONParser, MultiPartParser]
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request={"application/json": types.SkillInstallFromThread, "multipart/form-data": types.SkillInstallUpload},
+                   responses={200: types.SkillInstalled, 422: types.SkillRefused})
     def post(self, request):
         body = request.data if isinstance(request.data, dict) else {}
         # Checked before the archive is scanned: a refused scope costs no scan and writes nothing.
@@ -84,7 +86,7 @@ class SkillInstallView(APIView):
 class SkillRollbackView(APIView):
     token_scopes = {"POST": WRITE}
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=types.SkillRollback, responses=types.SkillRolledBack)
     def post(self, request, name):
         body = request.data if isinstance(request.data, dict) else {}
         version_id = body.get("version")
@@ -98,6 +100,6 @@ class SkillRollbackView(APIView):
 class SkillVersionsView(APIView):
     token_scopes = {"GET": READ}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.SkillVersions)
     def get(self, request, name):
         return Response({"versions": selectors.skill_detail(user=request.user, name=name)["versions"]})

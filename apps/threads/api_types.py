@@ -72,3 +72,52 @@ class ThreadSearch(serializers.Serializer):
     started = serializers.BooleanField(required=False, allow_null=True)
 
 
+
+
+class UploadLimits(serializers.Serializer):
+    max_files = serializers.IntegerField()
+    max_file_size = serializers.IntegerField()
+    max_total_size = serializers.IntegerField()
+
+
+class UploadRequest(serializers.Serializer):
+    files = serializers.ListField(child=serializers.FileField(), help_text="one part named 'files' per file")
+
+
+class UploadedFile(serializers.Serializer):
+    filename = serializers.CharField()
+    size = serializers.IntegerField()
+    path = serializers.CharField()
+    virtual_path = serializers.CharField()
+    artifact_url = serializers.CharField()
+    extension = serializers.CharField(allow_blank=True)
+    modified = serializers.FloatField()
+    markdown_file = serializers.CharField(required=False, help_text="the converted text beside a document")
+    markdown_path = serializers.CharField(required=False)
+    markdown_virtual_path = serializers.CharField(required=False)
+    markdown_artifact_url = serializers.CharField(required=False)
+
+
+class Quota(serializers.Serializer):
+    thread_bytes = serializers.IntegerField()
+    thread_limit = serializers.IntegerField(allow_null=True)
+    user_bytes = serializers.IntegerField()
+    user_limit = serializers.IntegerField(allow_null=True)
+
+
+class Uploaded(serializers.Serializer):
+    success = serializers.BooleanField()
+    files = UploadedFile(many=True)
+    message = serializers.CharField(allow_blank=True)
+    skipped_files = serializers.ListField(child=serializers.CharField())
+
+
+class UploadList(serializers.Serializer):
+    files = UploadedFile(many=True)
+    count = serializers.IntegerField()
+    quota = Quota()
+
+
+class Done(serializers.Serializer):
+    success = serializers.BooleanField()
+    message = serializers.CharField(allow_blank=True)

@@ -82,11 +82,7 @@ def test_every_response_matches_the_schema(live, caller):
                 case.call_and_validate(base_url=live.url, headers=headers, checks=CHECKS, timeout=60)
             except Exception as exc:  # collect them all: one run names every mismatch
                 failures.setdefault(f"{method} {path}", str(exc)[:1500])
-                raise
 
-        try:
-            call()
-        except Exception:
-            pass
+        call()
     assert called > len(failures)
     assert not failures, f"{len(failures)} operations answered outside their schema:\n\n" + "\n\n".join(f"{k}: {v}" for k, v in failures.items())
