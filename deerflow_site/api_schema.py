@@ -28,13 +28,12 @@ ERROR_STATUSES = {
     "415": "Unsupported media type",
     "422": "Invalid request: the detail names the field path",
     "429": "Too many requests",
+    "502": "An upstream (the model, an MCP server) failed",
+    "503": "Unavailable now (no model configured, a feature switched off, a dependency down)",
 }
 
-# A public route answers no 401/403 of its own; listed by (method, path).
-PUBLIC = {
-    ("get", "/api/health"), ("get", "/health"), ("get", "/api/v1/auth/setup-status"),
-    ("get", "/api/v1/auth/providers"),
-}
+# A route anyone may call answers no 401/403 of its own; listed by (method, path).
+PUBLIC = {("get", "/api/health"), ("get", "/health")}
 
 # The first path segment(s) → the tag the operation is listed under in /api/docs/.
 TAGS = (
@@ -69,23 +68,27 @@ STREAM_EVENTS = {
     "error": ({"type": "object", "properties": {"error": {"type": "string"}, "message": {"type": "string"}},
                "required": ["error", "message"]}, "The run failed; `end` follows."),
     "gap": ({"type": "object", "additionalProperties": True}, "Last-Event-ID named events this server no longer holds."),
-    "end": ({"type": "null"}, "Last: the run is over."),
+    "end": ({"description": "null"}, "Last: the run is over."),
 }
 
 
 def stream_event_components() -> dict:
+    """Each event as Open API 3.2 describes a server-sent event: its ``data`` line is a string
+    holding JSON, whose schema is ``contentSchema`` (Schemathesis checks it that way)."""
     components = {}
     for name, (data, description) in STREAM_EVENTS.items():
         components[f"StreamEvent_{name}"] = {
             "type": "object", "description": description,
-            "properties": {"event": {"type": "string", "enum": [name]}, "data": data,
+            "properties": {"event": {"type": "string", "enum": [name]},
+                           "data": {"type": "string", "contentMediaType": "application/json", "contentSchema": data},
                            "id": {"type": "string", "description": "<ms>-<n>: send it back as Last-Event-ID to resume."}},
             "required": ["event", "data"],
         }
     components["StreamEvent"] = {
         "description": "One server-sent event of a run's stream; the `event` line names its type and `data` is its JSON.",
         "oneOf": [{"$ref": f"#/components/schemas/StreamEvent_{name}"} for name in STREAM_EVENTS],
-        "discriminator": {"propertyName": "event"},
+        "discriminator": {"propertyName": "event",
+                          "mapping": {name: f"#/components/schemas/StreamEvent_{name}" for name in STREAM_EVENTS}},
     }
     return components
 

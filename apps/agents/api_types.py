@@ -1,7 +1,7 @@
 """Wire types of custom agents (``/api/agents``), the LangGraph assistants over them and the
 model list. The agent bodies are checked field by field by ``services.agent_clean`` (the
 messages name the field); these serializers publish the same fields, and
-``tests/apps/agents/test_api_types.py`` holds the two to one set."""
+``tests/site/test_api_schema.py`` holds the two to one set."""
 
 from __future__ import annotations
 

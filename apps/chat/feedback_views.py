@@ -30,7 +30,7 @@ class RunFeedbackView(APIView):
         return Response(feedback.feedback_json(feedback.feedback_upsert(user=request.user, run=run, messages=run_message_contents(run=run),
                                                                    data=request.data)))
 
-    @extend_schema(responses=types.FeedbackDeleted)
+    @extend_schema(responses={200: types.FeedbackDeleted})
     def delete(self, request, thread_id, run_id):
         run = self._run(request, thread_id, run_id)
         removed = feedback.feedback_delete(user=request.user, run=run, messages=run_message_contents(run=run),

@@ -101,7 +101,7 @@ class ThreadPinView(APIView):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         return Response(serializers.thread_json(services.thread_set_pinned(thread=thread, pinned=True)))
 
-    @extend_schema(request=None, responses=Thread)
+    @extend_schema(request=None, responses={200: Thread})
     def delete(self, request, thread_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         return Response(serializers.thread_json(services.thread_set_pinned(thread=thread, pinned=False)))
@@ -133,7 +133,7 @@ class ThreadStateAtCheckpointView(APIView):
 
     token_scopes = {"GET": "threads:read"}
 
-    @extend_schema(responses=run_types.ThreadState)
+    @extend_schema(responses=run_types.ThreadState, operation_id="threads_state_at_checkpoint")
     def get(self, request, thread_id, checkpoint_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         return Response(state.thread_state_get(thread=thread, checkpoint_id=checkpoint_id))

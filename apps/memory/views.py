@@ -33,7 +33,7 @@ class MemoryView(APIView):
     def get(self, request):
         return Response(memory_get_for_user(user=request.user, agent=_agent(request)).to_api())
 
-    @extend_schema(responses=types.MemoryDocument)
+    @extend_schema(responses={200: types.MemoryDocument})
     def delete(self, request):
         return Response(services.memory_clear(user=request.user, agent=_agent(request)).to_api())
 
@@ -80,7 +80,7 @@ class FactDetailView(APIView):
         return Response(services.fact_update(user=request.user, fact_id=fact_id, changes=changes, revision=revision,
                                              agent=_agent(request)).to_api())
 
-    @extend_schema(responses=types.MemoryDocument)
+    @extend_schema(responses={200: types.MemoryDocument})
     def delete(self, request, fact_id):
         return Response(services.fact_delete(user=request.user, fact_id=fact_id, agent=_agent(request)).to_api())
 

@@ -96,6 +96,16 @@ def _json_response(stream: RunBody, *, content_location: str | None = None) -> S
     return response
 
 
+class _JSONErrors:
+    """A stream route's error is a JSON document, and says so: ``Content-Type: application/json``
+    even when the client asked for ``text/event-stream`` (which only a stream can be)."""
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        if isinstance(response, Response) and response.status_code >= 400:
+            request.accepted_renderer, request.accepted_media_type = SafeJSONRenderer(), SafeJSONRenderer.media_type
+        return super().finalize_response(request, response, *args, **kwargs)
+
+
 class _RunCreateMixin:
     stateless = False
 
@@ -108,7 +118,7 @@ class _RunCreateMixin:
 class ThreadRunsView(_RunCreateMixin, APIView):
     token_scopes = {"GET": "runs:read", "POST": "runs:create"}
 
-    @extend_schema(responses=Run(many=True))
+    @extend_schema(responses=Run(many=True), operation_id="threads_runs_list")
     def get(self, request, thread_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         params = request.query_params
@@ -127,7 +137,7 @@ class ThreadRunsView(_RunCreateMixin, APIView):
         return response
 
 
-class ThreadRunsStreamView(_RunCreateMixin, APIView):
+class ThreadRunsStreamView(_JSONErrors, _RunCreateMixin, APIView):
     token_scopes = {"POST": "runs:create"}
     renderer_classes = RENDERERS
 
@@ -220,7 +230,7 @@ class RunJoinView(APIView):
         return _json_response(_final_values(str(run.pk), thread, cancel_on_disconnect=cancel))
 
 
-class RunJoinStreamView(APIView):
+class RunJoinStreamView(_JSONErrors, APIView):
     """(Re)attach to a run's stream: a read, by GET (the langgraph-sdk's ``join_stream``) or
     POST. ``?action=`` cancels the run first: on POST only, and a token needs ``runs:cancel``
     for it as well; a GET with ``action`` is a 422 and changes nothing."""
@@ -239,13 +249,13 @@ class RunJoinStreamView(APIView):
             services.run_cancel(run=run, action=action, wait=_flag(request.query_params.get("wait"), "wait"))
         return sse_response(run_events(str(run.pk), last_event_id=last_event_id, cancel_on_disconnect=cancel))
 
-    @extend_schema(responses={(200, "text/event-stream"): STREAM})
+    @extend_schema(responses={(200, "text/event-stream"): STREAM}, operation_id="threads_runs_join_stream")
     def get(self, request, thread_id, run_id):
         if request.query_params.get("action"):
             raise InvalidRequest(GET_ACTION_REFUSED)
         return self._stream(request, thread_id, run_id, action=None)
 
-    @extend_schema(request=None, responses={(200, "text/event-stream"): STREAM})
+    @extend_schema(request=None, responses={(200, "text/event-stream"): STREAM}, operation_id="threads_runs_join_stream_create")
     def post(self, request, thread_id, run_id):
         action = request.query_params.get("action")
         if action:

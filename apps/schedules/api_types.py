@@ -1,12 +1,16 @@
 """Wire types of scheduled tasks (API_CONTRACT.md §6.1). The write body's fields are
 ``services.FIELDS`` (the service refuses any other, naming it); ``TaskWrite`` publishes the
-same set, held to it by tests/apps/schedules/test_api_types.py."""
+same set, held to it by tests/site/test_api_schema.py."""
 
 from __future__ import annotations
 
 from rest_framework import serializers
 
 from apps.threads.api_types import free_object
+
+
+TASK_STATUSES = ["running", "failed", "completed", "enabled", "paused"]
+TASK_RUN_STATUSES = ["queued", "running", "success", "error", "skipped"]
 
 
 class TaskOptions(serializers.Serializer):
@@ -47,7 +51,7 @@ class Task(serializers.Serializer):
     schedule_description = serializers.CharField(allow_blank=True)
     timezone = serializers.CharField()
     enabled = serializers.BooleanField()
-    status = serializers.ChoiceField(choices=["running", "failed", "completed", "enabled", "paused"])
+    status = serializers.ChoiceField(choices=TASK_STATUSES)
     context_mode = serializers.CharField()
     thread_id = serializers.CharField(allow_null=True)
     overlap_policy = serializers.CharField()
@@ -75,7 +79,7 @@ class TaskRun(serializers.Serializer):
     run_id = serializers.CharField(allow_null=True)
     scheduled_for = serializers.DateTimeField(allow_null=True)
     trigger = serializers.ChoiceField(choices=["scheduled", "manual"])
-    status = serializers.ChoiceField(choices=["queued", "running", "success", "error", "skipped"])
+    status = serializers.ChoiceField(choices=TASK_RUN_STATUSES)
     error = serializers.CharField(allow_null=True)
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)

@@ -67,7 +67,7 @@ class ScheduledTaskDetailView(APIView):
         task = selectors.scheduled_task_get_for_user(user=request.user, task_id=task_id)
         return Response(_one_json(services.scheduled_task_update(task=task, data=request.data)))
 
-    @extend_schema(responses=types.TaskDeleted)
+    @extend_schema(responses={200: types.TaskDeleted})
     def delete(self, request, task_id):
         task = selectors.scheduled_task_get_for_user(user=request.user, task_id=task_id)
         services.scheduled_task_delete(task=task)

@@ -11,7 +11,7 @@ FREE = "a free-form JSON object, as LangGraph has it"
 
 
 def free_object(**kwargs) -> serializers.DictField:
-    return serializers.DictField(child=serializers.JSONField(), help_text=kwargs.pop("help_text", FREE), **kwargs)
+    return serializers.DictField(child=serializers.JSONField(allow_null=True), help_text=kwargs.pop("help_text", FREE), **kwargs)
 
 
 def validated(serializer_class, data) -> dict:
@@ -21,12 +21,15 @@ def validated(serializer_class, data) -> dict:
     return serializer.validated_data
 
 
+THREAD_STATUSES = ["idle", "busy", "interrupted", "error"]
+
+
 class Thread(serializers.Serializer):
     thread_id = serializers.CharField()
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
     metadata = free_object()
-    status = serializers.ChoiceField(choices=["idle", "busy", "interrupted", "error"])
+    status = serializers.ChoiceField(choices=THREAD_STATUSES)
     values = free_object(help_text="the thread's current state values (a search lists only the title)")
     interrupts = free_object()
     title = serializers.CharField(allow_blank=True, allow_null=True)
@@ -48,7 +51,7 @@ class ThreadCreate(serializers.Serializer):
     graph_id = serializers.CharField(required=False, allow_null=True, allow_blank=True)
     assistant_id = serializers.CharField(required=False, allow_null=True, allow_blank=True)
     if_exists = serializers.ChoiceField(choices=["raise", "do_nothing"], required=False, allow_null=True)
-    supersteps = serializers.ListField(child=serializers.JSONField(), required=False, allow_null=True)
+    supersteps = serializers.ListField(child=serializers.JSONField(allow_null=True), required=False, allow_null=True)
     ttl = serializers.JSONField(required=False, allow_null=True)
 
 

@@ -105,7 +105,7 @@ class ThreadUploadListView(APIView):
 class ThreadUploadDetailView(APIView):
     token_scopes = {"DELETE": "threads:write"}
 
-    @extend_schema(responses=types.Done)
+    @extend_schema(responses={200: types.Done})
     def delete(self, request, thread_id, filename):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         return Response(uploads.delete_upload(thread=thread, filename=filename))

@@ -100,3 +100,17 @@ def test_the_run_request_is_the_model_the_views_validate_with(schema):
 
     body = schema["paths"]["/api/threads/{thread_id}/runs"]["post"]["requestBody"]["content"]["application/json"]["schema"]
     assert set(_resolve(schema, body)["properties"]) == set(RunCreate.model_fields)
+
+
+@pytest.mark.parametrize("published,accepted", [
+    ("apps.agents.api_types.AgentWrite", "apps.agents.services.FIELDS"),
+    ("apps.agents.api_types.AssistantWrite", "apps.agents.services._ASSISTANT_KEYS"),
+    ("apps.schedules.api_types.TaskWrite", "apps.schedules.services.FIELDS"),
+    ("apps.schedules.api_types.TaskOptions", "apps.schedules.services.OPTION_KEYS"),
+])
+def test_a_published_body_names_the_fields_its_service_accepts(published, accepted):
+    """Where a service checks a body field by field (naming the field it refuses), the type the
+    schema publishes lists exactly the fields it accepts, so neither can drift alone."""
+    from django.utils.module_loading import import_string
+
+    assert set(import_string(published)().fields) == set(import_string(accepted))
