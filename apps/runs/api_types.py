@@ -47,6 +47,11 @@ RUN_EXAMPLE = OpenApiExample("run", response_only=True, value={
     "token_usage": {}, "stop_reason": None, "error": None})
 
 
+RUN_REQUEST_EXAMPLE = OpenApiExample("a message to the lead agent", request_only=True, value={
+    "assistant_id": "lead_agent", "input": {"messages": [{"role": "user", "content": "Summarise today's news on AI"}]},
+    "stream_mode": ["values", "messages-tuple"], "config": {"recursion_limit": 100}, "context": {"thinking_enabled": True}})
+
+
 class RunError(serializers.Serializer):
     error = serializers.CharField()
     message = serializers.CharField(allow_null=True)

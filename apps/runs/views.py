@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 from apps.accounts.permissions import require_token_scope, token_lacks_scope
 from apps.errors import InvalidRequest
 from apps.runs import selectors, services
-from apps.runs.api_types import RUN_EXAMPLE, Event, FinalValues, Run, RunMessagesPage
+from apps.runs.api_types import RUN_EXAMPLE, RUN_REQUEST_EXAMPLE, Event, FinalValues, Run, RunMessagesPage
 from apps.runs.runtime import get_runtime
 from apps.runs.schemas import RunCreate, parse_run_request
 from apps.runs.serializers import run_json
@@ -129,7 +129,7 @@ class ThreadRunsView(_RunCreateMixin, APIView):
         runs = selectors.run_list(thread=thread, limit=limit, offset=offset, status=params.get("status"))
         return Response([run_json(r) for r in runs])
 
-    @extend_schema(request=RunCreate, responses=Run, examples=[RUN_EXAMPLE])
+    @extend_schema(request=RunCreate, responses=Run, examples=[RUN_REQUEST_EXAMPLE, RUN_EXAMPLE])
     def post(self, request, thread_id=None):
         _, admitted = self.admit(request, thread_id)
         response = Response(run_json(admitted.run))
@@ -141,7 +141,7 @@ class ThreadRunsStreamView(_JSONErrors, _RunCreateMixin, APIView):
     token_scopes = {"POST": "runs:create"}
     renderer_classes = RENDERERS
 
-    @extend_schema(request=RunCreate, responses={(200, "text/event-stream"): STREAM})
+    @extend_schema(request=RunCreate, responses={(200, "text/event-stream"): STREAM}, examples=[RUN_REQUEST_EXAMPLE])
     def post(self, request, thread_id=None):
         run_request, admitted = self.admit(request, thread_id)
         run_id = str(admitted.run.pk)
@@ -152,7 +152,7 @@ class ThreadRunsStreamView(_JSONErrors, _RunCreateMixin, APIView):
 class ThreadRunsWaitView(_RunCreateMixin, APIView):
     token_scopes = {"POST": "runs:create"}
 
-    @extend_schema(request=RunCreate, responses=FinalValues)
+    @extend_schema(request=RunCreate, responses=FinalValues, examples=[RUN_REQUEST_EXAMPLE])
     def post(self, request, thread_id=None):
         run_request, admitted = self.admit(request, thread_id)
         run_id = str(admitted.run.pk)
