@@ -73,9 +73,11 @@ class SkillInstalled(serializers.Serializer):
 
 
 class SkillRefused(serializers.Serializer):
+    """A 422: the usual ``{detail}``, and when the archive's scan refused it, what it found."""
+
     detail = serializers.CharField()
-    success = serializers.BooleanField()
-    findings = Finding(many=True)
+    success = serializers.BooleanField(required=False)
+    findings = Finding(many=True, required=False)
 
 
 class SkillRollback(serializers.Serializer):
