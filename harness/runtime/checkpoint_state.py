@@ -107,18 +107,15 @@ def _replacement(graph: Any, values: dict[str, Any], head_values: dict[str, Any]
 
 
 def _empty(typ: Any) -> Any:
-    """The empty value of a channel's type: ``[]`` for a list, ``None`` for an optional one
-    (``str | None``, which is not callable), whatever ``typ()`` gives otherwise."""
-    if typing.get_origin(typ) in (types.UnionType, typing.Union):
-        members = typing.get_args(typ)
-        if type(None) in members:
-            return None
-        typ = members[0]
-    target = typing.get_origin(typ) or typ
+    """The empty value of a channel's type: what ``typ()`` gives (``[]`` for a list), or for an
+    optional one (``str | None``, which cannot be called) ``None``."""
     try:
-        return target()
+        return typ()
     except TypeError:
-        return None
+        members = typing.get_args(typ) if typing.get_origin(typ) in (types.UnionType, typing.Union) else ()
+        if type(None) in members or not members:
+            return None
+        return _empty(members[0])
 
 
 async def write_onto_head(graph: Any, thread_config: dict, values: dict[str, Any]) -> dict:
