@@ -18,6 +18,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from django.http import HttpResponse
 from rest_framework.views import APIView
 
+from apps.chat.api_types import ThreadExport
 from apps.errors import InvalidRequest
 from apps.runs.selectors import messages_page
 from apps.threads.selectors import thread_get_for_user
@@ -114,7 +115,7 @@ class ThreadExportView(APIView):
     token_scopes = {"GET": "threads:read"}
 
     @extend_schema(parameters=[OpenApiParameter("as", str, enum=list(FORMATS), default="markdown")],
-                   responses={(200, "text/markdown"): str, (200, "application/json"): dict}, tags=["threads"])
+                   responses={(200, "text/markdown"): str, (200, "application/json"): ThreadExport}, tags=["threads"])
     def get(self, request, thread_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         name, content_type, body = thread_export(thread=thread, fmt=request.query_params.get("as", "markdown"))

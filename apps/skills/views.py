@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiTypes, extend_schema
-from rest_framework import serializers
+from drf_spectacular.utils import extend_schema
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.errors import InvalidRequest
+from apps.skills import api_types as types
 from apps.skills import selectors, services
 from deerflow_site.json_input import StrictJSONParser
 
@@ -23,7 +23,7 @@ def _via_token(request) -> bool:
 class SkillListView(APIView):
     token_scopes = {"GET": READ}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.SkillList, operation_id="skills_list")
     def get(self, request):
         return Response({"skills": selectors.skill_list(user=request.user)})
 
@@ -31,17 +31,11 @@ class SkillListView(APIView):
 class SkillDetailView(APIView):
     token_scopes = {"GET": READ, "PUT": WRITE, "DELETE": WRITE}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.SkillDetail)
     def get(self, request, name):
         return Response(selectors.skill_detail(user=request.user, name=name))
 
-    class EnableInput(serializers.Serializer):
-        enabled = serializers.BooleanField()
-        acknowledge_findings = serializers.BooleanField(
-            required=False, default=False,
-            help_text="Turn on a skill its install scan held, having read its review_findings.")
-
-    @extend_schema(request=EnableInput, responses={200: OpenApiTypes.OBJECT, 409: OpenApiTypes.OBJECT})
+    @extend_schema(request=types.SkillEnable, responses={200: types.Skill, 409: types.SkillHeld})
     def put(self, request, name):
         body = request.data if isinstance(request.data, dict) else {}
         enabled, acknowledge = body.get("enabled"), body.get("acknowledge_findings", False)
@@ -71,7 +65,8 @@ class SkillInstallView(APIView):
     token_scopes = {"POST": WRITE}
     parser_classes = [StrictJSONParser, MultiPartParser]
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request={"application/json": types.SkillInstallFromThread, "multipart/form-data": types.SkillInstallUpload},
+                   responses={200: types.SkillInstalled, 422: types.SkillRefused})
     def post(self, request):
         body = request.data if isinstance(request.data, dict) else {}
         # Checked before the archive is scanned: a refused scope costs no scan and writes nothing.
@@ -103,7 +98,7 @@ class SkillInstallView(APIView):
 class SkillRollbackView(APIView):
     token_scopes = {"POST": WRITE}
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=types.SkillRollback, responses=types.SkillRolledBack)
     def post(self, request, name):
         body = request.data if isinstance(request.data, dict) else {}
         version_id = body.get("version")
@@ -117,6 +112,6 @@ class SkillRollbackView(APIView):
 class SkillVersionsView(APIView):
     token_scopes = {"GET": READ}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.SkillVersions)
     def get(self, request, name):
         return Response({"versions": selectors.skill_detail(user=request.user, name=name)["versions"]})
