@@ -21,6 +21,25 @@ def validated(serializer_class, data) -> dict:
     return serializer.validated_data
 
 
+class StrictCharField(serializers.CharField):
+    """A JSON string only: DRF's CharField would take 5 for "5", which a typed client never
+    means and the API refused before the schema existed."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, str):
+            self.fail("invalid")
+        return super().to_internal_value(data)
+
+
+class StrictBooleanField(serializers.BooleanField):
+    """true or false only, not DRF's "yes", "on" or 1."""
+
+    def to_internal_value(self, data):
+        if not isinstance(data, bool):
+            self.fail("invalid")
+        return data
+
+
 THREAD_STATUSES = ["idle", "busy", "interrupted", "error"]
 
 
@@ -70,9 +89,12 @@ class ThreadSearch(serializers.Serializer):
     sort_order = serializers.CharField(required=False, allow_null=True)
     select = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True)
     extract = free_object(required=False, allow_null=True)
-    query = serializers.CharField(required=False, allow_null=True, allow_blank=True, help_text="DeerFlow: title or message text")
-    pinned = serializers.BooleanField(required=False, allow_null=True)
-    started = serializers.BooleanField(required=False, allow_null=True)
+    query = StrictCharField(required=False, allow_null=True, allow_blank=True, trim_whitespace=False,
+                            help_text="DeerFlow: title or message text")
+    pinned = StrictBooleanField(required=False, allow_null=True)
+    started = StrictBooleanField(required=False, allow_null=True)
+    tags = serializers.ListField(child=StrictCharField(), required=False, allow_null=True,
+                                 help_text="only chats carrying every one of these tag names (the caller's own tags)")
 
 
 

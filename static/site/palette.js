@@ -188,7 +188,18 @@
       if (m) rest.push({ ...item, score: m.score, marks: fuzzy(term, item.label) ? m.marks : [] });
     }
     rest.sort((a, b) => GROUP_ORDER.indexOf(a.group) - GROUP_ORDER.indexOf(b.group) || b.score - a.score);
-    return [...chats, ...rest];
+    // What holds the query as typed comes before letters scattered through a long title:
+    // "poet" means the Poet agent before a chat that happens to read "Please cOmpare thE Three".
+    const all = [...chats, ...rest];
+    const typed = term.toLowerCase();
+    const strong = (item) => (item.label || "").toLowerCase().includes(typed);
+    const ordered = [...all.filter(strong), ...all.filter((item) => !strong(item))];
+    // Each group's rows together, groups in the order their best row came: the list reads
+    // top to bottom in the order the arrow keys walk it.
+    const groupRank = new Map();
+    ordered.forEach((item) => { if (!groupRank.has(item.group)) groupRank.set(item.group, groupRank.size); });
+    return ordered.map((item, i) => [item, i]).sort((a, b) => groupRank.get(a[0].group) - groupRank.get(b[0].group) || a[1] - b[1])
+      .map(([item]) => item);
   }
 
   // ------------------------------------------------------------------ rendering
@@ -207,9 +218,7 @@
       groups.get(item.group).push([item, i]);
     });
     const nodes = [];
-    for (const name of GROUP_ORDER) {
-      const rows = groups.get(name);
-      if (!rows) continue;
+    for (const [name, rows] of groups) {
       const gid = "palette-group-" + name.toLowerCase().replace(/\W+/g, "-");
       const group = document.createElement("div");
       group.setAttribute("role", "group");

@@ -13,6 +13,8 @@ import re
 import pytest
 from playwright.sync_api import expect
 
+from tests.ui.test_chat import send
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 TITLES = ["Lisbon trip budget", "SQLite vs PostgreSQL", "Quarterly report draft"]
@@ -113,11 +115,16 @@ def test_escape_closes_the_palette_and_the_focus_goes_back(page, phone, doc_shot
     expect(button).to_be_focused()
 
 
-def test_commands_switch_agent_toggle_theme_and_open_settings_pages(page, live, sign_in):
+def test_commands_switch_agent_toggle_theme_and_open_settings_pages(page, live, sign_in, script):
     live.shell(
         "from apps.accounts.models import User\nfrom apps.agents.models import Agent\n"
         "u = User.objects.get(username='tester')\n"
         "Agent.objects.get_or_create(owner=u, name='poet', defaults={'display_name': 'Poet', 'avatar': '🪶'})\n")
+    # A chat whose title holds p…o…e…t scattered: it must not outrank the agent named so.
+    script("Happy to.")
+    page.goto("/")
+    send(page, "Please compare these three database engines")
+    expect(page.locator("article.msg.assistant").last).to_contain_text("Happy to.")
     page.goto("/")
     page.wait_for_function("document.body.dataset.ready === '1'")
     box = page.get_by_role("combobox", name="Go to a chat, page or command")
