@@ -119,7 +119,7 @@ def _fs_used(path: str) -> int:
     return (info.f_blocks - info.f_bfree) * info.f_frsize
 
 
-class _QuotaWatch:
+class QuotaWatch:
     """The quota watcher of one command; remembers its last measurement for the verdict."""
 
     def __init__(self, quota: ThreadQuota):
@@ -153,7 +153,7 @@ def run_limited(argv: list[str], *, policy: CommandPolicy, cwd: str, env: dict[s
     file_cap = None
     watch = None
     if quota is not None:
-        watch = _QuotaWatch(quota)
+        watch = QuotaWatch(quota)
         file_cap = watch.usage.remaining
 
     limits = policy.limits

@@ -38,7 +38,7 @@ import docker.errors
 import docker.types
 
 from harness.config.paths import deer_flow_home, thread_user_data_dir
-from harness.sandbox.command import CommandPolicy, explain_limit
+from harness.sandbox.command import CommandPolicy, QuotaWatch, explain_limit
 from harness.sandbox.engine import (
     INIT, LABEL, LABEL_OWNER, LABEL_PREFIX, LABEL_THREAD, ContainerGone, ContainerMissing, Engine, default_engine_url,
 )
@@ -499,6 +499,9 @@ class ContainerSandboxProvider(HostSandboxProvider):
             env, {"PATH": SANDBOX_PATH, "HOME": "/tmp", "TMPDIR": "/tmp", "USER": "sandbox", "LOGNAME": "sandbox",
                   "SHELL": "/bin/bash", "PWD": f"{USER_DATA}/workspace"})
         key = _thread_key(sandbox.user_id, sandbox.thread_id)
+        quota = sandbox.policy.quota if sandbox.policy.quota is not None and sandbox.policy.quota.enabled else None
+        # The thread's folders are host bind mounts: the same watcher as bubblewrap's bounds them.
+        watch = QuotaWatch(quota) if quota is not None else None
         for attempt in (1, 2):
             name = self.container_for(sandbox)
             # Held only around bookkeeping: the idle reaper skips a thread whose lock is taken,
@@ -510,7 +513,7 @@ class ContainerSandboxProvider(HostSandboxProvider):
                 result = self.engine.execute(
                     name, command, user=f"{os.getuid()}:{os.getgid()}", env=sandbox_env,
                     workdir=f"{USER_DATA}/workspace", timeout=timeout or self.config.bash_command_timeout,
-                    max_chars=self.config.max_output_chars, cancel=cancel)
+                    max_chars=self.config.max_output_chars, cancel=cancel, watch=watch)
                 break
             except ContainerMissing:
                 # Gone before the command started (reaped, engine restarted): a fresh one is safe.
@@ -532,7 +535,7 @@ class ContainerSandboxProvider(HostSandboxProvider):
                     self._oom_seen[name] = after
                 if after > before:
                     hit = "memory"
-        usage = sandbox.policy.quota.usage() if sandbox.policy.quota is not None and sandbox.policy.quota.enabled else None
+        usage = watch.final() if watch is not None else None
         message = explain_limit(result, limits, hit, usage)
         if hit == "memory":
             message = (f"Error: the command was killed because the sandbox used more than {limits.memory_bytes // MIB} MiB "

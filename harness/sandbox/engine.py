@@ -178,7 +178,9 @@ class Engine:
         return (code if code is not None else -1), output.decode("utf-8", "replace")
 
     def execute(self, name: str, command: str, *, user: str, env: Mapping[str, str], workdir: str, timeout: float,
-                max_chars: int, cancel: threading.Event | None = None) -> CommandResult:
+                max_chars: int, cancel: threading.Event | None = None,
+                watch: Callable[[], str | None] | None = None) -> CommandResult:
+        """``watch`` is polled while the command runs (the disk-quota watcher); a message stops it."""
         token = uuid.uuid4().hex
         pid_file = f"{_PID_DIR}/{token}"
         # setsid makes the command a session and process-group leader whose pid is $$ of the
@@ -207,14 +209,17 @@ class Engine:
         reader = threading.Thread(target=drain, name=f"sandbox-exec-{token[:8]}", daemon=True)
         reader.start()
         reason = ""
+        limit_message = None
         next_check = started + 1.0
         gone = False
-        while not stream_done.wait(0.05 if cancel is not None else 0.25):
+        while not stream_done.wait(0.05 if cancel is not None or watch is not None else 0.25):
             now = time.monotonic()
             if cancel is not None and cancel.is_set():
                 reason = "cancelled"
             elif now - started >= timeout:
                 reason = "timeout"
+            elif watch is not None and (message := watch()):
+                reason, limit_message = "limit", message
             if reason:
                 self._kill(name, pid_file, user)
                 break
@@ -254,6 +259,7 @@ class Engine:
         return CommandResult(
             exit_code=None if reason else code, output=capture.close(), timed_out=reason == "timeout",
             timeout=timeout, duration=time.monotonic() - started, cancelled=reason == "cancelled",
+            limit_message=limit_message,
         )
 
     def _kill(self, name: str, pid_file: str, user: str) -> None:

@@ -275,3 +275,14 @@ def test_a_killed_server_leaves_no_container_after_the_next_start(make, home):
     sandbox = sandbox_of(provider, "frank", "thread-crash")
     _, out = run(sandbox, "cat f.txt")
     assert out == "before-crash\n"
+
+
+def test_writes_past_the_thread_quota_stop_the_command(make):
+    sandbox = sandbox_of(make(thread_quota_mb=8))
+    result, _ = run(sandbox, "dd if=/dev/zero of=/mnt/user-data/workspace/big bs=1M count=2000 2>&1", timeout=60)
+    assert result.exit_code is None and result.limit_message and "quota" in result.limit_message.lower()
+    # Stopped before it wrote what it asked for. A watcher, not a bound: it overshoots by what
+    # the command writes in one interval (docs/sandbox.md, "Limits: hard vs watchers").
+    assert (sandbox.fs.host_dir("workspace") / "big").stat().st_size < 2000 * 1024 * 1024
+    result, out = run(sandbox, "rm big; echo ok")
+    assert out == "ok\n"
