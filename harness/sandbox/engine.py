@@ -18,7 +18,6 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 
 import docker
 import docker.errors
@@ -69,12 +68,6 @@ class ContainerGone(SandboxError):
 
 class ContainerMissing(ContainerGone):
     """The container was gone before the command started, so nothing of it ran."""
-
-
-@dataclass(frozen=True)
-class ExecOutcome:
-    result: CommandResult
-    killed_by_engine: bool  # exit 137 that we did not cause
 
 
 class Engine:

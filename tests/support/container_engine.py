@@ -50,22 +50,28 @@ def _image() -> str:
     return done.stdout.strip().splitlines()[-1].split()[0]
 
 
-def _start_service() -> str:
+def _spawn(url: str) -> None:
+    """Start the API service on ``url`` and wait until it answers."""
     global _service
-    directory = tempfile.mkdtemp(prefix="deerflow-podman-")
-    sock = os.path.join(directory, "podman.sock")
-    _service = subprocess.Popen([*PODMAN, "system", "service", "--time=0", f"unix://{sock}"],
+    _service = subprocess.Popen([*PODMAN, "system", "service", "--time=0", url],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    atexit.register(_stop_service, directory)
     deadline = time.monotonic() + 60
     while True:
         try:
-            docker.DockerClient(base_url=f"unix://{sock}", timeout=5).ping()
-            return f"unix://{sock}"
+            docker.DockerClient(base_url=url, timeout=5).ping()
+            return
         except Exception:
             if time.monotonic() > deadline or _service.poll() is not None:
                 raise RuntimeError("podman system service did not answer on its socket") from None
             time.sleep(0.1)
+
+
+def _start_service() -> str:
+    directory = tempfile.mkdtemp(prefix="deerflow-podman-")
+    url = f"unix://{os.path.join(directory, 'podman.sock')}"
+    atexit.register(_stop_service, directory)
+    _spawn(url)
+    return url
 
 
 def _stop_service(directory: str) -> None:
@@ -93,22 +99,10 @@ def engine() -> tuple[str, str]:
 
 def restart_service() -> None:
     """Stop and start the engine's API service on the same socket (an engine restart)."""
-    global _service
-    url = _state["url"]
     if _service is not None:
         _service.terminate()
         _service.wait(10)
-    _service = subprocess.Popen([*PODMAN, "system", "service", "--time=0", url],
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            docker.DockerClient(base_url=url, timeout=5).ping()
-            return
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-            time.sleep(0.1)
+    _spawn(_state["url"])
 
 
 def listed_containers() -> list[str]:
