@@ -61,7 +61,7 @@ def main() -> None:
     times = []
     for q in queries:
         t0 = time.perf_counter()
-        text = memory_context(owner_id=user.pk, agent="", query=q, max_tokens=2000)
+        text = memory_context(owner_id=user.pk, agent="", query=q, max_tokens=2000).text
         times.append((time.perf_counter() - t0) * 1000)
         assert text and "<memory>" in text
     times.sort()

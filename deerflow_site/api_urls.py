@@ -30,6 +30,7 @@ API_MODULES = (
     "apps.skills.api_urls",
     "apps.memory.api_urls",
     "apps.governance.api_urls",
+    "apps.shares.api_urls",
 )
 
 urlpatterns = [path("", include(module)) for module in API_MODULES]

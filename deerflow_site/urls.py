@@ -30,6 +30,9 @@ urlpatterns = [
     path("settings/", include("apps.accounts.settings_urls")),
     path("settings/", include("apps.mcp.page_urls")),
     path("settings/", include("apps.channels.page_urls")),
+    path("settings/", include("apps.shares.settings_urls")),
+    # Shared chats: read-only snapshots anyone with the link may open (apps/shares).
+    path("s/", include("apps.shares.page_urls")),
     path("skills/", include("apps.skills.page_urls")),
     path("agents/", include("apps.agents.page_urls")),
     path("memory/", include("apps.memory.page_urls")),

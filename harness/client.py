@@ -227,7 +227,8 @@ class DeerFlowClient:
 
         query = message_text(message) if isinstance(message, BaseMessage) else str(message or "")
         agent = str(overrides.get("agent_name") or self._defaults.get("agent_name") or "")
-        return memory_text(self.memory_store, self.user_id, agent, query, cfg.max_injection_tokens)
+        return memory_text(self.memory_store, self.user_id, agent, query, cfg.max_injection_tokens,
+                           token_counting=cfg.token_counting, retrieval_adapter=cfg.retrieval_adapter)
 
     def update_memory(self, thread_id: str, *, model: BaseChatModel | None = None) -> Any:
         """Learn from a thread now (the embedded client has no background updater): one model
@@ -245,7 +246,7 @@ class DeerFlowClient:
             name = cfg.model_name or self._defaults.get("model_name")
             model = create_chat_model(name, config=self.app_config) if (name or self.app_config.models) else self._model
         job = UpdateJob(owner=self.user_id, agent=str(self._defaults.get("agent_name") or ""), thread_id=thread_id, run_id="", messages=messages)
-        return run_update(self.memory_store, model, job, threshold=cfg.fact_confidence_threshold, max_facts=cfg.max_facts)
+        return run_update(self.memory_store, model, job, cfg)
 
     def _prepare(self, message: str | BaseMessage | None, thread_id: str | None, resume: Any, overrides: dict[str, Any],
                  memory: str | None = None):

@@ -22,6 +22,8 @@ ICONS = sorted({
     "pause", "pencil", "pin", "pin-off", "play", "plug", "plus", "refresh-cw", "search", "send",
     "settings", "shield-check", "sparkles", "square", "sun", "thumbs-down", "thumbs-up",
     "trash", "triangle-alert", "undo-2", "upload", "user", "wrench", "x",
+    # the command palette, chat tags, voice input and read-aloud
+    "command", "keyboard", "tag", "mic", "volume-2",
 })
 
 

@@ -42,6 +42,7 @@ from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.accounts import api_types as types
 from apps.accounts import selectors
 from apps.accounts.authentication import PersonalAccessTokenAuthentication
 from apps.accounts.deerflow_cookies import ACCESS_TOKEN_COOKIE, CSRF_TOKEN_COOKIE, issue_frontend_cookies, mark_frontend_session
@@ -137,13 +138,13 @@ class _SignInView(APIView):
 
 
 class SetupStatusView(_SignInView):
-    @extend_schema(summary="DeerFlow frontend: whether the first admin is still to be created", responses=dict)
+    @extend_schema(summary="DeerFlow frontend: whether the first admin is still to be created", responses=types.SetupStatus)
     def get(self, request):
         return Response({"needs_setup": not selectors.superuser_exists(), "registration_enabled": _local_signup_open()})
 
 
 class ProvidersView(_SignInView):
-    @extend_schema(summary="DeerFlow frontend: the single sign-on providers offered", responses=dict)
+    @extend_schema(summary="DeerFlow frontend: the single sign-on providers offered", responses=types.SsoProviders)
     def get(self, request):
         return Response({"providers": [
             {"id": provider.sub_id, "display_name": provider.name, "type": "oidc" if provider.id == "openid_connect" else provider.id}
@@ -179,7 +180,10 @@ class LoginLocalView(_SignInView):
     # DeerFlow's frontend posts a form (username = the e-mail address, password, remember_me).
     parser_classes = [FormParser, MultiPartParser, JSONParser]
 
-    @extend_schema(summary="DeerFlow frontend: sign in with e-mail and password", request=None, responses=dict)
+    @extend_schema(summary="DeerFlow frontend: sign in with e-mail and password",
+                   request={"application/x-www-form-urlencoded": types.LoginForm, "multipart/form-data": types.LoginForm,
+                            "application/json": types.LoginForm},
+                   responses={200: types.SignedIn, **types.AUTH_ERRORS})
     def post(self, request):
         username = str(request.data.get("username") or "").strip()
         password = str(request.data.get("password") or "")
@@ -243,7 +247,8 @@ def _create_account(request, *, first_admin_only: bool):
 
 
 class RegisterView(_SignInView):
-    @extend_schema(summary="DeerFlow frontend: sign up (while sign-up is open)", request=None, responses=dict)
+    @extend_schema(summary="DeerFlow frontend: sign up (while sign-up is open)", request=types.SignUp,
+                   responses={201: types.DeerFlowUser, **types.AUTH_ERRORS})
     def post(self, request):
         if not _local_signup_open():
             return _auth_error(403, "registration_disabled", "Self-registration is disabled on this deployment")
@@ -251,7 +256,8 @@ class RegisterView(_SignInView):
 
 
 class InitializeView(_SignInView):
-    @extend_schema(summary="DeerFlow frontend: create the first admin (only while there is none)", request=None, responses=dict)
+    @extend_schema(summary="DeerFlow frontend: create the first admin (only while there is none)", request=types.SignUp,
+                   responses={201: types.DeerFlowUser, **types.AUTH_ERRORS})
     def post(self, request):
         if selectors.superuser_exists():
             return _auth_error(409, "system_already_initialized", "System already initialized")
@@ -261,7 +267,7 @@ class InitializeView(_SignInView):
 
 
 class LogoutView(_SignInView):
-    @extend_schema(summary="DeerFlow frontend: sign out", request=None, responses=dict)
+    @extend_schema(summary="DeerFlow frontend: sign out", request=None, responses={200: types.Message, **types.AUTH_ERRORS})
     def post(self, request):
         django_request = request._request
         get_adapter(django_request).logout(django_request)
@@ -276,7 +282,7 @@ class LogoutView(_SignInView):
 class MeView(APIView):
     """Session only (DeerFlow's frontend sends its cookie; scripts have ``/api/me``)."""
 
-    @extend_schema(summary="DeerFlow frontend: the signed-in user", responses=dict)
+    @extend_schema(summary="DeerFlow frontend: the signed-in user", responses={200: types.DeerFlowUser, **types.AUTH_ERRORS})
     def get(self, request):
         get_token(request._request)  # a browser without the readable CSRF cookie gets it here
         return Response(user_payload(request.user))
@@ -285,7 +291,8 @@ class MeView(APIView):
 class ChangePasswordView(APIView):
     """A session write like any other: DRF's session check demands the CSRF token."""
 
-    @extend_schema(summary="DeerFlow frontend: change your password", request=None, responses=dict)
+    @extend_schema(summary="DeerFlow frontend: change your password", request=types.PasswordChange,
+                   responses={200: types.Message, **types.AUTH_ERRORS})
     def post(self, request):
         body = request.data if isinstance(request.data, dict) else {}
         current, new = body.get("current_password"), body.get("new_password")

@@ -74,7 +74,7 @@ class TokenDetailView(APIView):
 class MeOutputSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     username = serializers.CharField()
-    email = serializers.EmailField()
+    email = serializers.CharField(allow_blank=True, help_text="empty when the account has none")
     is_staff = serializers.BooleanField()
 
 

@@ -8,6 +8,7 @@ from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.agents import api_types as types
 from apps.agents import selectors, services
 from apps.errors import Forbidden, InvalidRequest, NotFound
 from apps.runs.graphs import LEAD_AGENT
@@ -37,12 +38,12 @@ def _paging(body: dict) -> tuple[int, int]:
 class AgentListView(APIView):
     token_scopes = {"GET": READ, "POST": WRITE}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.AgentList, operation_id="agents_list")
     def get(self, request):
         agents = selectors.agent_list_for_user(user=request.user, query=str(request.query_params.get("q") or "").strip())
         return Response({"agents": [selectors.agent_to_dict(a, user=request.user) for a in agents]})
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT})
+    @extend_schema(request=types.AgentWrite, responses={201: types.Agent})
     def post(self, request):
         agent = services.agent_create(owner=request.user, data=_body(request))
         return Response(selectors.agent_to_dict(agent, user=request.user), status=status.HTTP_201_CREATED)
@@ -51,7 +52,7 @@ class AgentListView(APIView):
 class AgentCheckView(APIView):
     token_scopes = {"GET": READ}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.AgentNameCheck)
     def get(self, request):
         name = services.check_name(request.query_params.get("name"))
         return Response({"available": selectors.agent_name_available(user=request.user, name=name), "name": name})
@@ -60,16 +61,18 @@ class AgentCheckView(APIView):
 class AgentDetailView(APIView):
     token_scopes = {"GET": READ, "PUT": WRITE, "PATCH": WRITE, "DELETE": WRITE}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.Agent)
     def get(self, request, name):
         return Response(selectors.agent_to_dict(selectors.agent_get_for_user(user=request.user, key=name), user=request.user))
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=types.AgentWrite, responses=types.Agent)
     def put(self, request, name):
         agent = services.agent_update(agent=self._owned(request, name), data=_body(request))
         return Response(selectors.agent_to_dict(agent, user=request.user))
 
-    patch = put
+    @extend_schema(request=types.AgentWrite, responses=types.Agent)
+    def patch(self, request, name):
+        return self.put(request, name)
 
     @extend_schema(responses={204: None})
     def delete(self, request, name):
@@ -88,7 +91,7 @@ class AgentDetailView(APIView):
 class AgentDuplicateView(APIView):
     token_scopes = {"POST": WRITE}
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT})
+    @extend_schema(request=types.AgentDuplicate, responses={201: types.Agent})
     def post(self, request, name):
         source = selectors.agent_get_for_user(user=request.user, key=name)
         new_name = _body(request).get("name") if request.data else None
@@ -99,7 +102,7 @@ class AgentDuplicateView(APIView):
 class AgentVersionsView(APIView):
     token_scopes = {"GET": READ}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.AgentVersions)
     def get(self, request, name):
         agent = selectors.agent_get_for_user(user=request.user, key=name)
         rows = agent.versions.order_by("-version")[:100]
@@ -112,7 +115,7 @@ class AgentVersionsView(APIView):
 class AssistantCreateView(APIView):
     token_scopes = {"POST": WRITE}
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=types.AssistantWrite, responses=types.Assistant)
     def post(self, request):
         agent, _ = services.assistant_create(owner=request.user, body=_body(request))
         return Response(selectors.agent_to_assistant(agent))
@@ -121,7 +124,7 @@ class AssistantCreateView(APIView):
 class AssistantSearchView(APIView):
     token_scopes = {"POST": READ}
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=types.AssistantSearch, responses=types.Assistant(many=True))
     def post(self, request):
         body = request.data if isinstance(request.data, dict) else {}
         limit, offset = _paging(body)
@@ -133,7 +136,7 @@ class AssistantSearchView(APIView):
 class AssistantCountView(APIView):
     token_scopes = {"POST": READ}
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.INT)
+    @extend_schema(request=types.AssistantSearch, responses=OpenApiTypes.INT)
     def post(self, request):
         body = request.data if isinstance(request.data, dict) else {}
         metadata = body.get("metadata") if isinstance(body.get("metadata"), dict) else None
@@ -156,11 +159,11 @@ def _owned_agent(request, assistant_id: str):
 class AssistantDetailView(APIView):
     token_scopes = {"GET": READ, "PATCH": WRITE, "DELETE": WRITE}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.Assistant)
     def get(self, request, assistant_id):
         return Response(selectors.assistant_get(user=request.user, assistant_id=assistant_id))
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=types.AssistantWrite, responses=types.Assistant)
     def patch(self, request, assistant_id):
         agent = services.assistant_update(agent=_owned_agent(request, assistant_id), body=_body(request))
         return Response(selectors.agent_to_assistant(agent))
@@ -176,7 +179,7 @@ class AssistantDetailView(APIView):
 class AssistantVersionsView(APIView):
     token_scopes = {"POST": READ}
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=types.AssistantSearch, responses=types.Assistant(many=True))
     def post(self, request, assistant_id):
         body = request.data if isinstance(request.data, dict) else {}
         limit, offset = _paging(body)
@@ -186,7 +189,7 @@ class AssistantVersionsView(APIView):
 class AssistantGraphView(APIView):
     token_scopes = {"GET": READ}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.AssistantGraph)
     def get(self, request, assistant_id):
         assistant = selectors.assistant_get(user=request.user, assistant_id=assistant_id)
         return Response({"graph_id": assistant["graph_id"], "nodes": [], "edges": []})
@@ -195,7 +198,7 @@ class AssistantGraphView(APIView):
 class AssistantSchemasView(APIView):
     token_scopes = {"GET": READ}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.AssistantSchemas)
     def get(self, request, assistant_id):
         assistant = selectors.assistant_get(user=request.user, assistant_id=assistant_id)
         return Response({"graph_id": assistant["graph_id"], "input_schema": {}, "output_schema": {}, "state_schema": {}, "config_schema": {}, "context_schema": {}})
@@ -203,7 +206,7 @@ class AssistantSchemasView(APIView):
 
 class ModelListView(APIView):
     token_scopes = {"GET": None}  # any valid token: scripts pick a model_name from here
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.ModelList, operation_id="models_list")
     def get(self, request):
         # token_usage: DeerFlow's frontend shows per-thread usage when on; ours is always recorded.
         return Response({"models": selectors.model_list(), "token_usage": {"enabled": True}})
@@ -214,6 +217,6 @@ class ModelDetailView(APIView):
 
     token_scopes = {"GET": None}  # as the list
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.Model)
     def get(self, request, name):
         return Response(selectors.model_get(name))

@@ -3,13 +3,14 @@ Session callers only: connecting an account is done by a person in the browser."
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiTypes, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.permissions import TokenScopePermission
+from apps.channels import api_types as types
 from apps.channels import connections, selectors
 
 _USER = [IsAuthenticated, TokenScopePermission]
@@ -18,7 +19,7 @@ _USER = [IsAuthenticated, TokenScopePermission]
 class ChannelProvidersView(APIView):
     permission_classes = _USER
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.Providers)
     def get(self, request):
         return Response(selectors.providers_list(staff=request.user.is_staff))
 
@@ -26,7 +27,7 @@ class ChannelProvidersView(APIView):
 class ChannelConnectionsView(APIView):
     permission_classes = _USER
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.Connections)
     def get(self, request):
         rows = connections.connection_list_for_user(user=request.user)
         return Response({"connections": [connections.connection_serialize(c) for c in rows]})
@@ -44,7 +45,7 @@ class ChannelConnectionDetailView(APIView):
 class ChannelConnectView(APIView):
     permission_classes = _USER
 
-    @extend_schema(request=None, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=None, responses=types.ConnectCode)
     def post(self, request, provider: str):
         cls, settings, section, bot_name = selectors.connectable_provider(provider)
         issued = connections.connect_code_issue(user=request.user, provider=provider, ttl_seconds=settings.connect_code_ttl)

@@ -23,6 +23,7 @@ from drf_spectacular.utils import OpenApiTypes, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from apps.chat import api_types as types
 from apps.chat import artifacts
 from apps.errors import InvalidRequest, RangeNotSatisfiable
 from apps.runs.selectors import run_get_for_user
@@ -91,7 +92,7 @@ class ThreadArtifactView(APIView):
             response["Content-Security-Policy"] = FRAME_ANCESTORS
         return response
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=types.ArtifactReplace, responses=types.ArtifactReplaced)
     def put(self, request, thread_id, artifact_path):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         body = request.data

@@ -18,6 +18,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from django.http import HttpResponse
 from rest_framework.views import APIView
 
+from apps.chat.api_types import ThreadExport
 from apps.errors import InvalidRequest
 from apps.runs.selectors import messages_page
 from apps.threads.selectors import thread_get_for_user
@@ -35,7 +36,8 @@ def _text(content: Any) -> str:
     return ""
 
 
-def _messages(thread) -> list[dict]:
+def thread_transcript(thread) -> list[dict]:
+    """The visible conversation as plain data (what Export and a shared link hold)."""
     rows: list[dict] = []
     before = None
     while True:
@@ -59,7 +61,8 @@ def _messages(thread) -> list[dict]:
             if not item["content"].strip() and not item["tool_calls"]:
                 continue
         elif item["role"] == "user":
-            item["files"] = [{"name": f.get("filename") or f.get("name") or f.get("path", "").rsplit("/", 1)[-1], "size": f.get("size")}
+            item["files"] = [{"name": f.get("filename") or f.get("name") or f.get("path", "").rsplit("/", 1)[-1], "size": f.get("size"),
+                              "path": f.get("path") or ""}
                              for f in kwargs.get("files") or [] if isinstance(f, dict)]
         elif item["role"] == "tool":
             item["name"] = msg.get("name") or ""
@@ -98,7 +101,7 @@ def thread_export(*, thread, fmt: str) -> tuple[str, str, str]:
         raise InvalidRequest(f"as: one of {', '.join(FORMATS)}")
     title = thread.title or "Untitled chat"
     exported = datetime.now(timezone.utc).isoformat(timespec="seconds")
-    messages = _messages(thread)
+    messages = thread_transcript(thread)
     content_type, ext = FORMATS[fmt]
     slug = re.sub(r"[^A-Za-z0-9]+", "-", title).strip("-").lower()[:60] or "chat"
     if fmt == "json":
@@ -112,7 +115,7 @@ class ThreadExportView(APIView):
     token_scopes = {"GET": "threads:read"}
 
     @extend_schema(parameters=[OpenApiParameter("as", str, enum=list(FORMATS), default="markdown")],
-                   responses={(200, "text/markdown"): str, (200, "application/json"): dict}, tags=["threads"])
+                   responses={(200, "text/markdown"): str, (200, "application/json"): ThreadExport}, tags=["threads"])
     def get(self, request, thread_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         name, content_type, body = thread_export(thread=thread, fmt=request.query_params.get("as", "markdown"))

@@ -3,7 +3,7 @@ plus the message page and token usage. Views parse, call a service, serialize.""
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiTypes, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -12,7 +12,10 @@ from apps.errors import InvalidRequest
 from apps.runs import state
 from apps.runs.search import thread_text_matches
 from apps.runs.selectors import messages_page, thread_token_usage
+from apps.runs import api_types as run_types
 from apps.threads import serializers, services
+from apps.threads.api_types import (THREAD_EXAMPLE, Thread, ThreadCreate, ThreadPatch, ThreadSearch,
+                                    validated)
 from apps.threads.feedback import attach_feedback
 from apps.threads.selectors import thread_get_for_user, thread_search
 
@@ -38,9 +41,9 @@ def _body(request) -> dict:
 class ThreadCollectionView(APIView):
     token_scopes = {"POST": "threads:write"}
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=ThreadCreate, responses=Thread, examples=[THREAD_EXAMPLE])
     def post(self, request):
-        body = _body(request)
+        body = validated(ThreadCreate, _body(request))
         metadata = body.get("metadata") or {}
         if not isinstance(metadata, dict):
             raise InvalidRequest("metadata must be an object")
@@ -54,14 +57,15 @@ class ThreadCollectionView(APIView):
 class ThreadSearchView(APIView):
     token_scopes = {"POST": "threads:read"}
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=ThreadSearch, responses=Thread(many=True))
     def post(self, request):
-        body = _body(request)
+        body = validated(ThreadSearch, _body(request))
         threads = thread_search(
             user=request.user, metadata=body.get("metadata"), status=body.get("status"), ids=body.get("ids"),
             limit=_int(body.get("limit"), "limit", 10), offset=_int(body.get("offset"), "offset", 0),
             sort_by=body.get("sort_by"), sort_order=body.get("sort_order"),
-            query=body.get("query"), pinned=body.get("pinned"), started=body.get("started"), message_search=thread_text_matches,
+            query=body.get("query"), pinned=body.get("pinned"), started=body.get("started"), tags=body.get("tags"),
+            message_search=thread_text_matches,
         )
         return Response([serializers.thread_json(t, values={"title": t.title} if t.title else {}, snippet=t.search_snippet, listed=True)
                          for t in threads])
@@ -70,15 +74,15 @@ class ThreadSearchView(APIView):
 class ThreadDetailView(APIView):
     token_scopes = {"GET": "threads:read", "PATCH": "threads:write", "DELETE": "threads:write"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=Thread, examples=[THREAD_EXAMPLE])
     def get(self, request, thread_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         return Response(serializers.thread_json(thread, values=state.thread_values(thread=thread)))
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=ThreadPatch, responses=Thread)
     def patch(self, request, thread_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
-        thread = services.thread_update(thread=thread, metadata=_body(request).get("metadata"))
+        thread = services.thread_update(thread=thread, metadata=validated(ThreadPatch, _body(request)).get("metadata"))
         return Response(serializers.thread_json(thread))
 
     @extend_schema(responses={204: None})
@@ -93,12 +97,12 @@ class ThreadPinView(APIView):
 
     token_scopes = {"PUT": "threads:write", "DELETE": "threads:write"}
 
-    @extend_schema(request=None, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=None, responses=Thread)
     def put(self, request, thread_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         return Response(serializers.thread_json(services.thread_set_pinned(thread=thread, pinned=True)))
 
-    @extend_schema(request=None, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=None, responses={200: Thread})
     def delete(self, request, thread_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         return Response(serializers.thread_json(services.thread_set_pinned(thread=thread, pinned=False)))
@@ -107,12 +111,12 @@ class ThreadPinView(APIView):
 class ThreadStateView(APIView):
     token_scopes = {"GET": "threads:read", "POST": "threads:write"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=run_types.ThreadState)
     def get(self, request, thread_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         return Response(state.thread_state_get(thread=thread))
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=run_types.ThreadStateUpdate, responses=run_types.ThreadStateUpdated)
     def post(self, request, thread_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         body = _body(request)
@@ -120,6 +124,7 @@ class ThreadStateView(APIView):
         if unknown:
             raise InvalidRequest(f"{sorted(unknown)[0]}: unknown field")
         checkpoint_id = body.get("checkpoint_id") or (body.get("checkpoint") or {}).get("checkpoint_id")
+        body = validated(run_types.ThreadStateUpdate, body)
         result = state.thread_state_update(thread=thread, values=body.get("values"), checkpoint_id=checkpoint_id, as_node=body.get("as_node"))
         return Response(result)
 
@@ -129,7 +134,7 @@ class ThreadStateAtCheckpointView(APIView):
 
     token_scopes = {"GET": "threads:read"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=run_types.ThreadState, operation_id="threads_state_at_checkpoint")
     def get(self, request, thread_id, checkpoint_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         return Response(state.thread_state_get(thread=thread, checkpoint_id=checkpoint_id))
@@ -140,7 +145,7 @@ class ThreadStateCheckpointView(APIView):
 
     token_scopes = {"POST": "threads:read"}
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=run_types.ThreadStateCheckpoint, responses=run_types.ThreadState)
     def post(self, request, thread_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         checkpoint = _body(request).get("checkpoint") or {}
@@ -152,13 +157,13 @@ class ThreadStateCheckpointView(APIView):
 class ThreadHistoryView(APIView):
     token_scopes = {"POST": "threads:read", "GET": "threads:read"}
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=run_types.ThreadHistory, responses=run_types.ThreadState(many=True))
     def post(self, request, thread_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
-        body = _body(request)
+        body = validated(run_types.ThreadHistory, _body(request))
         return Response(state.thread_history(thread=thread, limit=_int(body.get("limit"), "limit", 10), before=body.get("before")))
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=run_types.ThreadState(many=True))
     def get(self, request, thread_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         return Response(state.thread_history(thread=thread, limit=_int(request.query_params.get("limit"), "limit", 10),
@@ -168,7 +173,7 @@ class ThreadHistoryView(APIView):
 class ThreadMessagesPageView(APIView):
     token_scopes = {"GET": "threads:read"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=run_types.MessagesPage)
     def get(self, request, thread_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         if "after_seq" in request.query_params:
@@ -182,7 +187,7 @@ class ThreadMessagesPageView(APIView):
 class ThreadTokenUsageView(APIView):
     token_scopes = {"GET": "threads:read"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=run_types.ThreadTokenUsage)
     def get(self, request, thread_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         return Response(thread_token_usage(thread=thread))

@@ -8,6 +8,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.permissions import ADMIN_SCOPE, STAFF_ONLY, require_token_scope
+from apps.console import api_types as types
 from apps.console import exports, operations, reports
 from apps.console.periods import parse_period, parse_scope
 from apps.errors import InvalidRequest, NotFound
@@ -53,7 +54,7 @@ def _runs_report(request, *, limit_default: int = 50, limit: int | None = None) 
 class ConsoleStatsView(APIView):
     token_scopes = {"GET": "runs:read"}
 
-    @extend_schema(parameters=COMMON, responses=OpenApiTypes.OBJECT)
+    @extend_schema(parameters=COMMON, responses=types.Stats)
     def get(self, request):
         scope, period = _request_scope(request)
         return Response(reports.console_stats(scope=scope, period=period))
@@ -62,7 +63,7 @@ class ConsoleStatsView(APIView):
 class ConsoleRunsView(APIView):
     token_scopes = {"GET": "runs:read"}
 
-    @extend_schema(parameters=COMMON + RUN_FILTERS, responses=OpenApiTypes.OBJECT)
+    @extend_schema(parameters=COMMON + RUN_FILTERS, responses=types.Runs)
     def get(self, request):
         return Response(_runs_report(request))
 
@@ -70,7 +71,7 @@ class ConsoleRunsView(APIView):
 class ConsoleUsageView(APIView):
     token_scopes = {"GET": "runs:read"}
 
-    @extend_schema(parameters=COMMON, responses=OpenApiTypes.OBJECT)
+    @extend_schema(parameters=COMMON, responses=types.Usage)
     def get(self, request):
         scope, period = _request_scope(request)
         return Response(reports.console_usage(scope=scope, period=period))
@@ -106,7 +107,7 @@ def _feedback_report(request, *, limit: int | None = None) -> dict:
 class ConsoleFeedbackView(APIView):
     token_scopes = {"GET": "runs:read"}
 
-    @extend_schema(parameters=COMMON + FEEDBACK_FILTERS, responses=OpenApiTypes.OBJECT)
+    @extend_schema(parameters=COMMON + FEEDBACK_FILTERS, responses=types.FeedbackReport)
     def get(self, request):
         return Response(_feedback_report(request))
 
@@ -125,7 +126,7 @@ class ConsoleOverviewView(APIView):
     permission_classes = STAFF_ONLY
     token_scopes = {"GET": ADMIN_SCOPE}
 
-    @extend_schema(parameters=COMMON, responses=OpenApiTypes.OBJECT)
+    @extend_schema(parameters=COMMON, responses=types.Overview)
     def get(self, request):
         params = request.query_params
         scope = parse_scope(request.user, params.get("user") or "all")
@@ -141,7 +142,7 @@ class ConsoleRunCancelView(APIView):
     permission_classes = STAFF_ONLY
     token_scopes = {"POST": ADMIN_SCOPE}
 
-    @extend_schema(request=None, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=None, responses=types.RunCancelled)
     def post(self, request, run_id):
         run = run_find(run_id=run_id) if _is_uuid(run_id) else None
         if run is None:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiTypes, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.accounts.permissions import ADMIN_SCOPE, STAFF_ONLY, require_staff
 from apps.errors import InvalidRequest
+from apps.governance import api_types as types
 from apps.governance import selectors, services
+from apps.runs.api_types import Run
 from apps.runs.serializers import run_json
 
 
@@ -26,12 +28,12 @@ class ThreadApprovalView(APIView):
 
     token_scopes = {"GET": "threads:read", "POST": "runs:create"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.ThreadApprovals)
     def get(self, request, thread_id):
         pending = selectors.pending_approval(user=request.user, thread_id=thread_id)
         return Response({"pending": pending, "decisions": selectors.decision_list(user=request.user, thread_id=thread_id)})
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=types.ApprovalAnswer, responses={202: Run})
     def post(self, request, thread_id):
         admitted = services.approval_answer(user=request.user, thread_id=thread_id, body=request.data)
         response = Response(run_json(admitted.run), status=202)
@@ -42,7 +44,7 @@ class ThreadApprovalView(APIView):
 class DecisionListView(APIView):
     token_scopes = {"GET": "threads:read"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.DecisionList)
     def get(self, request):
         p = request.query_params
         all_users = p.get("all") in ("1", "true")
@@ -55,7 +57,7 @@ class DecisionListView(APIView):
 class RuleListView(APIView):
     token_scopes = {"GET": "threads:read", "POST": "threads:write"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.Rules)
     def get(self, request):
         from harness.config.loader import get_app_config
 
@@ -63,7 +65,7 @@ class RuleListView(APIView):
         return Response({"user_rules_enabled": approvals.user_rules, "rules": selectors.rule_list(user=request.user),
                          "operator_rules": [r.describe() for r in approvals.policy.rules]})
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=types.RuleWrite, responses={201: types.Rule})
     def post(self, request):
         return Response(selectors.rule_json(services.approval_rule_create(user=request.user, data=request.data)), status=201)
 
@@ -80,7 +82,7 @@ class RuleDetailView(APIView):
 class MyBudgetView(APIView):
     token_scopes = {"GET": "threads:read"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.BudgetStatus)
     def get(self, request):
         return Response(selectors.budget_status(user=request.user))
 
@@ -91,7 +93,7 @@ class BudgetAdminView(APIView):
     permission_classes = STAFF_ONLY
     token_scopes = {"PUT": ADMIN_SCOPE}  # a staff member's token with the admin scope
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=types.BudgetWrite, responses=types.Budget)
     def put(self, request, target: str):
         user_id = None if target == "default" else _int(target, "user", 0)
         b = services.budget_set(user_id=user_id, data=request.data)

@@ -5,3 +5,11 @@ class McpConfig(AppConfig):
     name = "apps.mcp"
     label = "mcp"
     verbose_name = "MCP servers"
+
+    def ready(self) -> None:
+        from apps.mcp.services import mcp_thread_sessions_close
+        from apps.threads import services as thread_services
+
+        # A thread's own MCP processes (session_scope: thread) end with the thread.
+        if mcp_thread_sessions_close not in thread_services.thread_cleanups:
+            thread_services.thread_cleanups.append(mcp_thread_sessions_close)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db import transaction
 from pydantic import ValidationError
 
 from apps.errors import InvalidRequest, NotFound
@@ -16,6 +17,7 @@ from apps.mcp.selectors import extensions_raw, server_masked
 from harness.config import save_extensions_config
 from harness.config.extensions import McpServerConfig
 from harness.config.loader import validation_message
+from harness.mcp import close_thread_sessions
 from harness.sandbox.env_policy import MASK
 
 
@@ -82,3 +84,9 @@ def mcp_server_test(*, name: str) -> dict[str, Any]:
         raise NotFound(f"no MCP server named '{name}'")
     get_mcp_tools(extensions, retry=True)
     return next(s for s in mcp_status(extensions) if s["name"] == name)
+
+
+def mcp_thread_sessions_close(thread_id: str) -> None:
+    """A deleted thread's own MCP server processes are closed once the delete commits (this
+    process's; a Celery worker's close when idle). Registered on the threads app's cleanups."""
+    transaction.on_commit(lambda: close_thread_sessions(thread_id))

@@ -1,6 +1,13 @@
 from django.contrib import admin
 
 from apps.memory.models import MemoryFact, MemoryProfile, PendingMemoryUpdate
+from harness.memory.retrieval import index_text
+
+
+def _indexed(fact: MemoryFact) -> MemoryFact:
+    """An edit here changes the content: retrieval must find the new words, not the old."""
+    fact.search_text = index_text(fact.content)
+    return fact
 
 
 class MemoryFactInline(admin.TabularInline):
@@ -18,6 +25,14 @@ class MemoryProfileAdmin(admin.ModelAdmin):
     readonly_fields = ("revision", "created_at", "updated_at")
     inlines = [MemoryFactInline]
 
+    def save_formset(self, request, form, formset, change):
+        facts = formset.save(commit=False)
+        for fact in facts:
+            _indexed(fact).save()
+        for gone in formset.deleted_objects:
+            gone.delete()
+        formset.save_m2m()
+
 
 @admin.register(MemoryFact)
 class MemoryFactAdmin(admin.ModelAdmin):
@@ -25,6 +40,9 @@ class MemoryFactAdmin(admin.ModelAdmin):
     list_filter = ("category", "source_kind")
     search_fields = ("content", "profile__owner__username")
     readonly_fields = ("fact_id", "source_thread_id", "source_run_id", "source_message_id", "revision")
+
+    def save_model(self, request, obj, form, change):
+        super().save_model(request, _indexed(obj), form, change)
 
 
 @admin.register(PendingMemoryUpdate)

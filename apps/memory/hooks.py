@@ -3,7 +3,8 @@ text goes into a run's context before its graph runs, and a finished run's conve
 queued for the passive updater.
 
 Both return at once when memory is off or the run is incognito (``context.memory: false``):
-no query, no queue.
+no query, no queue. A run given memory journals one ``context:memory`` event (and streams it to
+clients reading ``custom``): the block's SHA-256 and counts, as DeerFlow records it.
 """
 
 from __future__ import annotations
@@ -12,12 +13,18 @@ import logging
 
 from apps.memory.selectors import memory_context
 from apps.memory.updates import enqueue, job_from_run
+from apps.runs.journal import JournalEvent
 from apps.runs.lifecycle import RunOutcome, RunStart
 from apps.runs.runtime import database_sync_to_async
 from harness.config import AppConfig
 from harness.memory.injection import MEMORY_CONTEXT_KEY
 
 logger = logging.getLogger(__name__)
+
+# DeerFlow's run event for the memory a run was given: its category, and content
+# ``{"content_sha256": …}`` (here with counts too), never the memory's text.
+MEMORY_CONTEXT_EVENT = "context:memory"
+
 
 def _active(context: dict, app_config: AppConfig) -> bool:
     return context.get("memory") is not False and app_config.memory.enabled
@@ -48,15 +55,17 @@ async def before_run(start: RunStart) -> None:
     if not app_config.memory.injection_enabled:
         return
     owner_id = start.meta["owner_id"]
+    cfg = app_config.memory
     try:
-        text = await database_sync_to_async(memory_context)(
+        injected = await database_sync_to_async(memory_context)(
             owner_id=owner_id, agent=str(context.get("agent_name") or ""), query=_last_user_text(start.kwargs),
-            max_tokens=app_config.memory.max_injection_tokens)
+            max_tokens=cfg.max_injection_tokens, token_counting=cfg.token_counting, retrieval_adapter=cfg.retrieval_adapter)
     except Exception:  # memory is an aid: a failing read must not fail the run
         logger.warning("Could not read the memory of user %s", owner_id, exc_info=True)
         return
-    if text:
-        context[MEMORY_CONTEXT_KEY] = text
+    if injected is not None:
+        context[MEMORY_CONTEXT_KEY] = injected.text
+        start.events.append(JournalEvent(MEMORY_CONTEXT_EVENT, "context", injected.event(), {}))
 
 
 async def after_run(outcome: RunOutcome) -> None:

@@ -41,8 +41,7 @@ def process_job(job: UpdateJob) -> UpdateOutcome:
                               thread_id=job.thread_id, user_id=str(job.owner))
     try:
         model = _updater_model()
-        outcome = traced(trace, lambda: run_update(DjangoMemoryStore(), model, job, threshold=cfg.fact_confidence_threshold,
-                                                   max_facts=cfg.max_facts))
+        outcome = traced(trace, lambda: run_update(DjangoMemoryStore(), model, job, cfg))
         if outcome.usage and get_app_config().budgets.enabled:  # budgets count memory updates toward the user
             run_usage_add(run_id=job.run_id, model_name=outcome.model_name, counts=usage_counts(outcome.usage), kind="memory")
         return outcome

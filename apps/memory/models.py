@@ -1,8 +1,8 @@
 """Long-term memory on the ORM: one profile per owner and agent bucket, and its facts.
 
-The shapes mirror ``harness.memory.types``; ``stores.py`` converts. On SQLite an FTS5
-table (kept in step by triggers, see migration 0002) serves retrieval; on PostgreSQL a
-GIN expression index serves ``to_tsvector`` matching.
+The shapes mirror ``harness.memory.types``; ``stores.py`` converts. Retrieval indexes
+``MemoryFact.search_text``: on SQLite an FTS5 table kept in step by triggers (migration 0005),
+on PostgreSQL a GIN expression index serving ``to_tsvector`` matching.
 """
 
 from django.conf import settings
@@ -35,6 +35,9 @@ class MemoryFact(models.Model):
     profile = models.ForeignKey(MemoryProfile, on_delete=models.CASCADE, related_name="facts")
     fact_id = models.CharField(max_length=64)
     content = models.TextField()
+    # What full-text retrieval indexes: the content and, for CJK text, its character bigrams
+    # (harness.memory.retrieval.index_text). Written with the content by the store.
+    search_text = models.TextField(blank=True, default="", editable=False)
     category = models.CharField(max_length=32, default="context")
     confidence = models.FloatField(default=0.5)
     source_kind = models.CharField(max_length=16, default="conversation")

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from apps.memory.models import MemoryFact, MemoryProfile
+from harness.config import get_app_config
 from harness.memory import Fact, MemoryDoc, RevisionConflict
-from harness.memory.store import query_terms
+from harness.memory.retrieval import index_text, query_terms, substring_terms
 from harness.memory.types import SUMMARY_KEYS
 
 SUMMARY_FIELDS = [attr for attr, _, _ in SUMMARY_KEYS]
@@ -26,17 +28,22 @@ def _fact_values(fact: Fact) -> dict:
     return {"fact_id": fact.id, "content": fact.content, "category": fact.category, "confidence": fact.confidence,
             "source_kind": fact.source_kind, "source_thread_id": fact.source_thread_id, "source_run_id": fact.source_run_id,
             "source_message_id": fact.source_message_id, "created_at": fact.created_at,
-            "last_confirmed_at": fact.last_confirmed_at, "valid_until": fact.valid_until, "revision": fact.revision}
+            "last_confirmed_at": fact.last_confirmed_at, "valid_until": fact.valid_until, "revision": fact.revision,
+            "search_text": index_text(fact.content)}
 
 
-def search_fact_pks(profile_id: int, query: str, limit: int) -> list[int]:
+def search_fact_pks(profile_id: int, query: str, limit: int, adapter: str = "fts5") -> list[int]:
     """Primary keys of the profile's facts matching *query*, best first."""
-    return [row[0] for row in search_fact_rows(profile_id, query, limit)]
+    return [row[0] for row in search_fact_rows(profile_id, query, limit, adapter)]
 
 
-def search_fact_rows(profile_id: int, query: str, limit: int) -> list[tuple[int, str, str]]:
-    """(pk, category, content) of the profile's facts matching *query*, best first."""
-    terms = query_terms(query)
+def search_fact_rows(profile_id: int, query: str, limit: int, adapter: str = "fts5") -> list[tuple[int, str, str]]:
+    """(pk, category, content) of the profile's facts matching *query*, best first, by
+    ``memory.retrieval_adapter`` *adapter*: full text over ``search_text`` (the content and its
+    CJK bigrams, see harness/memory/retrieval.py), or substrings of the content when it is ""."""
+    if adapter == "":
+        return _substring_rows(profile_id, substring_terms(query), limit)
+    terms = query_terms(query, adapter=adapter)
     if not terms:
         return []
     with connection.cursor() as cur:
@@ -47,12 +54,23 @@ def search_fact_rows(profile_id: int, query: str, limit: int) -> list[tuple[int,
                         [match, profile_id, limit])
         elif connection.vendor == "postgresql":
             cur.execute("SELECT id, category, content FROM memory_memoryfact, to_tsquery('simple', %s) q "
-                        "WHERE profile_id = %s AND to_tsvector('simple', content) @@ q "
-                        "ORDER BY ts_rank(to_tsvector('simple', content), q) DESC, id LIMIT %s",
+                        "WHERE profile_id = %s AND to_tsvector('simple', search_text) @@ q "
+                        "ORDER BY ts_rank(to_tsvector('simple', search_text), q) DESC, id LIMIT %s",
                         [" | ".join(terms), profile_id, limit])
         else:
-            return []
+            return _substring_rows(profile_id, substring_terms(query), limit)
         return [tuple(row) for row in cur.fetchall()]
+
+
+def _substring_rows(profile_id: int, terms: list[str], limit: int) -> list[tuple[int, str, str]]:
+    if not terms:
+        return []
+    match = Q()
+    for term in terms:
+        match |= Q(content__icontains=term)
+    rows = MemoryFact.objects.filter(match, profile_id=profile_id).values_list("id", "category", "content")
+    hits = [(sum(t in content.lower() for t in terms), pk, category, content) for pk, category, content in rows]
+    return [(pk, category, content) for _, pk, category, content in sorted(hits, key=lambda h: (-h[0], h[1]))[:limit]]
 
 
 class DjangoMemoryStore:
@@ -96,10 +114,11 @@ class DjangoMemoryStore:
         saved.revision, saved.updated_at = profile.revision, profile.updated_at
         return saved
 
-    def search(self, owner: str, agent: str, query: str, limit: int) -> list[str]:
+    def search(self, owner: str, agent: str, query: str, limit: int, adapter: str | None = None) -> list[str]:
         profile_id = MemoryProfile.objects.filter(owner_id=int(owner), agent=agent).values_list("pk", flat=True).first()
         if profile_id is None:
             return []
-        pks = search_fact_pks(profile_id, query, limit)
+        adapter = get_app_config().memory.retrieval_adapter if adapter is None else adapter
+        pks = search_fact_pks(profile_id, query, limit, adapter)
         ids = dict(MemoryFact.objects.filter(pk__in=pks).values_list("pk", "fact_id"))
         return [ids[pk] for pk in pks if pk in ids]

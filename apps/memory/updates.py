@@ -6,7 +6,7 @@ latest job per thread (a token in the cache) does the work when it fires. Proces
 ``learning.py``'s.
 
 A server that is stopped applies what its queue holds for at most
-``memory.shutdown_flush_seconds`` (``stop_updates``, called by deerflow_site/server/daphne_server.py
+``memory.shutdown_flush_timeout_seconds`` (``stop_updates``, called by deerflow_site/server/daphne_server.py
 once Daphne has stopped serving) and saves the rest as ``PendingMemoryUpdate`` rows, which the
 next start queues (``resume_saved_updates``, from deerflow_site/asgi.py).
 """
@@ -83,14 +83,14 @@ DEFAULT_SHUTDOWN_FLUSH_SECONDS = 10.0
 
 def stop_updates() -> list[UpdateJob]:
     """At a server's stop: apply the queued updates (all due now) for at most
-    ``memory.shutdown_flush_seconds``, then save those not done for the next start. Returns
+    ``memory.shutdown_flush_timeout_seconds``, then save those not done for the next start. Returns
     the saved jobs. Nothing to do when no run queued an update in this process."""
     with _queue_lock:
         queue = _queue
     if queue is None:
         return []
     try:
-        timeout = get_app_config().memory.shutdown_flush_seconds
+        timeout = get_app_config().memory.shutdown_flush_timeout_seconds
     except Exception:  # a config broken since the start must not cost the updates
         timeout = DEFAULT_SHUTDOWN_FLUSH_SECONDS
     left = queue.stop(timeout)

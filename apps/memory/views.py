@@ -3,11 +3,12 @@ the document; another user's memory is simply not reachable (each user sees thei
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiTypes, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.errors import InvalidRequest
+from apps.memory import api_types as types
 from apps.memory import services
 from apps.memory.selectors import memory_get_for_user
 from harness.config import get_app_config
@@ -28,11 +29,11 @@ def _body(request) -> dict:
 class MemoryView(APIView):
     token_scopes = {"GET": READ, "DELETE": WRITE}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.MemoryDocument)
     def get(self, request):
         return Response(memory_get_for_user(user=request.user, agent=_agent(request)).to_api())
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses={200: types.MemoryDocument})
     def delete(self, request):
         return Response(services.memory_clear(user=request.user, agent=_agent(request)).to_api())
 
@@ -40,7 +41,7 @@ class MemoryView(APIView):
 class MemoryExportView(APIView):
     token_scopes = {"GET": READ}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.MemoryDocument)
     def get(self, request):
         response = Response(memory_get_for_user(user=request.user, agent=_agent(request)).to_api())
         response["Content-Disposition"] = 'attachment; filename="memory.json"'
@@ -50,7 +51,7 @@ class MemoryExportView(APIView):
 class MemoryImportView(APIView):
     token_scopes = {"POST": WRITE}
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=types.MemoryImport, responses=types.MemoryDocument)
     def post(self, request):
         return Response(services.memory_import(user=request.user, data=request.data, agent=_agent(request)).to_api())
 
@@ -58,7 +59,7 @@ class MemoryImportView(APIView):
 class FactListView(APIView):
     token_scopes = {"POST": WRITE}
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=types.FactCreate, responses=types.MemoryDocument)
     def post(self, request):
         body = _body(request)
         doc = services.fact_create(user=request.user, content=body.get("content"), category=body.get("category", "context"),
@@ -69,7 +70,7 @@ class FactListView(APIView):
 class FactDetailView(APIView):
     token_scopes = {"PATCH": WRITE, "DELETE": WRITE}
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=types.FactPatch, responses=types.MemoryDocument)
     def patch(self, request, fact_id):
         body = _body(request)
         revision = body.get("revision")
@@ -79,7 +80,7 @@ class FactDetailView(APIView):
         return Response(services.fact_update(user=request.user, fact_id=fact_id, changes=changes, revision=revision,
                                              agent=_agent(request)).to_api())
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses={200: types.MemoryDocument})
     def delete(self, request, fact_id):
         return Response(services.fact_delete(user=request.user, fact_id=fact_id, agent=_agent(request)).to_api())
 
@@ -96,11 +97,11 @@ class MemoryConfigView(APIView):
                          "fact_confidence_threshold": cfg.fact_confidence_threshold,
                          "max_injection_tokens": cfg.max_injection_tokens})
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.MemoryConfig)
     def get(self, request):
         return self._answer(request, memory_get_for_user(user=request.user, agent=_agent(request)))
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=types.MemoryPause, responses=types.MemoryConfig)
     def patch(self, request):
         paused = _body(request).get("paused")
         if not isinstance(paused, bool):
@@ -111,7 +112,7 @@ class MemoryConfigView(APIView):
 class MemoryStatusView(APIView):
     token_scopes = {"GET": READ}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.MemoryStatus)
     def get(self, request):
         cfg = get_app_config().memory
         doc = memory_get_for_user(user=request.user, agent=_agent(request))

@@ -23,6 +23,7 @@ from apps.runs.models import RunEvent
 from deerflow_site.db.prepared_sql import ModelInsert, ModelMax
 from harness.agents.markers import ERROR_FALLBACK_KEY, message_text
 from harness.observability import metrics
+from harness.runtime import journal_events
 from harness.runtime.serialize import to_jsonable
 
 logger = logging.getLogger(__name__)
@@ -34,6 +35,16 @@ class JournalEvent:
     category: str
     content: Any
     metadata: dict
+
+
+def middleware_events(data: Any) -> list[JournalEvent]:
+    """A middleware's audit event from the ``custom`` stream (harness/runtime/journal_events.py)
+    as a ``middleware:<tag>`` row."""
+    parsed = journal_events.as_journal(data)
+    if parsed is None:
+        return []
+    event_type, category, content = parsed
+    return [JournalEvent(event_type, category, to_jsonable(content), {"caller": "lead_agent"})]
 
 
 @dataclass

@@ -8,7 +8,9 @@ The engine imports no feature. A feature registers its functions here in its
 - ``admission_checks``: ``fn(Admission)`` at admission, before anything is written; raises a
   domain error to refuse the run (budgets, model probes).
 - ``before_run``: ``async fn(RunStart)`` on the runs loop before the graph is built; may add
-  to the run's context (memory). Failures fail the run, as a failed graph build would.
+  to the run's context (memory), and journal events to ``RunStart.events``, which the run's
+  journal records and its stream carries as ``custom`` events (``{"type": event_type, **content}``)
+  to clients that asked for that mode. Failures fail the run, as a failed graph build would.
 - ``continuations``: ``async fn(TurnEnd) -> dict | None`` after each turn of the graph that
   ended without an interrupt, on the runs loop; the first non-None answer is the input of one
   more turn in the same run (goal continuation). Model calls a hook makes count toward the
@@ -27,7 +29,7 @@ The engine imports no feature. A feature registers its functions here in its
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Callable
 
@@ -55,6 +57,7 @@ class RunStart:
     config: dict
     context: dict  # the graph's runtime context; hooks may add to it
     app_config: Any
+    events: list = field(default_factory=list)  # JournalEvents with dict content, for the journal and the stream
 
 
 @dataclass(frozen=True)

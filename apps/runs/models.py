@@ -143,3 +143,26 @@ class RunEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.thread_id}#{self.seq} {self.event_type}"
+
+
+class VisibilitySwitch(models.Model):
+    """A user chose which version of an answer a thread shows (the chat's ‹ 1/2 › arrows).
+
+    Regenerate and edit-rerun record what they replace in the new run's metadata
+    (``replay.superseded_run_ids``); a switch back to an earlier version has no run of its own,
+    so it is this row: the runs it hides (the version shown until then and the turns that
+    continued from it) and the runs it shows again (the chosen version and the turns that had
+    continued from it). ``apps/runs/visibility.py`` folds replays and switches in time order."""
+
+    thread = models.ForeignKey("threads.Thread", on_delete=models.CASCADE, related_name="visibility_switches")
+    shown_run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="+", help_text="The version chosen.")
+    hidden_run_ids = models.JSONField(default=list, blank=True)
+    shown_run_ids = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["thread", "created_at"]
+        indexes = [models.Index(fields=["thread", "created_at"], name="visibility_switch_thread_idx")]
+
+    def __str__(self) -> str:
+        return f"{self.thread_id}: show {self.shown_run_id}"

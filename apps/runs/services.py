@@ -23,7 +23,7 @@ from django.utils import timezone
 from apps.errors import Conflict, InvalidRequest, NotFound, ThreadBusy
 from apps.runs import graphs, lifecycle
 from apps.runs.journal import JournalEvent, journal_insert
-from apps.runs.models import Run, RunEvent
+from apps.runs.models import Run, RunEvent, VisibilitySwitch
 from apps.runs.recovery import recover_orphans
 from apps.runs.reservations import busy_detail
 from apps.runs.runtime import PROCESS_ID, get_runtime
@@ -318,3 +318,14 @@ def runs_seed_copy(*, thread, source_runs: list[Run]) -> int:
                   for e in RunEvent.objects.filter(run=source, category="message").order_by("seq")]
         rows += len(journal_insert(thread_id=thread.pk, run_id=str(seed.pk), events=events))
     return rows
+
+
+def visibility_switch_record(*, thread_id: str, shown_run_id: str, hidden_run_ids: set[str], shown_run_ids: set[str]):
+    """Store a switch between answer versions (``visibility.switch_plan`` says what it changes)."""
+    return VisibilitySwitch.objects.create(thread_id=thread_id, shown_run_id=shown_run_id,
+                                           hidden_run_ids=sorted(hidden_run_ids), shown_run_ids=sorted(shown_run_ids))
+
+
+def visibility_switch_undo(*, switch_id: int) -> None:
+    """Take back a switch whose checkpoint could not be written (nothing stays half done)."""
+    VisibilitySwitch.objects.filter(pk=switch_id).delete()

@@ -30,7 +30,7 @@ HEARTBEAT_SECONDS = 15.0
 
 
 class EventStreamRenderer(BaseRenderer):
-    """Lets DRF accept ``Accept: text/event-stream``; errors on stream routes are JSON bodies."""
+    """Lets DRF accept ``Accept: text/event-stream``; errors on stream routes are JSON (``views._JSONErrors``)."""
 
     media_type = "text/event-stream"
     format = "sse"

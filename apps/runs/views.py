@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 
 from channels.db import DatabaseSyncToAsync
 from django.http import StreamingHttpResponse
-from drf_spectacular.utils import OpenApiTypes, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -21,8 +21,9 @@ from rest_framework.views import APIView
 from apps.accounts.permissions import require_token_scope, token_lacks_scope
 from apps.errors import InvalidRequest
 from apps.runs import selectors, services
+from apps.runs.api_types import RUN_EXAMPLE, RUN_REQUEST_EXAMPLE, Event, FinalValues, Run, RunMessagesPage
 from apps.runs.runtime import get_runtime
-from apps.runs.schemas import parse_run_request
+from apps.runs.schemas import RunCreate, parse_run_request
 from apps.runs.serializers import run_json
 from apps.runs.sse import EventStreamRenderer, RunBody, check_last_event_id, run_events, sse_response
 from apps.runs.state import thread_values
@@ -34,6 +35,8 @@ from harness.runtime.stream_bridge import END, GAP
 logger = logging.getLogger(__name__)
 
 RENDERERS = [SafeJSONRenderer, EventStreamRenderer]
+# The stream's events are documented as schemas (deerflow_site/api_schema.py: StreamEvent).
+STREAM = {"type": "string", "description": "server-sent events; see the StreamEvent schema"}
 
 
 def _flag(value: str | None, name: str, default: bool = False) -> bool:
@@ -93,6 +96,16 @@ def _json_response(stream: RunBody, *, content_location: str | None = None) -> S
     return response
 
 
+class _JSONErrors:
+    """A stream route's error is a JSON document, and says so: ``Content-Type: application/json``
+    even when the client asked for ``text/event-stream`` (which only a stream can be)."""
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        if isinstance(response, Response) and response.status_code >= 400:
+            request.accepted_renderer, request.accepted_media_type = SafeJSONRenderer(), SafeJSONRenderer.media_type
+        return super().finalize_response(request, response, *args, **kwargs)
+
+
 class _RunCreateMixin:
     stateless = False
 
@@ -105,7 +118,7 @@ class _RunCreateMixin:
 class ThreadRunsView(_RunCreateMixin, APIView):
     token_scopes = {"GET": "runs:read", "POST": "runs:create"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=Run(many=True), operation_id="threads_runs_list")
     def get(self, request, thread_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         params = request.query_params
@@ -116,7 +129,7 @@ class ThreadRunsView(_RunCreateMixin, APIView):
         runs = selectors.run_list(thread=thread, limit=limit, offset=offset, status=params.get("status"))
         return Response([run_json(r) for r in runs])
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=RunCreate, responses=Run, examples=[RUN_REQUEST_EXAMPLE, RUN_EXAMPLE])
     def post(self, request, thread_id=None):
         _, admitted = self.admit(request, thread_id)
         response = Response(run_json(admitted.run))
@@ -124,11 +137,11 @@ class ThreadRunsView(_RunCreateMixin, APIView):
         return response
 
 
-class ThreadRunsStreamView(_RunCreateMixin, APIView):
+class ThreadRunsStreamView(_JSONErrors, _RunCreateMixin, APIView):
     token_scopes = {"POST": "runs:create"}
     renderer_classes = RENDERERS
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={(200, "text/event-stream"): OpenApiTypes.STR})
+    @extend_schema(request=RunCreate, responses={(200, "text/event-stream"): STREAM}, examples=[RUN_REQUEST_EXAMPLE])
     def post(self, request, thread_id=None):
         run_request, admitted = self.admit(request, thread_id)
         run_id = str(admitted.run.pk)
@@ -139,7 +152,7 @@ class ThreadRunsStreamView(_RunCreateMixin, APIView):
 class ThreadRunsWaitView(_RunCreateMixin, APIView):
     token_scopes = {"POST": "runs:create"}
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=RunCreate, responses=FinalValues, examples=[RUN_REQUEST_EXAMPLE])
     def post(self, request, thread_id=None):
         run_request, admitted = self.admit(request, thread_id)
         run_id = str(admitted.run.pk)
@@ -164,7 +177,7 @@ class StatelessRunsWaitView(ThreadRunsWaitView):
 class RunDetailView(APIView):
     token_scopes = {"GET": "runs:read", "DELETE": "runs:cancel"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=Run)
     def get(self, request, thread_id, run_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         return Response(run_json(selectors.run_get_for_user(user=request.user, thread_id=thread.pk, run_id=run_id)))
@@ -209,7 +222,7 @@ def _cancel_on_disconnect(request, *, default: bool) -> bool:
 class RunJoinView(APIView):
     token_scopes = {"GET": "runs:read"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=FinalValues)
     def get(self, request, thread_id, run_id):
         cancel = _cancel_on_disconnect(request, default=False)
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
@@ -217,7 +230,7 @@ class RunJoinView(APIView):
         return _json_response(_final_values(str(run.pk), thread, cancel_on_disconnect=cancel))
 
 
-class RunJoinStreamView(APIView):
+class RunJoinStreamView(_JSONErrors, APIView):
     """(Re)attach to a run's stream: a read, by GET (the langgraph-sdk's ``join_stream``) or
     POST. ``?action=`` cancels the run first: on POST only, and a token needs ``runs:cancel``
     for it as well; a GET with ``action`` is a 422 and changes nothing."""
@@ -236,13 +249,13 @@ class RunJoinStreamView(APIView):
             services.run_cancel(run=run, action=action, wait=_flag(request.query_params.get("wait"), "wait"))
         return sse_response(run_events(str(run.pk), last_event_id=last_event_id, cancel_on_disconnect=cancel))
 
-    @extend_schema(responses={(200, "text/event-stream"): OpenApiTypes.STR})
+    @extend_schema(responses={(200, "text/event-stream"): STREAM}, operation_id="threads_runs_join_stream")
     def get(self, request, thread_id, run_id):
         if request.query_params.get("action"):
             raise InvalidRequest(GET_ACTION_REFUSED)
         return self._stream(request, thread_id, run_id, action=None)
 
-    @extend_schema(request=None, responses={(200, "text/event-stream"): OpenApiTypes.STR})
+    @extend_schema(request=None, responses={(200, "text/event-stream"): STREAM}, operation_id="threads_runs_join_stream_create")
     def post(self, request, thread_id, run_id):
         action = request.query_params.get("action")
         if action:
@@ -265,7 +278,7 @@ class RunEventsView(APIView):
 
     token_scopes = {"GET": "runs:read"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=Event(many=True))
     def get(self, request, thread_id, run_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         run = selectors.run_get_for_user(user=request.user, thread_id=thread.pk, run_id=run_id)
@@ -281,7 +294,7 @@ class RunMessagesView(APIView):
 
     token_scopes = {"GET": "runs:read"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=RunMessagesPage)
     def get(self, request, thread_id, run_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         run = selectors.run_get_for_user(user=request.user, thread_id=thread.pk, run_id=run_id)

@@ -20,7 +20,7 @@ from django.utils import timezone
 from langgraph.types import Command
 
 from apps.runs import graphs, lifecycle, run_state
-from apps.runs.journal import JournalBuffer, JournalEvent, RunProgress, message_events
+from apps.runs.journal import JournalBuffer, JournalEvent, RunProgress, message_events, middleware_events
 from apps.runs.message_seq import SeqStamper
 from apps.runs.models import Run
 from apps.runs.reservations import held_reservations
@@ -249,14 +249,12 @@ def _stream_modes(kwargs: dict) -> tuple[list[str], list[str]]:
     """(requested wire modes, graph modes to ask LangGraph for). Values are always streamed:
     the worker journals messages and keeps the final state from them."""
     requested = kwargs.get("stream_mode") or ["values"]
-    # custom too when the run may delegate: subagent progress is journaled whether or not the
-    # client asked for it. Other runs do not pay for a mode nobody reads.
-    configurable = (kwargs.get("config") or {}).get("configurable") or {}
-    delegating = bool((kwargs.get("context") or {}).get("subagent_enabled") or configurable.get("subagent_enabled"))
+    # custom too: subagent progress and middleware audit events (a skill activated, its
+    # secrets missing) are journaled whether or not the client asked for the mode. A run that
+    # writes none gets no chunk from it.
     # updates too: an interrupt shows there as "__interrupt__", so the end of the run needs no
     # state read to know it stopped for input.
-    graph_modes = list(dict.fromkeys([GRAPH_MODE.get(m, m) for m in requested] + ["values", "updates"]
-                                     + (["custom"] if delegating else [])))
+    graph_modes = list(dict.fromkeys([GRAPH_MODE.get(m, m) for m in requested] + ["values", "updates", "custom"]))
     return requested, graph_modes
 
 
@@ -334,7 +332,13 @@ async def _execute(run_id: str, claimed: dict | None = None) -> None:
     app_config = None
     try:
         app_config = await graphs.run_app_config()
-        await lifecycle.run_starting(lifecycle.RunStart(meta=meta, kwargs=kwargs, config=config, context=context, app_config=app_config))
+        start = lifecycle.RunStart(meta=meta, kwargs=kwargs, config=config, context=context, app_config=app_config)
+        await lifecycle.run_starting(start)
+        if start.events:  # what a feature put into the run before it started (memory's context:memory)
+            journal.hold(*start.events)
+            if "custom" in wire_requested:
+                for event in start.events:
+                    await bridge.apublish(run_id, "custom", {"type": event.event_type, **event.content})
         checkpointer = await runtime.checkpointer()
         graph = await graphs.build_graph(config, checkpointer)
         graph_input = _graph_input(kwargs)
@@ -372,7 +376,7 @@ async def _execute(run_id: str, claimed: dict | None = None) -> None:
                 elif mode == "updates" and not namespace:
                     stopped = stopped or (isinstance(data, dict) and "__interrupt__" in data)
                 elif mode == "custom" and not namespace:
-                    events = subagent_events(data, progress)
+                    events = subagent_events(data, progress) or middleware_events(data)
                     if events:
                         await journal.add(events)
                 if wire not in wire_requested:

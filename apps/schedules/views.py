@@ -7,12 +7,13 @@ Tokens: reading needs ``runs:read``; anything that creates, changes or starts ru
 from __future__ import annotations
 
 from django.utils import timezone
-from drf_spectacular.utils import OpenApiTypes, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.errors import InvalidRequest
+from apps.schedules import api_types as types
 from apps.schedules import cron, dispatch, once, selectors, services
 from apps.schedules.models import ScheduledTaskRun
 from apps.schedules.serializers import task_json, task_run_json
@@ -44,11 +45,11 @@ def _one_json(task) -> dict:
 class ScheduledTaskCollectionView(APIView):
     token_scopes = {"GET": _READ, "POST": _WRITE}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.Task(many=True), operation_id="scheduled_tasks_list")
     def get(self, request):
         return Response(_tasks_json(selectors.scheduled_task_list(user=request.user)))
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=types.TaskWrite, responses={201: types.Task})
     def post(self, request):
         task = services.scheduled_task_create(user=request.user, data=request.data)
         return Response(_one_json(task), status=status.HTTP_201_CREATED)
@@ -57,16 +58,16 @@ class ScheduledTaskCollectionView(APIView):
 class ScheduledTaskDetailView(APIView):
     token_scopes = {"GET": _READ, "PATCH": _WRITE, "DELETE": _WRITE}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.Task)
     def get(self, request, task_id):
         return Response(_one_json(selectors.scheduled_task_get_for_user(user=request.user, task_id=task_id)))
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=types.TaskWrite, responses=types.Task)
     def patch(self, request, task_id):
         task = selectors.scheduled_task_get_for_user(user=request.user, task_id=task_id)
         return Response(_one_json(services.scheduled_task_update(task=task, data=request.data)))
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses={200: types.TaskDeleted})
     def delete(self, request, task_id):
         task = selectors.scheduled_task_get_for_user(user=request.user, task_id=task_id)
         services.scheduled_task_delete(task=task)
@@ -77,7 +78,7 @@ class _EnableView(APIView):
     token_scopes = {"POST": _WRITE}
     enabled = True
 
-    @extend_schema(request=None, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=None, responses=types.Task)
     def post(self, request, task_id):
         task = selectors.scheduled_task_get_for_user(user=request.user, task_id=task_id)
         return Response(_one_json(services.scheduled_task_set_enabled(task=task, enabled=self.enabled)))
@@ -97,7 +98,7 @@ class ScheduledTaskTriggerView(APIView):
 
     token_scopes = {"POST": _WRITE}
 
-    @extend_schema(request=None, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=None, responses=types.TaskTriggered)
     def post(self, request, task_id):
         task = selectors.scheduled_task_get_for_user(user=request.user, task_id=task_id)
         task_run = dispatch.dispatch(task.pk, trigger=ScheduledTaskRun.Trigger.MANUAL)
@@ -107,7 +108,7 @@ class ScheduledTaskTriggerView(APIView):
 class ScheduledTaskRunsView(APIView):
     token_scopes = {"GET": _READ}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.TaskRun(many=True))
     def get(self, request, task_id):
         task = selectors.scheduled_task_get_for_user(user=request.user, task_id=task_id)
         params = request.query_params
@@ -118,7 +119,7 @@ class ScheduledTaskRunsView(APIView):
 class ThreadScheduledTasksView(APIView):
     token_scopes = {"GET": _READ}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.Task(many=True))
     def get(self, request, thread_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         return Response(_tasks_json(selectors.scheduled_task_list(user=request.user, thread_id=thread.pk)))
@@ -129,7 +130,7 @@ class SchedulePreviewView(APIView):
 
     token_scopes = {"POST": _READ}
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=types.SchedulePreviewAsk, responses=types.SchedulePreview)
     def post(self, request):
         data = request.data if isinstance(request.data, dict) else {}
         zone = data.get("timezone") or "UTC"

@@ -14,6 +14,11 @@ class SkillState(models.Model):
                               related_name="skill_states", help_text="Empty: the default for every user.")
     name = models.CharField(max_length=64)
     enabled = models.BooleanField(default=True)
+    # A skill the agent wrote (installed from a thread's files) whose scan found something
+    # high: kept off until the user turns it on knowing the findings (docs/skills.md).
+    held = models.BooleanField(default=False, help_text="Kept off by the install scan until a person turns it on.")
+    findings = models.JSONField(default=list, blank=True,
+                                help_text="The scan findings that held it (rule, severity, file, line, message).")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
@@ -25,7 +30,7 @@ class SkillState(models.Model):
 
     def __str__(self) -> str:
         who = self.owner_id or "everyone"
-        return f"{self.name} for {who}: {'on' if self.enabled else 'off'}"
+        return f"{self.name} for {who}: {'held' if self.held else 'on' if self.enabled else 'off'}"
 
 
 class GlobalSkillChange(models.Model):

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from django.db.models import Q
+
+from apps.errors import NotFound
+from apps.skills.models import SkillState
 from harness.config import get_app_config
 from harness.skills.install import list_versions
 from harness.skills.loader import CUSTOM, GLOBAL, Skill, global_skills_home, load_global_skills, load_public_skills
 from harness.skills.state import SkillEntry, SkillSet, resolve_skill_set
-
-from apps.errors import NotFound
 
 
 def skill_set_for_user(*, user) -> SkillSet:
@@ -35,7 +37,33 @@ def skill_editable(skill: Skill, *, user) -> bool:
     return skill.category == CUSTOM or (skill.category == GLOBAL and can_manage_global(user))
 
 
-def skill_to_dict(entry: SkillEntry, *, user=None) -> dict:
+def _review_rows(*, user, names: list[str]) -> dict[tuple[bool, str], SkillState]:
+    """(is the row everyone's, name) -> the rows that carry install-scan findings."""
+    owner = Q(owner__isnull=True) | (Q(owner_id=user.pk) if getattr(user, "pk", None) else Q(pk__in=[]))
+    rows = SkillState.objects.filter(owner, name__in=names).exclude(findings=[])
+    return {(row.owner_id is None, row.name): row for row in rows}
+
+
+def _review_of(rows: dict, skill: Skill) -> SkillState | None:
+    """The row that speaks for this skill: everyone's for a global skill, the user's own for
+    a custom one (public skills are never installed, so never held)."""
+    if skill.category == GLOBAL:
+        return rows.get((True, skill.name))
+    if skill.category == CUSTOM:
+        return rows.get((False, skill.name))
+    return None
+
+
+def held_state(*, user, name: str, category: str) -> SkillState | None:
+    """The hold row keeping this skill off, if its install scan held it."""
+    if category == GLOBAL:
+        return SkillState.objects.filter(owner__isnull=True, name=name, held=True).first()
+    if category == CUSTOM:
+        return SkillState.objects.filter(owner=user, name=name, held=True).first()
+    return None
+
+
+def skill_to_dict(entry: SkillEntry, *, user=None, review: SkillState | None = None) -> dict:
     skill: Skill = entry.skill
     meta = skill.meta
     return {
@@ -51,11 +79,24 @@ def skill_to_dict(entry: SkillEntry, *, user=None) -> dict:
         "container_path": skill.container_path,
         "allowed_tools": list(meta.allowed_tools) if meta.allowed_tools is not None else None,
         "required_secrets": [s.name for s in meta.required_secrets],
+        "secrets_autonomous": meta.secrets_autonomous,
+        # Held: the agent wrote it and its install scan found something high; it stays off
+        # until the user turns it on knowing why. The findings stay readable after that.
+        "held": bool(review is not None and review.held),
+        "review_findings": list(review.findings) if review is not None else [],
     }
 
 
 def skill_list(*, user) -> list[dict]:
-    return [skill_to_dict(e, user=user) for e in skill_set_for_user(user=user).entries]
+    entries = skill_set_for_user(user=user).entries
+    rows = _review_rows(user=user, names=[e.skill.name for e in entries])
+    return [skill_to_dict(e, user=user, review=_review_of(rows, e.skill)) for e in entries]
+
+
+def skill_dict_for_user(*, user, name: str) -> dict:
+    entry = skill_get_for_user(user=user, name=name)
+    rows = _review_rows(user=user, names=[name])
+    return skill_to_dict(entry, user=user, review=_review_of(rows, entry.skill))
 
 
 def skill_get_for_user(*, user, name: str) -> SkillEntry:
@@ -79,4 +120,5 @@ def skill_detail(*, user, name: str) -> dict:
         versions = list_versions(user_id=None, name=name, home=global_skills_home())
     else:  # public, or a global skill a non-admin cannot roll back anyway
         versions = []
-    return {**skill_to_dict(entry, user=user), "content": content, "versions": versions}
+    review = _review_of(_review_rows(user=user, names=[name]), entry.skill)
+    return {**skill_to_dict(entry, user=user, review=review), "content": content, "versions": versions}

@@ -17,15 +17,18 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from apps.errors import Forbidden, InvalidRequest, NotFound
+from django.db import transaction
+
+from apps.errors import Conflict, Forbidden, InvalidRequest, NotFound
 from apps.skills.models import GlobalSkillChange, SkillState
-from apps.skills.selectors import can_manage_global, global_skill_names, public_skill_names, skill_get_for_user
-from harness.config import deer_flow_home, thread_user_data_dir
+from apps.skills.selectors import can_manage_global, global_skill_names, held_state, public_skill_names, skill_get_for_user
+from harness.config import deer_flow_home, get_app_config, thread_user_data_dir
 from harness.sandbox.errors import SandboxPathError
 from harness.sandbox.paths import VirtualFS
-from harness.skills.archive import MAX_ARCHIVE_BYTES, WARNING, Finding
+from harness.skills.archive import MAX_ARCHIVE_BYTES, WARNING, Finding, holding_findings
 from harness.skills.install import InstallResult, SkillInstallError, delete_custom, install_archive, rollback
-from harness.skills.loader import CUSTOM, GLOBAL, PUBLIC, global_root, global_skills_home
+from harness.skills.review import review_directory
+from harness.skills.loader import CUSTOM, GLOBAL, PUBLIC, global_root, global_skills_home, user_skills_home
 from harness.skills.parser import NAME_PATTERN
 
 USER_SCOPE, GLOBAL_SCOPE = "user", "global"
@@ -39,9 +42,40 @@ class SkillRefused(InvalidRequest):
         self.findings = findings
 
 
-def skill_set_enabled(*, user, name: str, enabled: bool) -> None:
-    skill_get_for_user(user=user, name=name)
+class SkillHeld(Conflict):
+    """Turning on a skill its install scan held, without saying the findings were read."""
+
+    def __init__(self, detail: str, findings: list):
+        super().__init__(detail)
+        self.findings = findings
+
+
+def skill_set_enabled(*, user, name: str, enabled: bool, acknowledge_findings: bool = False, via_token: bool = False) -> None:
+    """A held skill turns on only with ``acknowledge_findings`` (the person has seen why it
+    was held); that lifts the hold and keeps the findings on the row for later readers. A
+    global skill's hold is lifted by an admin in a signed-in session, like its install."""
+    entry = skill_get_for_user(user=user, name=name)
+    hold = held_state(user=user, name=name, category=entry.skill.category)
+    if enabled and hold is not None:
+        if not acknowledge_findings:
+            raise SkillHeld(f"'{name}' was kept off by its install scan: {_hold_reason(hold.findings)}. "
+                            "Read the findings, then turn it on with acknowledge_findings if you trust it.", hold.findings)
+        if hold.owner_id is None:
+            _require_global_admin(user=user, via_token=via_token)
+        with transaction.atomic():
+            hold.held = False
+            hold.enabled = True
+            hold.save(update_fields=["held", "enabled", "updated_at"])
+            if hold.owner_id is None:
+                return
     SkillState.objects.update_or_create(owner=user, name=name, defaults={"enabled": bool(enabled)})
+
+
+def _hold_reason(findings: list, limit: int = 3) -> str:
+    parts = [f"{f.get('file')}{':' + str(f['line']) if f.get('line') else ''} {f.get('message')} ({f.get('rule')})"
+             for f in findings[:limit]]
+    more = f" and {len(findings) - limit} more" if len(findings) > limit else ""
+    return "; ".join(parts) + more
 
 
 def check_install_scope(*, user, scope, via_token: bool) -> str:
@@ -81,30 +115,56 @@ def _record(*, name: str, action: str, version: str | None, actor, findings: lis
                                      findings=findings or [])
 
 
-def _install(path: Path, *, user, scope: str = USER_SCOPE) -> InstallResult:
+@dataclass
+class Installed:
+    result: InstallResult
+    held: list[dict]  # the findings that keep it off (empty: it is on)
+
+
+def _install(path: Path, *, user, scope: str = USER_SCOPE, agent_written: bool = False) -> Installed:
+    """``agent_written``: the archive came from a thread's files, so the agent wrote it; its
+    high findings keep it off until a person turns it on (an upload is the person's own pick)."""
     public = public_skill_names()
+    content = get_app_config().skill_scan.enabled
     try:
         if scope == GLOBAL_SCOPE:
-            result = install_archive(path, user_id=None, public_names=public, home=global_skills_home(), live_dir=GLOBAL)
+            result = install_archive(path, user_id=None, public_names=public, home=global_skills_home(), live_dir=GLOBAL,
+                                     content=content)
         else:
-            result = install_archive(path, user_id=str(user.pk), public_names=public, global_names=global_skill_names())
+            result = install_archive(path, user_id=str(user.pk), public_names=public, global_names=global_skill_names(),
+                                     content=content)
     except SkillInstallError as exc:
         raise SkillRefused(exc.message, [f.to_dict() for f in exc.findings]) from None
+    held = [f.to_dict() for f in holding_findings(result.findings)] if agent_written else []
     if scope == GLOBAL_SCOPE:
         shadowed = users_with_own_skill(result.name)
         if shadowed:
             result.findings.append(Finding(
                 "name.shadowed", WARNING, f"{result.name}/SKILL.md", None,
                 f"{len(shadowed)} user(s) have a skill of their own named '{result.name}'; theirs stays in use for them"))
-        if not result.replaced:
-            # A first install starts on for everyone, whatever an earlier skill of that name left.
+        if held:
+            _hold(owner=None, name=result.name, findings=held)
+        elif not result.replaced or _is_held(owner=None, name=result.name):
+            # A first install starts on for everyone, whatever an earlier skill of that name
+            # left; a clean version replaces a held one and starts on too.
             SkillState.objects.filter(owner__isnull=True, name=result.name).delete()
         _record(name=result.name, action=GlobalSkillChange.Action.UPDATE if result.replaced else GlobalSkillChange.Action.INSTALL,
                 version=result.version, actor=user, findings=[f.to_dict() for f in result.findings])
+    elif held:
+        _hold(owner=user, name=result.name, findings=held)
     else:
         # A reinstall after a delete starts enabled again, like a first install.
         SkillState.objects.filter(owner=user, name=result.name).delete()
-    return result
+    return Installed(result, held)
+
+
+def _is_held(*, owner, name: str) -> bool:
+    return SkillState.objects.filter(owner=owner, name=name, held=True).exists()
+
+
+def _hold(*, owner, name: str, findings: list) -> None:
+    SkillState.objects.update_or_create(owner=owner, name=name,
+                                        defaults={"enabled": False, "held": True, "findings": findings})
 
 
 def _too_large(file: str) -> SkillRefused:
@@ -113,7 +173,7 @@ def _too_large(file: str) -> SkillRefused:
         "rule": "archive.too_large", "severity": "critical", "file": file, "line": None, "message": message}])
 
 
-def skill_install_upload(*, user, upload, scope: str = USER_SCOPE) -> InstallResult:
+def skill_install_upload(*, user, upload, scope: str = USER_SCOPE) -> Installed:
     if upload.size > MAX_ARCHIVE_BYTES:
         raise _too_large(upload.name)
     fd, tmp = tempfile.mkstemp(suffix=".skill")
@@ -126,7 +186,7 @@ def skill_install_upload(*, user, upload, scope: str = USER_SCOPE) -> InstallRes
         Path(tmp).unlink(missing_ok=True)
 
 
-def skill_install_from_thread(*, user, thread_id: str, path: str, scope: str = USER_SCOPE) -> InstallResult:
+def skill_install_from_thread(*, user, thread_id: str, path: str, scope: str = USER_SCOPE) -> Installed:
     from apps.threads.selectors import thread_get_for_user
 
     thread = thread_get_for_user(user=user, thread_id=thread_id)
@@ -148,7 +208,7 @@ def skill_install_from_thread(*, user, thread_id: str, path: str, scope: str = U
                 if copied > MAX_ARCHIVE_BYTES:
                     raise _too_large(resolved.virtual)
                 dst.write(chunk)
-        return _install(Path(tmp), user=user, scope=scope)
+        return _install(Path(tmp), user=user, scope=scope, agent_written=True)
     finally:
         Path(tmp).unlink(missing_ok=True)
 
@@ -171,14 +231,21 @@ def skill_rollback(*, user, name: str, version_id: str | None = None, scope: str
     category = _target(user=user, name=name, scope=scope, via_token=via_token)
     if category == PUBLIC:
         raise Forbidden("public skills have no versions to roll back to")
+    owner = None if category == GLOBAL else user
     try:
         if category == GLOBAL:
             version = rollback(user_id=None, name=name, version_id=version_id, home=global_skills_home(), live_dir=GLOBAL)
             _record(name=name, action=GlobalSkillChange.Action.ROLLBACK, version=version, actor=user)
-            return version
-        return rollback(user_id=str(user.pk), name=name, version_id=version_id)
+            live = global_skills_home() / GLOBAL / name
+        else:
+            version = rollback(user_id=str(user.pk), name=name, version_id=version_id)
+            live = user_skills_home(str(user.pk)) / CUSTOM / name
     except SkillInstallError as exc:
         raise InvalidRequest(exc.message) from None
+    if _is_held(owner=owner, name=name) and not holding_findings(review_directory(live, subject=name).findings):
+        # The hold was on the version rolled away from; the one back in place reads clean.
+        SkillState.objects.filter(owner=owner, name=name).delete()
+    return version
 
 
 def skill_delete(*, user, name: str, scope: str | None = None, via_token: bool = False) -> None:

@@ -35,10 +35,13 @@ class OrmSkillStateStore:
         if hit is not None and now - hit[0] < getattr(settings, "SKILL_STATE_CACHE_SECONDS", 2.0):
             return dict(hit[1])
         owner = Q(owner_id=int(user_id)) if str(user_id).isdigit() else Q(pk__in=[])
-        rows = SkillState.objects.filter(Q(owner__isnull=True) | owner).values_list("owner_id", "name", "enabled")
-        everyone = {name: enabled for owner_id, name, enabled in rows if owner_id is None}
-        mine = {name: enabled for owner_id, name, enabled in rows if owner_id is not None}
-        result = {**everyone, **mine}
+        rows = SkillState.objects.filter(Q(owner__isnull=True) | owner).values_list("owner_id", "name", "enabled", "held")
+        everyone = {name: enabled for owner_id, name, enabled, _ in rows if owner_id is None}
+        mine = {name: enabled for owner_id, name, enabled, _ in rows if owner_id is not None}
+        # A global skill held by its install scan stays off for everyone until an admin lifts
+        # the hold: a user's older choice about that name does not turn it on.
+        held = {name: False for owner_id, name, _, is_held in rows if owner_id is None and is_held}
+        result = {**everyone, **mine, **held}
         with self._lock:
             if len(self._cache) > 10_000:
                 self._cache.clear()

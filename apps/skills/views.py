@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiTypes, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.errors import InvalidRequest
+from apps.skills import api_types as types
 from apps.skills import selectors, services
 from deerflow_site.json_input import StrictJSONParser
 
@@ -22,7 +23,7 @@ def _via_token(request) -> bool:
 class SkillListView(APIView):
     token_scopes = {"GET": READ}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.SkillList, operation_id="skills_list")
     def get(self, request):
         return Response({"skills": selectors.skill_list(user=request.user)})
 
@@ -30,17 +31,24 @@ class SkillListView(APIView):
 class SkillDetailView(APIView):
     token_scopes = {"GET": READ, "PUT": WRITE, "DELETE": WRITE}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.SkillDetail)
     def get(self, request, name):
         return Response(selectors.skill_detail(user=request.user, name=name))
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=types.SkillEnable, responses={200: types.Skill, 409: types.SkillHeld})
     def put(self, request, name):
-        enabled = request.data.get("enabled") if isinstance(request.data, dict) else None
+        body = request.data if isinstance(request.data, dict) else {}
+        enabled, acknowledge = body.get("enabled"), body.get("acknowledge_findings", False)
         if not isinstance(enabled, bool):
             raise InvalidRequest("enabled must be true or false")
-        services.skill_set_enabled(user=request.user, name=name, enabled=enabled)
-        return Response(selectors.skill_to_dict(selectors.skill_get_for_user(user=request.user, name=name), user=request.user))
+        if not isinstance(acknowledge, bool):
+            raise InvalidRequest("acknowledge_findings must be true or false")
+        try:
+            services.skill_set_enabled(user=request.user, name=name, enabled=enabled, acknowledge_findings=acknowledge,
+                                       via_token=_via_token(request))
+        except services.SkillHeld as exc:
+            return Response({"detail": exc.detail, "held": True, "findings": exc.findings}, status=409)
+        return Response(selectors.skill_dict_for_user(user=request.user, name=name))
 
     @extend_schema(responses={204: None})
     def delete(self, request, name):
@@ -57,7 +65,8 @@ class SkillInstallView(APIView):
     token_scopes = {"POST": WRITE}
     parser_classes = [StrictJSONParser, MultiPartParser]
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request={"application/json": types.SkillInstallFromThread, "multipart/form-data": types.SkillInstallUpload},
+                   responses={200: types.SkillInstalled, 422: types.SkillRefused})
     def post(self, request):
         body = request.data if isinstance(request.data, dict) else {}
         # Checked before the archive is scanned: a refused scope costs no scan and writes nothing.
@@ -65,18 +74,23 @@ class SkillInstallView(APIView):
         try:
             upload = request.FILES.get("file")
             if upload is not None:
-                result = services.skill_install_upload(user=request.user, upload=upload, scope=scope)
+                installed = services.skill_install_upload(user=request.user, upload=upload, scope=scope)
             else:
                 thread_id, path = body.get("thread_id"), body.get("path")
                 if not isinstance(thread_id, str) or not isinstance(path, str):
                     raise InvalidRequest("send a multipart 'file', or JSON {thread_id, path}")
-                result = services.skill_install_from_thread(user=request.user, thread_id=thread_id, path=path, scope=scope)
+                installed = services.skill_install_from_thread(user=request.user, thread_id=thread_id, path=path, scope=scope)
         except services.SkillRefused as exc:
             return Response({"detail": exc.detail, "success": False, "findings": exc.findings}, status=422)
+        result = installed.result
         verb = "updated" if result.replaced else "installed"
+        message = f"Skill '{result.name}' {verb}{' for everyone' if scope == services.GLOBAL_SCOPE else ''}."
+        if installed.held:
+            message = (f"Skill '{result.name}' {verb}, but kept off: the agent wrote it and the scan found "
+                       f"{len(installed.held)} thing(s) to check first. Read the findings; turn it on only if you trust it.")
         return Response({
             "success": True, "skill_name": result.name, "version": result.version, "replaced": result.replaced,
-            "scope": scope, "message": f"Skill '{result.name}' {verb}{' for everyone' if scope == services.GLOBAL_SCOPE else ''}.",
+            "scope": scope, "message": message, "held": bool(installed.held),
             "findings": [f.to_dict() for f in result.findings],
         })
 
@@ -84,7 +98,7 @@ class SkillInstallView(APIView):
 class SkillRollbackView(APIView):
     token_scopes = {"POST": WRITE}
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=types.SkillRollback, responses=types.SkillRolledBack)
     def post(self, request, name):
         body = request.data if isinstance(request.data, dict) else {}
         version_id = body.get("version")
@@ -98,6 +112,6 @@ class SkillRollbackView(APIView):
 class SkillVersionsView(APIView):
     token_scopes = {"GET": READ}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.SkillVersions)
     def get(self, request, name):
         return Response({"versions": selectors.skill_detail(user=request.user, name=name)["versions"]})

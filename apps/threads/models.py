@@ -6,6 +6,7 @@ import uuid
 from django.conf import settings
 from django.core.validators import RegexValidator
 from django.db import models
+from django.db.models.functions import Lower
 
 THREAD_ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
 thread_id_validator = RegexValidator(THREAD_ID_PATTERN, "Thread ids are 1 to 64 characters of letters, digits, '_' and '-'.")
@@ -43,6 +44,24 @@ class Thread(models.Model):
 
     def __str__(self) -> str:
         return self.title or self.id
+
+
+class ThreadTag(models.Model):
+    """A user's label for chats (Open WebUI's tags): a chat may carry several, and the sidebar
+    filters by them. Names are unique per owner whatever their case; a tag only ever holds
+    its owner's threads (the services check both ends)."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="thread_tags")
+    name = models.CharField(max_length=40)
+    threads = models.ManyToManyField(Thread, related_name="tags", blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = [Lower("name")]
+        constraints = [models.UniqueConstraint(Lower("name"), "owner", name="uq_thread_tag_owner_name")]
+
+    def __str__(self) -> str:
+        return self.name
 
 
 class Feedback(models.Model):

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from django.db.models import Exists, OuterRef, Q
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q
+from django.db.models.functions import Lower
 
 from apps.errors import InvalidRequest, NotFound
 from apps.threads.metadata import PAGE_THREADS, metadata_limit, metadata_size, metadata_within
-from apps.threads.models import Feedback, Thread
+from apps.threads.models import Feedback, Thread, ThreadTag
 from deerflow_site.db.prepared_sql import ModelLookup
 
 _SEARCH_CHUNK = 20  # rows read from the database at a time by a search
@@ -38,6 +39,7 @@ def thread_of_owner(*, thread_id: str, owner_id: int) -> Thread | None:
 def thread_search(*, user, metadata: dict | None = None, status: str | None = None, ids: list[str] | None = None,
                   limit: int = 10, offset: int = 0, sort_by: str | None = None, sort_order: str | None = None,
                   query: str | None = None, pinned: bool | None = None, started: bool | None = None,
+                  tags: list[str] | None = None,
                   message_search: Callable[..., dict[str, str] | None] | None = None) -> list[Thread]:
     """The caller's threads. DeerFlow's additions to LangGraph's search body:
 
@@ -49,6 +51,8 @@ def thread_search(*, user, metadata: dict | None = None, status: str | None = No
     - ``pinned``: only pinned (true) or unpinned (false) threads.
     - ``started``: only threads that had a run (true): a thread created for an upload and
       then left is a draft, not a chat the sidebar should list.
+    - ``tags``: only threads carrying every one of these tag names (any case). Each thread of
+      the page has its own tags in ``tag_names``.
     """
     qs = Thread.objects.filter(owner_id=user.pk)
     snippets: dict[str, str] = {}
@@ -71,6 +75,12 @@ def thread_search(*, user, metadata: dict | None = None, status: str | None = No
         runs = Thread._meta.get_field("runs").related_model
         has_run = Exists(runs.objects.filter(thread_id=OuterRef("pk")))
         qs = qs.filter(has_run if started else ~has_run)
+    if tags is not None:
+        if not isinstance(tags, list) or not all(isinstance(name, str) for name in tags) or len(tags) > 20:
+            raise InvalidRequest("tags must be a list of at most 20 tag names")
+        for name in tags:
+            # Through the caller's own tags only: another user's tag of the same name matches nothing.
+            qs = qs.filter(tags__in=ThreadTag.objects.filter(owner_id=user.pk, name__iexact=" ".join(name.split())))
     if metadata:
         if not isinstance(metadata, dict):
             raise InvalidRequest("metadata must be an object")
@@ -94,7 +104,8 @@ def thread_search(*, user, metadata: dict | None = None, status: str | None = No
         raise InvalidRequest(f"sort_by must be one of {', '.join(SORTABLE)}")
     if sort_order not in (None, "asc", "desc"):
         raise InvalidRequest("sort_order must be 'asc' or 'desc'")
-    page = qs.order_by(field if sort_order == "asc" else f"-{field}")[offset : offset + limit]
+    page = qs.order_by(field if sort_order == "asc" else f"-{field}").prefetch_related(
+        Prefetch("tags", queryset=ThreadTag.objects.only("id", "name"), to_attr="tag_list"))[offset : offset + limit]
     # Each thread's metadata is cut to what a list carries as its row is read (a few rows at a
     # time), so a page of rows from before the metadata limit never sits in memory whole.
     cap = metadata_limit()
@@ -102,12 +113,31 @@ def thread_search(*, user, metadata: dict | None = None, status: str | None = No
     threads = []
     for thread in page.iterator(chunk_size=_SEARCH_CHUNK):
         thread.search_snippet = snippets.get(thread.pk, "")
+        thread.tag_names = [tag.name for tag in thread.tag_list]
         thread.list_metadata, thread.metadata_truncated = metadata_within(thread.metadata, min(cap, budget))
         if thread.metadata_truncated:
             del thread.metadata  # deferred from now on: reading it again loads it, save() leaves it alone
         budget -= metadata_size(thread.list_metadata)
         threads.append(thread)
     return threads
+
+
+def tag_list_for_user(*, user) -> list[ThreadTag]:
+    """The caller's tags by name, each with ``thread_count``: how many of their chats carry it."""
+    # Meta.ordering does not apply to an aggregate query: name the order.
+    return list(ThreadTag.objects.filter(owner_id=user.pk).annotate(thread_count=Count("threads")).order_by(Lower("name"), "pk"))
+
+
+def tag_get_for_user(*, user, tag_id) -> ThreadTag:
+    """The caller's tag, or NotFound — also for another user's tag id."""
+    tag = ThreadTag.objects.filter(pk=tag_id, owner_id=user.pk).first() if isinstance(tag_id, int) else None
+    if tag is None:
+        raise NotFound(f"Tag {tag_id} not found")
+    return tag
+
+
+def thread_tag_names(*, thread: Thread) -> list[str]:
+    return [tag.name for tag in thread.tags.all()]
 
 
 def thread_titles_taken(*, owner_id: int, prefix: str) -> set[str]:

@@ -21,6 +21,8 @@ def thread_json(thread: Thread, *, values: dict | None = None, snippet: str = ""
         "assistant_id": thread.assistant_id or "lead_agent",
         # DeerFlow's: when the thread was pinned (null: not pinned).
         "pinned_at": thread.pinned_at.isoformat() if thread.pinned_at else None,
+        # The owner's tags on this chat, by name (a search page read them with its rows).
+        "tags": thread.tag_names if hasattr(thread, "tag_names") else [tag.name for tag in thread.tags.all()],
     }
     if snippet:  # a search that matched the thread's messages: the passage that did
         data["search_snippet"] = snippet

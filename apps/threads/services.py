@@ -17,7 +17,7 @@ from django.db import IntegrityError, transaction
 
 from apps.errors import Conflict, InvalidRequest, NotFound
 from apps.threads.metadata import check_metadata_size
-from apps.threads.models import THREAD_ID_PATTERN, Thread, new_thread_id
+from apps.threads.models import THREAD_ID_PATTERN, Thread, ThreadTag, new_thread_id
 from deerflow_site.db.prepared_sql import ModelInsert, ModelUpdate
 
 _THREAD_ID = re.compile(THREAD_ID_PATTERN)
@@ -170,3 +170,76 @@ def thread_title_set(*, thread_id: str, title: str, only_if_untitled: bool = Fal
     if only_if_untitled:
         return bool(_update_untitled_thread(thread_id, "", title=title))
     return bool(_update_thread(thread_id, title=title))
+
+
+# ---------------------------------------------------------------- tags
+
+TAG_NAME_MAX = 40
+TAGS_PER_USER_MAX = 200
+TAGS_PER_THREAD_MAX = 20
+
+
+def _tag_name(name: object) -> str:
+    """A tag's name as kept: trimmed, inner runs of whitespace made one space."""
+    if not isinstance(name, str):
+        raise InvalidRequest("a tag name must be a string")
+    clean = " ".join(name.split())
+    if not clean:
+        raise InvalidRequest("a tag name cannot be empty")
+    if len(clean) > TAG_NAME_MAX:
+        raise InvalidRequest(f"a tag name is at most {TAG_NAME_MAX} characters")
+    return clean
+
+
+def _tag_named(*, owner, name: str) -> ThreadTag | None:
+    return ThreadTag.objects.filter(owner_id=owner.pk, name__iexact=name).first()
+
+
+def tag_create(*, owner, name: str) -> ThreadTag:
+    """The owner's tag of that name (any case), made if it does not exist yet."""
+    clean = _tag_name(name)
+    existing = _tag_named(owner=owner, name=clean)
+    if existing is not None:
+        return existing
+    if ThreadTag.objects.filter(owner_id=owner.pk).count() >= TAGS_PER_USER_MAX:
+        raise InvalidRequest(f"at most {TAGS_PER_USER_MAX} tags per user: delete one first")
+    try:
+        with transaction.atomic():
+            return ThreadTag.objects.create(owner=owner, name=clean)
+    except IntegrityError:
+        # A concurrent create of the same name won the race (uq_thread_tag_owner_name).
+        return _tag_named(owner=owner, name=clean)
+
+
+def tag_rename(*, tag: ThreadTag, name: str) -> ThreadTag:
+    clean = _tag_name(name)
+    other = _tag_named(owner=tag.owner, name=clean)
+    if other is not None and other.pk != tag.pk:
+        raise Conflict(f"you already have a tag named {other.name!r}")
+    tag.name = clean
+    tag.save(update_fields=["name"])
+    return tag
+
+
+def tag_delete(*, tag: ThreadTag) -> None:
+    """The tag goes; its chats stay, without it."""
+    tag.delete()
+
+
+def thread_tags_set(*, thread: Thread, names: list) -> list[ThreadTag]:
+    """Give the thread exactly these tags (by name, any case), making the owner's missing ones.
+    Tagging is not activity: ``updated_at`` stays, as for pins."""
+    if not isinstance(names, list):
+        raise InvalidRequest("tags must be a list of names")
+    clean: list[str] = []
+    for name in names:
+        value = _tag_name(name)
+        if value.casefold() not in {c.casefold() for c in clean}:
+            clean.append(value)
+    if len(clean) > TAGS_PER_THREAD_MAX:
+        raise InvalidRequest(f"at most {TAGS_PER_THREAD_MAX} tags per chat")
+    with transaction.atomic():
+        tags = [tag_create(owner=thread.owner, name=name) for name in clean]
+        # Both ends are the thread owner's: a tag of another user can never be named here.
+        thread.tags.set(tags)
+    return sorted(tags, key=lambda t: t.name.casefold())

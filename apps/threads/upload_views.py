@@ -8,12 +8,13 @@ reading as soon as a file or the request passes its cap (413).
 from __future__ import annotations
 
 from django.core.files.uploadhandler import FileUploadHandler
-from drf_spectacular.utils import OpenApiTypes, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.parsers import MultiPartParser
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.errors import InvalidRequest, PayloadTooLarge
+from apps.threads import api_types as types
 from apps.threads import uploads
 from apps.threads.selectors import thread_get_for_user
 
@@ -69,7 +70,7 @@ class ThreadUploadsView(APIView):
         django_request.upload_handlers = [_LimitHandler(django_request, limits), *django_request.upload_handlers]
         super().initial(request, *args, **kwargs)
 
-    @extend_schema(request={"multipart/form-data": OpenApiTypes.OBJECT}, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request={"multipart/form-data": types.UploadRequest}, responses=types.Uploaded)
     def post(self, request, thread_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         parts = request.FILES.getlist("files")
@@ -86,7 +87,7 @@ class ThreadUploadsView(APIView):
 class ThreadUploadLimitsView(APIView):
     token_scopes = {"GET": "threads:read"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.UploadLimits)
     def get(self, request, thread_id):
         thread_get_for_user(user=request.user, thread_id=thread_id)
         return Response(uploads.upload_limits())
@@ -95,7 +96,7 @@ class ThreadUploadLimitsView(APIView):
 class ThreadUploadListView(APIView):
     token_scopes = {"GET": "threads:read"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.UploadList)
     def get(self, request, thread_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         return Response(uploads.list_uploads(thread=thread))
@@ -104,7 +105,7 @@ class ThreadUploadListView(APIView):
 class ThreadUploadDetailView(APIView):
     token_scopes = {"DELETE": "threads:write"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses={200: types.Done})
     def delete(self, request, thread_id, filename):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         return Response(uploads.delete_upload(thread=thread, filename=filename))

@@ -1,12 +1,13 @@
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiTypes, extend_schema
+from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from apps.errors import InvalidRequest
 from apps.runs.selectors import run_get_for_user
 from apps.threads.selectors import thread_get_for_user
+from apps.workspace.api_types import WorkspaceChanges
 from apps.workspace.selectors import run_workspace_changes
 
 
@@ -25,7 +26,7 @@ class RunWorkspaceChangesView(APIView):
 
     token_scopes = {"GET": "runs:read"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=WorkspaceChanges)
     def get(self, request, thread_id, run_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         run = run_get_for_user(user=request.user, thread_id=thread.pk, run_id=run_id)

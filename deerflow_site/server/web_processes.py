@@ -9,7 +9,8 @@ from it through Daphne's ``--fd``: the kernel hands each new connection to which
 calls ``accept`` first, and a server busy with Python is not there to call it, so the idle one
 takes it. No port per process and no proxy in front.
 
-It serves nothing itself and never loads the application or sets Django up. The servers pin
+It serves nothing itself and never loads the application or sets Django up (it reads
+config.yaml only for how long a stop may take). The servers pin
 themselves to a core each when they load the application (deerflow_site/server/cpu_pinning.py).
 ``--ready-file`` is
 written once every server is listening, so that ``scripts/run.sh`` starts the Celery worker only
@@ -32,6 +33,8 @@ import sys
 import threading
 from pathlib import Path
 
+from harness.config import get_app_config
+
 ENV = "WEB_PROCESSES"
 # Beyond two the servers mostly queue behind SQLite's one writer and each other's GIL-free
 # waits; more cores are better used by Celery workers (docs/deployment.md).
@@ -40,10 +43,23 @@ AUTO_MAX = 2
 MAX_PROCESSES = 64
 # Connections the kernel queues while every server is busy (capped by net.core.somaxconn).
 BACKLOG = 2048
-# How long servers get to finish their requests after SIGTERM before they are killed.
+# How long servers get to finish their requests after SIGTERM before they are killed, at least.
 STOP_GRACE_SECONDS = 15
+# Beyond memory.shutdown_flush_timeout_seconds: a server stops serving first, then flushes.
+FLUSH_MARGIN_SECONDS = 5
 # The servers report, on this inherited descriptor, that they are listening.
 READY_FD_ENV = "DEERFLOW_WEB_READY_FD"
+
+
+def stop_grace_seconds() -> float:
+    """At least ``STOP_GRACE_SECONDS``; longer when memory is on and its
+    ``shutdown_flush_timeout_seconds`` needs it, so a stopping server is not killed while it
+    still applies pending memory updates within the bound the operator set."""
+    try:
+        memory = get_app_config().memory
+    except Exception:  # a broken config must not stop the stop
+        return STOP_GRACE_SECONDS
+    return max(STOP_GRACE_SECONDS, memory.shutdown_flush_timeout_seconds + FLUSH_MARGIN_SECONDS if memory.enabled else 0)
 
 
 class UsageError(Exception):
@@ -150,7 +166,7 @@ class Launcher:
                     child.send_signal(signum)
                 except ProcessLookupError:
                     pass  # it exited meanwhile: nothing left to stop
-        timer = threading.Timer(STOP_GRACE_SECONDS, self._kill_remaining)
+        timer = threading.Timer(stop_grace_seconds(), self._kill_remaining)
         timer.daemon = True
         timer.start()
 

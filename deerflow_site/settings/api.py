@@ -35,6 +35,17 @@ SPECTACULAR_SETTINGS = {
     "SCHEMA_PATH_PREFIX": "/api",
     # /api/langgraph/<x> serves the same views as /api/<x> (deerflow_site/api_urls.py): listed once.
     "PREPROCESSING_HOOKS": ["deerflow_site.api_urls.schema_without_aliases"],
+    # The error body, the tags and the run stream's events, the same for every route.
+    "POSTPROCESSING_HOOKS": ["drf_spectacular.hooks.postprocess_schema_enums", "deerflow_site.api_schema.document_errors_and_tags"],
+    # Request and response bodies as separate components: a generated client gets exact types.
+    "COMPONENT_SPLIT_REQUEST": True,
+    # Several types have a `status`: each enum named for its type, not StatusXXXEnum.
+    "ENUM_NAME_OVERRIDES": {
+        "ThreadStatusEnum": "apps.threads.api_types.THREAD_STATUSES",
+        "RunStatusEnum": "apps.runs.api_types.RUN_STATUSES",
+        "TaskStatusEnum": "apps.schedules.api_types.TASK_STATUSES",
+        "TaskRunStatusEnum": "apps.schedules.api_types.TASK_RUN_STATUSES",
+    },
     # Bundled Swagger/ReDoc assets: the server may have no internet, so no CDN.
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",

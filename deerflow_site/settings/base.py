@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "apps.governance",
     "apps.observability",
     "apps.workspace",
+    "apps.shares",
 ]
 
 MIDDLEWARE = [

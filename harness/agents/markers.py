@@ -30,6 +30,12 @@ MESSAGE_SEQ_KEY = "deerflow_seq"
 # and UIs legitimately send hidden messages of their own.
 SERVER_OWNED_KWARGS = (INTERNAL_KEY, ERROR_FALLBACK_KEY, TOOL_META_KEY, READ_MARK_KEY, MESSAGE_SEQ_KEY, "original_user_content")
 
+# In a subagent's run context: its task (the tool call id). Subagents share the lead's thread
+# and run ids and a compiled graph per type, so the guards that count per run count per task too.
+SUBAGENT_TASK_KEY = "subagent_task_id"
+# On a task's ToolMessage: its subagent's usage has been added to the AI message that dispatched it.
+SUBAGENT_USAGE_MERGED_KEY = "subagent_usage_merged"
+
 CONTEXT_TAG = "deerflow-context"
 _FRAMEWORK_TAG = re.compile(r"<\s*(/?)\s*(deerflow-[\w-]*|system-reminder|system|tool_result|function_results|im_start|im_end)\b", re.IGNORECASE)
 
@@ -86,6 +92,12 @@ def message_text(message: BaseMessage) -> str:
 
 def is_real_user_message(message: BaseMessage) -> bool:
     return isinstance(message, HumanMessage) and not message.additional_kwargs.get(INTERNAL_KEY)
+
+
+def guard_key(runtime: Any) -> tuple[str, str, str]:
+    """What a guard keeps its per-run counts under: thread, run, and subagent task (if any)."""
+    return (str(run_value(runtime, "thread_id", "") or ""), str(run_value(runtime, "run_id", "") or ""),
+            str(run_value(runtime, SUBAGENT_TASK_KEY, "") or ""))
 
 
 def run_value(runtime: Any, key: str, default: Any = None) -> Any:

@@ -12,6 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, PrivateAttr, field_validator, model_validator
 
 from harness.config import class_path
+from harness.config.browser import BrowserConfig
 from harness.config.guards import (LoopDetectionConfig, ReadBeforeWriteConfig, SafetyFinishReasonConfig, TokenBudgetConfig,
                                    ToolOutputConfig, ToolProgressConfig)
 from harness.governance.config import ApprovalsConfig, BudgetsConfig
@@ -211,20 +212,59 @@ class SkillsConfig(_Section):
     deferred_discovery: bool = False  # list names only; the agent looks skills up with describe_skill
 
 
+class SkillScanConfig(_Section):
+    # DeerFlow's switch for its deterministic analysers. Off: an install checks only the
+    # archive's structure (paths, sizes, SKILL.md), which keeps the unpack safe and cannot be
+    # turned off; the content and Python rules, and with them the hold on a skill the agent
+    # wrote, are skipped. review_skill_package always runs them: it is a review.
+    enabled: bool = True
+
+
 class MemoryConfig(_Section):
     # Off unless config.yaml turns it on: learning costs a model call per quiet conversation.
     enabled: bool = False
     debounce_seconds: float = Field(30, ge=0)
     # A server being stopped applies its pending updates for at most this long, then saves the
-    # rest for its next start (under `make run` the launcher kills a server 15 s after SIGTERM).
-    shutdown_flush_seconds: float = Field(10, ge=0)
+    # rest for its next start (under `make run` the launcher kills a server 15 s after SIGTERM,
+    # hence a default below DeerFlow's 30). ``shutdown_flush_seconds`` is this key's older name.
+    shutdown_flush_timeout_seconds: float = Field(10, ge=0, le=300)
     model_name: str | None = None
     max_facts: PositiveInt = 100
     fact_confidence_threshold: float = Field(0.7, ge=0, le=1)
     injection_enabled: bool = True
     max_injection_tokens: PositiveInt = 2000
+    # How the injection budget is counted: "tiktoken" (cl100k_base, offline: the encoding ships
+    # in the bpe-openai package) or "char" (an estimate: 4 characters a token, 2 for CJK).
+    token_counting: Literal["tiktoken", "char"] = "tiktoken"
+    # Full-text retrieval of the facts a turn needs: "fts5" (words; SQLite FTS5 or PostgreSQL
+    # to_tsvector), "fts5_cjk" (also CJK text, by character bigrams, so Chinese or Japanese
+    # facts are found by a word inside a sentence), "" (no index: substring match).
+    retrieval_adapter: Literal["fts5", "fts5_cjk", ""] = "fts5"
+    # Staleness review (DeerFlow's keys and defaults): facts past their review date are shown to
+    # the updater model in its usual call, which keeps, extends or removes them.
+    staleness_review_enabled: bool = True
+    staleness_age_days: int = Field(90, ge=30, le=365)
+    staleness_min_candidates: int = Field(3, ge=1, le=50)
+    staleness_max_removals_per_cycle: int = Field(10, ge=1, le=50)
+    staleness_protected_categories: list[str] = Field(default_factory=lambda: ["correction"])
+    staleness_max_lifetime_multiplier: float = Field(20.0, ge=1, le=100)
+    staleness_max_extension_days: int = Field(3650, ge=90, le=36500)
+    # Consolidation: categories holding many facts are shown to the updater model, which may
+    # merge related ones into one richer fact. Lossy, so off unless turned on (as DeerFlow).
+    consolidation_enabled: bool = False
+    consolidation_min_facts: int = Field(8, ge=3, le=30)
+    consolidation_max_groups_per_cycle: int = Field(3, ge=1, le=10)
+    consolidation_max_sources: int = Field(8, ge=2, le=20)
     # The agent manages memory with memory_* tools instead of the passive updater.
     tool_mode: bool = False
+
+    @model_validator(mode="before")
+    @classmethod
+    def _older_names(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "shutdown_flush_seconds" in data:
+            data = dict(data)
+            data.setdefault("shutdown_flush_timeout_seconds", data.pop("shutdown_flush_seconds"))
+        return data
 
 
 class SummarizationTrigger(_Section):
@@ -276,17 +316,41 @@ class TitleConfig(_Section):
     model_name: str | None = None  # null: fast local title, no model call
 
 
+# What a subagent never gets unless its type says otherwise (DeerFlow's default
+# ``disallowed_tools``): no nesting, and no waiting on a user nobody is watching.
+DEFAULT_DISALLOWED_TOOLS = ("task", "ask_clarification", "present_files")
+
+
 class SubagentTypeConfig(_Section):
     """A custom subagent type (``subagents.types.<name>``); unset limits fall back to the
     section's defaults, an unset model to the lead's."""
 
     description: str = ""
     prompt: str
-    tools: list[str] | None = None  # names from the lead's tool set; null: all of them but `task`
+    tools: list[str] | None = None  # names from the lead's tool set; null: all of them but the disallowed ones
+    # null: task, ask_clarification, present_files. `task` is withheld whatever this says.
+    disallowed_tools: list[str] | None = None
+    skills: list[str] | None = None  # skills it may see and start; null: the lead's, []: none
     model: str | None = None
     timeout_seconds: PositiveInt | None = None
     max_turns: PositiveInt | None = None
     max_tokens: PositiveInt | None = None
+
+
+class SubagentOverrideConfig(_Section):
+    """``subagents.agents.<name>``: per-type overrides, for built-in and custom types alike."""
+
+    timeout_seconds: PositiveInt | None = None
+    max_turns: PositiveInt | None = None
+    model: str | None = None
+    skills: list[str] | None = None
+    token_budget: TokenBudgetConfig | None = None
+
+
+def default_subagent_token_budget(summarization_enabled: bool) -> TokenBudgetConfig:
+    """DeerFlow's backstop for a subagent that burns tokens: on by default, 1M tokens per task
+    when summarization keeps its context small, 2M when nothing does."""
+    return TokenBudgetConfig(enabled=True, max_tokens=1_000_000 if summarization_enabled else 2_000_000, warn_threshold=0.7)
 
 
 class SubagentsConfig(_Section):
@@ -295,10 +359,23 @@ class SubagentsConfig(_Section):
     enabled: bool = False
     max_concurrent: int = Field(3, ge=1, le=8)
     max_total_per_run: int = Field(6, ge=1, le=50)
-    timeout_seconds: PositiveInt = 900
-    max_turns: PositiveInt = 30
+    timeout_seconds: PositiveInt = 1800
+    max_turns: PositiveInt | None = None  # null: each type's own (general-purpose 150, bash 60, custom 50)
     max_tokens: PositiveInt | None = None
+    # Per task. Unset, its ceiling follows summarization.enabled (see default_subagent_token_budget).
+    token_budget: TokenBudgetConfig = Field(default_factory=lambda: default_subagent_token_budget(False))
+    agents: dict[str, SubagentOverrideConfig] = Field(default_factory=dict)
     types: dict[str, SubagentTypeConfig] = Field(default_factory=dict)
+
+    def token_budget_for(self, name: str, *, summarization_enabled: bool) -> TokenBudgetConfig:
+        """A type's override, else the section's value as written, else the default for the
+        summarization switch: a budget someone set is never moved by that switch."""
+        override = self.agents.get(name)
+        if override is not None and override.token_budget is not None:
+            return override.token_budget
+        if "token_budget" in self.model_fields_set:
+            return self.token_budget
+        return default_subagent_token_budget(summarization_enabled)
 
 
 class ChannelsConfig(BaseModel):
@@ -343,9 +420,12 @@ WEB_PROVIDERS = ("ddgs", "tavily", "searxng", "brave", "jina", "firecrawl")
 
 class ToolSearchConfig(_Section):
     """``enabled``: MCP tools are shown by name only until the model loads them with
-    ``tool_search`` (docs/mcp.md)."""
+    ``tool_search`` (docs/mcp.md). ``auto_promote_top_k``: at most this many deferred tools
+    whose ``routing`` (mode ``prefer``) keywords the user's message mentions are promoted
+    before a model call, highest priority first (DeerFlow's key; 1 to 5)."""
 
     enabled: bool = False
+    auto_promote_top_k: int = Field(3, ge=1, le=5)
 
 
 class WebConfig(_Section):
@@ -458,6 +538,7 @@ class AppConfig(BaseModel):
     tools: list[ToolConfig] = Field(default_factory=list)
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     skills: SkillsConfig = Field(default_factory=SkillsConfig)
+    skill_scan: SkillScanConfig = Field(default_factory=SkillScanConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     summarization: SummarizationConfig = Field(default_factory=SummarizationConfig)
     title: TitleConfig = Field(default_factory=TitleConfig)
@@ -466,6 +547,7 @@ class AppConfig(BaseModel):
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
     uploads: UploadsConfig = Field(default_factory=UploadsConfig)
     web: WebConfig = Field(default_factory=WebConfig)
+    browser: BrowserConfig = Field(default_factory=BrowserConfig)
     tool_search: ToolSearchConfig = Field(default_factory=ToolSearchConfig)
     checkpoints: CheckpointsConfig = Field(default_factory=CheckpointsConfig)
     approvals: ApprovalsConfig = Field(default_factory=ApprovalsConfig)

@@ -4,7 +4,7 @@ Every key of DeerFlow's schema (as of its ``config_version`` :data:`DEERFLOW_SCH
 one of three things here:
 
 * **honoured**: both schemas have it with the same meaning; nothing to say;
-* **mapped**: DeerFlow spells it differently (``memory.shutdown_flush_timeout_seconds``,
+* **mapped**: DeerFlow spells it differently (``memory.backend_config.max_facts``,
   ``sandbox.bash_output_max_chars``, ``deerflow.community.tavily.tools:web_search_tool`` …);
   :func:`translate_config` rewrites it to our key and records a note saying where it went;
 * **accepted, no effect**: the feature is DeerFlow's alone or done another way here
@@ -73,8 +73,8 @@ TOP_LEVEL_ACCEPTED: dict[str, tuple[str, frozenset[str] | KeySpec | None]] = {
     "token_usage": ("token usage is always recorded per run (the Usage page and console read it)", frozenset({"enabled"})),
     "plugins": ("DeerFlow's extension packages hook its FastAPI gateway; here features are Django apps", None),
     "max_recursion_limit": ("a run's step limit is fixed by the engine (docs/runs.md) and not raised by clients", None),
-    "skill_scan": ("installed skill archives are checked by the skills app on every upload (docs/skills.md)", frozenset({"enabled"})),
-    "skill_evolution": ("agents do not write skills here; skills are installed by users and operators",
+    "skill_evolution": ("the agent never writes into the skills folders here; a skill it writes is installed by the user from the chat "
+                        "and held off when its scan finds something high (docs/skills.md)",
                         frozenset({"enabled", "moderation_model_name", "security_fail_closed"})),
     "extensions": ("MCP servers, skill toggles and middlewares are read from extensions_config.json only",
                    frozenset({"middlewares", "mcp_servers", "mcpServers", "skills"})),
@@ -108,13 +108,10 @@ TOP_LEVEL_ACCEPTED: dict[str, tuple[str, frozenset[str] | KeySpec | None]] = {
 
 # Keys inside sections both schemas have, that only DeerFlow defines: "section.key" -> reason.
 SECTION_ACCEPTED: dict[str, str] = {
-    "tool_search.auto_promote_top_k": "deferred MCP tools are promoted by their routing keywords and by tool_search itself, not by a top-k",
     "title.prompt_template": "the title prompt is fixed (harness/agents); only max_words/max_chars/model_name shape it",
     "summarization.trim_tokens_to_summarize": "the summarizer sends the messages it replaces whole, bounded by the model's context_window",
     "summarization.summary_prompt": "the summary prompt is fixed (harness/agents)",
     "summarization.skill_file_read_tool_names": "skill files read during a thread are kept by the skills middleware, not by tool name",
-    "subagents.token_budget": "subagent spending counts toward the run's user budget (`budgets:`); use subagents.max_tokens for a per-task cap",
-    "subagents.agents": "the built-in subagent types take their limits from the subagents section itself",
     "scheduler.multi_instance": "scheduled tasks are fired by Celery beat, one per deployment",
     "scheduler.poll_interval_seconds": "Celery beat fires tasks at their time; nothing polls",
     "scheduler.lease_seconds": "a fired task is a run, leased by the runs worker",
@@ -135,27 +132,30 @@ SECTION_ACCEPTED: dict[str, str] = {
     "skills.use": "skills are loaded by the built-in skills loader (docs/skills.md)",
     "tracing.monocle": "only LangSmith and Langfuse tracing are supported (docs/observability.md)",
 }
-# Legacy top-level memory keys DeerFlow moves into backend_config; ours are honoured.
+# Legacy top-level memory keys DeerFlow moves into backend_config and we have no equivalent
+# of (the knobs we honour are fields of our MemoryConfig, read as they are).
 _MEMORY_LEGACY_ACCEPTED = (
-    "storage_path", "storage_class", "token_counting", "guaranteed_categories", "guaranteed_token_budget",
-    "staleness_review_enabled", "staleness_age_days", "staleness_min_candidates", "staleness_max_removals_per_cycle",
-    "staleness_protected_categories", "staleness_max_lifetime_multiplier", "staleness_max_extension_days",
-    "consolidation_enabled", "consolidation_min_facts", "consolidation_max_groups_per_cycle", "consolidation_max_sources",
-    "queue_max_depth", "fact_eviction_policy",
+    "storage_path", "storage_class", "guaranteed_categories", "guaranteed_token_budget", "queue_max_depth",
+    "fact_eviction_policy",
 )
 for _key in _MEMORY_LEGACY_ACCEPTED:
-    SECTION_ACCEPTED[f"memory.{_key}"] = "DeerMem's storage, eviction and consolidation options do not apply: memory is rows in the database (docs/memory.md)"
+    SECTION_ACCEPTED[f"memory.{_key}"] = "DeerMem's storage, eviction and guaranteed-injection options do not apply: memory is rows in the database (docs/memory.md)"
 
 # Renames inside sections both schemas have: "section.key" -> "section.our_key".
 SECTION_RENAMED: dict[str, str] = {
-    "memory.shutdown_flush_timeout_seconds": "memory.shutdown_flush_seconds",
     "sandbox.bash_output_max_chars": "sandbox.max_output_chars",
     "sandbox.read_file_output_max_chars": "sandbox.read_file_max_chars",
     "sandbox.environment": "sandbox.env",
     "uploads.auto_convert_documents": "uploads.convert_documents",
 }
-# memory.backend_config keys that have an equivalent of ours.
-_MEMORY_BACKEND_RENAMED = ("debounce_seconds", "max_facts", "fact_confidence_threshold", "max_injection_tokens")
+# memory.backend_config keys that are keys of our memory section (DeerMem reads them there).
+_MEMORY_BACKEND_RENAMED = (
+    "debounce_seconds", "max_facts", "fact_confidence_threshold", "max_injection_tokens", "token_counting",
+    "retrieval_adapter", "staleness_review_enabled", "staleness_age_days", "staleness_min_candidates",
+    "staleness_max_removals_per_cycle", "staleness_protected_categories", "staleness_max_lifetime_multiplier",
+    "staleness_max_extension_days", "consolidation_enabled", "consolidation_min_facts",
+    "consolidation_max_groups_per_cycle", "consolidation_max_sources",
+)
 
 # Model entry keys only DeerFlow reads (the rest go to the class as keyword arguments).
 MODEL_ACCEPTED: dict[str, str] = {
@@ -194,9 +194,7 @@ MCP_SERVER_ACCEPTED: dict[str, str] = {
     "task_toolsets": "long-running MCP tasks are not polled in the background; a tool call waits for its result",
 }
 MCP_ROUTING_ACCEPTED: dict[str, str] = {
-    "mode": "routing.keywords alone decide when a deferred tool is shown (docs/mcp.md)",
-    "priority": "routing.keywords alone decide when a deferred tool is shown (docs/mcp.md)",
-    "hint": "routing.keywords alone decide when a deferred tool is shown (docs/mcp.md)",
+    "hint": "the prompt's routing line is written from routing.keywords (docs/mcp.md#routing-hints)",
 }
 EXTENSIONS_TOP_ACCEPTED: dict[str, str] = {
     "mcpInterceptors": "MCP requests are not intercepted; headers and oauth on the server entry set credentials",
@@ -217,11 +215,20 @@ TOOL_PATHS: dict[str, tuple[str, str | None]] = {
     "deerflow.community.firecrawl.tools:web_fetch_tool": (_WEB + "WebFetchTool", "firecrawl"),
     "deerflow.community.image_search.tools:image_search_tool": (_WEB + "ImageSearchTool", "ddgs"),
     "deerflow.community.brave.tools:image_search_tool": (_WEB + "ImageSearchTool", "brave"),
+    # The live browser (harness/tools/browser): DeerFlow's Playwright tools, and Browserless's
+    # capture done by the same local Chromium.
+    **{f"deerflow.community.browser_automation.tools:browser_{n}_tool": (f"harness.tools.browser:Browser{n.title().replace('_', '')}Tool", None)
+       for n in ("navigate", "snapshot", "click", "type", "get_text", "back", "screenshot", "close")},
+    "deerflow.community.browserless.tools:web_capture_tool": ("harness.tools.browser:WebCaptureTool", None),
 }
 # The sandbox tools are built in here: an entry naming one is dropped.
 SANDBOX_TOOL_PATHS = {f"deerflow.sandbox.tools:{n}_tool": n for n in ("ls", "read_file", "glob", "grep", "write_file", "str_replace", "bash")}
 _TOOL_OPTIONS = {"WebSearchTool": {"max_results", "provider", "fallback"}, "ImageSearchTool": {"max_results", "provider", "fallback"},
-                 "WebFetchTool": {"max_chars", "provider", "fallback"}}
+                 "WebFetchTool": {"max_chars", "provider", "fallback"},
+                 # DeerFlow sets the browser's launch options on browser_navigate; they are read there.
+                 "BrowserNavigateTool": {"timeout_ms", "viewport_width", "viewport_height", "allow_private_addresses"}}
+_BROWSER_ACCEPTED = ("the browser here is always headless Chromium behind the SSRF guard; attaching to another Chrome "
+                     "(cdp_url) is not offered, and its other limits are in the browser: section (docs/tools.md)")
 _PROVIDER_KEYS = ("api_key", "base_url")
 _NO_TOOL = ("use harness.tools.web:WebSearchTool / WebFetchTool / ImageSearchTool with a provider of "
             "ddgs, tavily, searxng, brave, jina or firecrawl (docs/tools.md)")
@@ -495,15 +502,16 @@ def _subagents(data: dict[str, Any], notes: list[CompatNote]) -> None:
     for name, spec in block.pop("custom_agents").items():
         if not isinstance(spec, dict):
             continue
-        ours = {k: v for k, v in spec.items() if k in ("description", "tools", "model", "max_turns", "timeout_seconds")}
+        ours = {k: v for k, v in spec.items() if k in ("description", "tools", "disallowed_tools", "skills", "model", "max_turns", "timeout_seconds")}
         if "system_prompt" in spec:
             ours["prompt"] = spec["system_prompt"]
+        if ours.get("model") == "inherit":
+            ours.pop("model")  # DeerFlow's word for the lead's model; ours leaves it unset
+        # A DeerFlow custom agent has its own limits (50 turns, 900 s), not the section's.
+        ours.setdefault("max_turns", 50)
+        ours.setdefault("timeout_seconds", 900)
         types.setdefault(name, ours)
         _note(notes, f"subagents.custom_agents.{name}", MAPPED, f"subagents.types.{name}")
-        for sub in ("disallowed_tools", "skills"):
-            if sub in spec:
-                _note(notes, f"subagents.custom_agents.{name}.{sub}", ACCEPTED,
-                      "a custom type names the tools it gets (tools:); skills are offered to every agent")
 
 
 def _models(data: dict[str, Any], notes: list[CompatNote], display: str) -> None:
@@ -552,7 +560,7 @@ def _tools(data: dict[str, Any], notes: list[CompatNote], display: str) -> None:
         if use not in TOOL_PATHS:
             raise _class_error(f"tools[{i}].use", use, _NO_TOOL, display)
         target, provider = TOOL_PATHS[use]
-        allowed = _TOOL_OPTIONS[target.rpartition(":")[2]]
+        allowed = _TOOL_OPTIONS.get(target.rpartition(":")[2], set())
         ours = {"name": entry.get("name"), "group": entry.get("group", "default"), "use": target}
         if provider:
             ours["provider"] = provider
@@ -565,9 +573,11 @@ def _tools(data: dict[str, Any], notes: list[CompatNote], display: str) -> None:
                 web = data.setdefault("web", {})
                 web.setdefault("providers", {}).setdefault(provider, {}).setdefault(key, value)
                 _note(notes, f"tools[{i}].{key}", MAPPED, f"web.providers.{provider}.{key}")
+            elif target.startswith("harness.tools.browser:"):
+                _note(notes, f"tools[{i}].{key}", ACCEPTED, _BROWSER_ACCEPTED)
             else:
                 _note(notes, f"tools[{i}].{key}", ACCEPTED, f"the {provider or 'web'} provider here has no such option (docs/tools.md)")
-        _note(notes, f"tools[{i}].use", MAPPED, f"{target} with provider {provider} ({use})")
+        _note(notes, f"tools[{i}].use", MAPPED, f"{target}" + (f" with provider {provider}" if provider else "") + f" ({use})")
         kept.append(ours)
     data["tools"] = kept
 
@@ -626,4 +636,5 @@ def _routing(routing: Any, where: str, notes: list[CompatNote]) -> None:
         return
     for key, reason in MCP_ROUTING_ACCEPTED.items():
         if key in routing:
+            routing.pop(key)
             _note(notes, f"{where}.{key}", ACCEPTED, reason)

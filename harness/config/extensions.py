@@ -54,6 +54,29 @@ class McpOAuthConfig(BaseModel):
         return self
 
 
+class McpRoutingConfig(BaseModel):
+    """DeerFlow's soft preference for a server's (or one tool's) tools: with ``mode: prefer``
+    and keywords, the prompt tells the model to prefer the tool for requests mentioning them,
+    and with ``tool_search`` on, a message mentioning one promotes the deferred tool."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mode: Literal["off", "prefer"] = "off"
+    priority: int = 0
+    keywords: list[str] = Field(default_factory=list)
+
+    @field_validator("priority")
+    @classmethod
+    def _clamp(cls, value: int) -> int:
+        # DeerFlow clamps to 0..100 rather than refusing; a file it loads must load here.
+        return max(0, min(100, value))
+
+    @field_validator("keywords")
+    @classmethod
+    def _words(cls, value: list[str]) -> list[str]:
+        return [w.strip() for w in value if w.strip()]
+
+
 class McpToolPolicy(BaseModel):
     """``tools``: which of a server's tools the agent gets, and per-tool routing hints.
 
@@ -64,6 +87,18 @@ class McpToolPolicy(BaseModel):
 
     allow: list[str] | None = None
     deny: list[str] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _tool_routing(self) -> McpToolPolicy:
+        for name, entry in (self.model_extra or {}).items():
+            if isinstance(entry, dict) and entry.get("routing") is not None:
+                try:
+                    McpRoutingConfig.model_validate(entry["routing"])
+                except ValidationError as exc:
+                    field, reason = validation_message(exc)
+                    where = "" if field.startswith("(") else f".{field}"
+                    raise ValueError(f"{name}.routing{where}: {reason}") from None
+        return self
 
     def tool_settings(self, name: str) -> dict[str, Any]:
         entry = (self.model_extra or {}).get(name)
@@ -95,8 +130,11 @@ class McpServerConfig(BaseModel):
     tool_call_timeout: PositiveFloat | None = None
     connect_timeout: PositiveFloat | None = None
     tools: McpToolPolicy = Field(default_factory=McpToolPolicy)
-    # DeerFlow's soft preference metadata (keywords, a hint sentence); see docs/mcp.md.
-    routing: Any = None
+    routing: McpRoutingConfig = Field(default_factory=McpRoutingConfig)
+    # "thread": one process per user and thread, started in the thread's workspace, for
+    # servers that keep state between calls; "shared" (default): one process for everyone.
+    session_scope: Literal["shared", "thread"] = "shared"
+    session_idle_timeout: PositiveFloat = 600.0
     # Set when a $VAR of this server is missing: the server reports it instead of the whole
     # file failing, so one server's missing secret never takes the others down.
     unresolved: str | None = Field(default=None, exclude=True)
@@ -121,7 +159,19 @@ class McpServerConfig(BaseModel):
             raise ValueError(f"a {self.type} server needs 'url'")
         if self.type == "stdio" and self.oauth is not None and self.oauth.enabled:
             raise ValueError("oauth applies to sse and http servers only")
+        if self.type != "stdio" and self.session_scope == "thread":
+            raise ValueError("session_scope 'thread' applies to stdio servers only")
         return self
+
+    def effective_routing(self, tool: str) -> McpRoutingConfig:
+        """The server's routing with the fields a ``tools.<tool>.routing`` entry sets over it
+        (only those: an override naming keywords alone keeps the server's mode)."""
+        override = self.tools.tool_settings(tool).get("routing")
+        if not isinstance(override, dict):
+            return self.routing
+        merged = self.routing.model_dump()
+        merged.update(McpRoutingConfig.model_validate(override).model_dump(exclude_unset=True))
+        return McpRoutingConfig.model_validate(merged)
 
 
 class SkillToggle(BaseModel):

@@ -9,11 +9,13 @@ edit is noticed by every process on its next build, without a restart.
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import hashlib
 import json
 import threading
 import time
+from concurrent.futures import Future
 from typing import Any
 
 from langchain_core.tools import BaseTool
@@ -120,6 +122,16 @@ def mcp_status(extensions: ExtensionsConfig | None = None) -> list[dict[str, Any
             out.append({"name": name, "type": cfg.type, "enabled": True, "status": "not_loaded",
                         "last_error": cfg.unresolved, "error_at": None, "connected_at": None, "tools": []})
     return out
+
+
+def close_thread_sessions(thread_id: str) -> Future | None:
+    """Close the thread's own MCP server processes (``session_scope: thread``), for a deleted
+    thread. Does not wait: the answer is a future of how many closed, or None when this
+    process runs no MCP sessions (nothing is started for the asking)."""
+    rt = _runtime
+    if rt is None or rt._loop is None or not any(s.threads for s in list(rt.servers.values())):
+        return None
+    return asyncio.run_coroutine_threadsafe(rt.close_thread(thread_id), rt._loop)
 
 
 def reset_mcp() -> None:

@@ -2,7 +2,9 @@
 
 stdio servers get the sandbox's environment policy (an allow-list of the server's own
 environment, then the entry's ``env``), a private temp directory and, unless ``cwd`` is
-set, a private working directory. HTTP and SSE servers connect through the SSRF guard,
+set, a private working directory; a server with ``session_scope: thread`` gets, per thread,
+the thread's workspace as its working directory and ``workspace/.mcp/tmp`` as its temp
+directory (DeerFlow's layout), so files it writes are the thread's files. HTTP and SSE servers connect through the SSRF guard,
 so a URL pointing at a private address is refused unless ``web.allowed_private_networks``
 opens it; an ``oauth`` block adds a bearer token from its token endpoint.
 """
@@ -48,6 +50,14 @@ def server_dirs(name: str) -> tuple[Path, Path]:
     return root, tmp
 
 
+def thread_dirs(workspace: Path) -> tuple[Path, Path]:
+    """(work dir, temp dir) of one thread's session: the workspace and a private temp dir in it."""
+    tmp = workspace / ".mcp" / "tmp"
+    tmp.mkdir(parents=True, exist_ok=True)
+    os.chmod(tmp, 0o700)
+    return workspace, tmp
+
+
 def stdio_env(config: McpServerConfig, tmp: Path) -> dict[str, str]:
     temp = {"TMPDIR": str(tmp), "TMP": str(tmp), "TEMP": str(tmp)}
     extra = {k: expand_embedded(v) for k, v in config.env.items()}
@@ -63,9 +73,11 @@ def guarded_factory(policy: GuardPolicy):
     return factory
 
 
-def build_connection(name: str, config: McpServerConfig, policy: GuardPolicy) -> dict[str, Any]:
+def build_connection(name: str, config: McpServerConfig, policy: GuardPolicy,
+                     workspace: Path | None = None) -> dict[str, Any]:
+    """``workspace``: the calling thread's, for a thread's own stdio session."""
     if config.type == "stdio":
-        work, tmp = server_dirs(name)
+        work, tmp = thread_dirs(workspace) if workspace is not None else server_dirs(name)
         return {"transport": "stdio", "command": config.command, "args": list(config.args),
                 "env": stdio_env(config, tmp), "cwd": config.cwd or str(work)}
     check_url(config.url or "")

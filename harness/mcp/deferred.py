@@ -4,9 +4,8 @@ context on every call.
 
 A search promotes the tools it returns: their names go into the thread's ``promoted``
 state, so they stay visible for the rest of the thread and survive resume (state is
-checkpointed). A routing hint (``routing.keywords`` on the server or the tool) whose
-keyword appears in the user's latest message shows that tool for that message only. The
-tools stay registered with the agent either way; only what the model is shown changes.
+checkpointed). Routing hints promote tools too (``harness.mcp.routing``). The tools stay
+registered with the agent either way; only what the model is shown changes.
 """
 
 from __future__ import annotations
@@ -17,22 +16,15 @@ from collections.abc import Sequence
 from typing import Annotated, Any
 
 from langchain.agents.middleware import AgentMiddleware
-from langchain_core.messages import HumanMessage, ToolMessage
+from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, InjectedToolCallId, StructuredTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.types import Command
 
-from harness.mcp.tools import ROUTING_KEY
+from harness.mcp.routing import McpRoutingMiddleware, routed, routing_prompt_section
 
 MAX_RESULTS = 5
 TOOL_SEARCH = "tool_search"
-
-
-def _keywords(routing: Any) -> list[str]:
-    if isinstance(routing, dict):
-        words = routing.get("keywords") or []
-        return [w for w in words if isinstance(w, str) and w.strip()] if isinstance(words, list) else []
-    return []
 
 
 def search(catalog: Sequence[BaseTool], query: str) -> list[BaseTool]:
@@ -65,27 +57,13 @@ def build_tool_search(catalog: Sequence[BaseTool]) -> BaseTool:
     return StructuredTool.from_function(tool_search, name=TOOL_SEARCH, description=description)
 
 
-def _latest_user_text(messages: Sequence[Any]) -> str:
-    for message in reversed(messages):
-        if isinstance(message, HumanMessage):
-            content = message.content
-            if isinstance(content, list):
-                content = " ".join(b.get("text", "") for b in content if isinstance(b, dict))
-            return str(content)
-    return ""
-
-
 class DeferredToolsMiddleware(AgentMiddleware):
     def __init__(self, deferred: Sequence[BaseTool]) -> None:
         super().__init__()
         self.deferred = {t.name for t in deferred}
-        self.routing = {t.name: [k.lower() for k in _keywords((t.metadata or {}).get(ROUTING_KEY))] for t in deferred}
 
     def _filter(self, request: Any) -> Any:
-        state = request.state or {}
-        visible = set(state.get("promoted") or [])
-        text = _latest_user_text(request.messages).lower()
-        visible |= {name for name, words in self.routing.items() if any(w in text for w in words)}
+        visible = set((request.state or {}).get("promoted") or [])
         tools = [t for t in request.tools if getattr(t, "name", None) not in self.deferred or t.name in visible]
         return request.override(tools=tools)
 
@@ -96,9 +74,16 @@ class DeferredToolsMiddleware(AgentMiddleware):
         return await handler(self._filter(request))
 
 
-def apply_tool_search(tools: Sequence[BaseTool], enabled: bool) -> tuple[list[BaseTool], list[AgentMiddleware]]:
-    """The tool list with ``tool_search`` added and the middleware hiding MCP tools, when on."""
+def apply_tool_search(tools: Sequence[BaseTool], enabled: bool, *,
+                      auto_promote_top_k: int = 3) -> tuple[list[BaseTool], list[AgentMiddleware], list[str]]:
+    """The tool list with ``tool_search`` added and the middlewares hiding MCP tools (and
+    promoting the routed ones, before the filter runs) when on; and the prompt section of
+    the routing hints, if any tool has them."""
     deferred = [t for t in tools if "mcp_server" in (t.metadata or {})]
     if not enabled or not deferred:
-        return list(tools), []
-    return [*tools, build_tool_search(deferred)], [DeferredToolsMiddleware(deferred)]
+        section = routing_prompt_section(deferred, deferred=False)
+        return list(tools), [], [section] if section else []
+    entries = routed(deferred)
+    middleware: list[AgentMiddleware] = [McpRoutingMiddleware(entries, auto_promote_top_k)] if entries else []
+    section = routing_prompt_section(deferred, deferred=True)
+    return [*tools, build_tool_search(deferred)], [*middleware, DeferredToolsMiddleware(deferred)], [section] if section else []

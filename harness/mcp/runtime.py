@@ -8,10 +8,19 @@ handed over with ``run_coroutine_threadsafe``. Sessions stay open between runs, 
 never reconnects.
 
 Isolation: each server connects in its own task under its own deadline. A server that
-fails to start, times out or crashes is marked ``error`` with the reason and the time, and
-the others load regardless. A tool call that outlives ``tool_call_timeout`` closes that
-server's session, which kills a stdio server's whole process group (the ``mcp`` client
-starts it in a new session and terminates the group on close); the next call reconnects.
+fails to start, times out or crashes is marked ``error`` with the reason, the time and the
+last lines of its stderr, and the others load regardless. A tool call that outlives
+``tool_call_timeout`` closes that server's session, which kills a stdio server's whole
+process group (the ``mcp`` client starts it in a new session and terminates the group on
+close); the next call reconnects.
+
+Per-thread sessions (``session_scope: thread``, stdio only): the server's own session lists
+its tools and is closed; each (user, thread) that calls one of them gets a process of its
+own, started in that thread's workspace and kept for the thread's later calls, so a server
+that keeps state (a browser, a REPL) keeps it per conversation and never across users. Each
+such session is owned by one task (anyio needs a session entered and left by the same task)
+that closes it after ``session_idle_timeout`` without a call, when the thread is deleted, or
+when the server's entry changes.
 """
 
 from __future__ import annotations
@@ -20,16 +29,20 @@ import asyncio
 import hashlib
 import json
 import logging
+import re
 import threading
 import time
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from langchain_core.tools import BaseTool
 
 from harness.config.extensions import McpServerConfig
+from harness.config.paths import thread_user_data_dir
+from harness.mcp.stderr import StderrTail, with_stderr
 from harness.net.guard import GuardPolicy
 
 logger = logging.getLogger(__name__)
@@ -38,6 +51,9 @@ DEFAULT_CONNECT_TIMEOUT = 30.0
 DEFAULT_TOOL_CALL_TIMEOUT = 300.0
 # A failed server is retried by the next agent build after this long, not on every build.
 RETRY_AFTER_SECONDS = 30.0
+# Per-thread processes of one server at most; past it the least recently used one closes.
+MAX_THREAD_SESSIONS = 64
+_SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 def _now() -> str:
@@ -48,6 +64,23 @@ def server_signature(config: McpServerConfig, policy: GuardPolicy) -> str:
     raw = json.dumps([config.model_dump(mode="json"), config.unresolved, [str(n) for n in policy.allowed_networks]],
                      sort_keys=True, default=str)
     return hashlib.sha256(raw.encode()).hexdigest()
+
+
+@dataclass
+class ThreadSession:
+    """One (user, thread)'s own process of a ``session_scope: thread`` server."""
+
+    key: tuple[str, str]
+    workspace: Path | None
+    status: str = "connecting"
+    last_error: str | None = None
+    last_used: float = field(default_factory=time.monotonic)
+    busy: int = 0
+    tools: dict[str, BaseTool] = field(default_factory=dict)
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+    stop: asyncio.Event = field(default_factory=asyncio.Event)
+    task: asyncio.Task | None = None
+    stderr: StderrTail | None = None
 
 
 @dataclass
@@ -66,11 +99,14 @@ class ServerState:
     task: asyncio.Task | None = None
     ready: asyncio.Event | None = None
     stop: asyncio.Event | None = None
+    stderr: StderrTail | None = None
+    threads: dict[tuple[str, str], ThreadSession] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {"name": self.name, "type": self.config.type, "enabled": True, "status": self.status,
                 "last_error": self.last_error, "error_at": self.error_at, "connected_at": self.connected_at,
-                "tools": list(self.tool_info)}
+                "tools": list(self.tool_info), "session_scope": self.config.session_scope,
+                "thread_sessions": sum(1 for t in list(self.threads.values()) if t.status == "ready")}
 
 
 class McpRuntime:
@@ -138,61 +174,88 @@ class McpRuntime:
     async def _stop(self, state: ServerState) -> None:
         if state.stop is not None:
             state.stop.set()
-        task = state.task
-        if task is not None and not task.done():
-            try:
-                await asyncio.wait_for(asyncio.shield(task), 10)
-            except (TimeoutError, asyncio.CancelledError):
-                task.cancel()
+        await _finish(state.task)
         state.task = None
+        await asyncio.gather(*(self._stop_thread(state, ts) for ts in list(state.threads.values())))
 
-    async def _serve(self, state: ServerState) -> None:
+    async def _connect(self, stack: AsyncExitStack, state: ServerState, tail: StderrTail | None,
+                       workspace: Path | None = None) -> list[BaseTool]:
+        """Open a session (closed with ``stack``) and load its tools. A stdio server's stderr
+        goes to ``tail``, which the caller finishes once the session is closed."""
         from langchain_mcp_adapters.client import MultiServerMCPClient
         from langchain_mcp_adapters.tools import load_mcp_tools
 
         from harness.mcp.connections import build_connection
 
         cfg = state.config
-        timeout = cfg.connect_timeout or DEFAULT_CONNECT_TIMEOUT
-        try:
-            if cfg.unresolved:
-                raise ValueError(cfg.unresolved)
-            connection = await asyncio.to_thread(build_connection, state.name, cfg, state.policy)
+        if cfg.unresolved:
+            raise ValueError(cfg.unresolved)
+        connection = await asyncio.to_thread(build_connection, state.name, cfg, state.policy, workspace)
+        if tail is not None:
+            from mcp import ClientSession, StdioServerParameters
+            from mcp.client.stdio import stdio_client
+
+            await tail.start()
+            params = StdioServerParameters(command=connection["command"], args=connection["args"],
+                                           env=connection["env"], cwd=connection["cwd"])
+            try:
+                read, write = await stack.enter_async_context(stdio_client(params, errlog=tail.child_end))
+            finally:
+                tail.spawned()
+            session = await stack.enter_async_context(ClientSession(read, write))
+            await session.initialize()
+        else:
             client = MultiServerMCPClient({state.name: connection})
+            session = await stack.enter_async_context(client.session(state.name))
+        tools = await load_mcp_tools(session, server_name=state.name)
+        return [t for t in tools if cfg.tools.permits(t.name)]
+
+    async def _serve(self, state: ServerState) -> None:
+        cfg = state.config
+        timeout = cfg.connect_timeout or DEFAULT_CONNECT_TIMEOUT
+        state.stderr = StderrTail(state.name) if cfg.type == "stdio" else None
+        try:
             async with AsyncExitStack() as stack:
                 async with asyncio.timeout(timeout):
-                    session = await stack.enter_async_context(client.session(state.name))
-                    tools = await load_mcp_tools(session, server_name=state.name)
-                state.tools = {t.name: t for t in tools if cfg.tools.permits(t.name)}
+                    tools = await self._connect(stack, state, state.stderr)
+                state.tools = {t.name: t for t in tools}
                 state.tool_info = [{"name": t.name, "description": t.description or ""} for t in state.tools.values()]
                 state.status, state.last_error, state.connected_at = "ready", None, _now()
                 logger.info("MCP server %s: %d tools", state.name, len(state.tools))
+                if cfg.session_scope == "thread":
+                    # The listing was all this process was for: each thread starts its own.
+                    await stack.aclose()
+                    await _drain(state.stderr)
                 state.ready.set()
                 await state.stop.wait()
         except asyncio.CancelledError:
             self._fail(state, "stopped")
             raise
         except BaseException as exc:  # noqa: BLE001 - one server's failure must stay its own
-            if isinstance(exc, TimeoutError):
+            if isinstance(_leaf(exc), TimeoutError):
                 reason = f"no answer within {timeout:g} seconds"
             else:
                 reason = _describe(exc)
             if state.stop is None or not state.stop.is_set():
-                self._fail(state, reason)
-                logger.warning("MCP server %s failed: %s", state.name, reason)
+                await _drain(state.stderr)
+                self._fail(state, with_stderr(reason, state.stderr))
+                logger.warning("MCP server %s failed: %s", state.name, state.last_error)
         finally:
             if state.status == "ready":
                 state.status = "stopped"
             if state.ready is not None:
                 state.ready.set()
+            await _drain(state.stderr)
 
     def _fail(self, state: ServerState, reason: str) -> None:
         state.status, state.last_error, state.error_at = "error", reason, _now()
         state.failed_at_monotonic = time.monotonic()
 
-    async def call(self, server: str, tool: str, arguments: dict[str, Any], timeout: float) -> Any:
+    async def call(self, server: str, tool: str, arguments: dict[str, Any], timeout: float,
+                   scope: tuple[str, str] | None = None) -> Any:
         """One tool call, on the MCP loop. A closed session (after a timeout or crash) is
-        reopened first, once."""
+        reopened first, once. ``scope``: the caller's (user id, thread id), which picks the
+        thread's own process on a ``session_scope: thread`` server."""
         state = self.servers.get(server)
         if state is None:
             raise RuntimeError(f"MCP server '{server}' is not configured any more")
@@ -202,19 +265,94 @@ class McpRuntime:
             await state.ready.wait()
             if state.status != "ready":
                 raise RuntimeError(f"MCP server '{server}' is unavailable: {state.last_error}")
-        target = state.tools.get(tool)
-        if target is None:
-            raise RuntimeError(f"MCP server '{server}' no longer offers the tool '{tool}'")
-        try:
-            async with asyncio.timeout(timeout):
-                return await target.coroutine(**arguments)
-        except TimeoutError:
-            reason = f"the tool '{tool}' did not answer within {timeout:g} seconds; the server was restarted"
-        except Exception as exc:  # noqa: BLE001 - tool-level errors come back as content; this is the transport
-            reason = f"the connection failed during '{tool}': {_describe(exc)}"
+        if state.config.session_scope == "thread":
+            return await self._call_in_thread(state, tool, arguments, timeout, scope)
+        done, result = await _invoke(server, state.tools, tool, arguments, timeout)
+        if done:
+            return result
+        reason = result
         await self._stop(state)
-        self._fail(state, reason)
-        raise RuntimeError(reason)
+        self._fail(state, with_stderr(reason, state.stderr))
+        raise RuntimeError(state.last_error)
+
+    # -- per-thread sessions --------------------------------------------------------------
+
+    def _thread_session(self, state: ServerState, scope: tuple[str, str] | None) -> ThreadSession:
+        user, thread = scope or ("", "")
+        key = (user, thread) if _SAFE_ID.match(user) and _SAFE_ID.match(thread) else ("", "")
+        ts = state.threads.get(key)
+        if ts is not None and ts.status in ("connecting", "ready"):
+            return ts
+        workspace = thread_user_data_dir(key[0], key[1]) / "workspace" if key[1] else None
+        ts = state.threads[key] = ThreadSession(key, workspace)
+        ts.task = asyncio.get_running_loop().create_task(self._serve_thread(state, ts), name=f"mcp-{state.name}-{key[1]}")
+        idle = sorted((t for t in state.threads.values() if t.busy == 0 and t is not ts), key=lambda t: t.last_used)
+        for old in idle[:max(0, len(state.threads) - MAX_THREAD_SESSIONS)]:
+            old.status = "closing"
+            old.stop.set()
+        return ts
+
+    async def _call_in_thread(self, state: ServerState, tool: str, arguments: dict[str, Any], timeout: float,
+                              scope: tuple[str, str] | None) -> Any:
+        ts = self._thread_session(state, scope)
+        ts.busy += 1  # before any await: the idle check then leaves this session open
+        try:
+            await ts.ready.wait()
+            if ts.status != "ready":
+                raise RuntimeError(f"MCP server '{state.name}' could not start for this thread: {ts.last_error}")
+            done, result = await _invoke(state.name, ts.tools, tool, arguments, timeout)
+            if done:
+                return result
+            reason = result
+        finally:
+            ts.busy -= 1
+            ts.last_used = time.monotonic()
+        ts.status = "error"
+        await self._stop_thread(state, ts)
+        raise RuntimeError(with_stderr(reason, ts.stderr))
+
+    async def _serve_thread(self, state: ServerState, ts: ThreadSession) -> None:
+        timeout = state.config.connect_timeout or DEFAULT_CONNECT_TIMEOUT
+        ts.stderr = StderrTail(state.name)
+        try:
+            async with AsyncExitStack() as stack:
+                async with asyncio.timeout(timeout):
+                    tools = await self._connect(stack, state, ts.stderr, ts.workspace)
+                ts.tools = {t.name: t for t in tools}
+                ts.status = "ready"
+                ts.ready.set()
+                logger.info("MCP server %s: a session for thread %s started", state.name, ts.key[1] or "-")
+                await _until_idle(ts, state.config.session_idle_timeout)
+        except asyncio.CancelledError:
+            ts.status = "stopped"
+            raise
+        except BaseException as exc:  # noqa: BLE001 - one thread's process failing stays its own
+            reason = f"no answer within {timeout:g} seconds" if isinstance(_leaf(exc), TimeoutError) else _describe(exc)
+            await _drain(ts.stderr)
+            ts.status, ts.last_error = "error", with_stderr(reason, ts.stderr)
+            logger.warning("MCP server %s failed for thread %s: %s", state.name, ts.key[1] or "-", ts.last_error)
+        finally:
+            if ts.status in ("ready", "closing"):
+                ts.status = "stopped"
+            ts.ready.set()
+            await _drain(ts.stderr)
+            if state.threads.get(ts.key) is ts:
+                del state.threads[ts.key]
+
+    async def _stop_thread(self, state: ServerState, ts: ThreadSession) -> None:
+        if ts.status in ("connecting", "ready"):
+            ts.status = "closing"
+        ts.stop.set()
+        await _finish(ts.task)
+        if state.threads.get(ts.key) is ts:
+            del state.threads[ts.key]
+
+    async def close_thread(self, thread_id: str) -> int:
+        """Close every server's session of this thread (it was deleted); how many closed."""
+        found = [(state, ts) for state in list(self.servers.values()) for ts in list(state.threads.values())
+                 if ts.key[1] == thread_id]
+        await asyncio.gather(*(self._stop_thread(state, ts) for state, ts in found))
+        return len(found)
 
     async def shutdown(self) -> None:
         for state in list(self.servers.values()):
@@ -222,9 +360,56 @@ class McpRuntime:
         self.servers.clear()
 
 
-def _describe(exc: BaseException) -> str:
-    # anyio wraps a failure inside a task group in an ExceptionGroup: report the cause.
+async def _invoke(server: str, tools: dict[str, BaseTool], tool: str, arguments: dict[str, Any],
+                  timeout: float) -> tuple[bool, Any]:
+    """(True, the result) or (False, why the session failed): a tool-level error comes back
+    as content; a timeout or a broken connection means the session must be restarted."""
+    target = tools.get(tool)
+    if target is None:
+        raise RuntimeError(f"MCP server '{server}' no longer offers the tool '{tool}'")
+    try:
+        async with asyncio.timeout(timeout):
+            return True, await target.coroutine(**arguments)
+    except TimeoutError:
+        return False, f"the tool '{tool}' did not answer within {timeout:g} seconds; the server process was restarted"
+    except Exception as exc:  # noqa: BLE001 - the transport failed, not the tool
+        return False, f"the connection failed during '{tool}': {_describe(exc)}"
+
+
+async def _finish(task: asyncio.Task | None) -> None:
+    if task is not None and not task.done():
+        try:
+            await asyncio.wait_for(asyncio.shield(task), 10)
+        except (TimeoutError, asyncio.CancelledError):
+            task.cancel()
+
+
+async def _until_idle(ts: ThreadSession, idle: float) -> None:
+    """Return when the session is to close: asked to, or ``idle`` seconds without a call."""
+    while not ts.stop.is_set():
+        remaining = idle - (time.monotonic() - ts.last_used)
+        if ts.busy == 0 and remaining <= 0:
+            ts.status = "closing"  # no await since the check: a new call starts another session
+            return
+        try:
+            await asyncio.wait_for(ts.stop.wait(), max(remaining, 1.0))
+        except TimeoutError:
+            pass
+
+
+async def _drain(tail: StderrTail | None) -> None:
+    if tail is not None:
+        await tail.finish()
+
+
+def _leaf(exc: BaseException) -> BaseException:
+    # anyio wraps a failure inside a task group in an ExceptionGroup: the cause is inside.
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
+    return exc
+
+
+def _describe(exc: BaseException) -> str:
+    exc = _leaf(exc)
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

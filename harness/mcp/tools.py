@@ -15,8 +15,15 @@ from harness.config.extensions import McpServerConfig
 from harness.config.paths import thread_user_data_dir
 from harness.mcp.paths import translate_content
 from harness.mcp.runtime import DEFAULT_TOOL_CALL_TIMEOUT, McpRuntime
+from harness.tools._context import DEFAULT_USER_ID
 
 ROUTING_KEY = "deerflow_mcp_routing"
+
+
+def _scope(config: RunnableConfig | None) -> tuple[str, str]:
+    """(user id, thread id) of the calling run; "" for a call outside a thread."""
+    configurable = (config or {}).get("configurable") or {}
+    return str(configurable.get("user_id") or DEFAULT_USER_ID), str(configurable.get("thread_id") or "")
 
 
 def _user_data(config: RunnableConfig | None) -> Path | None:
@@ -25,7 +32,7 @@ def _user_data(config: RunnableConfig | None) -> Path | None:
     if not thread_id:
         return None
     try:
-        return thread_user_data_dir(configurable.get("user_id") or "default", str(thread_id))
+        return thread_user_data_dir(configurable.get("user_id") or DEFAULT_USER_ID, str(thread_id))
     except (ValueError, OSError):
         return None
 
@@ -44,13 +51,14 @@ def wrap_tool(runtime: McpRuntime, server: str, config: McpServerConfig, tool: B
 
     async def call(config: RunnableConfig, **arguments: Any) -> tuple[Any, Any]:
         try:
-            content, artifact = await runtime.run(runtime.call(server, name, arguments, timeout))
+            content, artifact = await runtime.run(runtime.call(server, name, arguments, timeout, _scope(config)))
         except RuntimeError as exc:
             raise ToolException(f"Error: {exc}") from None
         return _flatten(translate_content(content, _user_data(config))), artifact
 
-    routing = config.tools.tool_settings(name).get("routing", config.routing)
+    routing = config.effective_routing(name)
+    hint = routing.model_dump() if routing.mode == "prefer" and routing.keywords else None
     return StructuredTool(name=name, description=tool.description or f"{name} (MCP server {server})",
                           args_schema=tool.args_schema, coroutine=call, response_format="content_and_artifact",
                           handle_tool_error=True,
-                          metadata={**(tool.metadata or {}), "mcp_server": server, ROUTING_KEY: routing})
+                          metadata={**(tool.metadata or {}), "mcp_server": server, ROUTING_KEY: hint})

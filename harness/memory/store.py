@@ -15,19 +15,8 @@ import uuid
 from pathlib import Path
 from typing import Protocol
 
+from harness.memory.retrieval import matches, query_terms, substring_terms
 from harness.memory.types import Fact, MemoryDoc, RevisionConflict, now
-
-_WORD = re.compile(r"\w{2,}", re.UNICODE)
-
-
-def query_terms(text: str, limit: int = 32) -> list[str]:
-    """Words of the current message worth matching (FTS-safe: letters and digits only)."""
-    seen: dict[str, None] = {}
-    for w in _WORD.findall(text.lower()):
-        seen.setdefault(w, None)
-        if len(seen) >= limit:
-            break
-    return list(seen)
 
 
 def new_fact_id() -> str:
@@ -42,8 +31,9 @@ class MemoryStore(Protocol):
         """Store *doc* if the stored revision is still ``doc.revision``; returns it with the new
         revision. Raises RevisionConflict otherwise."""
 
-    def search(self, owner: str, agent: str, query: str, limit: int) -> list[str]:
-        """Fact ids matching *query*, most relevant first (full-text retrieval)."""
+    def search(self, owner: str, agent: str, query: str, limit: int, adapter: str | None = None) -> list[str]:
+        """Fact ids matching *query*, most relevant first, by ``memory.retrieval_adapter``
+        *adapter* (None: the store's configured one)."""
 
 
 class FileMemoryStore:
@@ -52,8 +42,9 @@ class FileMemoryStore:
 
     _lock = threading.Lock()
 
-    def __init__(self, root: str | os.PathLike) -> None:
+    def __init__(self, root: str | os.PathLike, retrieval_adapter: str = "fts5") -> None:
         self.root = Path(root)
+        self.retrieval_adapter = retrieval_adapter
 
     def _path(self, owner: str, agent: str) -> Path:
         safe = re.sub(r"[^\w.-]", "_", f"{owner}__{agent or 'default'}")
@@ -90,13 +81,14 @@ class FileMemoryStore:
             os.replace(tmp, path)
             return saved
 
-    def search(self, owner: str, agent: str, query: str, limit: int) -> list[str]:
-        terms = set(query_terms(query))
+    def search(self, owner: str, agent: str, query: str, limit: int, adapter: str | None = None) -> list[str]:
+        adapter = self.retrieval_adapter if adapter is None else adapter
+        terms = substring_terms(query) if adapter == "" else query_terms(query, adapter=adapter)
         if not terms:
             return []
         scored = []
         for f in self.load(owner, agent).facts:
-            hits = len(terms & set(query_terms(f.content, limit=200)))
+            hits = matches(f.content, terms, adapter)
             if hits:
                 scored.append((-hits, f.id))
         return [fid for _, fid in sorted(scored)[:limit]]

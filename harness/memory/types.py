@@ -15,7 +15,8 @@ SUMMARY_KEYS: tuple[tuple[str, str, str], ...] = (
     ("earlier_context", "history", "earlierContext"),
     ("long_term_background", "history", "longTermBackground"),
 )
-CATEGORIES = ("preference", "knowledge", "context", "behavior", "goal", "identity")
+# "correction": an explicit correction by the user (DeerFlow's category; staleness review spares it by default).
+CATEGORIES = ("preference", "knowledge", "context", "behavior", "goal", "identity", "correction")
 MAX_FACT_CHARS = 1000
 MAX_SUMMARY_CHARS = 3000
 DOC_VERSION = "1.0"

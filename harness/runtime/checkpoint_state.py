@@ -19,6 +19,8 @@ Three rules DeerFlow learned with delta checkpoints (docs/runs.md, "Checkpoint s
 
 from __future__ import annotations
 
+import types
+import typing
 import weakref
 from typing import Any
 
@@ -100,8 +102,20 @@ def _replacement(graph: Any, values: dict[str, Any], head_values: dict[str, Any]
         if key in values:
             update[key] = Overwrite(values[key]) if reducing else values[key]
         else:  # the head has something the wanted state had not yet: back to empty
-            update[key] = Overwrite(channel.typ()) if reducing else None
+            update[key] = Overwrite(_empty(channel.typ)) if reducing else None
     return update
+
+
+def _empty(typ: Any) -> Any:
+    """The empty value of a channel's type: what ``typ()`` gives (``[]`` for a list), or for an
+    optional one (``str | None``, which cannot be called) ``None``."""
+    try:
+        return typ()
+    except TypeError:
+        members = typing.get_args(typ) if typing.get_origin(typ) in (types.UnionType, typing.Union) else ()
+        if type(None) in members or not members:
+            return None
+        return _empty(members[0])
 
 
 async def write_onto_head(graph: Any, thread_config: dict, values: dict[str, Any]) -> dict:

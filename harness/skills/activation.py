@@ -20,8 +20,9 @@ from harness.skills.state import SkillSet
 
 # Words the chat and the channels use for commands of their own; never skill names.
 RESERVED = frozenset({"new", "help", "bootstrap", "status", "models", "memory", "goal", "clear", "stop", "cancel"})
-# Tools an active skill never takes away: finding and loading skills is how work starts.
-DISCOVERY_TOOLS = frozenset({"describe_skill", "ask_clarification"})
+# Tools an active skill never takes away: finding and loading skills is how work starts, and
+# reviewing one reads it as data without giving it any authority (DeerFlow keeps it too).
+DISCOVERY_TOOLS = frozenset({"describe_skill", "ask_clarification", "review_skill_package"})
 _SLASH = re.compile(r"^/([a-z0-9][a-z0-9-]{0,63})(?:[ \t\r\n]+(.*))?$", re.DOTALL)
 MAX_PROMPT_DESCRIPTION = 300
 
@@ -114,10 +115,82 @@ def allowed_tool_names(active: list[Skill], slash: Skill | None) -> frozenset[st
     return frozenset(name for tools in declared for name in tools) | DISCOVERY_TOOLS
 
 
-def bound_secrets(active: list[Skill], request_secrets: Mapping[str, str]) -> dict[str, str]:
-    """Only the secrets the active skills declare, and only the values the request brought."""
-    wanted = {req.name for skill in active for req in skill.meta.required_secrets}
+def binding_skills(active: list[Skill], slash: Skill | None) -> list[Skill]:
+    """The active skills whose declared secrets bind: the one the user started with
+    ``/name`` always; one the agent loaded by itself only unless it says
+    ``secrets-autonomous: false`` (DeerFlow's opt-out: such a skill's secrets need the user's
+    explicit start)."""
+    return [s for s in active if s is slash or s.meta.secrets_autonomous]
+
+
+def bound_secrets(active: list[Skill], request_secrets: Mapping[str, str], slash: Skill | None = None) -> dict[str, str]:
+    """Only the secrets the binding skills declare, and only the values the request brought."""
+    wanted = {req.name for skill in binding_skills(active, slash) for req in skill.meta.required_secrets}
     return {name: value for name, value in request_secrets.items() if name in wanted}
+
+
+def missing_secrets(active: list[Skill], request_secrets: Mapping[str, str], slash: Skill | None = None) -> dict[str, list[str]]:
+    """Skill name -> the required (not optional) secret names the request did not bring. Names
+    only: this goes to the run's journal."""
+    out: dict[str, list[str]] = {}
+    for skill in binding_skills(active, slash):
+        names = [r.name for r in skill.meta.required_secrets if not r.optional and r.name not in request_secrets]
+        if names:
+            out[skill.name] = names
+    return out
+
+
+# -- the journal: what a run activated, and which secrets it bound or missed ---------------
+
+_audits: OrderedDict[str, dict[str, Any]] = OrderedDict()
+
+
+def audit_changes(run_id: str, active: list[Skill], slash: Skill | None,
+                  request_secrets: Mapping[str, str]) -> tuple[list[dict[str, str]], dict[str, Any] | None]:
+    """(activations not recorded yet in this run, the secret binding if it changed).
+
+    Called on every model and tool call the skills middleware sees; each skill's activation
+    is reported once per run and the binding only when it differs from the last one
+    reported, so the journal gets one row per change, not one per call. Names only.
+    """
+    with _snap_lock:
+        record = _audits.setdefault(run_id, {"activated": set(), "binding": None})
+        _audits.move_to_end(run_id)
+        while len(_audits) > _MAX_SNAPSHOTS:
+            _audits.popitem(last=False)
+        fresh = [s for s in active if s.name not in record["activated"]]
+        record["activated"].update(s.name for s in fresh)
+    activations = [{"skill_name": s.name, "category": s.category, "path": s.skill_md_path,
+                    "source": "slash" if s is slash else "read"} for s in fresh]
+    binding = binding_skills(active, slash)
+    declaring = [s for s in binding if s.meta.required_secrets]
+    withheld = {s.name: [r.name for r in s.meta.required_secrets] for s in active
+                if s not in binding and s.meta.required_secrets}
+    state = {"skills": sorted(s.name for s in declaring),
+             "secrets": sorted(bound_secrets(active, request_secrets, slash)),
+             "missing": missing_secrets(active, request_secrets, slash),
+             "withheld": withheld}
+    if not (state["secrets"] or state["missing"] or state["withheld"]):
+        return activations, None
+    with _snap_lock:
+        if record["binding"] == state:
+            return activations, None
+        record["binding"] = state
+    return activations, {**state, "message": secrets_message(state)}
+
+
+def secrets_message(state: Mapping[str, Any]) -> str:
+    parts = []
+    for skill, names in sorted(state["missing"].items()):
+        parts.append(f"The skill {skill} needs the secret{'s' if len(names) > 1 else ''} {', '.join(names)}, "
+                     "which this run's request did not bring (context.secrets); its commands run without "
+                     f"{'them' if len(names) > 1 else 'it'}.")
+    for skill, names in sorted(state["withheld"].items()):
+        parts.append(f"The skill {skill} was loaded by the agent and says secrets-autonomous: false, so "
+                     f"{', '.join(names)} {'are' if len(names) > 1 else 'is'} bound only when the user starts it with /{skill}.")
+    if state["secrets"]:
+        parts.append(f"Bound for this run's commands: {', '.join(state['secrets'])}.")
+    return " ".join(parts)
 
 
 # -- the prompt block ---------------------------------------------------------------------

@@ -6,7 +6,9 @@ compression ratio only a bomb has, two members of one name, a compression method
 stored or deflate, and a missing or invalid ``SKILL.md`` are *critical* and refuse the
 install. Suspicious content (a download piped into a shell, reads of credential files, an
 obfuscated payload fed to ``eval``) is reported with the file and line so a person can judge
-it; it does not block.
+it; it does not block. Python files are also read as syntax trees (``harness.skills.pyscan``:
+network, subprocess, environment reads, obfuscation); their *high* findings keep a skill the
+agent wrote switched off until a person enables it (``blocks_enable``).
 
 The members the scan reads (``SKILL.md``, the content of small files) go through
 ``harness.skills.zipread``, which inflates in bounded chunks and refuses a member that
@@ -23,6 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import PurePosixPath
 
 from harness.skills.parser import SkillMeta, SkillParseError, parse_skill_md
+from harness.skills.pyscan import MAX_SOURCE_BYTES, is_python, scan_python
 from harness.skills.zipread import MemberRefused, check_readable, read_member
 
 MAX_ARCHIVE_BYTES = 20 * 1024 * 1024
@@ -58,6 +61,11 @@ class ScanResult:
     @property
     def blocked(self) -> bool:
         return any(f.severity == CRITICAL for f in self.findings)
+
+    @property
+    def holds(self) -> list[Finding]:
+        """The findings that keep a skill the agent wrote from being enabled by itself."""
+        return holding_findings(self.findings)
 
     def add(self, rule: str, severity: str, file: str, message: str, line: int | None = None) -> None:
         self.findings.append(Finding(rule, severity, file, line, message))
@@ -101,16 +109,35 @@ def _name_problem(name: str) -> tuple[str, str] | None:
     return None
 
 
-def _scan_content(result: ScanResult, name: str, data: bytes) -> None:
+def holding_findings(findings: list[Finding]) -> list[Finding]:
+    return [f for f in findings if f.severity in (CRITICAL, HIGH)]
+
+
+def content_findings(name: str, data: bytes) -> list[Finding]:
+    """The line rules over a file's text, and the syntax-tree rules when it is Python."""
+    out: list[Finding] = []
     text = data[:CONTENT_SCAN_BYTES].decode("utf-8", errors="ignore")
     for lineno, line in enumerate(text.splitlines(), 1):
         for rule, severity, pattern, message in _CONTENT_RULES:
             if pattern.search(line):
-                result.add(rule, severity, name, message, lineno)
+                out.append(Finding(rule, severity, name, lineno, message))
+    if is_python(name, data):
+        code = [Finding(f.rule, f.severity, name, f.line, f.message) for f in scan_python(data)]
+        # The tree's reading of a line replaces the pattern's guess at the same thing.
+        same = {(f.rule.split(".", 1)[1], f.line) for f in code}
+        out = [f for f in out if (f.rule.split(".", 1)[1], f.line) not in same] + code
+    return out
 
 
-def scan_archive(path, *, public_names: frozenset[str] | set[str] = frozenset(), archive_size: int | None = None) -> ScanResult:
-    """Scan the archive at ``path`` (blocking: call it off the event loop)."""
+def _scan_content(result: ScanResult, name: str, data: bytes) -> None:
+    result.findings.extend(content_findings(name, data))
+
+
+def scan_archive(path, *, public_names: frozenset[str] | set[str] = frozenset(), archive_size: int | None = None,
+                 content: bool = True) -> ScanResult:
+    """Scan the archive at ``path`` (blocking: call it off the event loop). ``content``
+    False (``skill_scan.enabled: false``) skips the content and code rules; the archive's
+    structure is checked whatever the setting, because that is what keeps the unpack safe."""
     result = ScanResult()
     label = PurePosixPath(str(path)).name
     if archive_size is not None and archive_size > MAX_ARCHIVE_BYTES:
@@ -166,12 +193,14 @@ def scan_archive(path, *, public_names: frozenset[str] | set[str] = frozenset(),
         if result.blocked:
             return result
         _find_skill_md(result, zf, public_names)
-        if result.blocked:
+        if result.blocked or not content:
             return result
         for info in result.files:
             if info.file_size <= CONTENT_SCAN_BYTES * 4:
+                # A Python file is parsed whole (up to the parser's cap), other text by its head.
+                keep = MAX_SOURCE_BYTES + 1 if info.filename.lower().endswith(".py") else CONTENT_SCAN_BYTES
                 try:
-                    head = read_member(zf, info, max_bytes=MAX_MEMBER_BYTES, keep=CONTENT_SCAN_BYTES)
+                    head = read_member(zf, info, max_bytes=MAX_MEMBER_BYTES, keep=keep)
                 except MemberRefused as exc:
                     result.refuse(exc)
                     return result
@@ -199,7 +228,7 @@ def _find_skill_md(result: ScanResult, zf: zipfile.ZipFile, public_names) -> Non
     result.prefix = prefix
     skill_md = f"{prefix}SKILL.md"
     try:
-        meta = parse_skill_md(read_member(zf, names[skill_md], max_bytes=MAX_MEMBER_BYTES).decode("utf-8"))
+        meta = parse_skill_md(read_member(zf, names[skill_md], max_bytes=MAX_MEMBER_BYTES).decode("utf-8"), strict=True)
     except MemberRefused as exc:
         result.refuse(exc)
         return

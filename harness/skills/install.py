@@ -73,16 +73,17 @@ def _retire(home: Path, name: str, live_dir: str = CUSTOM) -> None:
 
 def install_archive(archive: Path, *, user_id: str | None, public_names: set[str] | frozenset[str],
                     home: Path | None = None, live_dir: str = CUSTOM,
-                    global_names: set[str] | frozenset[str] = frozenset()) -> InstallResult:
+                    global_names: set[str] | frozenset[str] = frozenset(), content: bool = True) -> InstallResult:
     """Scan, then install. Blocking: call it off the event loop.
 
     ``global_names``: skills installed for everyone. A user may not start a new skill under
     one of those names (it would hide the shared one from them without saying so), but may
-    keep updating a skill of their own that was there first.
+    keep updating a skill of their own that was there first. ``content`` False
+    (``skill_scan.enabled: false``) skips the content and code rules, never the structural ones.
     """
     home = home or user_skills_home(str(user_id))
     size = archive.stat().st_size
-    result = scan_archive(archive, public_names=public_names, archive_size=size)
+    result = scan_archive(archive, public_names=public_names, archive_size=size, content=content)
     if result.meta is not None and result.meta.name in global_names and not (home / live_dir / result.meta.name).exists():
         result.add("name.clash_global", CRITICAL, f"{result.prefix}SKILL.md",
                    f"'{result.meta.name}' is the name of a skill installed for everyone; choose another name", 2)

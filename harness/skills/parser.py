@@ -43,6 +43,9 @@ class SkillMeta:
     compatibility: str | None = None
     allowed_tools: tuple[str, ...] | None = None  # None: no restriction declared
     required_secrets: tuple[SecretRequirement, ...] = ()
+    # DeerFlow's ``secrets-autonomous``: false keeps the declared secrets from a skill the
+    # agent loads on its own (reading SKILL.md); only ``/name`` started by the user binds them.
+    secrets_autonomous: bool = True
     body: str = ""
     extra: dict = field(default_factory=dict, compare=False)
 
@@ -102,7 +105,18 @@ def _secrets(value, line: int | None) -> tuple[SecretRequirement, ...]:
     return tuple(out)
 
 
-def parse_skill_md(text: str) -> SkillMeta:
+def _autonomous(value, line: int | None, strict: bool) -> bool:
+    if value is None:
+        return True
+    if isinstance(value, bool):
+        return value
+    if strict:
+        raise SkillParseError("'secrets-autonomous' must be true or false", line)
+    return False  # a skill already on disk with a malformed value binds nothing by itself
+
+
+def parse_skill_md(text: str, *, strict: bool = False) -> SkillMeta:
+    """``strict`` (installs): a malformed ``secrets-autonomous`` is an error instead of false."""
     if len(text.encode("utf-8", "surrogatepass")) > MAX_SKILL_MD_BYTES:
         raise SkillParseError(f"SKILL.md is larger than {MAX_SKILL_MD_BYTES // 1024} KB")
     head, body, _ = _split(text)
@@ -136,7 +150,8 @@ def parse_skill_md(text: str) -> SkillMeta:
         raise SkillParseError("the front matter has no 'description'", line_of("description") or 2)
     if len(description) > MAX_DESCRIPTION:
         raise SkillParseError(f"'description' is longer than {MAX_DESCRIPTION} characters", line_of("description"))
-    known = {"name", "description", "license", "version", "author", "compatibility", "allowed-tools", "required-secrets", "metadata"}
+    known = {"name", "description", "license", "version", "author", "compatibility", "allowed-tools", "required-secrets",
+             "secrets-autonomous", "metadata"}
     return SkillMeta(
         name=name.strip(),
         description=" ".join(description.split()),
@@ -146,6 +161,7 @@ def parse_skill_md(text: str) -> SkillMeta:
         compatibility=_text(data, "compatibility", line_of),
         allowed_tools=_tools(data.get("allowed-tools"), line_of("allowed-tools")),
         required_secrets=_secrets(data.get("required-secrets"), line_of("required-secrets")),
+        secrets_autonomous=_autonomous(data.get("secrets-autonomous"), line_of("secrets-autonomous"), strict),
         body=body,
         extra={k: v for k, v in data.items() if k not in known},
     )

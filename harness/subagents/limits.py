@@ -5,6 +5,11 @@ delegations, counted from the ``delegations`` ledger in thread state (checkpoint
 resumed or long run cannot step around it). Calls past either cap do not run: each gets an
 answering ToolMessage that says why, so the model sees the limit and works with what it
 has instead of asking again. Admitted calls enter the ledger as ``running`` at once.
+
+After the lead's next model reply, each finished task's usage is added to the usage of the
+AI message that dispatched it (DeerFlow's attribution, in the step the hook already has): that
+message then tells what its step cost, subagents included. The task's ToolMessage is marked
+so a usage is added once; until then the per-run token budget counts it from there.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from typing import Any
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import AIMessage, ToolMessage
 
-from harness.agents.markers import run_value
+from harness.agents.markers import SUBAGENT_USAGE_MERGED_KEY, run_value
 from harness.agents.thread_state import ThreadState
 
 
@@ -35,9 +40,10 @@ class SubagentLimitMiddleware(AgentMiddleware):
         ai = messages[-1] if messages else None
         if not isinstance(ai, AIMessage):
             return None
+        merged = merge_task_usage(messages[:-1])
         calls = [c for c in ai.tool_calls if c.get("name") == "task"]
         if not calls:
-            return None
+            return {"messages": merged} if merged else None
         run_id = str(run_value(runtime, "run_id", "") or "")
         used = run_delegations(state, run_id)
         room = max(0, self.max_total - used)
@@ -56,8 +62,31 @@ class SubagentLimitMiddleware(AgentMiddleware):
         ledger = [{"id": c["id"], "run_id": run_id, "status": "running", "subagent_type": (c.get("args") or {}).get("subagent_type") or "general-purpose",
                    "description": str((c.get("args") or {}).get("description") or "")[:200]} for c in keep]
         update: dict[str, Any] = {}
-        if notes:
-            update["messages"] = notes
+        if notes or merged:
+            update["messages"] = [*merged, *notes]
         if ledger:
             update["delegations"] = ledger
         return update or None
+
+
+def merge_task_usage(messages: list[Any]) -> list[Any]:
+    """Replacements that add the usage of the task results ending ``messages`` to their
+    dispatching AI message; only the trailing tool results are looked at (the last tools step)."""
+    updates: dict[int, Any] = {}
+    i = len(messages) - 1
+    while i >= 0 and isinstance(messages[i], ToolMessage):
+        msg = messages[i]
+        usage = msg.additional_kwargs.get("subagent_usage")
+        if msg.name == "task" and usage and not msg.additional_kwargs.get(SUBAGENT_USAGE_MERGED_KEY):
+            j = i - 1
+            while j >= 0 and not (isinstance(messages[j], AIMessage) and any(c.get("id") == msg.tool_call_id for c in messages[j].tool_calls)):
+                j -= 1
+            if j >= 0:
+                ai = updates.get(j, messages[j])
+                prev = dict(ai.usage_metadata or {"input_tokens": 0, "output_tokens": 0, "total_tokens": 0})
+                for key in ("input_tokens", "output_tokens", "total_tokens"):
+                    prev[key] = int(prev.get(key) or 0) + int(usage.get(key) or 0)
+                updates[j] = ai.model_copy(update={"usage_metadata": prev})
+                updates[i] = msg.model_copy(update={"additional_kwargs": {**msg.additional_kwargs, SUBAGENT_USAGE_MERGED_KEY: True}})
+        i -= 1
+    return [updates[k] for k in sorted(updates)]

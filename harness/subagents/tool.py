@@ -19,19 +19,25 @@ from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 from langgraph.types import Command
 
-from harness.agents.markers import run_value
+from harness.agents.markers import SUBAGENT_TASK_KEY, run_value
 from harness.config.app_config import SubagentsConfig
 from harness.observability.tracing import TracingConfig, standalone_config
-from harness.subagents.executor import SubagentResult, build_subagent_graph, run_subagent
-from harness.subagents.types import NEVER_DELEGATED, available_types
+from harness.subagents.executor import SubagentResult, bounded, build_subagent_graph, run_subagent
+from harness.subagents.types import NEVER_DELEGATED, SubagentType, available_types
 
 logger = logging.getLogger(__name__)
 
 DEPTH_KEY = "subagent_depth"
-# Never passed on: request secrets are bound to the lead's own tool calls.
-_CONTEXT_DROP = frozenset({"secrets"})
+# Never passed on: request secrets are bound to the lead's own tool calls, and the run's
+# token budget is the lead's (a subagent has its own, subagents.token_budget).
+_CONTEXT_DROP = frozenset({"secrets", "token_budget"})
+# Of a result, what the delegation ledger keeps: after a summary has compacted the task's
+# ToolMessage away, the ledger is what the lead still sees of it.
+RESULT_BRIEF_CHARS = 1000
 
 ModelFactory = Callable[[str | None], tuple[BaseChatModel, str]]
+# (type, its model, the model's name, its tools) -> (the tools it is given, its middleware chain)
+ChainFactory = Callable[[SubagentType, BaseChatModel, str, list[BaseTool]], tuple[list[BaseTool], list[Any]]]
 
 TASK_DESCRIPTION = """Delegate a focused, self-contained subtask to a subagent that works on it alone and returns one answer.
 
@@ -76,21 +82,26 @@ def result_message(out: SubagentResult, tool_call_id: str) -> ToolMessage:
                        additional_kwargs=kwargs)
 
 
-def subagent_tools(lead_tools: Sequence[BaseTool], wanted: Sequence[str] | None) -> list[BaseTool]:
-    pool = [t for t in lead_tools if t.name not in NEVER_DELEGATED]
-    if wanted is None:
+def subagent_tools(lead_tools: Sequence[BaseTool], stype: SubagentType) -> list[BaseTool]:
+    """The type's allowlist, less its denylist; `task` never (DeerFlow's _filter_tools)."""
+    denied = NEVER_DELEGATED | stype.disallowed
+    pool = [t for t in lead_tools if t.name not in denied]
+    if stype.tools is None:
         return pool
-    names = set(wanted)
+    names = set(stype.tools)
     return [t for t in pool if t.name in names]
 
 
 def build_task_tool(*, config: SubagentsConfig, lead_tools: Sequence[BaseTool], model_factory: ModelFactory,
-                    shared_middleware: Sequence[Any] = (), tracing: TracingConfig | None = None) -> BaseTool:
-    """``tracing``: config.yaml's tracing section; each subagent is then traced on its own,
-    as ``subagent:<type>``, in the lead run's session with the lead run's ids."""
-    types = available_types(config)
-    # Compiled subagent graphs, per (type, model): building one costs about ten milliseconds,
-    # and a graph without a checkpointer holds nothing of any run.
+                    chain: ChainFactory, tracing: TracingConfig | None = None, summarization_enabled: bool = False) -> BaseTool:
+    """``chain`` builds a type's tools and middleware (for its model) the first time it is
+    used. ``tracing``: config.yaml's tracing section; each subagent is then traced
+    on its own, as ``subagent:<type>``, in the lead run's session with the lead run's ids.
+    ``summarization_enabled`` picks the default subagent token budget (DeerFlow's coupling)."""
+    types = available_types(config, summarization_enabled=summarization_enabled)
+    # Compiled subagent graphs, per (type, model): building one costs some 30 ms of CPU, on the
+    # event loop, while parallel tasks wait. A graph without a checkpointer keeps nothing of a
+    # run, and the guards in it keep their counts per task (SUBAGENT_TASK_KEY).
     graphs: dict[tuple[str, str], Any] = {}
 
     async def task(description: str, prompt: str, runtime: ToolRuntime[Any, Any], subagent_type: str = "general-purpose",
@@ -132,21 +143,23 @@ def build_task_tool(*, config: SubagentsConfig, lead_tools: Sequence[BaseTool], 
             context[DEPTH_KEY] = 1
             parent = runtime.state or {}
             state = {k: parent[k] for k in ("sandbox", "thread_data") if parent.get(k)}
+            context[SUBAGENT_TASK_KEY] = call_id  # the guards count this task on its own
             key = (stype.name, model_name)
             if key not in graphs:
-                graphs[key] = build_subagent_graph(stype, chat_model, subagent_tools(lead_tools, stype.tools), model_name,
-                                                     shared_middleware)
+                graphs[key] = build_subagent_graph(stype, chat_model, *chain(stype, chat_model, model_name, subagent_tools(lead_tools, stype)))
             trace = None
             if tracing is not None:
                 lead_metadata = (getattr(runtime, "config", None) or {}).get("metadata") or {}
                 trace = standalone_config(tracing, f"subagent:{stype.name.lower().replace('_', '-')}", parent=lead_metadata,
                                           model_name=model_name)
             out = await run_subagent(task_id=call_id, description=description, prompt=prompt, stype=stype, model=chat_model,
-                                     model_name=model_name, tools=(), context=context, state=state, emit=emit, graph=graphs[key],
-                                     trace=trace)
+                                     model_name=model_name, graph=graphs[key], context=context, state=state, emit=emit, trace=trace)
         entry = {"id": call_id, "run_id": run_id, "description": description, "subagent_type": stype.name, "status": out.status,
-                 "stop_reason": out.stop_reason, "model_name": out.model_name, "usage": dict(out.usage), "steps": out.steps}
+                 "stop_reason": out.stop_reason, "model_name": out.model_name, "usage": dict(out.usage), "steps": out.steps,
+                 "result_brief": bounded((out.result or out.error).strip(), RESULT_BRIEF_CHARS)[0]}
         update: dict[str, Any] = {"messages": [result_message(out, call_id)], "delegations": [entry]}
+        if out.artifacts:  # files a subagent presented (its type allows present_files) are the user's too
+            update["artifacts"] = out.artifacts
         if out.usage.get("calls") and out.model_name:
             update["token_usage"] = {out.model_name: dict(out.usage)}
         return Command(update=update)

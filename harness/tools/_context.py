@@ -74,8 +74,8 @@ def skill_secrets(runtime: Any) -> dict[str, str]:
 
         cfg = get_app_config().skills
         skills = resolve_skill_set(runtime_ids(runtime)[0], skills_path=cfg.path, virtual=cfg.container_path)
-    active, _ = activation.active_skills(getattr(runtime, "state", None), skills, run_id)
-    return activation.bound_secrets(active, secrets)
+    active, slash = activation.active_skills(getattr(runtime, "state", None), skills, run_id)
+    return activation.bound_secrets(active, secrets, slash)
 
 
 def _starts_with_slash(state: Any) -> bool:

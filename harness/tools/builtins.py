@@ -26,6 +26,7 @@ from harness.sandbox import SandboxError
 from harness.sandbox.paths import OUTPUTS
 from harness.tools._context import get_sandbox, masked
 from harness.tools.file_access import READ, declare_thread_files
+from harness.tools.skill_review import review_skill_package_tool
 
 MAX_PRESENTED_FILES = 50
 MAX_IMAGE_BYTES = 8 * 1024 * 1024
@@ -161,6 +162,7 @@ def get_builtin_tools(*, include_clarification: bool = True, include_view_image:
         tools.append(view_image_tool)
     if include_clarification:
         tools.append(ask_clarification_tool)
+    tools.append(review_skill_package_tool)
     return tools
 
 

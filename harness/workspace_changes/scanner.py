@@ -21,6 +21,7 @@ import stat as stat_mod
 from dataclasses import replace
 from pathlib import Path
 
+from harness.config.browser import BROWSER_FRAMES_DIRNAME
 from harness.config.guards import TOOL_RESULTS_DIRNAME
 from harness.workspace_changes.types import BINARY, LARGE, SENSITIVE, SYMLINK, FileEntry, Limits, Root, Snapshot
 
@@ -28,7 +29,7 @@ from harness.workspace_changes.types import BINARY, LARGE, SENSITIVE, SYMLINK, F
 # otherwise "change" thousands of files. The tool_output guard's saved results are the agent's
 # scratch, not outputs to deliver: counted, they would fail every run with a long tool result.
 EXCLUDED_DIR_NAMES = frozenset({".git", ".hg", ".svn", ".cache", ".venv", "venv", "__pycache__", "node_modules",
-                                ".next", ".mypy_cache", ".pytest_cache", TOOL_RESULTS_DIRNAME})
+                                ".next", ".mypy_cache", ".pytest_cache", TOOL_RESULTS_DIRNAME, BROWSER_FRAMES_DIRNAME})
 BINARY_EXTENSIONS = frozenset({".7z", ".avif", ".bmp", ".class", ".db", ".dll", ".dmg", ".doc", ".docx", ".exe", ".gif",
                                ".gz", ".ico", ".jar", ".jpeg", ".jpg", ".mov", ".mp3", ".mp4", ".o", ".pdf", ".png", ".ppt",
                                ".pptx", ".pyc", ".so", ".sqlite", ".tar", ".webp", ".xls", ".xlsx", ".zip"})

@@ -253,6 +253,7 @@
     else if (base === "custom" && event === "custom") {
       if (subs()) subs().onEvent(data);
       if (acts()) acts().onCustom(data);
+      if (window.DFBrowserView) window.DFBrowserView.onCustom(data);
     }
     else if (base === "updates" && data && typeof data === "object") {
       if (Array.isArray(data.__interrupt__)) for (const it of data.__interrupt__) showClarification(it && it.value);
@@ -282,6 +283,7 @@
     if (ended && fb()) for (const entry of S.messages.values()) if (entry.runId === ended) fb().attach(entry, ended, entry.id);
     if (ended && changes()) changes().showFor(ended);
     if (acts()) acts().onRunEnd(S.runId, S.following);
+    if (window.DFBrowserView) window.DFBrowserView.onRunEnd();
     S.following = null;
     S.runId = null;
     S.lastEventId = null;

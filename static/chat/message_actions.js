@@ -90,6 +90,7 @@
     if (question) question.el.classList.add("latest-question");
     // A message that is only tool calls has no text: its Copy buttons would copy nothing.
     for (const entry of entries("ai")) entry.el.classList.toggle("textless", !(entry.text && entry.text.trim()));
+    if (window.DFVersions) window.DFVersions.refresh(app); // versions.js: the ‹ 1/2 › arrows
   }
 
   function clearStopped() { app.messagesEl().querySelectorAll(".stopped-marker").forEach((n) => n.remove()); }

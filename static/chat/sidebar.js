@@ -27,6 +27,9 @@
     return node;
   }
   const icon = (name) => (window.dfUI ? window.dfUI.icon(name) : document.createTextNode(""));
+  // tags.js: the tag filter's search fields, each chat's tag chips and Tags button
+  const tags = () => window.DFTags;
+  const filtered = (body) => ({ ...body, ...(tags() ? tags().filterBody() : {}) });
 
   function threadTitle(t) { return (t.metadata && t.metadata.title) || t.title || (t.values && t.values.title) || "New chat"; }
 
@@ -36,12 +39,13 @@
     if (!ctx) return;
     try {
       const [recent, pinned] = await Promise.all([
-        ctx.api("POST", "/threads/search", { limit: 100, sort_by: "updated_at", sort_order: "desc", started: true }),
-        ctx.api("POST", "/threads/search", { limit: 100, sort_by: "updated_at", sort_order: "desc", pinned: true }),
+        ctx.api("POST", "/threads/search", filtered({ limit: 100, sort_by: "updated_at", sort_order: "desc", started: true })),
+        ctx.api("POST", "/threads/search", filtered({ limit: 100, sort_by: "updated_at", sort_order: "desc", pinned: true })),
       ]);
       S.threads = recent;
       S.pinned = pinned;
     } catch (e) { return; }
+    if (tags()) tags().onThreads([...S.threads, ...S.pinned]);
     if (S.term) await runSearch(S.term); else render();
   }
 
@@ -49,7 +53,7 @@
     const seq = ++S.searchSeq;
     let found;
     try {
-      found = await ctx.api("POST", "/threads/search", { query: term, limit: 50, sort_by: "updated_at", sort_order: "desc" });
+      found = await ctx.api("POST", "/threads/search", filtered({ query: term, limit: 50, sort_by: "updated_at", sort_order: "desc" }));
     } catch (e) { found = []; }
     if (seq !== S.searchSeq) return; // a later keystroke's search owns the list now
     S.results = found;
@@ -95,6 +99,7 @@
     const link = h("a", { class: "thread-link", href: `/c/${encodeURIComponent(t.thread_id)}/`, "aria-current": active ? "page" : null, "data-thread-link": t.thread_id });
     link.append(h("span", { class: "thread-name" }, S.results ? highlighted(title, S.term) : title));
     if (S.results && t.search_snippet) link.append(h("span", { class: "thread-snippet" }, highlighted(t.search_snippet, S.term)));
+    if (tags()) link.append(tags().chips(t) || "");
     const tag = ctx.agentTag ? ctx.agentTag(t.assistant_id) : null;
     // Beside the link, not in it: a title update rewrites the link's text.
     const mark = tag ? h("span", { class: "thread-agent", title: tag.title, "aria-label": tag.title, text: tag.mark }) : null;
@@ -104,7 +109,7 @@
     const rename = h("button", { type: "button", class: "icon-btn small-btn", "aria-label": "Rename " + title, title: "Rename", onclick: () => startRename(t, li) }, icon("pencil"));
     const del = h("button", { type: "button", class: "icon-btn small-btn", "aria-label": "Delete " + title, title: "Delete", onclick: () => deleteThread(t) }, icon("trash"));
     const li = h("li", { class: "thread-item" + (active ? " active" : "") + (t.status === "busy" ? " busy" : "") + (pinned ? " pinned" : ""), "data-thread": t.thread_id },
-      mark, link, h("span", { class: "thread-actions" }, pin, rename, del));
+      mark, link, h("span", { class: "thread-actions" }, pin, tags() ? tags().button(t, title) : null, rename, del));
     return li;
   }
 
@@ -134,7 +139,8 @@
     el.list.replaceChildren(...sections);
     const count = el.list.querySelectorAll(".thread-item").length;
     el.empty.hidden = count > 0;
-    el.empty.textContent = S.results ? "No chat matches." : "No chats yet.";
+    const filtering = tags() && tags().selected().length;
+    el.empty.textContent = S.results ? "No chat matches." : filtering ? "No chat has these tags." : "No chats yet.";
     if (keep) {
       const again = el.list.querySelector(`[data-thread="${CSS.escape(keep)}"] .thread-link`);
       if (again) again.focus();

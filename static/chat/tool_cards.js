@@ -23,7 +23,10 @@
   }
 
   const TOOL_LABELS = { write_todos: "Update plan", ask_clarification: "Question", present_files: "Present files", bash: "Run command",
-    web_search: "Web search", web_fetch: "Read page", image_search: "Image search" };
+    web_search: "Web search", web_fetch: "Read page", image_search: "Image search",
+    browser_navigate: "Open page", browser_click: "Click", browser_type: "Type", browser_snapshot: "Look at page",
+    browser_get_text: "Read page text", browser_back: "Go back", browser_screenshot: "Screenshot", browser_close: "Close browser",
+    web_capture: "Capture page" };
 
   function upsert(entry, call) {
     if (deps.running()) window.DFWorking.done();
@@ -94,6 +97,7 @@
     card.dataset.done = "1";
     if (subs() && subs().onResult(card, msg)) return;
     setStatus(card, meta.status === "denied" ? "denied" : failed ? "error" : "success");
+    if (window.DFBrowserView && window.DFBrowserView.onResult(card, msg, failed)) return;
     if (web()) web().onResult(card, msg, failed);
   }
 

@@ -44,7 +44,18 @@
       const badge = document.createElement("span");
       badge.className = "status " + s.status;
       badge.textContent = s.status.replace("_", " ");
-      cell(tr, "Status", badge);
+      const status = document.createElement("span");
+      status.append(badge);
+      if (s.session_scope === "thread") {
+        // One process per user and thread: say how many are open in this process.
+        const scope = document.createElement("small");
+        scope.className = "muted session-scope";
+        const n = s.thread_sessions || 0;
+        scope.textContent = `per thread · ${n} open`;
+        scope.title = "Each conversation gets its own server process, started in its workspace";
+        status.append(scope);
+      }
+      cell(tr, "Status", status);
       const list = document.createElement("ul");
       list.className = "tool-list";
       for (const t of s.tools) {

@@ -1,5 +1,7 @@
 // The Skills page: list, enable/disable, read SKILL.md, install (upload or a chat's file),
-// roll back and delete custom skills. Everything goes through /api/skills.
+// roll back and delete custom skills. Everything goes through /api/skills. A skill the agent
+// wrote whose install scan found something high is "held": it shows why, and turning it on
+// asks the user to confirm they read the findings (acknowledge_findings).
 (function () {
   "use strict";
 
@@ -38,6 +40,25 @@
     render();
   }
 
+  function findingsList(findings, label) {
+    const list = h("ul", { class: "findings", "aria-label": label || "Findings" });
+    for (const f of findings) {
+      list.append(h("li", { class: f.severity }, h("span", { class: "sev", text: f.severity }),
+        h("code", { text: f.rule }), " ", `${f.file}${f.line ? `:${f.line}` : ""} — ${f.message}`));
+    }
+    return list;
+  }
+
+  function reviewNote(s) {
+    const findings = s.review_findings || [];
+    if (!findings.length) return null;
+    const summary = s.held
+      ? `Held: the agent wrote this skill and its scan found ${findings.length} thing${findings.length > 1 ? "s" : ""} to check before it runs`
+      : `Turned on after review (${findings.length} finding${findings.length > 1 ? "s" : ""})`;
+    return h("details", { class: `review-note${s.held ? " held" : ""}`, open: s.held },
+      h("summary", { text: summary }), findingsList(findings, `Findings for ${s.name}`));
+  }
+
   function render() {
     const rows = $("skill-rows");
     rows.replaceChildren();
@@ -45,24 +66,37 @@
     for (const s of skills) {
       const toggle = h("input", { type: "checkbox", checked: s.enabled, "aria-label": `Enable ${s.name}` });
       toggle.addEventListener("change", () => setEnabled(s, toggle));
+      const state = s.held ? h("span", { class: "held-badge", text: "Held" }) : h("span", { text: s.enabled ? "On" : "Off" });
       const actions = h("div", { class: "row-actions" },
         h("button", { type: "button", class: "small-button", text: "Read", "aria-label": `Read ${s.name}`, onclick: () => openDetail(s.name) }));
       if (s.editable) {
         actions.append(h("button", { type: "button", class: "small-button danger", text: "Delete", "aria-label": `Delete ${s.name}`, onclick: () => remove(s) }));
       }
       rows.append(h("tr", { "data-skill": s.name },
-        h("td", { "data-label": "Skill" }, h("div", { class: "skill-name", text: `/${s.name}` }), h("div", { class: "skill-desc", text: s.description })),
+        h("td", { "data-label": "Skill" }, h("div", { class: "skill-name", text: `/${s.name}` }), h("div", { class: "skill-desc", text: s.description }),
+          reviewNote(s)),
         h("td", { "data-label": "Source" }, h("span", { class: `source ${s.category}`, text: s.category })),
         h("td", { "data-label": "Version", text: s.version || "—" }),
-        h("td", { "data-label": "Enabled" }, h("label", { class: "switch" }, toggle, h("span", { text: s.enabled ? "On" : "Off" }))),
+        h("td", { "data-label": "Enabled" }, h("label", { class: "switch" }, toggle, state)),
         h("td", {}, actions)));
     }
   }
 
   async function setEnabled(skill, box) {
+    const body = { enabled: box.checked };
+    if (box.checked && skill.held) {
+      const n = skill.review_findings.length;
+      const ok = await window.dfUI.confirm({
+        title: `Turn on ${skill.name} anyway?`,
+        message: `The agent wrote this skill and its scan found ${n} thing${n > 1 ? "s" : ""} to check (listed under its name). ` +
+          "Turn it on only if you have read them and trust what it does.",
+        confirmLabel: "Turn on anyway", danger: true });
+      if (!ok) { box.checked = false; return; }
+      body.acknowledge_findings = true;
+    }
     box.disabled = true;
     try {
-      const updated = await api("PUT", `${API}/${encodeURIComponent(skill.name)}`, { enabled: box.checked });
+      const updated = await api("PUT", `${API}/${encodeURIComponent(skill.name)}`, body);
       Object.assign(skill, updated);
       showError("");
     } catch (err) {
@@ -126,17 +160,10 @@
     }
   }
 
-  function showResult(ok, message, findings) {
+  function showResult(ok, message, findings, warn) {
     const box = $("install-result");
-    box.replaceChildren(h("p", { class: ok ? "notice" : "alert", role: ok ? "status" : "alert", text: message }));
-    if (findings && findings.length) {
-      const list = h("ul", { class: "findings", "aria-label": "Findings" });
-      for (const f of findings) {
-        list.append(h("li", { class: f.severity }, h("span", { class: "sev", text: f.severity }),
-          h("code", { text: f.rule }), " ", `${f.file}${f.line ? `:${f.line}` : ""} — ${f.message}`));
-      }
-      box.append(list);
-    }
+    box.replaceChildren(h("p", { class: ok ? (warn ? "notice warn" : "notice") : "alert", role: ok ? "status" : "alert", text: message }));
+    if (findings && findings.length) box.append(findingsList(findings));
   }
 
   async function install(ev) {
@@ -162,7 +189,7 @@
     $("install-button").disabled = true;
     try {
       const done = await api("POST", `${API}/install`, body);
-      showResult(true, done.message + (done.findings.length ? " Review these findings:" : ""), done.findings);
+      showResult(true, done.message + (done.findings.length && !done.held ? " Review these findings:" : ""), done.findings, done.held);
       $("install-form").reset();
       await load();
     } catch (err) {

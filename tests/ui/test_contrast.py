@@ -77,3 +77,37 @@ def _audit(browser, live, state, paths, scheme):
 def test_every_button_and_link_meets_wcag_aa(scheme, browser, live, signed_in_state):
     failures = _audit(browser, live, signed_in_state, PAGES, scheme) + _audit(browser, live, None, ANONYMOUS_PAGES, scheme)
     assert not failures, "\n".join(failures)
+
+
+# The controls that only appear in some states: the command palette open (its options and
+# keys), the sidebar's tag filter with one tag pressed and tagged chats, the header's Tags button.
+AUDIT_WITH_OPTIONS = AUDIT.replace('summary, select")', 'summary, select, [role=option], kbd, .tag-chip")')
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+def test_the_palette_and_the_tag_controls_meet_wcag_aa(scheme, browser, live, signed_in_state):
+    context = browser.new_context(base_url=live.url, storage_state=signed_in_state, color_scheme=scheme, viewport={"width": 1280, "height": 800})
+    context.set_default_timeout(15_000)
+    try:
+        page = context.new_page()
+        live.shell("from apps.accounts.models import User\nfrom apps.threads.models import Thread\nfrom apps.runs.models import Run\n"
+                   "u = User.objects.get(username='tester')\n"
+                   "t, made = Thread.objects.get_or_create(id='contrast-tagged', owner=u, defaults={'title': 'Tagged for contrast'})\n"
+                   "made and Run.objects.create(thread=t, owner=u, status='success')\n")
+        page.goto("/c/contrast-tagged/")
+        page.wait_for_function("document.body.dataset.ready === '1'")
+        page.evaluate("window.DFKit.api('PUT', '/threads/contrast-tagged/tags', {tags: ['contrast']})")
+        page.reload()
+        page.wait_for_function("document.body.dataset.ready === '1'")
+        page.get_by_role("group", name="Filter chats by tag").get_by_role("button").first.click()
+        page.locator(".thread-item .tag-chip").first.wait_for()
+        failures = [f"sidebar [{scheme}]: {line}" for line in page.evaluate(AUDIT_WITH_OPTIONS)]
+        page.keyboard.press("Control+k")
+        page.get_by_role("dialog", name="Command palette").wait_for()
+        page.locator("#palette-list [role=option]").first.wait_for()
+        failures += [f"palette [{scheme}]: {line}" for line in page.evaluate(AUDIT_WITH_OPTIONS)]
+        page.keyboard.press("Escape")
+        page.evaluate("localStorage.clear()")  # the filter would otherwise follow the next tests
+    finally:
+        context.close()
+    assert not failures, "\n".join(failures)

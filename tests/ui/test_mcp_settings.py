@@ -1,5 +1,6 @@
 """The MCP settings page in a real browser, against real stdio servers: status, tools, test
-connection and the last error, at desktop width and on a 375 px phone."""
+connection, the last error with the crashed server's stderr, and a per-thread server, at
+desktop width (light) and on a 375 px phone (light and dark)."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ def mcp_live(live):
         "calculator": {"command": sys.executable, "args": [SERVERS, "stdio"], "description": "adds numbers",
                        "env": {"CALC_API_KEY": "sk-live-secret"}},
         "broken": {"command": sys.executable, "args": [SERVERS, "stdio", "crash"]},
+        "notebook": {"command": sys.executable, "args": [SERVERS, "stdio", "stateful"], "session_scope": "thread"},
         "drafts": {"enabled": False, "type": "http", "url": ""},
     }}))
     yield live
@@ -42,7 +44,11 @@ def _check_page(page):
     broken = page.locator('tr[data-server="broken"]')
     broken.get_by_role("button", name="Test connection").click()
     expect(broken.locator(".status")).to_have_text("error")
-    expect(broken.locator(".last-error")).not_to_have_text("—")
+    expect(broken.locator(".last-error")).to_contain_text("boom: this server cannot start")  # its stderr
+    notebook = page.locator('tr[data-server="notebook"]')
+    notebook.get_by_role("button", name="Test connection").click()
+    expect(notebook.locator(".status")).to_have_text("ready")
+    expect(notebook.locator(".session-scope")).to_have_text("per thread · 0 open")
     assert "sk-live-secret" not in page.content()
     assert '"CALC_API_KEY": "********"' in page.locator("#mcp-json").input_value()
 
@@ -59,6 +65,22 @@ def test_mcp_settings_on_a_phone(phone, mcp_live, doc_shot):
     assert not phone.js_errors
     phone.evaluate("window.scrollTo(0, 0)")
     doc_shot(phone, "mcp-settings-phone")
+
+
+def test_mcp_settings_on_a_phone_in_the_dark(browser, live, signed_in_state, mcp_live, doc_shot):
+    context = browser.new_context(base_url=live.url, storage_state=signed_in_state, color_scheme="dark",
+                                  viewport={"width": 375, "height": 740})
+    context.set_default_timeout(15_000)
+    try:
+        phone = context.new_page()
+        _check_page(phone)
+        assert phone.evaluate("document.documentElement.dataset.theme") == "dark"
+        assert phone.evaluate("document.documentElement.scrollWidth") <= 375
+        phone.evaluate("window.scrollTo(0, 0)")
+        doc_shot(phone, "mcp-settings-phone-dark")
+        doc_shot(phone.locator('tr[data-server="notebook"]'), "mcp-settings-thread-server-phone-dark")
+    finally:
+        context.close()
 
 
 def test_toggling_a_server_from_the_page(page, mcp_live):

@@ -14,5 +14,6 @@ urlpatterns = [
     path("threads/<str:thread_id>/context", views.ContextUsageView.as_view(), name="thread-context"),
     path("threads/<str:thread_id>/suggestions", views.SuggestionsView.as_view(), name="thread-suggestions"),
     path("threads/<str:thread_id>/goal", views.GoalView.as_view(), name="thread-goal"),
+    path("threads/<str:thread_id>/versions", views.VersionsView.as_view(), name="thread-versions"),
     path("suggestions/config", views.SuggestionsConfigView.as_view(), name="suggestions-config"),
 ]

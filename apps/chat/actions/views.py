@@ -3,14 +3,32 @@
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiTypes, extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from apps.chat.actions import branch, replay
+from apps.chat import api_types as types
+from apps.chat.actions import branch, replay, versions
 from apps.errors import InvalidRequest
 from apps.runs.serializers import run_json
 from apps.threads.selectors import thread_get_for_user
+
+
+class VersionGroupSerializer(serializers.Serializer):
+    run_ids = serializers.ListField(child=serializers.CharField(), help_text="The versions' runs, oldest first.")
+    kinds = serializers.ListField(child=serializers.ChoiceField(["original", "regenerate", "edit"]))
+    shown = serializers.CharField(help_text="The run of the version the history shows.")
+    index = serializers.IntegerField(help_text="Its place, from 1.")
+    total = serializers.IntegerField()
+
+
+class AnswerVersionsSerializer(serializers.Serializer):
+    thread_id = serializers.CharField()
+    groups = VersionGroupSerializer(many=True)
+
+
+class VersionShowSerializer(serializers.Serializer):
+    run_id = serializers.CharField(help_text="The run of the version to show.")
 
 
 def _body(request) -> dict:
@@ -36,7 +54,7 @@ class RegenerateView(APIView):
 
     token_scopes = {"POST": "runs:create"}
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT})
+    @extend_schema(request=types.Regenerate, responses={201: types.ReplayedRun})
     def post(self, request, thread_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         admitted, source = replay.replay_start(user=request.user, thread=thread, kind="regenerate", overrides=_body(request))
@@ -48,7 +66,7 @@ class EditRerunView(APIView):
 
     token_scopes = {"POST": "runs:create"}
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT})
+    @extend_schema(request=types.EditRegenerate, responses={201: types.ReplayedRun})
     def post(self, request, thread_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         body = dict(_body(request))
@@ -64,11 +82,11 @@ class RegeneratePrepareView(APIView):
 
     token_scopes = {"POST": "runs:create"}
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=types.RegeneratePrepare, responses=types.PreparedRun)
     def post(self, request, thread_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         body = _body(request)
-        unknown = set(body) - {"message_id"}
+        unknown = set(body) - set(types.RegeneratePrepare().fields)
         if unknown:
             raise InvalidRequest(f"{sorted(unknown)[0]}: unknown field")
         return Response(replay.regenerate_prepare(thread=thread, message_id=body.get("message_id")))
@@ -80,11 +98,11 @@ class EditRegeneratePrepareView(APIView):
 
     token_scopes = {"POST": "runs:create"}
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=types.EditRegeneratePrepare, responses=types.PreparedEdit)
     def post(self, request, thread_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         body = _body(request)
-        unknown = set(body) - {"human_message_id", "replacement_text"}
+        unknown = set(body) - set(types.EditRegeneratePrepare().fields)
         if unknown:
             raise InvalidRequest(f"{sorted(unknown)[0]}: unknown field")
         return Response(replay.edit_regenerate_prepare(thread=thread, human_message_id=body.get("human_message_id"),
@@ -96,11 +114,11 @@ class BranchView(APIView):
 
     token_scopes = {"POST": "threads:write"}
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT})
+    @extend_schema(request=types.BranchCreate, responses={201: types.Branch})
     def post(self, request, thread_id):
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         body = _body(request)
-        unknown = set(body) - {"message_id", "message_ids", "run_id", "title"}
+        unknown = set(body) - set(types.BranchCreate().fields)
         if unknown:
             raise InvalidRequest(f"{sorted(unknown)[0]}: unknown field")
         result = branch.branch_create(user=request.user, thread=thread, message_id=body.get("message_id"),
@@ -113,7 +131,7 @@ class CompactView(APIView):
 
     token_scopes = {"POST": "threads:write"}
 
-    @extend_schema(request=None, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=None, responses=types.Compacted)
     def post(self, request, thread_id):
         from apps.chat.actions.compaction import thread_compact
 
@@ -126,7 +144,7 @@ class ContextUsageView(APIView):
 
     token_scopes = {"GET": "threads:read"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.ContextUsage)
     def get(self, request, thread_id):
         from apps.chat.actions.compaction import thread_context_usage
 
@@ -137,7 +155,7 @@ class ContextUsageView(APIView):
 class SuggestionsConfigView(APIView):
     token_scopes = {"GET": "threads:read"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.SuggestionsConfig)
     def get(self, request):
         from apps.chat.actions.suggestions import suggestions_config
 
@@ -149,13 +167,13 @@ class SuggestionsView(APIView):
 
     token_scopes = {"POST": "threads:read"}
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=types.SuggestionsAsk, responses=types.Suggestions)
     def post(self, request, thread_id):
         from apps.chat.actions.suggestions import thread_suggestions
 
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         body = _body(request)
-        unknown = set(body) - {"messages", "n", "model_name"}
+        unknown = set(body) - set(types.SuggestionsAsk().fields)
         if unknown:
             raise InvalidRequest(f"{sorted(unknown)[0]}: unknown field")
         return Response(thread_suggestions(thread=thread, messages=body.get("messages"), n=body.get("n"), model_name=body.get("model_name")))
@@ -166,19 +184,19 @@ class GoalView(APIView):
 
     token_scopes = {"GET": "threads:read", "PUT": "threads:write", "DELETE": "threads:write"}
 
-    @extend_schema(responses=OpenApiTypes.OBJECT)
+    @extend_schema(responses=types.Goal)
     def get(self, request, thread_id):
         from apps.chat.actions.goals import goal_get
 
         return Response(goal_get(thread=thread_get_for_user(user=request.user, thread_id=thread_id)))
 
-    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    @extend_schema(request=types.GoalSet, responses=types.Goal)
     def put(self, request, thread_id):
         from apps.chat.actions.goals import goal_set
 
         thread = thread_get_for_user(user=request.user, thread_id=thread_id)
         body = _body(request)
-        unknown = set(body) - {"objective", "max_continuations"}
+        unknown = set(body) - set(types.GoalSet().fields)
         if unknown:
             raise InvalidRequest(f"{sorted(unknown)[0]}: unknown field")
         return Response(goal_set(thread=thread, objective=body.get("objective"), max_continuations=body.get("max_continuations")))
@@ -189,3 +207,25 @@ class GoalView(APIView):
 
         goal_clear(thread=thread_get_for_user(user=request.user, thread_id=thread_id))
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class VersionsView(APIView):
+    """``GET /threads/{id}/versions``: the turns that have more than one version (after a
+    regenerate or an edit) and the one shown; ``POST`` ``{run_id}`` shows another version and
+    makes the thread continue from it."""
+
+    token_scopes = {"GET": "threads:read", "POST": "threads:write"}
+
+    @extend_schema(responses={200: AnswerVersionsSerializer}, tags=["threads"])
+    def get(self, request, thread_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        return Response(versions.answer_versions(thread=thread))
+
+    @extend_schema(request=VersionShowSerializer, responses={200: AnswerVersionsSerializer}, tags=["threads"])
+    def post(self, request, thread_id):
+        thread = thread_get_for_user(user=request.user, thread_id=thread_id)
+        body = _body(request)
+        unknown = set(body) - {"run_id"}
+        if unknown:
+            raise InvalidRequest(f"{sorted(unknown)[0]}: unknown field")
+        return Response(versions.answer_version_show(thread=thread, run_id=body.get("run_id")))

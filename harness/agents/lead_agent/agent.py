@@ -15,6 +15,7 @@ from langchain_core.tools import BaseTool
 from harness.agents.custom import AGENT_SECTION, BOOTSTRAP_SECTION, custom_agent_tools
 from harness.agents.lead_agent.options import LeadAgentOptions
 from harness.agents.lead_agent.prompt import build_system_prompt
+from harness.agents.middlewares.browser_session import BrowserSessionMiddleware
 from harness.agents.middlewares.clarification import ClarificationMiddleware
 from harness.agents.middlewares.dangling_tool_calls import DanglingToolCallMiddleware
 from harness.agents.middlewares.dynamic_context import DynamicContextMiddleware, date_provider, summary_provider
@@ -36,7 +37,7 @@ from harness.agents.middlewares.thread_data import ThreadDataMiddleware
 from harness.agents.middlewares.title import TitleMiddleware
 from harness.agents.middlewares.tool_call_order import ToolCallOrderMiddleware
 from harness.agents.middlewares.todo_list import PlanTodoMiddleware
-from harness.agents.middlewares.token_budget import TokenBudgetMiddleware
+from harness.agents.middlewares.token_budget import TaskTokenBudgetMiddleware, TokenBudgetMiddleware
 from harness.agents.middlewares.token_usage import TokenUsageMiddleware
 from harness.agents.middlewares.tool_schemas import ToolSchemaCacheMiddleware
 from harness.agents.middlewares.tool_errors import ToolErrorHandlingMiddleware
@@ -52,6 +53,8 @@ from harness.governance.gate import approval_middleware
 from harness.governance.guardrails import guardrail_middleware
 from harness.memory.injection import memory_provider
 from harness.models import ModelError, create_chat_model, get_model_config
+from harness.subagents.types import SubagentType
+from harness.tools.browser import uses_browser
 
 logger = logging.getLogger(__name__)
 
@@ -115,9 +118,10 @@ def _summarization(app: AppConfig, entry: ModelConfig, model: BaseChatModel) -> 
     return DeerFlowSummarizationMiddleware(summarizer, trigger=triggers, keep=(cfg.keep.type, cfg.keep.value))
 
 
-def _skills_middleware(options: LeadAgentOptions, app: AppConfig) -> SkillsMiddleware:
+def _skills_middleware(options: LeadAgentOptions, app: AppConfig, allowed: tuple[str, ...] | None = None) -> SkillsMiddleware:
+    """``allowed``: a subagent type's skills list, in place of the agent's own allowlist."""
     return SkillsMiddleware(skills_path=app.skills.path, container_path=app.skills.container_path,
-                            deferred=app.skills.deferred_discovery, allowed=options.skills)
+                            deferred=app.skills.deferred_discovery, allowed=allowed if allowed is not None else options.skills)
 
 
 def _model_overrides(options: LeadAgentOptions, entry: ModelConfig) -> dict[str, Any]:
@@ -162,6 +166,23 @@ def _token_budget(options: LeadAgentOptions, app: AppConfig) -> TokenBudgetMiddl
     return middleware
 
 
+def _call_layers(options: LeadAgentOptions, app: AppConfig) -> list[AgentMiddleware | None]:
+    """The layers between the output budget and the turn context, the same in the lead's chain
+    and a subagent's (docs/agent.md rows 3-10b)."""
+    return [
+        RemoteContentSanitizationMiddleware(),
+        DanglingToolCallMiddleware(),
+        LLMErrorHandlingMiddleware(max_retries=options.llm_max_retries, initial_delay=options.llm_retry_initial_delay,
+                                   jitter=options.llm_retry_initial_delay > 0),
+        ReadBeforeWriteMiddleware() if app.read_before_write.enabled else None,
+        # Outside the error layer, so the results it judges carry deerflow_tool_meta.
+        ToolProgressMiddleware.from_config(app.tool_progress) if app.tool_progress.enabled else None,
+        ToolErrorHandlingMiddleware(),
+        # Inside error handling: a call that raised is recorded as an error before it becomes one.
+        SandboxAuditMiddleware(),
+    ]
+
+
 def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: ModelConfig, model: BaseChatModel,
                       extra: Sequence[AgentMiddleware] = ()) -> list[AgentMiddleware]:
     """The chain, outermost first (``wrap_*`` hooks nest in this order; ``after_model``
@@ -183,16 +204,7 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
         # error handling, so the provider's own failures follow guardrails.fail_closed instead.
         guardrail_middleware(app.guardrails),
         ToolOutputBudgetMiddleware(options.max_tool_output_chars, config=app.tool_output),
-        RemoteContentSanitizationMiddleware(),
-        DanglingToolCallMiddleware(),
-        LLMErrorHandlingMiddleware(max_retries=options.llm_max_retries, initial_delay=options.llm_retry_initial_delay,
-                                   jitter=options.llm_retry_initial_delay > 0),
-        ReadBeforeWriteMiddleware() if app.read_before_write.enabled else None,
-        # Outside the error layer, so the results it judges carry deerflow_tool_meta.
-        ToolProgressMiddleware.from_config(app.tool_progress) if app.tool_progress.enabled else None,
-        ToolErrorHandlingMiddleware(),
-        # Inside error handling: a call that raised is recorded as an error before it becomes one.
-        SandboxAuditMiddleware(),
+        *_call_layers(options, app),
         # Without summarization the turn context carries a manual compaction's summary.
         DynamicContextMiddleware() if summarizer else DynamicContextMiddleware([date_provider, memory_provider, summary_provider]),
         skills,
@@ -219,14 +231,50 @@ def build_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: Model
     return [m for m in chain if m is not None]
 
 
+def build_subagent_middlewares(options: LeadAgentOptions, *, app: AppConfig, entry: ModelConfig, model: BaseChatModel,
+                               stype: SubagentType, extensions: Sequence[str] = (), extra: Sequence[AgentMiddleware] = ()) -> list[AgentMiddleware]:
+    """A subagent type's chain, outermost first, from the config sections the lead's chain is
+    built from; the guards in it count per task (``SUBAGENT_TASK_KEY``). What differs from
+    the lead, and why, is in docs/agent.md: no run setup (the sandbox and thread paths come
+    from the lead's state), no title, plan mode or clarification (nobody answers a subagent),
+    the date alone as turn context (memory is the lead's), ``subagents.token_budget`` instead of
+    the run's, and approvals refused instead of asked."""
+    token_budget = stype.token_budget
+    chain: list[AgentMiddleware | None] = [
+        ToolCallOrderMiddleware(),
+        approval_middleware(app.approvals, subagent=True),  # a subagent cannot ask: covered calls are refused
+        guardrail_middleware(app.guardrails, subagent=True),
+        ToolOutputBudgetMiddleware(None, config=app.tool_output),
+        *_call_layers(options, app),
+        DynamicContextMiddleware([date_provider]),
+        _skills_middleware(options, app, allowed=stype.skills),
+        _summarization(app, entry, model),
+        TokenUsageMiddleware(entry.name),
+        ViewImageMiddleware(entry.supports_vision),
+        SystemMessageCoalescingMiddleware(),
+        LoopDetectionMiddleware.from_config(app.loop_detection) if app.loop_detection.enabled else None,
+        TaskTokenBudgetMiddleware.from_config(token_budget) if token_budget is not None and token_budget.enabled else None,
+        budget_middleware(app.budgets),  # a subagent's calls count toward the user's budget, and stop at it
+        *load_extension_middlewares(extensions),
+        *extra,  # the deferred-tools filter, as in the lead's chain
+        _safety(app),
+        LengthFinishReasonMiddleware(),
+        ToolSchemaCacheMiddleware(),
+    ]
+    return [m for m in chain if m is not None]
+
+
 def _delegation(options: LeadAgentOptions, app: AppConfig, entry: ModelConfig, model: BaseChatModel,
-                tools: Sequence[BaseTool]) -> tuple:
-    """(task tool, its limit middleware) when both config.yaml and the run allow subagents."""
+                tools: Sequence[BaseTool], extensions: Sequence[str]) -> tuple:
+    """(task tool, its limit middleware) when both config.yaml and the run allow subagents.
+    Nothing of a subagent's chain is built here: the task tool builds a type's chain the first
+    time the run delegates to it."""
     if not options.subagent_enabled:
         return ()
     if not app.subagents.enabled:
         logger.info("Run option subagent_enabled is ignored: subagents.enabled is false in config.yaml")
         return ()
+    from harness.mcp.deferred import apply_tool_search
     from harness.subagents import SubagentLimitMiddleware, build_task_tool
 
     def models(name: str | None) -> tuple[BaseChatModel, str]:
@@ -234,18 +282,19 @@ def _delegation(options: LeadAgentOptions, app: AppConfig, entry: ModelConfig, m
             return model, entry.name
         return create_chat_model(name, config=app), name
 
+    def chain(stype: SubagentType, chat_model: BaseChatModel, model_name: str, task_tools: list[BaseTool]) -> tuple[list[BaseTool], list]:
+        sub_entry = entry if model_name == entry.name or not app.models else get_model_config(model_name, config=app)
+        # promotions live in each task's state; the routing hints are in the lead's prompt only
+        task_tools, deferred, _ = apply_tool_search(task_tools, app.tool_search.enabled,
+                                                    auto_promote_top_k=app.tool_search.auto_promote_top_k)
+        return task_tools, build_subagent_middlewares(options, app=app, entry=sub_entry, model=chat_model, stype=stype,
+                                                      extensions=extensions, extra=deferred)
+
     cfg = app.subagents
     concurrent = options.max_concurrent_subagents or cfg.max_concurrent
     total = options.max_total_subagents or cfg.max_total_per_run
-    # Subagents work for the same user in the same run: they see the same skills, under the same
-    # allowed-tools policy while a skill is active (the policy is keyed by the run).
-    skills = _skills_middleware(options, app)
-    gate = approval_middleware(app.approvals, subagent=True)  # subagents cannot ask: covered calls are refused
-    budget = budget_middleware(app.budgets)  # a subagent's calls count toward the user's budget, and stop at it
-    guard = guardrail_middleware(app.guardrails, subagent=True)  # the provider vets a subagent's calls too
-    shared = [m for m in (skills, gate, guard, budget, SandboxAuditMiddleware()) if m is not None]
-    return (build_task_tool(config=cfg, lead_tools=tools, model_factory=models, shared_middleware=shared,
-                            tracing=app.tracing),
+    return (build_task_tool(config=cfg, lead_tools=tools, model_factory=models, chain=chain, tracing=app.tracing,
+                            summarization_enabled=app.summarization.enabled),
             SubagentLimitMiddleware(concurrent, total))
 
 
@@ -280,16 +329,20 @@ def make_lead_agent(config: RunnableConfig | None = None, *, model: BaseChatMode
         tools = [*tools, *extra_tools]
         if options.non_interactive:
             tools = [t for t in tools if t.name != "ask_clarification"]
-    delegation = _delegation(options, app, entry, model, tools)
+    extension_paths = get_extensions_config().middlewares
+    delegation = _delegation(options, app, entry, model, tools, extension_paths)
     if delegation:
         tools = [*tools, delegation[0]]
     from harness.mcp.deferred import apply_tool_search
 
-    tools, deferred = apply_tool_search(tools, app.tool_search.enabled)
-    extensions = load_extension_middlewares(get_extensions_config().middlewares)
+    tools, deferred, mcp_sections = apply_tool_search(tools, app.tool_search.enabled,
+                                                      auto_promote_top_k=app.tool_search.auto_promote_top_k)
+    extensions = load_extension_middlewares(extension_paths)
+    browser = [BrowserSessionMiddleware()] if uses_browser(t.name for t in tools) else []
     middleware = build_middlewares(options, app=app, entry=entry, model=model,
-                                   extra=[*delegation[1:], *extra_middlewares, *extensions, *deferred])
+                                   extra=[*delegation[1:], *extra_middlewares, *extensions, *deferred, *browser])
     sections = [s for s, on in ((BOOTSTRAP_SECTION, options.is_bootstrap), (AGENT_SECTION, options.agent_editable)) if on]
+    sections += mcp_sections
     prompt = build_system_prompt(agent_name=options.agent_title or options.agent_name, tool_names=[t.name for t in tools],
                                  subagent_enabled=bool(delegation),
                                  max_concurrent_subagents=delegation[1].max_concurrent if delegation else 3,

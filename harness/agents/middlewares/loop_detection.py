@@ -31,7 +31,7 @@ from langchain.agents.middleware import AgentMiddleware
 from langchain.agents.middleware.types import ExtendedModelResponse, ModelResponse
 from langgraph.types import Command
 
-from harness.agents.markers import context_block, hidden_message, run_value
+from harness.agents.markers import context_block, guard_key, hidden_message
 from harness.agents.middlewares._base import ai_response
 
 # Arguments that say what a call is about; the rest (a timeout, a description) are noise.
@@ -93,7 +93,7 @@ class LoopDetectionMiddleware(AgentMiddleware):
         # The per-tool count can never exceed its window, so the window must reach the
         # largest hard limit in play, or that limit could never fire.
         self.freq_window = max(window_size, tool_freq_hard_limit, *(hard for _, hard in self.overrides.values()))
-        self._runs: OrderedDict[tuple[str, str], _RunTrack] = OrderedDict()
+        self._runs: OrderedDict[tuple[str, str, str], _RunTrack] = OrderedDict()
         self._lock = threading.Lock()
 
     @classmethod
@@ -104,11 +104,10 @@ class LoopDetectionMiddleware(AgentMiddleware):
                    tool_freq_overrides={name: (o.warn, o.hard_limit) for name, o in cfg.tool_freq_overrides.items()})
 
     @staticmethod
-    def _key(request: Any) -> tuple[str, str]:
-        runtime = getattr(request, "runtime", None)
-        return str(run_value(runtime, "thread_id", "") or ""), str(run_value(runtime, "run_id", "") or "")
+    def _key(request: Any) -> tuple[str, str, str]:
+        return guard_key(getattr(request, "runtime", None))
 
-    def _plan(self, request: Any, key: tuple[str, str]) -> tuple[Any, bool]:
+    def _plan(self, request: Any, key: tuple[str, str, str]) -> tuple[Any, bool]:
         with self._lock:
             track = self._runs.get(key)
             if track is None or (not track.pending and not track.stop):
@@ -122,7 +121,7 @@ class LoopDetectionMiddleware(AgentMiddleware):
         note = context_block("loop", "\n\n".join(pending))
         return request.override(messages=[*request.messages, hidden_message("loop_warning", note)]), False
 
-    def _track(self, key: tuple[str, str], result: Any) -> None:
+    def _track(self, key: tuple[str, str, str], result: Any) -> None:
         ai = ai_response(result)
         calls = ai.tool_calls if ai is not None else []
         with self._lock:
@@ -173,7 +172,7 @@ class LoopDetectionMiddleware(AgentMiddleware):
             else:
                 track.warned_names.discard(name)  # decayed below the threshold: a later burst warns again
 
-    def _finish(self, key: tuple[str, str], result: Any) -> Any:
+    def _finish(self, key: tuple[str, str, str], result: Any) -> Any:
         with self._lock:
             self._runs.pop(key, None)
         ai = ai_response(result)
@@ -185,7 +184,7 @@ class LoopDetectionMiddleware(AgentMiddleware):
         response = result if isinstance(result, ModelResponse) else ModelResponse(result=[ai] if ai else [])
         return ExtendedModelResponse(model_response=response, command=Command(update={"stop_reason": "loop_capped"}))
 
-    def _before(self, request: Any) -> tuple[Any, tuple[str, str] | None, bool]:
+    def _before(self, request: Any) -> tuple[Any, tuple[str, str, str] | None, bool]:
         # The run key costs two context look-ups: only taken once some run has made a tool call.
         key = self._key(request) if self._runs else None
         if key is None:
@@ -193,7 +192,7 @@ class LoopDetectionMiddleware(AgentMiddleware):
         request, stop = self._plan(request, key)
         return request, key, stop
 
-    def _after(self, request: Any, key: tuple[str, str] | None, stop: bool, result: Any) -> Any:
+    def _after(self, request: Any, key: tuple[str, str, str] | None, stop: bool, result: Any) -> Any:
         if stop and key is not None:
             return self._finish(key, result)
         ai = ai_response(result)

@@ -11,6 +11,9 @@
   the same set) and shows the model only the tools the active skills allow.
 - ``wrap_tool_call`` refuses a tool the active skills do not allow, and notes a skill as
   active when the agent reads its SKILL.md.
+- Each activation, and each change of the secrets the active skills bind or miss, is written
+  to the run's journal as ``middleware:skill_activation`` / ``middleware:skill_secrets``
+  (names only; harness/runtime/journal_events.py).
 The decisions are recomputed from state on every call (harness/skills/activation.py).
 """
 
@@ -26,9 +29,11 @@ from langgraph.types import Command
 
 from harness.agents.markers import context_block, hidden_message, is_real_user_message, message_text, run_value
 from harness.agents.thread_state import ThreadState
+from harness.runtime import journal_events
 from harness.skills import activation
+from harness.skills.loader import Skill
 from harness.skills.state import SkillSet, resolve_skill_set
-from harness.tools._context import DEFAULT_USER_ID
+from harness.tools._context import DEFAULT_USER_ID, request_secrets
 
 
 def _last_user_text(messages) -> str | None:
@@ -47,6 +52,7 @@ class SkillsMiddleware(AgentMiddleware):
         # A custom agent's skills allowlist (None: all the user's skills). Skills outside it
         # are left out of the set, so they are neither listed nor startable with /name.
         self.allowed = frozenset(allowed) if allowed is not None else None
+        self._narrowed: tuple[SkillSet, SkillSet] | None = None
         self.skills_path = skills_path
         self.container_path = container_path
         self.deferred = deferred
@@ -56,21 +62,30 @@ class SkillsMiddleware(AgentMiddleware):
 
     def _resolve(self, runtime: Any) -> SkillSet:
         user_id = str(run_value(runtime, "user_id", None) or DEFAULT_USER_ID)
-        found = resolve_skill_set(user_id, skills_path=self.skills_path, virtual=self.container_path)
+        return resolve_skill_set(user_id, skills_path=self.skills_path, virtual=self.container_path)
+
+    def _narrow(self, found: SkillSet) -> SkillSet:
+        """The run's snapshot is the user's whole set (a subagent type's list may differ from
+        the lead's): each middleware narrows it to its own list, once per snapshot."""
         if self.allowed is None:
             return found
-        return SkillSet(tuple(e for e in found.entries if e.skill.name in self.allowed))
+        last = self._narrowed
+        if last is not None and last[0] is found:
+            return last[1]
+        narrowed = SkillSet(tuple(e for e in found.entries if e.skill.name in self.allowed))
+        self._narrowed = (found, narrowed)
+        return narrowed
 
     def _skills(self, runtime: Any) -> SkillSet:
         found = activation.snapshot(run_value(runtime, "run_id"))
         if found is None:
             found = self._resolve(runtime)
             activation.remember_snapshot(run_value(runtime, "run_id"), found)
-        return found
+        return self._narrow(found)
 
     async def _askills(self, runtime: Any) -> SkillSet:
         found = activation.snapshot(run_value(runtime, "run_id"))
-        return found if found is not None else await asyncio.to_thread(self._skills, runtime)
+        return self._narrow(found) if found is not None else await asyncio.to_thread(self._skills, runtime)
 
     # -- /skill-name ------------------------------------------------------------------
 
@@ -122,15 +137,38 @@ class SkillsMiddleware(AgentMiddleware):
             overrides["tools"] = [t for t in request.tools if _tool_name(t) in allowed]
         return request.override(**overrides) if overrides else request
 
+    # -- the journal -------------------------------------------------------------------
+
+    def _audit(self, runtime: Any, state: Any, skills: SkillSet, *, hook: str, loaded: Skill | None = None) -> None:
+        run_id = str(run_value(runtime, "run_id", "") or "")
+        if not run_id:
+            return
+        active, slash = activation.active_skills(state if isinstance(state, dict) else None, skills, run_id)
+        if loaded is not None and loaded not in active:
+            active.append(loaded)
+        if not active:
+            return
+        activations, binding = activation.audit_changes(run_id, active, slash, request_secrets(runtime))
+        for changes in activations:
+            journal_events.emit("skill_activation", name="SkillsMiddleware", hook=hook, action="activate", changes=changes)
+        if binding is not None:
+            journal_events.emit("skill_secrets", name="SkillsMiddleware", hook=hook, action="bind_secrets", changes=binding)
+
     def wrap_model_call(self, request: Any, handler: Any) -> Any:
         skills = self._skills(request.runtime)
         request, refusal = self._slash(request, skills)
-        return refusal if refusal is not None else handler(self._shape(request, skills))
+        if refusal is not None:
+            return refusal
+        self._audit(request.runtime, request.state, skills, hook="wrap_model_call")
+        return handler(self._shape(request, skills))
 
     async def awrap_model_call(self, request: Any, handler: Any) -> Any:
         skills = await self._askills(request.runtime)
         request, refusal = self._slash(request, skills)
-        return refusal if refusal is not None else await handler(self._shape(request, skills))
+        if refusal is not None:
+            return refusal
+        self._audit(request.runtime, request.state, skills, hook="wrap_model_call")
+        return await handler(self._shape(request, skills))
 
     # -- tool calls -------------------------------------------------------------------
 
@@ -155,6 +193,7 @@ class SkillsMiddleware(AgentMiddleware):
         if skill is None:
             return result
         run_id = str(run_value(request.runtime, "run_id", "") or "")
+        self._audit(request.runtime, request.state, skills, hook="wrap_tool_call", loaded=skill)
         return Command(update={"messages": [result],
                                "skill_context": [activation.context_entry(skill, run_id=run_id, source="read")]})
 

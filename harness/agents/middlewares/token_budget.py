@@ -1,7 +1,9 @@
 """A per-run token cap.
 
 Before each model call the tokens this run has used (AI messages stamped with its run id
-by the token-usage middleware, plus its subagents' usage from the delegation ledger) are summed; at or above the budget the model is not called:
+by the token-usage middleware, with the usage of the subagents each dispatched: merged into
+that message one reply later, see harness/subagents/limits.py, and read from the task's
+result until then) are summed; at or above the budget the model is not called:
 the reply is an assistant message saying so (no tool calls, so the run ends) and
 ``stop_reason = token_budget_exhausted``. The budget is ``token_budget`` from the run
 context/configurable, else ``token_budget.max_tokens`` of config.yaml when
@@ -12,50 +14,67 @@ per-run guard, unrelated to ``budgets:`` (a user's daily/monthly spending, gover
 
 from __future__ import annotations
 
+import threading
 import uuid
+from collections import OrderedDict
 from typing import Any
 
 from langchain.agents.middleware import AgentMiddleware
 from langchain.agents.middleware.types import ExtendedModelResponse, ModelResponse
-from langchain_core.messages import AIMessage
+from langchain_core.messages import AIMessage, ToolMessage
 from langgraph.types import Command
 
-from harness.agents.markers import context_block, hidden_message, run_value
-from harness.agents.middlewares._base import current_run_messages
+from harness.agents.markers import SUBAGENT_USAGE_MERGED_KEY, context_block, guard_key, hidden_message, run_value
+from harness.agents.middlewares._base import ai_response, current_run_messages
 from harness.agents.middlewares.token_usage import RUN_ID_KEY
 
 
 _FIELDS = ("input_tokens", "output_tokens", "total_tokens")
 
 
-def _run_replies(messages: list[Any], run_id: str | None) -> list[AIMessage]:
-    """This run's replies, newest first."""
+def _run_replies(messages: list[Any], run_id: str | None) -> tuple[list[AIMessage], list[dict[str, Any]]]:
+    """This run's replies, newest first, and the usage of its subagents not yet merged into
+    the reply that dispatched them (harness/subagents/limits.py merges it one reply later)."""
     if not run_id:
-        return [m for m in reversed(current_run_messages(messages)) if isinstance(m, AIMessage)]
+        scope = current_run_messages(messages)
+        return [m for m in reversed(scope) if isinstance(m, AIMessage)], [u for m in scope if (u := _pending_task_usage(m))]
     # A run's replies come after every earlier run's (runs append), so the walk back from
     # the end stops at the first reply another run stamped: it is checked on every model
-    # call, and a long thread's older turns are none of this run's business.
-    scope = []
+    # call, and a long thread's older turns are none of this run's business. Task results
+    # count once a reply of this run is found before them: one before another run's reply is
+    # that run's.
+    replies, pending, held = [], [], []
     for m in reversed(messages):
         if isinstance(m, AIMessage):
             stamp = m.response_metadata.get(RUN_ID_KEY)
             if stamp == run_id:
-                scope.append(m)
+                replies.append(m)
+                pending += held
+                held = []
             elif stamp:
                 break
-    return scope
+        elif usage := _pending_task_usage(m):
+            held.append(usage)
+    return replies, pending
 
 
-def _usage(m: AIMessage) -> tuple[int, int, int]:
-    u = m.usage_metadata or {}
+def _pending_task_usage(m: Any) -> dict[str, Any] | None:
+    if not isinstance(m, ToolMessage) or m.name != "task" or m.additional_kwargs.get(SUBAGENT_USAGE_MERGED_KEY):
+        return None
+    return m.additional_kwargs.get("subagent_usage") or None
+
+
+def _usage(m: AIMessage | dict[str, Any]) -> tuple[int, int, int]:
+    u = (m.usage_metadata or {}) if isinstance(m, AIMessage) else m
     return tuple(int(u.get(k) or 0) for k in _FIELDS)  # type: ignore[return-value]
 
 
 def run_usage(messages: list[Any], run_id: str | None) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
-    """(input, output, total) this run has used, and the same for its newest reply alone."""
-    replies = _run_replies(messages, run_id)
+    """(input, output, total) this run has used, subagents included, and the same for its
+    newest reply alone."""
+    replies, pending = _run_replies(messages, run_id)
     sums = [0, 0, 0]
-    for m in replies:
+    for m in [*replies, *pending]:
         for i, v in enumerate(_usage(m)):
             sums[i] += v
     return (sums[0], sums[1], sums[2]), (_usage(replies[0]) if replies else (0, 0, 0))
@@ -63,14 +82,6 @@ def run_usage(messages: list[Any], run_id: str | None) -> tuple[tuple[int, int, 
 
 def run_tokens(messages: list[Any], run_id: str | None) -> int:
     return run_usage(messages, run_id)[0][2]
-
-
-def delegated_tokens(state: Any, run_id: str | None) -> int:
-    """Tokens this run's subagents used (their ``delegations`` entries): a run's budget covers
-    the work it delegated too."""
-    if not run_id:
-        return 0
-    return sum(int((d.get("usage") or {}).get("total_tokens") or 0) for d in (state or {}).get("delegations") or [] if d.get("run_id") == run_id)
 
 
 class TokenBudgetMiddleware(AgentMiddleware):
@@ -95,14 +106,19 @@ class TokenBudgetMiddleware(AgentMiddleware):
         return cls(cfg.max_tokens, max_input_tokens=cfg.max_input_tokens, max_output_tokens=cfg.max_output_tokens,
                    warn_threshold=cfg.warn_threshold, hard_stop_threshold=cfg.hard_stop_threshold)
 
+    def _budget(self, request: Any) -> Any:
+        return run_value(request.runtime, "token_budget", self.default_budget)
+
+    def _spent(self, request: Any) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        run_id = str(run_value(request.runtime, "run_id", "") or "") or None
+        return run_usage((request.state or {}).get("messages") or [], run_id)
+
     def _check(self, request: Any) -> tuple[Any, Any]:
         """(request to send, or None) and the reply that replaces the call, if the budget is spent."""
-        budget = run_value(request.runtime, "token_budget", self.default_budget)
+        budget = self._budget(request)
         if not (budget or self.max_input_tokens or self.max_output_tokens):
             return request, None
-        run_id = str(run_value(request.runtime, "run_id", "") or "") or None
-        (used_in, used_out, used), last = run_usage((request.state or {}).get("messages") or [], run_id)
-        used += delegated_tokens(request.state, run_id)
+        (used_in, used_out, used), last = self._spent(request)
         limits = [("total", used, last[2], int(budget) if budget else 0), ("input", used_in, last[0], self.max_input_tokens or 0),
                   ("output", used_out, last[1], self.max_output_tokens or 0)]
         kind, spent, newest, cap = max((x for x in limits if x[3]), key=lambda x: x[1] / x[3])
@@ -128,3 +144,45 @@ class TokenBudgetMiddleware(AgentMiddleware):
     async def awrap_model_call(self, request: Any, handler: Any) -> Any:
         request, stopped = self._check(request)
         return stopped or await handler(request)
+
+
+class TaskTokenBudgetMiddleware(TokenBudgetMiddleware):
+    """A subagent's budget (``subagents.token_budget``). It counts the replies it sees come
+    back, per task, so a summary that drops old messages does not drop their tokens, and it
+    ignores the lead run's ``token_budget`` option. The graph (and this instance) serves every
+    task of its type: the counts are kept per task, the most recent ``MAX_TASKS`` of them."""
+
+    MAX_TASKS = 256
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._tasks: OrderedDict[tuple[str, str, str], tuple[tuple[int, int, int], tuple[int, int, int]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def _budget(self, request: Any) -> Any:
+        return self.default_budget
+
+    def _spent(self, request: Any) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
+        with self._lock:
+            return self._tasks.get(guard_key(request.runtime), ((0, 0, 0), (0, 0, 0)))
+
+    def _count(self, request: Any, result: Any) -> Any:
+        ai = ai_response(result)
+        if ai is None or not ai.usage_metadata:
+            return result
+        last = _usage(ai)
+        key = guard_key(request.runtime)
+        with self._lock:
+            total, _ = self._tasks.pop(key, ((0, 0, 0), (0, 0, 0)))
+            self._tasks[key] = (tuple(a + b for a, b in zip(total, last, strict=True)), last)  # type: ignore[assignment]
+            while len(self._tasks) > self.MAX_TASKS:
+                self._tasks.popitem(last=False)
+        return result
+
+    def wrap_model_call(self, request: Any, handler: Any) -> Any:
+        request, stopped = self._check(request)
+        return stopped or self._count(request, handler(request))
+
+    async def awrap_model_call(self, request: Any, handler: Any) -> Any:
+        request, stopped = self._check(request)
+        return stopped or self._count(request, await handler(request))

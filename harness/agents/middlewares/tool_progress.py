@@ -29,7 +29,7 @@ from typing import Any
 from langchain.agents.middleware import AgentMiddleware
 from langchain_core.messages import ToolMessage
 
-from harness.agents.markers import TOOL_META_KEY, context_block, hidden_message, run_value
+from harness.agents.markers import TOOL_META_KEY, context_block, guard_key, hidden_message
 
 _WORDS = re.compile(r"\b\w{3,}\b")
 _MAX_WORDSET_CHARS = 8192  # a heuristic: the head of a page says whether it is the same page
@@ -74,7 +74,7 @@ class ToolProgressMiddleware(AgentMiddleware):
         self.min_words = min_words
         self.exempt = frozenset({"ask_clarification", "write_todos", "present_files", "task"} if exempt_tools is None else exempt_tools)
         self.max_tracked = max_tracked_threads
-        self._runs: OrderedDict[tuple[str, str], _Run] = OrderedDict()
+        self._runs: OrderedDict[tuple[str, str, str], _Run] = OrderedDict()
         self._lock = threading.Lock()  # parallel tool calls of one message update one run
 
     @classmethod
@@ -85,11 +85,10 @@ class ToolProgressMiddleware(AgentMiddleware):
                    max_tracked_threads=cfg.max_tracked_threads)
 
     @staticmethod
-    def _key(request: Any) -> tuple[str, str]:
-        runtime = getattr(request, "runtime", None)
-        return str(run_value(runtime, "thread_id", "") or ""), str(run_value(runtime, "run_id", "") or "")
+    def _key(request: Any) -> tuple[str, str, str]:
+        return guard_key(getattr(request, "runtime", None))
 
-    def _run(self, key: tuple[str, str]) -> _Run:
+    def _run(self, key: tuple[str, str, str]) -> _Run:
         run = self._runs.get(key)
         if run is None:
             run = self._runs[key] = _Run()
@@ -140,7 +139,7 @@ class ToolProgressMiddleware(AgentMiddleware):
                            additional_kwargs={TOOL_META_KEY: {"status": "error", "error_type": "blocked_by_progress_guard",
                                                               "recoverable_by_model": True, "recommended_next_action": "summarize"}})
 
-    def _before(self, request: Any) -> tuple[tuple[str, str], ToolMessage | None]:
+    def _before(self, request: Any) -> tuple[tuple[str, str, str], ToolMessage | None]:
         key = self._key(request)
         with self._lock:
             run = self._runs.get(key)
@@ -148,7 +147,7 @@ class ToolProgressMiddleware(AgentMiddleware):
             reason = state.block_reason if state is not None and state.phase == "blocked" else None
         return key, (self._blocked(request, reason) if reason else None)
 
-    def _after(self, key: tuple[str, str], name: str, result: Any) -> Any:
+    def _after(self, key: tuple[str, str, str], name: str, result: Any) -> Any:
         if not isinstance(result, ToolMessage):
             return result
         with self._lock:

@@ -29,7 +29,8 @@ from rest_framework.test import APIClient
 from apps.accounts.routes import path_for, route_table
 from apps.accounts.services import token_create
 from apps.runs.models import Run
-from apps.threads.services import thread_create
+from apps.threads.selectors import thread_get_for_user
+from apps.threads.services import thread_create, thread_tags_set
 from deerflow_site.api_urls import LANGGRAPH_PREFIX, canonical_path
 from tests.apps.accounts.conftest import ALL_SCOPES
 
@@ -90,6 +91,35 @@ def owned_identity(user) -> Owned:
 def owned_thread(user) -> Owned:
     thread = thread_create(owner=user, thread_id=f"t-{user.username}-{uuid.uuid4().hex[:8]}")
     return Owned(kwargs={"thread_id": thread.pk}, marker=thread.pk)
+
+
+def owned_tag(user) -> Owned:
+    """A tag of A's on one of A's threads."""
+    thread = owned_thread(user)
+    name = f"tag-of-{user.username}-{uuid.uuid4().hex[:6]}"
+    tag = thread_tags_set(thread=thread_get_for_user(user=user, thread_id=thread.kwargs["thread_id"]), names=[name])[0]
+    return Owned(kwargs={**thread.kwargs, "tag_id": tag.pk}, marker=name)
+
+
+def owned_share(user) -> Owned:
+    """A shared link of A's to one of A's chats."""
+    from apps.shares.services import share_create
+
+    thread = owned_run(user)  # a chat with messages: an empty one has nothing to share
+    share = share_create(owner=user, thread=thread_get_for_user(user=user, thread_id=thread.kwargs["thread_id"]))
+    return Owned(kwargs={**thread.kwargs, "share_id": str(share.pk)}, marker=str(share.pk))
+
+
+def owned_versions(user) -> Owned:
+    """A chat whose answer was regenerated: two versions of one turn, the first one's run id."""
+    owned = owned_run(user)
+    client = APIClient()
+    client.force_login(user)
+    response = client.post(path_for("/api/threads/<str:thread_id>/runs/regenerate", **owned.kwargs), {}, format="json")
+    assert response.status_code == 201, response.content
+    _drain(response)
+    _wait_until_idle()
+    return owned
 
 
 def owned_run(user) -> Owned:
@@ -250,6 +280,19 @@ OWNED_ROUTES = [
     OwnedRoute("DELETE", "/api/threads/<str:thread_id>", owned_thread, owner_status=204),
     OwnedRoute("PUT", "/api/threads/<str:thread_id>/pin", owned_thread),
     OwnedRoute("DELETE", "/api/threads/<str:thread_id>/pin", owned_thread),
+    # Shared links and answer versions.
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/shares", owned_run, body={}, owner_status=201),
+    OwnedRoute("GET", "/api/shares", owned_share),
+    OwnedRoute("DELETE", "/api/shares/<str:share_id>", owned_share, owner_status=204),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/versions", owned_run),
+    OwnedRoute("POST", "/api/threads/<str:thread_id>/versions", owned_versions, body=lambda o: {"run_id": o.kwargs["run_id"]}),
+    # Chat tags: B's list never shows A's tag, B's tag of the same name is B's own.
+    OwnedRoute("GET", "/api/tags", owned_tag),
+    OwnedRoute("POST", "/api/tags", owned_tag, body={"name": "fresh"}, owner_status=201, lists=False),
+    OwnedRoute("PATCH", "/api/tags/<int:tag_id>", owned_tag, body={"name": "renamed"}),
+    OwnedRoute("DELETE", "/api/tags/<int:tag_id>", owned_tag, owner_status=204),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/tags", owned_tag),
+    OwnedRoute("PUT", "/api/threads/<str:thread_id>/tags", owned_tag, body={"tags": ["mine"]}),
     OwnedRoute("GET", "/api/threads/<str:thread_id>/state", owned_run),
     OwnedRoute("POST", "/api/threads/<str:thread_id>/state", owned_run, body={"values": {"title": "renamed"}}),
     OwnedRoute("POST", "/api/threads/<str:thread_id>/state/checkpoint", owned_run, body=lambda o: {"checkpoint": {"checkpoint_id": o.kwargs["checkpoint_id"]}}),

@@ -58,6 +58,10 @@ TOKEN_ROUTES = {
     ("DELETE", "/api/threads/<str:thread_id>"): "threads:write",
     ("PUT", "/api/threads/<str:thread_id>/pin"): "threads:write",
     ("DELETE", "/api/threads/<str:thread_id>/pin"): "threads:write",
+    ("PUT", "/api/threads/<str:thread_id>/tags"): "threads:write",
+    ("POST", "/api/tags"): "threads:write",
+    ("PATCH", "/api/tags/<int:tag_id>"): "threads:write",
+    ("DELETE", "/api/tags/<int:tag_id>"): "threads:write",
     ("POST", "/api/threads/<str:thread_id>/state"): "threads:write",
     ("POST", "/api/threads/<str:thread_id>/state/checkpoint"): "threads:read",  # read by POST
     ("POST", "/api/threads/<str:thread_id>/history"): "threads:read",  # read by POST
@@ -77,6 +81,10 @@ TOKEN_ROUTES = {
     ("POST", "/api/threads/<str:thread_id>/suggestions"): "threads:read",  # read by POST (asks the model, stores nothing)
     ("PUT", "/api/threads/<str:thread_id>/goal"): "threads:write",
     ("DELETE", "/api/threads/<str:thread_id>/goal"): "threads:write",
+    ("POST", "/api/threads/<str:thread_id>/versions"): "threads:write",  # shows another answer version (no run)
+    # Shared chats (apps/shares): a link to a snapshot is made and revoked like the thread's own edits.
+    ("POST", "/api/threads/<str:thread_id>/shares"): "threads:write",
+    ("DELETE", "/api/shares/<str:share_id>"): "threads:write",
     ("POST", "/api/input-polish"): "runs:create",  # asks the model to rewrite a draft, stores nothing
     # Runs. Cancelling needs runs:cancel wherever it is offered; the join stream's POST is a read,
     # and its ?action= asks for runs:cancel inside the view (tests/apps/runs/test_run_cancel_scopes.py).

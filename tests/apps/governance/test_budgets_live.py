@@ -61,8 +61,14 @@ def test_a_run_stops_at_the_cap_then_admission_refuses_with_429(live, admin_api,
 
 def test_the_status_warns_from_eighty_percent(live, admin_api, budget_user, script):
     token, user_id = budget_user
+    # Standalone: the user has a daily cap and has spent tokens today, whatever ran before.
+    admin_api.put(f"/budgets/{user_id}", json={"daily_tokens": 10_000_000})
+    sdk = get_sync_client(url=f"{live.url}/api", headers={"Authorization": f"Bearer {token}"})
+    script(Reply("spent", usage={"input_tokens": 900, "output_tokens": 100}))
+    sdk.runs.wait(sdk.threads.create()["thread_id"], "lead_agent", input=USER)
     with httpx.Client(base_url=f"{live.url}/api", headers={"Authorization": f"Bearer {token}"}, timeout=30) as client:
         used = next(c for c in client.get("/budget").json()["caps"] if c["period"] == "day")["used"]
+        assert used >= 1000
         admin_api.put(f"/budgets/{user_id}", json={"daily_tokens": int(used / 0.85)})
         status = client.get("/budget").json()
         assert status["warning"] and not status["exhausted"]

@@ -132,3 +132,38 @@ def test_a_broken_file_on_disk_is_a_422_not_a_500(admin_client, ext):
         assert response.status_code == 422 and "invalid JSON" in response.json()["detail"]
     assert admin_client.put("/api/mcp/config", {"mcp_servers": {}}, format="json").status_code == 422
     assert ext.read_text() == "{broken"
+
+
+def test_deleting_a_thread_closes_its_own_mcp_server_process(tmp_path, monkeypatch, django_user_model,
+                                                             django_capture_on_commit_callbacks):
+    import asyncio
+    import time
+
+    from apps.threads.services import thread_create
+    from harness.config import parse_config
+    from harness.mcp import get_mcp_tools, mcp_status
+
+    path = tmp_path / "extensions_config.json"
+    path.write_text(json.dumps({"mcpServers": {"st": {"command": sys.executable, "args": [SERVERS, "stdio", "stateful"],
+                                                       "session_scope": "thread"}}}))
+    monkeypatch.setenv("DEER_FLOW_EXTENSIONS_CONFIG_PATH", str(path))
+    reset_mcp()
+    try:
+        user = django_user_model.objects.create_user(username="ada", password="pw-ada-12345")
+        thread = thread_create(owner=user)
+        app = parse_config("config_version: 1\nmodels: []\n")
+        tools = {t.name: t for t in get_mcp_tools(app_config=app)}
+        config = {"configurable": {"user_id": str(user.pk), "thread_id": thread.pk}}
+        assert asyncio.run(tools["count"].ainvoke({}, config=config)).startswith("count=1 ")
+        assert mcp_status()[0]["thread_sessions"] == 1
+
+        client = APIClient()
+        client.force_login(user)
+        with django_capture_on_commit_callbacks(execute=True):
+            assert client.delete(f"/api/threads/{thread.pk}").status_code == 204
+        end = time.monotonic() + 60  # the close runs on the MCP loop; the deadline only ends a hang
+        while mcp_status()[0]["thread_sessions"]:
+            assert time.monotonic() < end, "the thread's MCP process was not closed"
+            time.sleep(0.05)
+    finally:
+        reset_mcp()

@@ -62,9 +62,9 @@ def test_injection_is_relevance_ordered_within_budget_and_the_system_prompt_stay
     facts = [line for line in text.splitlines() if line.startswith("- [")]
     assert facts[0] == "- [context] Owns a sailboat named Aurora"  # least confident, but the relevant one
     block = text[text.index("<memory>"): text.index("</memory>") + len("</memory>")]
-    from harness.memory.injection import count_tokens
+    from harness.memory.injection import token_counter
 
-    assert count_tokens(block) <= 2000
+    assert token_counter("tiktoken")(block) <= 2000
     assert model.requests[0].system_text == model.requests[1].system_text
 
 
@@ -82,9 +82,9 @@ def test_budget_keeps_the_most_relevant(user_client, user, memory_on):
     run(user_client, new_thread(user_client), "Suggest a snack without peanuts")
     text = first_user_text(model.requests[0])
     block = text[text.index("<memory>"): text.index("</memory>") + len("</memory>")]
-    from harness.memory.injection import count_tokens
+    from harness.memory.injection import token_counter
 
-    assert "Allergic to peanuts" in block and count_tokens(block) <= 60
+    assert "Allergic to peanuts" in block and token_counter("tiktoken")(block) <= 60
 
 
 def test_incognito_runs_neither_read_nor_write(user_client, user, memory_on):
@@ -137,3 +137,66 @@ def test_tool_mode_the_agent_manages_memory_itself(user_client, user, memory_on)
     facts = {f["content"]: f for f in user_client.get("/api/memory").json()["facts"]}
     assert facts["Sails on weekends"]["source"]["threadId"] == tid
     assert get_queue().pending() == 0  # no passive update in tool mode
+
+
+def _events_of(user_client, tid, run_id, kind="context:memory"):
+    return user_client.get(f"/api/threads/{tid}/runs/{run_id}/events", {"event_types": kind}).json()
+
+
+def test_a_run_given_memory_carries_its_digest_on_the_stream_and_in_the_journal(user_client, user, memory_on):
+    import hashlib
+
+    from tests.apps.runs.test_runs_api import stream
+
+    services.fact_create(user=user, content="Secret garden is behind the red door", confidence=0.9)
+    model = mem.set_agent("Noted.", "Again.")
+    tid = new_thread(user_client)
+    body = {"assistant_id": "lead_agent", "input": {"messages": [{"role": "user", "content": "Where is the garden?"}]},
+            "stream_mode": ["values", "custom"]}
+    response, events = stream(user_client, f"/api/threads/{tid}/runs/stream", body)
+    custom = [e["data"] for e in events if e["event"] == "custom" and e["data"].get("type") == "context:memory"]
+    seen = first_user_text(model.requests[0])
+    block = seen[seen.index("<memory>"): seen.index("</memory>") + len("</memory>")]
+    digest = hashlib.sha256(block.encode()).hexdigest()
+    assert custom == [{"type": "context:memory", "content_sha256": digest, "facts": 1, "summaries": 0,
+                       "tokens": custom[0]["tokens"]}] and custom[0]["tokens"] > 0
+    run_id = response["Content-Location"].rsplit("/", 1)[1]
+    journaled = _events_of(user_client, tid, run_id)
+    assert [(e["event_type"], e["category"], e["content"]) for e in journaled] == [
+        ("context:memory", "context", {k: v for k, v in custom[0].items() if k != "type"})]
+    assert "red door" not in json.dumps(journaled) + json.dumps(custom)  # the identity, never the text
+
+    # The same memory on the next run: the same digest. No memory: no event.
+    second = run(user_client, tid, "And the key?")
+    assert second
+    runs = user_client.get(f"/api/threads/{tid}/runs").json()
+    later = next(r["run_id"] for r in runs if r["run_id"] != run_id)
+    assert _events_of(user_client, tid, later)[0]["content"]["content_sha256"] == digest
+    incognito = new_thread(user_client)
+    run(user_client, incognito, "Where is the garden?", context={"memory": False})
+    quiet = user_client.get(f"/api/threads/{incognito}/runs").json()[0]["run_id"]
+    assert _events_of(user_client, incognito, quiet) == []
+
+
+def test_token_counting_decides_what_fits_the_budget(user_client, user, memory_on):
+    """The same 60-token budget: cl100k_base counts this Chinese text as more tokens than the
+    char estimate does, so fewer facts fit; each block stays within its own count."""
+    import yaml
+
+    from harness.memory.injection import token_counter
+
+    path = memory_on
+    for i in range(12):
+        services.fact_create(user=user, content=f"用户喜欢第{i}种中国茶，尤其是龙井和普洱", confidence=0.9)
+    blocks = {}
+    for mode in ("char", "tiktoken"):
+        cfg = yaml.safe_load(path.read_text())
+        cfg["memory"].update(max_injection_tokens=150, token_counting=mode)
+        path.write_text(yaml.safe_dump(cfg))
+        model = mem.set_agent("Ok.")
+        run(user_client, new_thread(user_client), "推荐一种茶")
+        text = first_user_text(model.requests[0])
+        blocks[mode] = text[text.index("<memory>"): text.index("</memory>") + len("</memory>")]
+        assert token_counter(mode)(blocks[mode]) <= 150
+    facts = {mode: sum(line.startswith("- [") for line in block.splitlines()) for mode, block in blocks.items()}
+    assert facts["tiktoken"] < facts["char"], facts

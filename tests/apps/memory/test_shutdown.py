@@ -161,8 +161,23 @@ def test_stopping_the_site_applies_the_memory_updates_it_still_holds(site, model
     assert s.stored("beekeeper") == ([FACT], [])
 
 
+def test_a_flush_bound_longer_than_the_launchers_grace_is_honoured(site, model):
+    """DeerFlow's default bound is 30 s; the launcher kills servers 15 s after SIGTERM unless the
+    bound needs longer. A model answering after 18 s is still applied within a 60 s bound."""
+    s = site("  shutdown_flush_timeout_seconds: 60\n", processes=1)
+    s.start()
+    token = s.token("beekeeper")
+    _chat(s, token, "I keep bees on my rooftop in Lyon, remember that")
+    model.update_reply = lambda: Reply(text=UPDATE, delay=18)
+
+    code, _ = s.stop()
+    assert code == 0, s.log()
+    assert model.updates_asked == 1
+    assert s.stored("beekeeper") == ([FACT], [])
+
+
 def test_an_update_the_stop_cannot_finish_in_time_is_saved_and_applied_at_the_next_start(site, model):
-    s = site("  shutdown_flush_seconds: 1\n", processes=1)  # one server: the saved update is its own
+    s = site("  shutdown_flush_timeout_seconds: 1\n", processes=1)  # one server: the saved update is its own
     s.start()
     token = s.token("beekeeper")
     tid = _chat(s, token, "I keep bees on my rooftop in Lyon, remember that")

@@ -37,7 +37,7 @@ def test_search_and_injection_are_per_owner_and_bucket(user, other_user):
     saved(other_user, "Owns a sailboat too")
     saved(user, "Agent bucket sailboat", agent="captain")
     assert DjangoMemoryStore().search(str(user.pk), "", "sailboat", 10) == ["f0"]
-    text = memory_context(owner_id=user.pk, agent="", query="sailboat", max_tokens=500)
+    text = memory_context(owner_id=user.pk, agent="", query="sailboat", max_tokens=500).text
     assert "Owns a sailboat" in text and "too" not in text and "Agent bucket" not in text
     assert memory_context(owner_id=user.pk, agent="nobody", query="sailboat", max_tokens=500) is None
 
@@ -52,3 +52,60 @@ def test_a_stale_revision_is_refused(user):
     with pytest.raises(RevisionConflict):
         store.save(b)
     assert [f.content for f in store.load(str(user.pk)).facts] == ["One", "Two"]
+
+
+CJK = ["我每天早上喝黑咖啡，不加糖", "週末は京都でお寺を巡るのが好きです", "Lives in Porto and sails on weekends"]
+
+
+def test_chinese_and_japanese_facts_are_found_by_a_word_inside_a_sentence_with_fts5_cjk(user):
+    saved(user, *CJK)
+    store = DjangoMemoryStore()
+    # Words: a CJK sentence is one long token, so a word inside it is never found.
+    assert store.search(str(user.pk), "", "推荐一种咖啡", 10, "fts5") == []
+    assert store.search(str(user.pk), "", "京都のおすすめは？", 10, "fts5") == []
+    # Bigrams: 咖啡 (coffee) and 京都 (Kyoto) are found inside their sentences.
+    assert store.search(str(user.pk), "", "推荐一种咖啡", 10, "fts5_cjk") == ["f0"]
+    assert store.search(str(user.pk), "", "京都のおすすめは？", 10, "fts5_cjk") == ["f1"]
+    assert store.search(str(user.pk), "", "weekends in Porto", 10, "fts5_cjk") == ["f2"]  # other text as before
+    # Edits are indexed again: the fact now speaks of tea (茶), not coffee.
+    doc = store.load(str(user.pk))
+    doc.fact("f0").content = "我每天早上喝绿茶"
+    store.save(doc)
+    assert store.search(str(user.pk), "", "推荐一种咖啡", 10, "fts5_cjk") == []
+    assert store.search(str(user.pk), "", "绿茶好喝吗", 10, "fts5_cjk") == ["f0"]
+
+
+def test_the_adapter_decides_what_injection_puts_first(user):
+    saved(user, *[f"Background detail number {i}" for i in range(30)], *CJK)
+    def first_fact(adapter):
+        block = memory_context(owner_id=user.pk, agent="", query="京都でどこに行けばいい？", max_tokens=2000,
+                               retrieval_adapter=adapter).text
+        return next(line for line in block.splitlines() if line.startswith("- ["))
+    assert first_fact("fts5_cjk") == "- [context] 週末は京都でお寺を巡るのが好きです"
+    assert first_fact("fts5") != "- [context] 週末は京都でお寺を巡るのが好きです"
+
+
+def test_no_adapter_matches_substrings(user):
+    saved(user, "Owns a sailboat", "Drinks coffee")
+    store = DjangoMemoryStore()
+    assert store.search(str(user.pk), "", "sail", 10, "") == ["f0"]  # part of a word
+    assert store.search(str(user.pk), "", "sail", 10, "fts5") == []  # whole words only
+
+
+def test_an_admin_edit_is_found_by_its_new_words(admin_client, user):
+    from apps.memory.models import MemoryFact
+
+    saved(user, "我每天早上喝黑咖啡")
+    fact = MemoryFact.objects.get(profile__owner=user, fact_id="f0")
+    page = admin_client.get(f"/admin/memory/memoryfact/{fact.pk}/change/")
+    form = page.context["adminform"].form
+    data = {name: form[name].value() for name in form.fields}
+    data.update(content="我每天早上喝绿茶", created_at_0=fact.created_at.date().isoformat(),
+                created_at_1=fact.created_at.time().strftime("%H:%M:%S"), last_confirmed_at_0="", last_confirmed_at_1="",
+                valid_until_0="", valid_until_1="")
+    data = {k: ("" if v is None else v) for k, v in data.items() if k not in ("created_at", "last_confirmed_at", "valid_until")}
+    response = admin_client.post(f"/admin/memory/memoryfact/{fact.pk}/change/", data)
+    assert response.status_code == 302, response.context["adminform"].form.errors if response.context else response
+    store = DjangoMemoryStore()
+    assert store.search(str(user.pk), "", "绿茶", 10, "fts5_cjk") == ["f0"]
+    assert store.search(str(user.pk), "", "咖啡", 10, "fts5_cjk") == []

@@ -60,7 +60,7 @@ def test_a_stop_saves_what_it_cannot_apply_and_the_next_start_applies_it_once(us
     from apps.memory.models import PendingMemoryUpdate
 
     cfg = yaml.safe_load(memory_on.read_text())
-    cfg["memory"]["shutdown_flush_seconds"] = 0  # no time at all: everything is saved
+    cfg["memory"]["shutdown_flush_timeout_seconds"] = 0  # no time at all: everything is saved
     memory_on.write_text(yaml.safe_dump(cfg))
     model = mem.set_updater(json.dumps({"newFacts": [{"content": "Lives in Porto", "confidence": 0.9}]}))
     job = updates.UpdateJob(owner=str(user.pk), agent="", thread_id="th", run_id="r",

@@ -25,8 +25,7 @@ EXTENSIONS = FIXTURES / "extensions_config.json"
 NAMED_IN_THE_ISSUE = [
     "database.backend", "checkpointer.type", "logging.enhance", "run_events.backend", "stream_bridge.type",
     "token_usage.enabled",
-    "authorization.enabled", "extensions.middlewares", "subagents.token_budget", "title.prompt_template",
-    "tool_search.auto_promote_top_k",
+    "authorization.enabled", "extensions.middlewares", "title.prompt_template",
     "channels.langgraph_url", "channels.gateway_url", "channels.session", "channels.telegram.rich_messages",
     "channels.dingtalk.card_template_id", "channels.telegram.allowed_users", "channels.dingtalk.allowed_users",
 ]
@@ -50,8 +49,14 @@ def test_the_deerflow_style_config_loads_and_reports_each_accepted_key_once():
     assert not {"sandbox.image", "sandbox.replicas", "sandbox.idle_timeout", "sandbox.mounts"} & accepted
     assert all(n.detail for n in notes)
     ext_accepted = {n.key for n in extensions.compat_notes if n.kind == ACCEPTED}
-    assert {"tool_search", "mcpInterceptors", "mcpServers.files.routing.mode", "mcpServers.files.routing.hint",
+    assert {"tool_search", "mcpInterceptors", "mcpServers.files.routing.hint",
             "mcpServers.files.tool_name_prefix"} <= ext_accepted
+    # routing.mode/priority/keywords and tool_search.auto_promote_top_k are honoured
+    assert not {"mcpServers.files.routing.mode", "mcpServers.files.routing.priority"} & ext_accepted
+    assert "tool_search.auto_promote_top_k" not in {n.key for n in config.compat_notes}
+    files = extensions.mcp_servers["files"]
+    assert (files.routing.mode, files.routing.priority, files.routing.keywords) == ("prefer", 10, ["file"])
+    assert files.effective_routing("read").priority == 20 and files.effective_routing("read").keywords == ["read"]
     report = build_report(config, extensions)
     assert len({n.key for n in report.accepted}) == len(report.accepted)
 
@@ -61,7 +66,13 @@ def test_mapped_keys_land_on_ours():
     mapped = {n.key: n.detail for n in config.compat_notes if n.kind == MAPPED}
     assert config.models[0].use == "langchain_openai:ChatOpenAI" and "models[0].use" in mapped
     assert "supports_reasoning_effort" not in config.models[0].constructor_kwargs()
-    assert config.memory.shutdown_flush_seconds == 12 and config.memory.tool_mode is False
+    assert config.memory.shutdown_flush_timeout_seconds == 12 and config.memory.tool_mode is False
+    assert (config.memory.token_counting, config.memory.staleness_age_days, config.memory.staleness_min_candidates,
+            config.memory.consolidation_min_facts) == ("char", 60, 2, 5)
+    assert mapped["memory.backend_config.token_counting"] == "memory.token_counting"
+    honoured = {"memory.shutdown_flush_timeout_seconds", "memory.staleness_review_enabled", "memory.staleness_min_candidates",
+                "memory.consolidation_enabled"}
+    assert not honoured & {n.key for n in config.compat_notes}  # our own keys: nothing to say about them
     assert config.memory.debounce_seconds == 20 and config.memory.max_facts == 80
     assert config.sandbox.use == "local" and config.sandbox.max_output_chars == 18000
     assert config.sandbox.read_file_max_chars == 40000 and config.sandbox.env == {"DF_FIXTURE_MODE": "deerflow"}
@@ -88,6 +99,24 @@ def test_the_guard_sections_are_honoured_not_accepted():
     assert config.tool_progress.min_word_count_for_similarity == 5 and config.tool_progress.exempt_tools == set()
     assert config.tool_output.exempt_tools == ["read_file"] and config.loop_detection.hard_limit == 5
     assert config.read_before_write.enabled and config.safety_finish_reason.detectors is None
+
+
+def test_the_subagent_keys_are_honoured_not_accepted():
+    config, _ = _load()
+    assert not [n.key for n in config.compat_notes if n.kind == ACCEPTED and n.key.startswith("subagents.")]
+    sub = config.subagents
+    assert sub.timeout_seconds == 600 and sub.max_turns == 20 and sub.token_budget.enabled is False
+    researcher = sub.types["researcher"]
+    assert researcher.disallowed_tools == ["bash"] and researcher.skills == [] and researcher.max_turns == 10
+    # DeerFlow's defaults: 1800 s, the types' own turn limits, a 2M/1M token budget per task
+    text = "subagents:\n  agents:\n    bash:\n      max_turns: 80\n      token_budget:\n        max_tokens: 3000000\n" \
+           "  custom_agents:\n    analyst:\n      description: d\n      system_prompt: p\n      model: inherit\n"
+    sub = parse_config(text).subagents
+    assert sub.timeout_seconds == 1800 and sub.max_turns is None
+    assert sub.types["analyst"].model is None and sub.types["analyst"].max_turns == 50 and sub.types["analyst"].timeout_seconds == 900
+    assert sub.token_budget_for("general-purpose", summarization_enabled=True).max_tokens == 1_000_000
+    assert sub.token_budget_for("general-purpose", summarization_enabled=False).max_tokens == 2_000_000
+    assert sub.token_budget_for("bash", summarization_enabled=True).max_tokens == 3_000_000
 
 
 def test_commented_out_sections_are_absent_not_errors():
@@ -128,6 +157,29 @@ def test_a_tool_api_key_moves_to_the_web_provider():
     assert config.tools[0].model_extra == {"provider": "tavily", "max_results": 3}
 
 
+def test_deerflow_browser_tools_map_to_ours_with_their_launch_keys():
+    config = parse_config(
+        "tool_groups:\n  - name: browser\ntools:\n"
+        "  - name: browser_navigate\n    group: browser\n    use: deerflow.community.browser_automation.tools:browser_navigate_tool\n"
+        "    headless: true\n    timeout_ms: 15000\n    viewport_width: 1024\n    allow_private_addresses: true\n"
+        "    cdp_url: http://127.0.0.1:9222\n"
+        "  - name: browser_click\n    group: browser\n    use: deerflow.community.browser_automation.tools:browser_click_tool\n"
+        "  - name: web_capture\n    group: browser\n    use: deerflow.community.browserless.tools:web_capture_tool\n"
+        "    base_url: http://localhost:3032\n")
+    assert [t.use for t in config.tools] == ["harness.tools.browser:BrowserNavigateTool", "harness.tools.browser:BrowserClickTool",
+                                              "harness.tools.browser:WebCaptureTool"]
+    assert config.tools[0].model_extra == {"timeout_ms": 15000, "viewport_width": 1024, "allow_private_addresses": True}
+    notes = {n.key: n for n in config.compat_notes}
+    assert notes["tools[0].cdp_url"].kind == ACCEPTED and "guard" in notes["tools[0].cdp_url"].detail
+    assert notes["tools[0].headless"].kind == ACCEPTED and notes["tools[2].base_url"].kind == ACCEPTED
+
+    from harness.tools.browser.tools import _settings
+
+    settings = _settings(config)
+    assert settings.timeout_ms == 15000 and settings.viewport == (1024, 720)
+    assert settings.policy.allows(__import__("ipaddress").ip_address("10.1.2.3"))  # allow_private_addresses opens private ranges
+
+
 def test_an_older_config_version_says_what_config_upgrade_would_add():
     text = "config_version: 3\nmodels: []\n"
     config = parse_config(text)
@@ -154,7 +206,7 @@ def test_config_check_lists_each_accepted_and_mapped_key(tmp_path):
     for note in config.compat_notes:
         prefix = f"  {note.key}: " if note.kind == ACCEPTED else f"  {note.key} -> "
         assert out.count(prefix) == 1, note.key
-    assert "  extensions_config.json: mcpServers.files.routing.mode: " in out
+    assert "  extensions_config.json: mcpServers.files.routing.hint: " in out
     assert f"config_version {DEERFLOW_SCHEMA_VERSION}: current" in out
 
 
@@ -261,3 +313,8 @@ def test_a_misspelt_key_deep_inside_an_accepted_section_is_still_named(text, fie
     fixed = parse_config("auth:\n  oidc:\n    providers:\n      keycloak:\n        issuer: https://id.example\n  local:\n    allow_registration: false\n"
                          "channel_connections:\n  telegram:\n    bot_username: deerbot\n")
     assert {n.key for n in fixed.compat_notes} >= {"auth.oidc", "auth.local", "channel_connections.telegram"}
+
+
+def test_our_older_name_for_the_flush_bound_still_loads():
+    config = parse_config("memory:\n  shutdown_flush_seconds: 3\n", "config.yaml")
+    assert config.memory.shutdown_flush_timeout_seconds == 3

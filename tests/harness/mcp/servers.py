@@ -46,6 +46,22 @@ def build(kind: str = "calc", **settings) -> FastMCP:
         time.sleep(3600)
         return "unreachable"
 
+    if kind == "stateful":
+        counter = {"n": 0}
+
+        @server.tool()
+        def count() -> str:
+            """Add one to this process's counter and report it with where the process runs."""
+            counter["n"] += 1
+            return f"count={counter['n']} pid={os.getpid()} cwd={os.getcwd()} tmp={os.environ.get('TMPDIR', '')}"
+
+        @server.tool()
+        def die(last_words: str) -> str:
+            """Write last_words to stderr and exit mid-call."""
+            sys.stderr.write(f"{last_words}\n")
+            sys.stderr.flush()
+            os._exit(7)
+
     if kind == "secret":
         @server.tool()
         def vault_lookup(key: str) -> str:
@@ -92,4 +108,9 @@ if __name__ == "__main__":
     if kind == "crash":
         sys.stderr.write("boom: this server cannot start\n")
         sys.exit(3)
+    if kind == "noisy-crash":  # a long stderr: only its end may reach an error message
+        for i in range(3000):
+            sys.stderr.write(f"noise line {i}\n")
+        sys.stderr.write("last words: the config file is missing\n")
+        sys.exit(4)
     build(kind).run("stdio")

@@ -1,5 +1,5 @@
 """Deferred MCP tools: hidden until tool_search, promotions kept in thread state across
-turns, and a routing hint showing a tool for the message that mentions it."""
+turns, and a routing hint promoting a tool for the message that mentions it."""
 
 import asyncio
 import uuid
@@ -16,7 +16,7 @@ MCP_NAMES = {"add", "env_report", "where", "echo_path", "hang"}
 
 
 async def test_tools_stay_hidden_until_searched_and_promotions_survive_the_next_turn(ext):
-    ext.write({"calc": stdio_server(tools={"where": {"routing": {"keywords": ["working directory"]}}})})
+    ext.write({"calc": stdio_server(tools={"where": {"routing": {"mode": "prefer", "keywords": ["working directory"]}}})})
     app = parse_config(BASE + "tool_search:\n  enabled: true\n")
     model = ScriptedChatModel(script=[
         tool_reply(call("tool_search", query="select:add")),
@@ -41,10 +41,10 @@ async def test_tools_stay_hidden_until_searched_and_promotions_survive_the_next_
     # a new turn on the same thread (from the checkpoint): add is still shown
     await graph.ainvoke({"messages": [{"role": "user", "content": "again"}]}, config)
     assert "add" in model.requests[3].tools and "where" not in model.requests[3].tools
-    # a routing keyword in the message shows that tool for this message only
+    # a routing keyword in the message promotes that tool, for the rest of the thread
     await graph.ainvoke({"messages": [{"role": "user", "content": "what is the working directory?"}]}, config)
     assert {"add", "where"} <= set(model.requests[4].tools)
-    assert graph.get_state(config).values["promoted"] == ["add"]
+    assert graph.get_state(config).values["promoted"] == ["add", "where"]
 
 
 async def test_keyword_search_finds_tools_by_description(ext):

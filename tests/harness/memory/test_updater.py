@@ -12,7 +12,8 @@ import pytest
 from harness.memory import Fact, FileMemoryStore, MemoryDoc
 from harness.memory.queue import DebouncedQueue
 from harness.memory.types import now
-from harness.memory.updater import MAX_STALE_REVIEWS, UpdateJob, run_update
+from harness.config.app_config import MemoryConfig
+from harness.memory.updater import UpdateJob, run_update
 from harness.testing import ScriptedChatModel
 
 JOB = UpdateJob(owner="7", agent="", thread_id="t1", run_id="r1",
@@ -24,8 +25,13 @@ def reply(**data) -> ScriptedChatModel:
     return ScriptedChatModel(script=[json.dumps(data)])
 
 
-def update(store, model, job=JOB, threshold=0.7, max_facts=100):
-    return run_update(store, model, job, threshold=threshold, max_facts=max_facts)
+def update(store, model, job=JOB, threshold=0.7, max_facts=100, **knobs):
+    return run_update(store, model, job, MemoryConfig(fact_confidence_threshold=threshold, max_facts=max_facts, **knobs))
+
+
+def prompt(model) -> str:
+    """What the updater model was shown: its instructions and the request body."""
+    return "\n".join(str(m.content) for m in model.requests[0].messages)
 
 
 @pytest.fixture
@@ -82,37 +88,93 @@ def test_invalid_json_changes_nothing_with_one_log_line(store, caplog):
     assert len([r for r in caplog.records if r.name == "harness.memory.updater"]) == 1
 
 
-def test_staleness_review_with_caps_and_protection(store):
-    old = now() - dt.timedelta(days=1)
-    aged = [Fact(id=f"s{i}", content=f"Project {i}", valid_until=old) for i in range(MAX_STALE_REVIEWS + 3)]
-    protected = Fact(id="p", content="Allergic to nuts", valid_until=old, source_kind="user")
-    fresh = Fact(id="f", content="Fresh fact", valid_until=now() + dt.timedelta(days=10))
-    seed(store, *aged, protected, fresh)
-    reviews = [{"id": "p", "action": "remove"}, {"id": "f", "action": "remove"}]
-    reviews += [{"id": f.id, "action": "remove"} for f in aged]
-    update(store, reply(staleReview=reviews))
+def learned(fid, content, days_ago, **kw):
+    at = now() - dt.timedelta(days=days_ago)
+    return Fact(id=fid, content=content, created_at=at, last_confirmed_at=at, **kw)
+
+
+def test_staleness_review_fires_for_due_facts_and_keeps_to_its_caps(store):
+    seed(store, *[learned(f"s{i}", f"Works on project {i}", 100, confidence=0.7 + i / 100) for i in range(4)],
+         learned("c", "Do not call me Annie", 400, category="correction"),
+         learned("u", "Allergic to nuts", 400, source_kind="user"),
+         learned("f", "Learns Rust", 10))
+    model = reply(staleReview=[{"id": i, "action": "remove"} for i in ("s0", "s1", "s2", "s3", "c", "u", "f")])
+    update(store, model, staleness_max_removals_per_cycle=2)
+    shown = prompt(model)
+    assert "Facts due for review" in shown and all(f"Works on project {i}" in shown.split("Facts due for review")[1] for i in range(4))
+    due_part = shown.split("Facts due for review")[1].split("New conversation")[0]
+    assert "Do not call me Annie" not in due_part and "Allergic to nuts" not in due_part and "Learns Rust" not in due_part
     ids = {f.id for f in store.load("7").facts}
-    assert "p" in ids and "f" in ids  # protected and not-yet-aged facts stay
-    # The cap counts every review the model sent: two were refused, so MAX - 2 removals happened.
-    assert len([i for i in ids if i.startswith("s")]) == len(aged) - (MAX_STALE_REVIEWS - 2)
-
-    update(store, reply(staleReview=[{"id": "s12", "action": "extend", "validDays": 30}]))
-    extended = store.load("7").fact("s12")
-    assert extended.valid_until > now() + dt.timedelta(days=29)
+    # Two removals per cycle, the least confident first; protected, owner and fresh facts stay.
+    assert ids == {"s2", "s3", "c", "u", "f"}
 
 
-def test_consolidation_guardrails(store):
-    seed(store, Fact(id="a", content="Likes Python", confidence=0.8), Fact(id="b", content="Likes typing", confidence=0.6),
-         Fact(id="u", content="Name is Ana", source_kind="user", confidence=1.0))
-    update(store, reply(merges=[
-        {"sources": ["a", "missing"], "content": "x", "confidence": 0.9},
-        {"sources": ["a", "u"], "content": "y", "confidence": 0.9},
-        {"sources": ["a", "b"], "content": "Likes typed Python", "confidence": 0.99},
-    ]))
-    facts = store.load("7").facts
-    assert sorted(f.content for f in facts) == ["Likes typed Python", "Name is Ana"]
-    merged = next(f for f in facts if f.content == "Likes typed Python")
-    assert merged.confidence == 0.6  # never raised by a merge
+def test_staleness_review_does_not_fire_when_off_too_few_or_not_old_enough(store):
+    seed(store, *[learned(f"s{i}", f"Works on project {i}", 45) for i in range(3)])
+    removal = {"staleReview": [{"id": f"s{i}", "action": "remove"} for i in range(3)]}
+
+    for knobs in ({"staleness_review_enabled": False, "staleness_age_days": 30},   # switched off
+                  {"staleness_age_days": 30, "staleness_min_candidates": 4},       # three due, four needed
+                  {"staleness_age_days": 60}):                                      # 45 days old is not due yet
+        model = reply(**removal)
+        update(store, model, **knobs)
+        assert "due for review" not in prompt(model)
+        assert len(store.load("7").facts) == 3, knobs
+
+    model = reply(**removal)
+    update(store, model, staleness_age_days=30)  # now it fires
+    assert "due for review" in prompt(model) and store.load("7").facts == []
+
+
+def test_extend_and_keep_are_bounded_by_the_lifetime_knobs(store):
+    seed(store, learned("a", "Uses Django", 200), learned("b", "Lives in Porto", 200), learned("c", "Plays chess", 200))
+    update(store, reply(staleReview=[{"id": "a", "action": "extend", "validDays": 5000}, {"id": "b", "action": "keep"}],
+                        newFacts=[{"content": "Trains for a marathon", "confidence": 0.9, "validDays": 10000}]),
+           staleness_min_candidates=1, staleness_max_extension_days=365, staleness_age_days=30, staleness_max_lifetime_multiplier=2)
+    doc = store.load("7")
+    a, b, c = doc.fact("a"), doc.fact("b"), doc.fact("c")
+    # Extended: at most staleness_max_extension_days after it was learned (200 days ago).
+    assert a.valid_until <= a.created_at + dt.timedelta(days=365) and a.valid_until > now() + dt.timedelta(days=150)
+    assert b.valid_until is None and b.last_confirmed_at > now() - dt.timedelta(minutes=5)  # kept: due again in 30 days
+    assert c.last_confirmed_at < now() - dt.timedelta(days=100)  # not reviewed: unchanged
+    new = next(f for f in doc.facts if f.content == "Trains for a marathon")
+    assert new.valid_until <= now() + dt.timedelta(days=60)  # created at most 30 x 2 days valid
+
+
+def _category_facts():
+    prefs = [learned(f"p{i}", f"Likes dish {i}", 5, category="preference", confidence=0.8) for i in range(4)]
+    known = [learned(f"k{i}", f"Knows language {i}", 5, category="knowledge", confidence=0.9) for i in range(2)]
+    return prefs, known
+
+
+def test_consolidation_is_off_unless_turned_on(store):
+    prefs, known = _category_facts()
+    seed(store, *prefs, *known)
+    model = reply(merges=[{"sources": ["p0", "p1"], "content": "Likes dishes 0 and 1", "confidence": 0.8}])
+    update(store, model, consolidation_min_facts=3)
+    assert "Groups to consolidate" not in prompt(model) and "merges" not in prompt(model)
+    assert len(store.load("7").facts) == 6
+
+
+def test_consolidation_merges_only_within_shown_groups_and_caps(store):
+    prefs, known = _category_facts()
+    seed(store, *prefs, *known, Fact(id="u", content="Likes tea", category="preference", source_kind="user"))
+    model = reply(merges=[
+        {"sources": ["k0", "k1"], "content": "Knows two languages", "confidence": 0.9},      # group too small: not shown
+        {"sources": ["p0", "u"], "content": "Likes dish 0 and tea", "confidence": 0.8},       # the owner's fact
+        {"sources": ["p0", "p1", "p2", "p3"], "content": "Likes four dishes", "confidence": 0.8},  # over max_sources
+        {"sources": ["p0", "p1"], "content": "Likes dishes 0 and 1", "confidence": 0.99},
+        {"sources": ["p2", "p3"], "content": "Likes dishes 2 and 3", "confidence": 0.8},      # past max_groups
+    ])
+    update(store, model, consolidation_enabled=True, consolidation_min_facts=3, consolidation_max_sources=3,
+           consolidation_max_groups_per_cycle=1)
+    shown = prompt(model).split("Groups to consolidate")[1].split("New conversation")[0]
+    assert "Likes dish 0" in shown and "Knows language 0" not in shown and "Likes tea" not in shown
+    assert sum(f"Likes dish {i}" in shown for i in range(4)) == 3  # consolidation_max_sources facts per group
+    contents = sorted(f.content for f in store.load("7").facts)
+    assert contents == ["Knows language 0", "Knows language 1", "Likes dish 2", "Likes dish 3", "Likes dishes 0 and 1", "Likes tea"]
+    merged = next(f for f in store.load("7").facts if f.content == "Likes dishes 0 and 1")
+    assert merged.confidence == 0.8 and merged.category == "preference"  # never raised by a merge
 
 
 def test_a_conflicting_save_retries_without_losing_either_write(store):

@@ -62,7 +62,7 @@ def call(name: str, args: dict[str, Any], *, context: Any = None, state: dict | 
          configurable: dict | None = None) -> tuple[str, dict]:
     if context is None:
         context = {"user_id": "alice", "thread_id": thread}
-    if "description" not in args and name not in ("present_files", "view_image", "ask_clarification"):
+    if "description" not in args and name not in ("present_files", "view_image", "ask_clarification", "review_skill_package"):
         args = {"description": "test", **args}
     message = AIMessage("", tool_calls=[{"name": name, "args": args, "id": "call-1"}])
     out = GRAPH.invoke({"messages": [message], **(state or {})}, config={"configurable": configurable or {}}, context=context)
@@ -78,8 +78,8 @@ def ws(provider):
 
 def test_tool_sets_and_names():
     assert [t.name for t in get_sandbox_tools()] == ["bash", "ls", "glob", "grep", "read_file", "write_file", "str_replace"]
-    assert [t.name for t in get_builtin_tools()] == ["present_files", "view_image", "ask_clarification"]
-    assert [t.name for t in get_builtin_tools(include_clarification=False, include_view_image=False)] == ["present_files"]
+    assert [t.name for t in get_builtin_tools()] == ["present_files", "view_image", "ask_clarification", "review_skill_package"]
+    assert [t.name for t in get_builtin_tools(include_clarification=False, include_view_image=False)] == ["present_files", "review_skill_package"]
     for tool in get_sandbox_tools() + get_builtin_tools():
         schema = tool.tool_call_schema.model_json_schema()
         assert "runtime" not in schema["properties"]
@@ -257,8 +257,7 @@ def test_view_image(provider, ws):
 
 
 def test_ask_clarification_body():
-    tool = get_builtin_tools()[-1]
-    assert tool.name == "ask_clarification"
+    tool = next(t for t in get_builtin_tools() if t.name == "ask_clarification")
     assert set(tool.tool_call_schema.model_json_schema()["properties"]) == {"question", "options", "fields", "context"}
     text, _ = call("ask_clarification", {"question": "Which year?", "options": ["2024", "2025"]})
     assert "Which year?" in text

@@ -49,7 +49,7 @@ def tool_outputs(h):
 
 def test_the_public_skills_are_found():
     names = {s.name for s in load_public_skills()}
-    assert names >= {"deep-research", "data-analysis", "skill-creator", "report-writer", "slide-deck"}
+    assert names >= {"deep-research", "data-analysis", "skill-creator", "skill-reviewer", "report-writer", "slide-deck"}
 
 
 async def test_data_analysis_charts_an_uploaded_csv(sandbox_kind):

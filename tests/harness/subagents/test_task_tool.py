@@ -6,6 +6,8 @@ from langchain_core.tools import tool
 
 from harness.testing import Reply, call, tool_reply
 
+from tests.support.subagents import looping, same
+
 from .conftest import Barrier, Router, task_call
 
 
@@ -131,17 +133,6 @@ async def test_turn_cap_ends_with_a_final_answer_without_tools(lead_factory):
 
 
 async def test_token_cap_and_loop_guard_set_their_stop_reasons(lead_factory):
-    @tool
-    def same(q: str) -> str:
-        """Look something up."""
-        return "nothing new"
-
-    def looping(messages):
-        if "reached your limit" in str(messages[-1].content):
-            return "What I have so far."
-        # small fixed usage: L must reach the loop guard, whatever the size of its prompt
-        return tool_reply(call("same", q="x"), usage={"input_tokens": 10, "output_tokens": 5})
-
     router = Router(lead=[tool_reply(task_call("T", "job T"), task_call("L", "job L")), "ok"],
                     subs={"job T": [lambda m: looping(m) if "reached your limit" in str(m[-1].content) else
                                       tool_reply(call("same", q="t"), usage={"input_tokens": 900, "output_tokens": 200})],
@@ -227,7 +218,8 @@ async def test_a_subagent_cannot_delegate(lead_factory):
     from harness.config.app_config import SubagentsConfig
     from harness.subagents import build_task_tool
 
-    tool_ = build_task_tool(config=SubagentsConfig(enabled=True), lead_tools=[], model_factory=lambda name: (None, "m"))
+    tool_ = build_task_tool(config=SubagentsConfig(enabled=True), lead_tools=[], model_factory=lambda name: (None, "m"),
+                            chain=lambda *args: ([], []))
 
     class Runtime:
         context = {"subagent_depth": 1, "thread_id": "t"}

@@ -68,7 +68,8 @@ def test_the_sandbox_and_builtin_tools_declare_their_access():
 
     access = {t.name: thread_file_access(t) for t in [*get_sandbox_tools(), *get_builtin_tools()]}
     assert access == {"bash": WRITE, "ls": READ, "glob": READ, "grep": READ, "read_file": READ, "write_file": WRITE,
-                      "str_replace": WRITE, "present_files": READ, "view_image": READ, "ask_clarification": None}
+                      "str_replace": WRITE, "present_files": READ, "view_image": READ, "ask_clarification": None,
+                      "review_skill_package": READ}
     with pytest.raises(ValueError):
         declare_thread_files(make_tool("x", None), "append")
 

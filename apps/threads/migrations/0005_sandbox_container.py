@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('threads', '0003_thread_message_search_index'),
+        ('threads', '0004_thread_tags'),
     ]
 
     operations = [
