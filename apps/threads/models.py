@@ -89,3 +89,22 @@ class Feedback(models.Model):
     def __str__(self) -> str:
         return f"{self.get_rating_display()} on {self.run_id}"
 
+
+
+class SandboxContainer(models.Model):
+    """A lease on one sandbox container (harness.sandbox.ownership): which server process owns
+    it and which thread it serves. Shared by every process, so no two claim one container."""
+
+    name = models.CharField(primary_key=True, max_length=128)
+    owner = models.CharField(max_length=160, help_text="host:pid:start:random of the owning server process.")
+    thread_key = models.CharField(max_length=160, blank=True, default="", help_text="user:thread, empty while warm.")
+    expires_at = models.DateTimeField()
+    last_used = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["thread_key"], condition=~models.Q(thread_key=""), name="uq_sandbox_container_thread"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name

@@ -103,6 +103,31 @@ class ToolConfig(BaseModel):
         return class_path.check_format(value)
 
 
+class SandboxMount(BaseModel):
+    """An extra host directory in every sandbox container (DeerFlow's ``sandbox.mounts``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    host_path: str
+    container_path: str
+    read_only: bool = False
+
+    @field_validator("host_path", "container_path")
+    @classmethod
+    def _absolute(cls, value: str) -> str:
+        if not value.startswith("/") or "\x00" in value or ":" in value:
+            raise ValueError(f"mount paths must be absolute, without ':', got {value!r}")
+        return value
+
+    @field_validator("container_path")
+    @classmethod
+    def _not_ours(cls, value: str) -> str:
+        for reserved in ("/mnt/user-data", "/mnt/skills", "/opt/deerflow-toolbox", "/tmp", "/proc", "/sys", "/dev"):
+            if value == reserved or value.startswith(reserved + "/") or reserved.startswith(value.rstrip("/") + "/"):
+                raise ValueError(f"container_path {value!r} overlaps {reserved}, which the sandbox provides")
+        return value
+
+
 class SandboxConfig(BaseModel):
     """``use: null`` picks the isolated provider when it works here, else the local one."""
 
@@ -131,6 +156,16 @@ class SandboxConfig(BaseModel):
     # Disk quota on the writable user-data folders, per thread and summed over a user's threads.
     thread_quota_mb: NonNegativeInt = 1024
     user_quota_mb: NonNegativeInt = 10240
+    # The container provider (use: container; docs/sandbox.md). DeerFlow's keys first.
+    image: str = "deerflow-sandbox:latest"  # built by scripts/build_sandbox_image.sh
+    replicas: NonNegativeInt = 3  # warm containers started ahead, handed to threads on first use
+    idle_timeout: NonNegativeInt = 600  # seconds unused before a thread's container is removed; 0 keeps it
+    mounts: list[SandboxMount] = Field(default_factory=list)
+    container_prefix: str = "deer-flow-sandbox"
+    engine_url: str | None = None  # Docker Engine API socket; null: $DOCKER_HOST, Podman's, then Docker's
+    cpus: float = Field(default=0.0, ge=0)  # CPU cores per container (0 = no limit)
+    tmp_mb: NonNegativeInt = 256  # the container's /tmp, in memory and counted in max_memory_mb
+    lease_seconds: PositiveInt = 60  # how long a container stays ours after our last renewal
 
     @field_validator("env_passthrough")
     @classmethod
@@ -156,10 +191,17 @@ class SandboxConfig(BaseModel):
                 raise ValueError(f"isolated_ro_paths entries must be absolute paths, got {item!r}")
         return value
 
+    @field_validator("container_prefix")
+    @classmethod
+    def _prefix(cls, value: str) -> str:
+        if not re.match(r"^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,40}$", value):
+            raise ValueError("container_prefix must be letters, digits, '_', '.' or '-' (at most 41)")
+        return value
+
     @field_validator("use")
     @classmethod
     def _format(cls, value: str | None) -> str | None:
-        if value is None or value in {"local", "bwrap"}:
+        if value is None or value in {"local", "bwrap", "container"}:
             return value
         return class_path.check_format(value)
 

@@ -120,17 +120,12 @@ SECTION_ACCEPTED: dict[str, str] = {
     "uploads.pdf_converter": "documents are converted by the built-in converter (uploads.convert_documents)",
     "sandbox.allow_host_bash": "bash is always available; it runs isolated under bwrap, or on the host with sandbox.use: local",
     "sandbox.ls_output_max_chars": "ls lists at most 500 entries",
-    "sandbox.image": "there is no container pool here: sandboxes are bubblewrap or local processes (docs/sandbox.md)",
-    "sandbox.port": "there is no container pool here (docs/sandbox.md)",
-    "sandbox.replicas": "there is no container pool here (docs/sandbox.md)",
-    "sandbox.overflow_policy": "there is no container pool here (docs/sandbox.md)",
-    "sandbox.acquire_timeout": "there is no container pool here (docs/sandbox.md)",
-    "sandbox.burst_limit": "there is no container pool here (docs/sandbox.md)",
-    "sandbox.container_prefix": "there is no container pool here (docs/sandbox.md)",
-    "sandbox.idle_timeout": "sandboxes are per-command processes; sandbox.cache_size bounds what is kept",
-    "sandbox.health_check_skip_seconds": "there is no container pool here (docs/sandbox.md)",
-    "sandbox.ownership": "sandboxes are per-command processes owned by the process running the run",
-    "sandbox.mounts": "the isolated sandbox mounts extra host directories read-only with sandbox.isolated_ro_paths",
+    "sandbox.port": "commands run through the engine's exec API, so containers serve no port (docs/sandbox.md)",
+    "sandbox.overflow_policy": "a thread with no warm container gets a fresh one at once; nothing waits for a replica (docs/sandbox.md)",
+    "sandbox.acquire_timeout": "a thread with no warm container gets a fresh one at once; nothing waits for a replica (docs/sandbox.md)",
+    "sandbox.burst_limit": "a thread with no warm container gets a fresh one at once; nothing waits for a replica (docs/sandbox.md)",
+    "sandbox.health_check_skip_seconds": "a thread with no warm container gets a fresh one at once; nothing waits for a replica (docs/sandbox.md)",
+    "sandbox.ownership": "container ownership is leases in the database, shared by every server process (docs/sandbox.md)",
     "sandbox.thread_data_mounts": "a thread's user-data folders are always mounted at /mnt/user-data",
     "sandbox.provisioner_api_key": "there is no sandbox provisioner here (docs/sandbox.md)",
     "memory.backend_config": "DeerMem's storage and retrieval options do not apply: memory is rows in the database (docs/memory.md)",
@@ -252,9 +247,9 @@ _NO_MODEL = "use langchain_openai:ChatOpenAI (or harness.models.reasoning:Reason
 SANDBOX_PATHS: dict[str, str] = {
     "deerflow.sandbox.local:LocalSandboxProvider": "local",
     "deerflow.sandbox.local.local_sandbox_provider:LocalSandboxProvider": "local",
-    "deerflow.community.aio_sandbox:AioSandboxProvider": "bwrap",
+    "deerflow.community.aio_sandbox:AioSandboxProvider": "container",
 }
-_NO_SANDBOX = "use sandbox.use: null (bubblewrap when it works, else local), bwrap or local (docs/sandbox.md)"
+_NO_SANDBOX = "use sandbox.use: null (bubblewrap when it works, else local), bwrap, local or container (docs/sandbox.md)"
 
 _DETECTORS = "deerflow.agents.middlewares.safety_termination_detectors:"
 SAFETY_DETECTOR_PATHS: dict[str, str] = {

@@ -74,7 +74,7 @@ def _hint(result: CommandResult, hints: tuple[str, ...]) -> bool:
     return any(h in text for h in hints)
 
 
-def _explain(result: CommandResult, limits: ResourceLimits, hit: str | None, usage: QuotaUsage | None) -> str | None:
+def explain_limit(result: CommandResult, limits: ResourceLimits, hit: str | None, usage: QuotaUsage | None) -> str | None:
     if result.limit_message:
         return result.limit_message
     if hit == "memory":
@@ -119,7 +119,7 @@ def _fs_used(path: str) -> int:
     return (info.f_blocks - info.f_bfree) * info.f_frsize
 
 
-class _QuotaWatch:
+class QuotaWatch:
     """The quota watcher of one command; remembers its last measurement for the verdict."""
 
     def __init__(self, quota: ThreadQuota):
@@ -153,7 +153,7 @@ def run_limited(argv: list[str], *, policy: CommandPolicy, cwd: str, env: dict[s
     file_cap = None
     watch = None
     if quota is not None:
-        watch = _QuotaWatch(quota)
+        watch = QuotaWatch(quota)
         file_cap = watch.usage.remaining
 
     limits = policy.limits
@@ -174,5 +174,5 @@ def run_limited(argv: list[str], *, policy: CommandPolicy, cwd: str, env: dict[s
     finally:
         if group is not None:
             group.close()
-    message = _explain(result, limits, hit, watch.final() if watch is not None else None)
+    message = explain_limit(result, limits, hit, watch.final() if watch is not None else None)
     return replace(result, limit_message=message) if message != result.limit_message else result

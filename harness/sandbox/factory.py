@@ -24,6 +24,7 @@ _provider: SandboxProvider | None = None
 
 def build_sandbox_provider(config: AppConfig) -> SandboxProvider:
     from harness.sandbox.bwrap import BwrapSandboxProvider, probe_bwrap
+    from harness.sandbox.container import ContainerSandboxProvider
     from harness.sandbox.local import LocalSandboxProvider
 
     sandbox_cfg = config.sandbox
@@ -34,6 +35,8 @@ def build_sandbox_provider(config: AppConfig) -> SandboxProvider:
         return LocalSandboxProvider(sandbox_cfg, **kwargs)
     if use == "bwrap":
         return BwrapSandboxProvider(sandbox_cfg, **kwargs)
+    if use == "container":
+        return ContainerSandboxProvider(sandbox_cfg, **kwargs)
     if use is None:
         ok, reason = probe_bwrap()
         if ok:

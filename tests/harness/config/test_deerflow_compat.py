@@ -26,7 +26,6 @@ NAMED_IN_THE_ISSUE = [
     "database.backend", "checkpointer.type", "logging.enhance", "run_events.backend", "stream_bridge.type",
     "token_usage.enabled",
     "authorization.enabled", "extensions.middlewares", "title.prompt_template",
-    "sandbox.idle_timeout", "sandbox.replicas", "sandbox.mounts", "sandbox.image",
     "channels.langgraph_url", "channels.gateway_url", "channels.session", "channels.telegram.rich_messages",
     "channels.dingtalk.card_template_id", "channels.telegram.allowed_users", "channels.dingtalk.allowed_users",
 ]
@@ -43,6 +42,11 @@ def test_the_deerflow_style_config_loads_and_reports_each_accepted_key_once():
     assert [k for k, c in counts.items() if c > 1] == []
     accepted = {n.key for n in config.compat_notes if n.kind == ACCEPTED}
     assert [k for k in NAMED_IN_THE_ISSUE if k not in accepted] == []
+    # The container provider's keys are honoured, not merely accepted.
+    sandbox = config.sandbox
+    assert (sandbox.image, sandbox.replicas, sandbox.idle_timeout, sandbox.container_prefix) == ("example/sandbox:latest", 2, 600, "df-sandbox")
+    assert [(m.host_path, m.container_path, m.read_only) for m in sandbox.mounts] == [("/opt/data", "/mnt/data", True)]
+    assert not {"sandbox.image", "sandbox.replicas", "sandbox.idle_timeout", "sandbox.mounts"} & accepted
     assert all(n.detail for n in notes)
     ext_accepted = {n.key for n in extensions.compat_notes if n.kind == ACCEPTED}
     assert {"tool_search", "mcpInterceptors", "mcpServers.files.routing.hint",

@@ -11,9 +11,12 @@ import pytest
 from harness.config.app_config import SandboxConfig
 from harness.sandbox import reset_sandbox_provider, set_sandbox_provider
 from harness.sandbox.bwrap import BwrapSandboxProvider, probe_bwrap
+from harness.sandbox.container import ContainerSandboxProvider
 from harness.sandbox.local import LocalSandboxProvider
+from harness.sandbox.ownership import MemoryOwnershipStore
+from tests.support import container_engine
 
-PROVIDERS = {"local": LocalSandboxProvider, "bwrap": BwrapSandboxProvider}
+PROVIDERS = {"local": LocalSandboxProvider, "bwrap": BwrapSandboxProvider, "container": ContainerSandboxProvider}
 
 
 def bwrap_skip_reason() -> str | None:
@@ -40,12 +43,25 @@ def skills_dir(tmp_path):
     return skills
 
 
-def make_provider(kind: str, skills_dir, **config) -> LocalSandboxProvider:
+def make_provider(kind: str, skills_dir, store=None, **config) -> LocalSandboxProvider:
     if kind == "bwrap":
         reason = bwrap_skip_reason()
         if reason:
             pytest.skip(reason)
+    if kind == "container":
+        url, image = container_engine.engine()
+        config = {"use": "container", "engine_url": url, "image": image, "replicas": 0,
+                  "container_prefix": container_engine.PREFIX, **config}
+        # The harness's own store unless a test shares one: these tests run without the database.
+        return ContainerSandboxProvider(SandboxConfig(**config), skills_dir=skills_dir, store=store or MemoryOwnershipStore())
     return PROVIDERS[kind](SandboxConfig(**config), skills_dir=skills_dir)
+
+
+@pytest.fixture
+def clean_containers():
+    """Remove every container the tests started, also when the test fails."""
+    yield
+    container_engine.remove_test_containers()
 
 
 @pytest.fixture(params=["local", "bwrap"])

@@ -18,20 +18,25 @@ from harness.testing import call, tool_reply
 from harness.tools.sandbox_tools import get_sandbox_tools
 from tests.harness.agents.conftest import app_config
 from tests.harness.sandbox.conftest import make_provider
+from tests.support import container_engine
 from tests.harness.skills.test_agent_skills import SkillAgent
 
 pytestmark = pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")
 PUBLIC = "/mnt/skills/public"
 
 
-@pytest.fixture(params=["local", "bwrap"])
+@pytest.fixture(params=["local", "bwrap", pytest.param("container", marks=pytest.mark.container)])
 def sandbox_kind(request, tmp_path, monkeypatch):
     monkeypatch.setenv("DEER_FLOW_HOME", str(tmp_path / "home"))
     loader.clear_cache()
     provider = make_provider(request.param, None, bash_command_timeout=60)
     set_sandbox_provider(provider)
-    yield request.param
-    reset_sandbox_provider()
+    try:
+        yield request.param
+    finally:
+        reset_sandbox_provider()
+        if request.param == "container":
+            container_engine.remove_test_containers()
 
 
 def bash(command):

@@ -1,0 +1,288 @@
+"""The container provider on a real engine (Podman's Docker-API service, tests/support/container_engine.py).
+
+What a user of the sandbox would notice: the layout and the toolbox are the bubblewrap
+sandbox's, threads cannot see each other, limits stop the command and leave the host and the
+sandbox usable, the warm pool hands out a started container, a killed server's containers go
+at the next start, and a vanished container costs one tool call, not the thread's files.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import pytest
+
+from harness.config.app_config import SandboxConfig
+from harness.sandbox.container import ContainerSandboxProvider
+from harness.sandbox.errors import SandboxError, SandboxUnavailable
+from harness.sandbox.ownership import MemoryOwnershipStore
+from tests.harness.sandbox.conftest import make_provider
+from tests.support import container_engine
+
+pytestmark = [pytest.mark.container, pytest.mark.slow]
+
+
+@pytest.fixture
+def make(home, skills_dir, clean_containers):
+    made = []
+
+    def build(**config):
+        config.setdefault("bash_command_timeout", 60)
+        provider = make_provider("container", skills_dir, **config)
+        made.append(provider)
+        return provider
+
+    yield build
+    for provider in made:
+        provider.shutdown()
+
+
+def sandbox_of(provider, user="alice", thread="thread-1"):
+    return provider.get(provider.acquire(user, thread))
+
+
+def run(sandbox, command, **kwargs):
+    result = sandbox.execute_command(command, **kwargs)
+    return result, result.output.head + result.output.tail
+
+
+def test_commands_see_the_bubblewrap_layout_and_the_toolbox(make):
+    sandbox = sandbox_of(make())
+    sandbox.write_file("/mnt/user-data/uploads/in.csv", "a,b\n1,2\n")
+    result, out = run(sandbox, "pwd; ls /mnt/user-data; ls /mnt/skills/public; cat /mnt/user-data/uploads/in.csv; "
+                               "python -c 'import pandas, docx, pptx, reportlab, pypdf; print(\"toolbox ok\")'; "
+                               "echo made > /mnt/user-data/outputs/made.txt; hostname")
+    assert result.exit_code == 0, out
+    assert out.splitlines()[0] == "/mnt/user-data/workspace"
+    assert "outputs\nuploads\nworkspace" in out and "demo" in out and "a,b\n1,2" in out and "toolbox ok" in out
+    assert out.strip().endswith("sandbox")
+    # The file the command wrote is on the host, where the file tools and the API read it.
+    assert sandbox.read_file("/mnt/user-data/outputs/made.txt") == "made\n"
+    assert (sandbox.fs.host_dir("outputs") / "made.txt").is_file()
+
+
+def test_no_network_a_read_only_root_and_no_capabilities(make):
+    sandbox = sandbox_of(make())
+    _, out = run(sandbox, "cat /proc/net/dev | grep -c : ; touch /usr/x 2>&1; grep CapEff /proc/self/status")
+    lines = out.splitlines()
+    assert lines[0] == "1"  # the loopback device only
+    assert "Read-only file system" in out
+    assert "CapEff:\t0000000000000000" in out
+
+
+def test_two_threads_cannot_see_each_other(make):
+    provider = make()
+    a = sandbox_of(provider, "alice", "thread-a")
+    b = sandbox_of(provider, "bob", "thread-b")
+    run(a, "echo alice-secret > /mnt/user-data/workspace/secret.txt; sleep 60 >/dev/null 2>&1 &")
+    result, out = run(b, "ls -A /mnt/user-data/workspace; cat /mnt/user-data/workspace/secret.txt 2>&1; "
+                         "find / -path /proc -prune -o -path /sys -prune -o -name secret.txt -print; ps -eo args")
+    assert "No such file" in out and "sleep 60" not in out
+    assert "secret.txt\n" not in out and "alice-secret" not in out
+    assert a.read_file("/mnt/user-data/workspace/secret.txt") == "alice-secret\n"
+    with pytest.raises(SandboxError):
+        b.read_file(str(a.fs.host_dir("workspace") / "secret.txt"))
+
+
+def test_memory_past_the_limit_is_stopped_and_the_sandbox_lives_on(make):
+    sandbox = sandbox_of(make(max_memory_mb=96))
+    result, out = run(sandbox, "python -c 'x = bytearray(400 * 1024 * 1024); print(len(x))'")
+    assert result.exit_code != 0
+    assert "more than 96 MiB of memory" in result.limit_message and "hard limit" in result.limit_message
+    result, out = run(sandbox, "echo still here")
+    assert result.exit_code == 0 and "still here" in out
+
+
+def test_processes_past_the_limit_fail_and_the_host_is_untouched(make):
+    sandbox = sandbox_of(make(max_processes=40))
+    host_tasks = len(os.listdir("/proc"))
+    forks = textwrap.dedent("""
+        import os, signal, sys, time
+        children = []
+        try:
+            while len(children) < 100:
+                pid = os.fork()
+                if pid == 0:
+                    time.sleep(60)
+                    os._exit(0)
+                children.append(pid)
+        except OSError as e:
+            error = e
+        for pid in children:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        sys.exit(f"stopped after {len(children)}: {error}")
+    """)
+    sandbox.write_file("/mnt/user-data/workspace/forks.py", forks)
+    result, out = run(sandbox, "python forks.py", timeout=60)
+    assert "Resource temporarily unavailable" in out and result.exit_code == 1
+    assert int(out.split("stopped after ")[1].split(":")[0]) < 40
+    assert result.limit_message and "at most 40" in result.limit_message
+    # The pids cgroup held: the container never had more than 40 tasks, so the host saw none of the 100.
+    assert len(os.listdir("/proc")) < host_tasks + 60
+    result, out = run(sandbox, "echo ok")
+    assert out == "ok\n"
+
+
+def test_disk_outside_the_thread_folders_is_bounded(make):
+    sandbox = sandbox_of(make(tmp_mb=16, max_memory_mb=256))
+    result, out = run(sandbox, "dd if=/dev/zero of=/tmp/big bs=1M count=64 2>&1; ls -s --block-size=M /tmp/big; "
+                               "dd if=/dev/zero of=/var/big bs=1M count=1 2>&1")
+    assert "No space left on device" in out and "16M /tmp/big" in out
+    assert "Read-only file system" in out
+
+
+def test_a_timeout_kills_the_whole_command(make):
+    sandbox = sandbox_of(make())
+    result, _ = run(sandbox, "sleep 120 & sleep 120", timeout=2)
+    assert result.timed_out and result.exit_code is None
+    _, out = run(sandbox, "ps -eo args | grep -c '^sleep 120' || true")
+    assert out.strip() == "0"
+
+
+def test_cancel_stops_a_running_command(make):
+    sandbox = sandbox_of(make())
+    cancel = threading.Event()
+    threading.Timer(1.0, cancel.set).start()
+    result, _ = run(sandbox, "sleep 120", cancel=cancel)
+    assert result.cancelled
+
+
+def test_a_container_removed_mid_command_costs_one_call_not_the_files(make):
+    provider = make()
+    sandbox = sandbox_of(provider)
+    run(sandbox, "echo kept > /mnt/user-data/workspace/notes.txt")
+    name = provider.container_for(sandbox)
+    threading.Timer(1.5, provider.engine.remove, args=(name,)).start()
+    with pytest.raises(SandboxError, match="stopped while the command ran.*files are intact"):
+        sandbox.execute_command("sleep 60")
+    result, out = run(sandbox, "cat /mnt/user-data/workspace/notes.txt")
+    assert result.exit_code == 0 and out == "kept\n"
+    assert provider.container_for(sandbox) != name
+
+
+def test_an_engine_restart_between_calls_is_invisible(make):
+    provider = make()
+    sandbox = sandbox_of(provider)
+    run(sandbox, "echo kept > /mnt/user-data/workspace/notes.txt")
+    name = provider.container_for(sandbox)
+    container_engine.restart_service()
+    provider.engine.remove(name)  # what a Docker daemon restart does to a container without live-restore
+    result, out = run(sandbox, "cat notes.txt")
+    assert result.exit_code == 0 and out == "kept\n"
+
+
+def test_an_unreachable_engine_names_its_socket(home, skills_dir):
+    provider = ContainerSandboxProvider(SandboxConfig(use="container", engine_url="unix:///nonexistent/engine.sock"),
+                                        skills_dir=skills_dir, store=MemoryOwnershipStore())
+    with pytest.raises(SandboxUnavailable, match="/nonexistent/engine.sock"):
+        provider.acquire("alice", "thread-1")
+
+
+def test_a_missing_image_tells_the_operator_the_build_command(make):
+    provider = make(image="deerflow-sandbox:does-not-exist")
+    with pytest.raises(SandboxUnavailable, match="scripts/build_sandbox_image.sh"):
+        provider.acquire("alice", "thread-1")
+
+
+def test_the_warm_pool_serves_a_new_thread_without_starting_a_container(make):
+    provider = make(replicas=2)
+    assert provider.wait_for_pool(120)
+    warm = set(provider._pool)
+    before = set(container_engine.listed_containers())
+    sandbox = sandbox_of(provider, "carol", "thread-warm")
+    name = provider.container_for(sandbox)
+    assert name in warm and name in before
+    sandbox.write_file("/mnt/user-data/uploads/data.txt", "from the host\n")
+    result, out = run(sandbox, "cat /mnt/user-data/uploads/data.txt; ls /mnt/skills; echo out > /mnt/user-data/outputs/o.txt")
+    assert result.exit_code == 0 and "from the host" in out and "custom" in out and "public" in out
+    assert sandbox.read_file("/mnt/user-data/outputs/o.txt") == "out\n"
+    # The skills' custom folder is read-only there too.
+    _, out = run(sandbox, "touch /mnt/skills/custom/x 2>&1")
+    assert "Read-only file system" in out
+    # Another thread on a warm container sees nothing of this one.
+    other = sandbox_of(provider, "dave", "thread-warm-2")
+    _, out = run(other, "ls -A /mnt/user-data/uploads /mnt/user-data/outputs")
+    assert "data.txt" not in out and "o.txt" not in out
+
+
+def test_idle_containers_are_removed_and_the_next_command_gets_a_fresh_one(make):
+    provider = make(idle_timeout=1, lease_seconds=4)
+    sandbox = sandbox_of(provider)
+    run(sandbox, "echo kept > notes.txt")
+    name = provider.container_for(sandbox)
+    deadline = time.monotonic() + 60
+    while name in container_engine.listed_containers() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert name not in container_engine.listed_containers()
+    result, out = run(sandbox, "cat notes.txt")
+    assert out == "kept\n"
+
+
+def test_two_servers_never_claim_one_container(make):
+    store = MemoryOwnershipStore()  # what the database is to two server processes
+    first = make(store=store, replicas=1)
+    second = make(store=store, replicas=1)
+    assert first.wait_for_pool(120) and second.wait_for_pool(120)
+    assert not set(first._pool) & set(second._pool)
+    a = sandbox_of(first, "erin", "thread-shared")
+    name = first.container_for(a)
+    b = sandbox_of(second, "erin", "thread-shared")
+    # The second process uses the thread's container; it does not start or take another.
+    assert second.container_for(b) == name
+    run(b, "echo from-second > shared.txt")
+    _, out = run(a, "cat shared.txt")
+    assert out == "from-second\n"
+    assert {lease.owner for lease in store.leases() if lease.container == name} == {first.owner}
+
+
+SERVER = textwrap.dedent("""
+    import os, sys, time
+    from harness.config.app_config import SandboxConfig
+    from harness.sandbox.container import ContainerSandboxProvider
+    provider = ContainerSandboxProvider(SandboxConfig(use="container", engine_url=sys.argv[1], image=sys.argv[2],
+                                        container_prefix=sys.argv[3], replicas=1))
+    sandbox = provider.get(provider.acquire("frank", "thread-crash"))
+    sandbox.execute_command("echo before-crash > /mnt/user-data/workspace/f.txt")
+    provider.wait_for_pool(120)
+    print("ready", flush=True)
+    time.sleep(600)
+""")
+
+
+def test_a_killed_server_leaves_no_container_after_the_next_start(make, home):
+    url, image = container_engine.engine()
+    server = subprocess.Popen([sys.executable, "-c", SERVER, url, image, container_engine.PREFIX],
+                              stdout=subprocess.PIPE, text=True, env={**os.environ, "DEER_FLOW_HOME": str(home)},
+                              cwd=os.getcwd())
+    try:
+        assert server.stdout.readline().strip() == "ready"
+        left = container_engine.listed_containers()
+        assert len(left) == 2  # the thread's and a warm one
+    finally:
+        server.send_signal(signal.SIGKILL)
+        server.wait()
+    assert set(left) <= set(container_engine.listed_containers())  # a crash stops nothing by itself
+    provider = make()
+    provider.start()
+    assert not set(left) & set(container_engine.listed_containers())
+    sandbox = sandbox_of(provider, "frank", "thread-crash")
+    _, out = run(sandbox, "cat f.txt")
+    assert out == "before-crash\n"
+
+
+def test_writes_past_the_thread_quota_stop_the_command(make):
+    sandbox = sandbox_of(make(thread_quota_mb=8))
+    result, _ = run(sandbox, "dd if=/dev/zero of=/mnt/user-data/workspace/big bs=1M count=2000 2>&1", timeout=60)
+    assert result.exit_code is None and result.limit_message and "quota" in result.limit_message.lower()
+    # Stopped before it wrote what it asked for. A watcher, not a bound: it overshoots by what
+    # the command writes in one interval (docs/sandbox.md, "Limits: hard vs watchers").
+    assert (sandbox.fs.host_dir("workspace") / "big").stat().st_size < 2000 * 1024 * 1024
+    result, out = run(sandbox, "rm big; echo ok")
+    assert out == "ok\n"
