@@ -190,10 +190,18 @@
     rest.sort((a, b) => GROUP_ORDER.indexOf(a.group) - GROUP_ORDER.indexOf(b.group) || b.score - a.score);
     // What holds the query as typed comes before letters scattered through a long title:
     // "poet" means the Poet agent before a chat that happens to read "Please cOmpare thE Three".
+    // Equally good, a command comes before a chat: "theme" is the theme switch, not a chat
+    // that mentions themes.
     const all = [...chats, ...rest];
     const typed = term.toLowerCase();
-    const strong = (item) => (item.label || "").toLowerCase().includes(typed);
-    const ordered = [...all.filter(strong), ...all.filter((item) => !strong(item))];
+    const startsWord = (text) => text.startsWith(typed) || text.includes(" " + typed);
+    const rank = (item) => {
+      const label = (item.label || "").toLowerCase();
+      const hint = item.group === "Chats" ? "" : (item.hint || "").toLowerCase();
+      const tier = startsWord(label) || startsWord(hint) ? 2 : label.includes(typed) ? 1 : 0;
+      return tier * 2 + (item.group === "Chats" ? 0 : 1);
+    };
+    const ordered = all.map((item, i) => [item, i, rank(item)]).sort((a, b) => b[2] - a[2] || a[1] - b[1]).map(([item]) => item);
     // Each group's rows together, groups in the order their best row came: the list reads
     // top to bottom in the order the arrow keys walk it.
     const groupRank = new Map();

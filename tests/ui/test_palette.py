@@ -120,10 +120,11 @@ def test_commands_switch_agent_toggle_theme_and_open_settings_pages(page, live, 
         "from apps.accounts.models import User\nfrom apps.agents.models import Agent\n"
         "u = User.objects.get(username='tester')\n"
         "Agent.objects.get_or_create(owner=u, name='poet', defaults={'display_name': 'Poet', 'avatar': '🪶'})\n")
-    # A chat whose title holds p…o…e…t scattered: it must not outrank the agent named so.
+    # A chat whose title holds p…o…e…t scattered, and the word "themes": neither may outrank
+    # the agent named Poet or the theme switch.
     script("Happy to.")
     page.goto("/")
-    send(page, "Please compare these three database engines")
+    send(page, "Please compare three themes")
     expect(page.locator("article.msg.assistant").last).to_contain_text("Happy to.")
     page.goto("/")
     page.wait_for_function("document.body.dataset.ready === '1'")
@@ -142,6 +143,8 @@ def test_commands_switch_agent_toggle_theme_and_open_settings_pages(page, live, 
     before = page.evaluate("document.documentElement.dataset.theme")
     opened(page, False)
     box.fill("theme")
+    expect(page.get_by_role("listbox", name="Results").get_by_role("option").first).to_contain_text("theme")
+    expect(page.get_by_role("listbox", name="Results").get_by_role("option").first).not_to_have_attribute("data-chat", re.compile("."))
     box.press("Enter")
     after = page.evaluate("document.documentElement.dataset.theme")
     assert {before, after} == {"light", "dark"}
