@@ -12,7 +12,11 @@ pass.
     .venv/bin/python benchmarks/paired_cpu.py --base-rev HEAD~3 [--phases 12] [--runs 300]
 
 ``--base-rev`` checks the revision out in a temporary git worktree (removed at the end);
-``--base DIR`` uses a checkout you have. Both run on this checkout's virtualenv, so compare
+``--base DIR`` uses a checkout you have (``--base .`` is this one). ``--base-config-extra YAML``
+appends config to the base server's file only, to weigh a feature by switching it off there:
+
+    .venv/bin/python benchmarks/paired_cpu.py --base . --base-config-extra "loop_detection: {enabled: false}"
+ Both run on this checkout's virtualenv, so compare
 builds with the same requirements.
 """
 
@@ -38,16 +42,17 @@ from benchmarks.bench_support import INSTANT_CONFIG, instant_server_env, process
 from benchmarks.run_latency import one_run  # noqa: E402
 
 
-def start_server(checkout: Path, cpu: int):
+def start_server(checkout: Path, cpu: int, extra_config: str = ""):
     """One server of ``checkout`` as `make run` starts it, on ``cpu`` only."""
     home = Path(tempfile.mkdtemp(prefix="deerflow-paired-"))
-    return start_make_run_stack(home, config_text=INSTANT_CONFIG, extra_env={**instant_server_env(), "CPU_PINNING": "false"},
+    return start_make_run_stack(home, config_text=INSTANT_CONFIG + extra_config, extra_env={**instant_server_env(), "CPU_PINNING": "false"},
                                 processes="1", checkout=checkout, cpu=cpu)
 
 
 async def measure(args: argparse.Namespace, base: Path) -> dict:
     cpus = {"base": 1, "this": 0} if args.swap else {"base": 0, "this": 1}
-    servers = {"base": start_server(base, cpus["base"]), "this": start_server(ROOT, cpus["this"])}
+    extra = args.base_config_extra.replace("\\n", "\n").rstrip("\n") + "\n" if args.base_config_extra else ""
+    servers = {"base": start_server(base, cpus["base"], extra), "this": start_server(ROOT, cpus["this"])}
     clients: dict[str, httpx.AsyncClient] = {}
     per_run: dict[str, list[float]] = {"base": [], "this": []}
     try:
@@ -93,6 +98,7 @@ def main() -> None:
     where = parser.add_mutually_exclusive_group(required=True)
     where.add_argument("--base-rev", help="a git revision of this repository to compare against")
     where.add_argument("--base", type=Path, help="a checkout to compare against")
+    parser.add_argument("--base-config-extra", default="", help="YAML appended to the base server's config.yaml only")
     parser.add_argument("--phases", type=int, default=12)
     parser.add_argument("--runs", type=int, default=300, help="runs per phase")
     parser.add_argument("--concurrency", type=int, default=5)
