@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, NonNegativeInt, PositiveInt, 
 
 from harness.config import class_path
 from harness.config.browser import BrowserConfig
+from harness.net.guard import check_networks
 from harness.config.guards import (LoopDetectionConfig, ReadBeforeWriteConfig, SafetyFinishReasonConfig, TokenBudgetConfig,
                                    ToolOutputConfig, ToolProgressConfig)
 from harness.governance.config import ApprovalsConfig, BudgetsConfig
@@ -443,14 +444,7 @@ class WebConfig(_Section):
     @field_validator("allowed_private_networks")
     @classmethod
     def _networks(cls, value: list[str]) -> list[str]:
-        import ipaddress
-
-        for item in value:
-            try:
-                ipaddress.ip_network(str(item).strip(), strict=False)
-            except ValueError:
-                raise ValueError(f"{item!r} is not an IP network (write e.g. 10.0.0.0/8 or 127.0.0.1/32)") from None
-        return value
+        return check_networks(value)
 
     @field_validator("providers")
     @classmethod

@@ -10,9 +10,9 @@ only here.
 
 from __future__ import annotations
 
-import ipaddress
-
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, field_validator
+
+from harness.net.guard import check_networks
 
 # Under the thread's outputs: the browser's step screenshots, shown in the chat's tool cards.
 # Progress, not deliverables, so a run's workspace changes leave them out.
@@ -45,9 +45,4 @@ class BrowserConfig(BaseModel):
     @field_validator("allowed_private_networks")
     @classmethod
     def _networks(cls, value: list[str]) -> list[str]:
-        for item in value:
-            try:
-                ipaddress.ip_network(str(item).strip(), strict=False)
-            except ValueError:
-                raise ValueError(f"{item!r} is not an IP network (write e.g. 10.0.0.0/8 or 127.0.0.1/32)") from None
-        return value
+        return check_networks(value)

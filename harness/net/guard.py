@@ -80,6 +80,17 @@ class GuardPolicy:
 DEFAULT_POLICY = GuardPolicy()
 
 
+def check_networks(values: Iterable[str]) -> list[str]:
+    """A config allow-list as written, or a ValueError naming the entry that is no network."""
+    values = list(values)
+    for item in values:
+        try:
+            ipaddress.ip_network(str(item).strip(), strict=False)
+        except ValueError:
+            raise ValueError(f"{item!r} is not an IP network (write e.g. 10.0.0.0/8 or 127.0.0.1/32)") from None
+    return values
+
+
 def _unwrap(ip: IPAddress) -> IPAddress:
     """The IPv4 address an IPv6 form carries (::ffff:a.b.c.d, 64:ff9b::a.b.c.d, ::a.b.c.d)."""
     if isinstance(ip, ipaddress.IPv6Address):
