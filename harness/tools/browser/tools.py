@@ -342,7 +342,7 @@ class BrowserClickTool(_BrowserTool):
 
     async def _arun(self, ref: str | int, **_: Any) -> tuple[str, dict]:
         async def click(session: Session) -> str:
-            target = _locate(session, ref)
+            target = await _locate(session, ref)
             if await target.evaluate("e => !!(e.closest('a') && e.closest('a').hasAttribute('download'))"):
                 # A download link starts no navigation to wait for: wait for the download itself.
                 async with session.page.expect_download(timeout=session.settings.timeout_ms):
@@ -357,10 +357,20 @@ class BrowserClickTool(_BrowserTool):
         return await self._step(click)
 
 
-def _locate(session: Session, ref: str | int) -> Any:
+async def _locate(session: Session, ref: str | int) -> Any:
+    """The element of a snapshot's reference; a stale or made-up one is an error at once, not
+    a wait of the whole action timeout for an element that will never appear."""
     text = str(ref).strip().removeprefix("[").removesuffix("]").removeprefix("ref=")
     # DeerFlow's models pass bare numbers; Playwright's references read e12 (f1e12 in a frame).
-    return session.page.get_by_ref(f"e{text}" if text.isdigit() else text)
+    target = session.page.get_by_ref(f"e{text}" if text.isdigit() else text)
+    try:
+        found = await target.count()
+    except Exception:
+        found = 0
+    if not found:
+        raise BrowserError(f"Error: there is no element [ref={text}] on this page (references change when the page does); "
+                           "call browser_snapshot and use a reference from it.")
+    return target
 
 
 class TypeArgs(BaseModel):
@@ -376,7 +386,7 @@ class BrowserTypeTool(_BrowserTool):
 
     async def _arun(self, ref: str | int, text: str, submit: bool = False, **_: Any) -> tuple[str, dict]:
         async def type_(session: Session) -> str:
-            target = _locate(session, ref)
+            target = await _locate(session, ref)
             await target.fill(text)
             if submit:
                 await target.press("Enter")

@@ -373,3 +373,12 @@ async def test_an_idle_browser_is_closed(site):
             break
         await asyncio.sleep(0.1)
     assert not service.has_session("u1", "idle")
+
+
+async def test_a_reference_not_on_the_page_is_an_error_at_once(site):
+    base, _, _ = site
+    cfg = app(page_load_timeout_ms=600000)  # a wait for the element would outlast the test's patience
+    await call(BrowserNavigateTool.from_app_config(cfg), {"url": base + "/"}, thread="refs")
+    for tool, args in ((BrowserClickTool, {"ref": "e999"}), (BrowserTypeTool, {"ref": 999, "text": "x"})):
+        msg = await asyncio.wait_for(call(tool.from_app_config(cfg), args, thread="refs"), timeout=120)
+        assert msg.status == "error" and "no element [ref=" in msg.content and "browser_snapshot" in msg.content
