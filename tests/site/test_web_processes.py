@@ -16,6 +16,7 @@ import pytest
 
 from deerflow_site.server.web_processes import AUTO_MAX, process_count
 from tests.support.live import ROOT, copy_checkout, free_port, live_env
+from tests.support.waits import HANG_SECONDS
 
 CONFIG = """\
 config_version: 1
@@ -24,7 +25,7 @@ sandbox:
   use: local
 """
 # Generous: two servers load Django on a machine other test runs share.
-START_DEADLINE = 120
+START_DEADLINE = HANG_SECONDS
 STOP_DEADLINE = 60
 
 

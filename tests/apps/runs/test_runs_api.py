@@ -7,6 +7,7 @@ import pytest
 
 from apps.runs.models import Run, RunEvent
 from harness.testing import call, tool_reply
+from tests.support.waits import HANG_SECONDS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
 
@@ -423,7 +424,7 @@ def test_one_lease_keeper_renews_and_polls_every_run_of_the_process(user_client,
                                      format="json").json()["run_id"])
     wait_for_model_calls(model, 2)
     first_expiry = {r.pk: r.lease_expires_at for r in Run.objects.filter(pk__in=runs)}
-    deadline = time.monotonic() + 5
+    deadline = time.monotonic() + HANG_SECONDS
     while time.monotonic() < deadline and not any(tick >= set(runs) for tick in ticks[-3:]):
         time.sleep(0.05)
     assert any(tick >= set(runs) for tick in ticks)  # one query covered both runs
@@ -431,7 +432,7 @@ def test_one_lease_keeper_renews_and_polls_every_run_of_the_process(user_client,
     def renewed():
         return all(run.lease_expires_at > first_expiry[run.pk] for run in Run.objects.filter(pk__in=runs))
 
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + HANG_SECONDS
     while time.monotonic() < deadline and not renewed():
         time.sleep(0.05)
     assert renewed()

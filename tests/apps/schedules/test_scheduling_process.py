@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.live import free_port
+from tests.support.waits import HANG_SECONDS
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -53,7 +54,7 @@ def test_run_script_starts_daphne_and_a_worker_with_beat_and_stops_both(tmp_path
     script = subprocess.Popen(["bash", str(checkout / "scripts" / "run.sh")], cwd=checkout, env=env, stdout=log, stderr=subprocess.STDOUT,
                               start_new_session=True)
     try:
-        deadline = time.monotonic() + 90
+        deadline = time.monotonic() + HANG_SECONDS
         while True:
             assert script.poll() is None, (tmp_path / "run.log").read_text()
             assert time.monotonic() < deadline, (tmp_path / "run.log").read_text()
@@ -80,7 +81,7 @@ def test_run_script_starts_daphne_and_a_worker_with_beat_and_stops_both(tmp_path
 
         script.send_signal(signal.SIGTERM)
         script.wait(30)
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + HANG_SECONDS
         while any(_alive(pid) for pid, _ in descendants):
             assert time.monotonic() < deadline, f"still running after the script stopped: {descendants}"
             time.sleep(0.1)

@@ -9,6 +9,7 @@ from django_celery_beat.models import PeriodicTask
 from apps.schedules.models import ScheduledTask, ScheduledTaskRun
 from apps.schedules.beat import entry_name
 from apps.schedules.services import scheduled_task_create
+from tests.support.waits import HANG_SECONDS
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -40,7 +41,7 @@ def test_admin_actions_trigger_enable_and_disable(admin_client, user, scripted_a
 
     admin_client.post(changelist, {"action": "trigger_now", "_selected_action": [task.pk]})
     row = ScheduledTaskRun.objects.get(task=task)
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + HANG_SECONDS
     while ScheduledTaskRun.objects.get(pk=row.pk).is_active:
         assert time.monotonic() < deadline
         time.sleep(0.02)

@@ -7,6 +7,7 @@ import time
 
 from harness.memory.queue import DebouncedQueue
 from harness.memory.updater import UpdateJob
+from tests.support.waits import HANG_SECONDS
 
 
 def job(thread_id: str, run_id: str = "r") -> UpdateJob:
@@ -40,7 +41,7 @@ def test_stop_hands_back_what_it_could_not_finish_in_time_and_then_takes_no_more
     # the one in progress (its process is about to end under it) and the one never taken
     assert sorted(j.thread_id for j in left) == ["t1", "t2"]
     release.set()
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + HANG_SECONDS
     while queue.pending() and time.monotonic() < deadline:
         time.sleep(0.01)
     assert len(seen) == 1  # the one in progress finished; the other was never taken
