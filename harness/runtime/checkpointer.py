@@ -88,6 +88,29 @@ async def open_checkpointer(url: str) -> AsyncIterator[BaseCheckpointSaver]:
         await saver.conn.close()
 
 
+def open_sync_checkpointer(url: str) -> BaseCheckpointSaver:
+    """A saver for a process without an event loop of its own (the embedded client), on the
+    same store and tables the server uses: SQLite works from sync and async code (the same
+    ``ThreadedSqliteSaver`` the server runs); PostgreSQL is LangGraph's sync saver (the
+    client's sync methods; pass an ``AsyncPostgresSaver`` for ``astream``)."""
+    target = parse_checkpointer_url(url)
+    if target.backend == "sqlite":
+        if target.location != ":memory:":
+            Path(target.location).parent.mkdir(parents=True, exist_ok=True)
+        saver = ThreadedSqliteSaver(sqlite3.connect(target.location, timeout=20, check_same_thread=False), target.location,
+                                    serde=CachingSerializer())
+        saver.setup()
+        return saver
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg import Connection
+    from psycopg.rows import dict_row
+
+    saver = PostgresSaver(Connection.connect(target.location, autocommit=True, prepare_threshold=0, row_factory=dict_row),
+                          serde=CachingSerializer())
+    saver.setup()
+    return saver
+
+
 # Any number all our processes agree on. Servers and workers starting together on a new
 # database would otherwise run LangGraph's CREATE TABLEs at once, which PostgreSQL refuses
 # ("duplicate key value violates unique constraint pg_type_typname_nsp_index").
