@@ -126,6 +126,27 @@ class ConversationMixin:
             collector.add(event)
         return collector.result()
 
+    def list_threads(self, limit: int = 10) -> dict[str, Any]:
+        """``{"thread_list": [{thread_id, title, created_at, updated_at, latest_checkpoint_id}]}``,
+        newest first: this user's threads in the checkpointer (every turn's checkpoints carry
+        the user's id in their metadata, the client's and the server's runs alike)."""
+        threads: dict[str, dict[str, Any]] = {}
+        for cp in self.checkpointer.list(None, filter={"user_id": self.user_id}):
+            conf = cp.config.get("configurable") or {}
+            tid, ts = conf.get("thread_id"), cp.checkpoint.get("ts")
+            if not tid or conf.get("checkpoint_ns"):
+                continue
+            entry = threads.setdefault(tid, {"thread_id": tid, "created_at": ts, "updated_at": ts,
+                                             "latest_checkpoint_id": conf.get("checkpoint_id")})
+            if ts and ts < (entry["created_at"] or ts):
+                entry["created_at"] = ts
+            if ts and ts > (entry["updated_at"] or ""):
+                entry.update(updated_at=ts, latest_checkpoint_id=conf.get("checkpoint_id"))
+        newest = sorted(threads.values(), key=lambda t: t["updated_at"] or "", reverse=True)[:limit]
+        for entry in newest:
+            entry["title"] = self.get_state(entry["thread_id"]).get("title")
+        return {"thread_list": newest}
+
     def get_state(self, thread_id: str) -> dict[str, Any]:
         """The thread's current state values (messages as LangChain objects)."""
         return self._default_agent().get_state({"configurable": {"thread_id": self._thread_id(thread_id)}}).values

@@ -117,3 +117,16 @@ def test_suggestions_come_from_the_model_and_are_off_when_configured_off(home, a
     assert off.get_suggestions("s1", messages=messages) == {"suggestions": [], "enabled": False}
     with pytest.raises(InvalidRequest, match="n must be"):
         client.get_suggestions("s1", messages=messages, n=0)
+
+
+def test_threads_list_newest_first_and_only_the_users_own(home, app):
+    model = ScriptedChatModel(script=["a", "b", "c"])
+    ana = DeerFlowClient(app_config=app, user_id="ana", model=model, tools=[])
+    ana.chat("First topic", thread_id="older")
+    ana.chat("Second topic", thread_id="newer")
+    bob = DeerFlowClient(app_config=app, user_id="bob", model=model, tools=[], checkpointer=ana.checkpointer)
+    bob.chat("Bob's own", thread_id="bobs")
+    listed = ana.list_threads()["thread_list"]
+    assert [t["thread_id"] for t in listed] == ["newer", "older"]
+    assert listed[0]["title"] == "Second topic" and listed[0]["updated_at"] >= listed[0]["created_at"]
+    assert [t["thread_id"] for t in ana.list_threads(limit=1)["thread_list"]] == ["newer"]

@@ -208,19 +208,18 @@ def test_memory_written_by_either_side_reads_alike(stack):
 
 
 def test_skill_choices_and_installs_by_either_side_read_alike(stack, tmp_path):
-    by_client = stack.client("client.update_skill('deep-research', enabled=False)")
-    assert by_client["enabled"] is False
-    assert stack.route("PUT", "/api/skills/deep-research", json={"enabled": False}) == by_client
-    assert stack.route("GET", "/api/skills/deep-research")["enabled"] is False
-    assert stack.route("PUT", "/api/skills/deep-research", json={"enabled": True}) == \
-        stack.client("client.update_skill('deep-research', enabled=True)")
     archive = tmp_path / "mine.skill"
     archive.write_bytes(sa.good("mine"))
-    installed = stack.client(f"client.install_skill({str(archive)!r})")
+    by_client, installed = stack.client("client.update_skill('deep-research', enabled=False)",
+                                        f"client.install_skill({str(archive)!r})")
+    assert by_client["enabled"] is False and installed["skill_name"] == "mine"
+    assert stack.route("PUT", "/api/skills/deep-research", json={"enabled": False}) == by_client
     uploaded = stack.route("POST", "/api/skills/install", files={"file": ("theirs.skill", sa.good("theirs"))})
-    assert shape(installed) == shape(uploaded) and installed["skill_name"] == "mine"
-    assert {"mine", "theirs"} <= {s["name"] for s in stack.route("GET", "/api/skills")["skills"]}
-    assert stack.client("client.list_skills()") == stack.route("GET", "/api/skills")
+    assert shape(installed) == shape(uploaded)
+    assert stack.route("PUT", "/api/skills/deep-research", json={"enabled": True})["enabled"] is True
+    listed = stack.route("GET", "/api/skills")
+    assert {"mine", "theirs"} <= {s["name"] for s in listed["skills"]}
+    assert stack.client("client.list_skills()") == listed
 
 
 def test_mcp_settings_written_by_the_client_read_alike(stack):
@@ -239,11 +238,11 @@ def test_custom_agents_made_by_either_side_read_alike(stack):
     by_route = stack.route("POST", "/api/agents", json={"name": "route-agent", "description": "Made over HTTP.", "soul": "Be brief."})
     by_client = stack.client("client.create_agent('client-agent', description='Made in-process.', soul='Be kind.')")
     assert shape(by_client) == shape(by_route)
-    assert stack.client("client.get_agent('route-agent')") == stack.route("GET", "/api/agents/route-agent")
-    updated = stack.client("client.update_agent('client-agent', description='Changed in-process.')")
+    got, updated = stack.client("client.get_agent('route-agent')", "client.update_agent('client-agent', description='Changed in-process.')")
+    assert got == stack.route("GET", "/api/agents/route-agent")
     assert updated == stack.route("GET", "/api/agents/client-agent") and updated["description"] == "Changed in-process."
-    assert stack.client("client.list_agents()") == stack.route("GET", "/api/agents")
-    stack.client("client.delete_agent('client-agent')")
+    listed = stack.route("GET", "/api/agents")
+    assert stack.client("client.list_agents()", "client.delete_agent('client-agent')")[0] == listed
     assert [a["name"] for a in stack.route("GET", "/api/agents")["agents"]] == ["route-agent"]
 
 
@@ -262,6 +261,7 @@ def test_a_run_on_the_server_is_the_clients_thread_state(stack):
     tid = stack.route("POST", "/api/threads", json={})["thread_id"]
     stack.route("POST", f"/api/threads/{tid}/runs/wait", json={"assistant_id": "lead_agent",
                                                                 "input": {"messages": [{"role": "user", "content": "hi"}]}})
-    texts = stack.client(f"[message_text(m) for m in client.get_state({tid!r})['messages']]",
-                         setup="from harness.agents.markers import message_text")
+    texts, threads = stack.client(f"[message_text(m) for m in client.get_state({tid!r})['messages']]", "client.list_threads()",
+                                  setup="from harness.agents.markers import message_text")
     assert texts[-1] == "Hello from the server run."
+    assert threads["thread_list"][0]["thread_id"] == tid
