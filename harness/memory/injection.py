@@ -164,9 +164,3 @@ def memory_injection(store, owner: str, agent: str, query: str, max_tokens: int,
     ordered = order_facts(doc.facts, store.search(owner, agent, query, 50, retrieval_adapter) if query else [])
     return render(doc.summaries, [(f.category, f.content) for f in ordered], max_tokens, token_counter(token_counting))
 
-
-def memory_text(store, owner: str, agent: str, query: str, max_tokens: int, *, token_counting: str = "tiktoken",
-                retrieval_adapter: str | None = None) -> str | None:
-    injected = memory_injection(store, owner, agent, query, max_tokens, token_counting=token_counting,
-                                retrieval_adapter=retrieval_adapter)
-    return injected.text if injected else None
