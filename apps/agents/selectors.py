@@ -16,7 +16,7 @@ from apps.agents.models import Agent
 from apps.errors import NotFound
 from apps.runs.graphs import LEAD_AGENT
 from harness.config.loader import get_app_config
-from harness.models.factory import model_info
+from harness.models.factory import api_model_entry
 
 _EPOCH = dt.datetime(2026, 1, 1, tzinfo=dt.UTC).isoformat()
 
@@ -218,20 +218,4 @@ def model_list() -> list[dict]:
     from apps.governance.probes import probe_summaries
 
     probes = probe_summaries()
-    return [
-        {
-            "name": m.name,
-            "model": (m.model_extra or {}).get("model") or (m.model_extra or {}).get("model_name"),
-            "display_name": m.label,
-            "description": m.description,
-            "supports_thinking": m.supports_thinking,
-            "supports_reasoning_effort": model_info(m)["supports_reasoning_effort"],
-            "supports_vision": m.supports_vision,
-            "available": m.unavailable_reason is None,
-            "unavailable_reason": m.unavailable_reason,
-            "probe": probes.get(m.name),
-            # A model that failed the tool-calling probe is not offered unless an admin allows it.
-            "selectable": m.unavailable_reason is None and not (probes.get(m.name) or {}).get("blocked", False),
-        }
-        for m in get_app_config().models
-    ]
+    return [api_model_entry(m, probes.get(m.name)) for m in get_app_config().models]

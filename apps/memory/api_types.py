@@ -61,13 +61,31 @@ class FactPatch(FactCreate):
 
 
 class MemoryConfig(serializers.Serializer):
+    """Every ``memory:`` key of config.yaml as loaded (docs/configuration.md), and ``paused``."""
+
     enabled = serializers.BooleanField()
     injection_enabled = serializers.BooleanField()
     paused = serializers.BooleanField()
     debounce_seconds = serializers.FloatField()
+    shutdown_flush_timeout_seconds = serializers.FloatField()
+    model_name = serializers.CharField(allow_null=True)
     max_facts = serializers.IntegerField()
     fact_confidence_threshold = serializers.FloatField()
     max_injection_tokens = serializers.IntegerField()
+    token_counting = serializers.ChoiceField(choices=["tiktoken", "char"])
+    retrieval_adapter = serializers.ChoiceField(choices=["fts5", "fts5_cjk", ""], allow_blank=True)
+    staleness_review_enabled = serializers.BooleanField()
+    staleness_age_days = serializers.IntegerField()
+    staleness_min_candidates = serializers.IntegerField()
+    staleness_max_removals_per_cycle = serializers.IntegerField()
+    staleness_protected_categories = serializers.ListField(child=serializers.CharField())
+    staleness_max_lifetime_multiplier = serializers.FloatField()
+    staleness_max_extension_days = serializers.IntegerField()
+    consolidation_enabled = serializers.BooleanField()
+    consolidation_min_facts = serializers.IntegerField()
+    consolidation_max_groups_per_cycle = serializers.IntegerField()
+    consolidation_max_sources = serializers.IntegerField()
+    tool_mode = serializers.BooleanField()
 
 
 class MemoryPause(serializers.Serializer):

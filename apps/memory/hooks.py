@@ -17,13 +17,12 @@ from apps.runs.journal import JournalEvent
 from apps.runs.lifecycle import RunOutcome, RunStart
 from apps.runs.runtime import database_sync_to_async
 from harness.config import AppConfig
-from harness.memory.injection import MEMORY_CONTEXT_KEY
+from harness.memory.injection import MEMORY_CONTEXT_EVENT, MEMORY_CONTEXT_KEY
 
 logger = logging.getLogger(__name__)
 
 # DeerFlow's run event for the memory a run was given: its category, and content
 # ``{"content_sha256": …}`` (here with counts too), never the memory's text.
-MEMORY_CONTEXT_EVENT = "context:memory"
 
 
 def _active(context: dict, app_config: AppConfig) -> bool:

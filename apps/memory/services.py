@@ -1,100 +1,34 @@
-"""Writes on a user's memory: the API and the Memory page call these.
-
-Edits are deltas applied to a freshly loaded document and saved with its revision; a
-conflict with the updater reloads and applies again. A caller that sends the revision it
-saw gets 409 when the memory changed since.
-"""
+"""Writes on a user's memory: the API and the Memory page call these. The edits themselves
+are ``harness.memory.edits`` (shared with the embedded client), here on the ORM store."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from apps.errors import Conflict, InvalidRequest, NotFound
 from apps.memory.stores import DjangoMemoryStore
-from harness.memory import Fact, MemoryDoc, RevisionConflict
-from harness.memory.store import new_fact_id
-from harness.memory.types import check_fact, now, parse_document
-
-ATTEMPTS = 8
-
-
-def _change(*, user, agent: str, change: Callable[[MemoryDoc], None], revision: int | None = None) -> MemoryDoc:
-    store = DjangoMemoryStore()
-    for _ in range(ATTEMPTS):
-        doc = store.load(str(user.pk), agent)
-        if revision is not None and doc.revision != revision:
-            raise Conflict(f"memory changed since revision {revision} (now {doc.revision}); reload and try again")
-        change(doc)
-        try:
-            return store.save(doc)
-        except RevisionConflict:
-            continue
-    raise Conflict("memory is being changed concurrently; try again")
-
-
-def _checked(content, category, confidence) -> tuple[str, str, float]:
-    if not isinstance(content, str):
-        raise InvalidRequest("content must be a string")
-    try:
-        confidence = float(confidence)
-        check_fact(content, str(category), confidence)
-    except (TypeError, ValueError) as exc:
-        raise InvalidRequest(str(exc)) from None
-    return content.strip(), str(category), confidence
+from harness.memory import MemoryDoc
+from harness.memory import edits
 
 
 def memory_clear(*, user, agent: str = "") -> MemoryDoc:
-    def clear(doc: MemoryDoc) -> None:
-        doc.facts = []
-        doc.summaries = {k: "" for k in doc.summaries}
-    return _change(user=user, agent=agent, change=clear)
+    return edits.memory_clear(DjangoMemoryStore(), str(user.pk), agent=agent)
 
 
 def memory_import(*, user, data, agent: str = "") -> MemoryDoc:
-    """Replace the whole memory with *data*, or change nothing and say why."""
-    try:
-        incoming = parse_document(data, owner=str(user.pk), agent=agent)
-    except ValueError as exc:
-        raise InvalidRequest(f"cannot import: {exc}") from None
-
-    def replace(doc: MemoryDoc) -> None:
-        doc.summaries, doc.facts = incoming.summaries, incoming.facts
-    return _change(user=user, agent=agent, change=replace)
+    return edits.memory_import(DjangoMemoryStore(), str(user.pk), data=data, agent=agent)
 
 
 def memory_set_paused(*, user, paused: bool, agent: str = "") -> MemoryDoc:
-    def pause(doc: MemoryDoc) -> None:
-        doc.paused = bool(paused)
-    return _change(user=user, agent=agent, change=pause)
+    return edits.memory_set_paused(DjangoMemoryStore(), str(user.pk), paused=paused, agent=agent)
 
 
 def fact_create(*, user, content, category="context", confidence=0.5, agent: str = "") -> MemoryDoc:
-    content, category, confidence = _checked(content, category, confidence)
-
-    def add(doc: MemoryDoc) -> None:
-        doc.facts.append(Fact(id=new_fact_id(), content=content, category=category, confidence=confidence,
-                              source_kind="user", last_confirmed_at=now()))
-    return _change(user=user, agent=agent, change=add)
+    return edits.fact_create(DjangoMemoryStore(), str(user.pk), content=content, category=category, confidence=confidence,
+                             agent=agent)
 
 
 def fact_update(*, user, fact_id: str, changes: dict, agent: str = "", revision: int | None = None) -> MemoryDoc:
-    def edit(doc: MemoryDoc) -> None:
-        fact = doc.fact(fact_id)
-        if fact is None:
-            raise NotFound("fact not found")
-        content, category, confidence = _checked(changes.get("content", fact.content), changes.get("category", fact.category),
-                                                 changes.get("confidence", fact.confidence))
-        fact.content, fact.category, fact.confidence = content, category, confidence
-        # The owner's word: the updater may no longer remove or merge it away.
-        fact.source_kind = "user"
-        fact.last_confirmed_at = now()
-        fact.revision += 1
-    return _change(user=user, agent=agent, change=edit, revision=revision)
+    return edits.fact_update(DjangoMemoryStore(), str(user.pk), fact_id=fact_id, changes=changes, agent=agent,
+                             revision=revision)
 
 
 def fact_delete(*, user, fact_id: str, agent: str = "") -> MemoryDoc:
-    def delete(doc: MemoryDoc) -> None:
-        if doc.fact(fact_id) is None:
-            raise NotFound("fact not found")
-        doc.facts = [f for f in doc.facts if f.id != fact_id]
-    return _change(user=user, agent=agent, change=delete)
+    return edits.fact_delete(DjangoMemoryStore(), str(user.pk), fact_id=fact_id, agent=agent)

@@ -12,6 +12,7 @@ from apps.memory import api_types as types
 from apps.memory import services
 from apps.memory.selectors import memory_get_for_user
 from harness.config import get_app_config
+from harness.memory.report import memory_config_json, memory_status_json
 
 READ, WRITE = "threads:read", "threads:write"
 
@@ -91,11 +92,7 @@ class MemoryConfigView(APIView):
     token_scopes = {"GET": READ, "PATCH": WRITE}
 
     def _answer(self, request, doc):
-        cfg = get_app_config().memory
-        return Response({"enabled": cfg.enabled, "injection_enabled": cfg.injection_enabled, "paused": doc.paused,
-                         "debounce_seconds": cfg.debounce_seconds, "max_facts": cfg.max_facts,
-                         "fact_confidence_threshold": cfg.fact_confidence_threshold,
-                         "max_injection_tokens": cfg.max_injection_tokens})
+        return Response(memory_config_json(get_app_config().memory, doc))
 
     @extend_schema(responses=types.MemoryConfig)
     def get(self, request):
@@ -114,7 +111,5 @@ class MemoryStatusView(APIView):
 
     @extend_schema(responses=types.MemoryStatus)
     def get(self, request):
-        cfg = get_app_config().memory
         doc = memory_get_for_user(user=request.user, agent=_agent(request))
-        return Response({"config": {"enabled": cfg.enabled, "injection_enabled": cfg.injection_enabled, "paused": doc.paused},
-                         "data": doc.to_api()})
+        return Response(memory_status_json(get_app_config().memory, doc))

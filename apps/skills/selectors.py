@@ -9,7 +9,7 @@ from apps.skills.models import SkillState
 from harness.config import get_app_config
 from harness.skills.install import list_versions
 from harness.skills.loader import CUSTOM, GLOBAL, Skill, global_skills_home, load_global_skills, load_public_skills
-from harness.skills.state import SkillEntry, SkillSet, resolve_skill_set
+from harness.skills.state import SkillEntry, SkillSet, resolve_skill_set, skill_content, skill_json
 
 
 def skill_set_for_user(*, user) -> SkillSet:
@@ -37,9 +37,9 @@ def skill_editable(skill: Skill, *, user) -> bool:
     return skill.category == CUSTOM or (skill.category == GLOBAL and can_manage_global(user))
 
 
-def _review_rows(*, user, names: list[str]) -> dict[tuple[bool, str], SkillState]:
+def _review_rows(*, owner_id, names: list[str]) -> dict[tuple[bool, str], SkillState]:
     """(is the row everyone's, name) -> the rows that carry install-scan findings."""
-    owner = Q(owner__isnull=True) | (Q(owner_id=user.pk) if getattr(user, "pk", None) else Q(pk__in=[]))
+    owner = Q(owner__isnull=True) | (Q(owner_id=owner_id) if owner_id else Q(pk__in=[]))
     rows = SkillState.objects.filter(owner, name__in=names).exclude(findings=[])
     return {(row.owner_id is None, row.name): row for row in rows}
 
@@ -54,6 +54,14 @@ def _review_of(rows: dict, skill: Skill) -> SkillState | None:
     return None
 
 
+def skill_reviews(*, owner_id: str, skills: list[Skill]) -> dict[str, tuple[bool, list]]:
+    """name -> (held, findings) for those of *skills* whose install scan left findings, as
+    the owner sees them (the skill-state port's ``reviews``, which the embedded client reads)."""
+    rows = _review_rows(owner_id=int(owner_id) if str(owner_id).isdigit() else None, names=[s.name for s in skills])
+    found = {s.name: _review_of(rows, s) for s in skills}
+    return {name: (bool(row.held), list(row.findings)) for name, row in found.items() if row is not None}
+
+
 def held_state(*, user, name: str, category: str) -> SkillState | None:
     """The hold row keeping this skill off, if its install scan held it."""
     if category == GLOBAL:
@@ -64,38 +72,19 @@ def held_state(*, user, name: str, category: str) -> SkillState | None:
 
 
 def skill_to_dict(entry: SkillEntry, *, user=None, review: SkillState | None = None) -> dict:
-    skill: Skill = entry.skill
-    meta = skill.meta
-    return {
-        "name": meta.name,
-        "description": meta.description,
-        "license": meta.license,
-        "version": meta.version,
-        "author": meta.author,
-        "compatibility": meta.compatibility,
-        "category": skill.category,
-        "enabled": entry.enabled,
-        "editable": skill_editable(skill, user=user),
-        "container_path": skill.container_path,
-        "allowed_tools": list(meta.allowed_tools) if meta.allowed_tools is not None else None,
-        "required_secrets": [s.name for s in meta.required_secrets],
-        "secrets_autonomous": meta.secrets_autonomous,
-        # Held: the agent wrote it and its install scan found something high; it stays off
-        # until the user turns it on knowing why. The findings stay readable after that.
-        "held": bool(review is not None and review.held),
-        "review_findings": list(review.findings) if review is not None else [],
-    }
+    return skill_json(entry, editable=skill_editable(entry.skill, user=user), held=bool(review is not None and review.held),
+                      findings=list(review.findings) if review is not None else [])
 
 
 def skill_list(*, user) -> list[dict]:
     entries = skill_set_for_user(user=user).entries
-    rows = _review_rows(user=user, names=[e.skill.name for e in entries])
+    rows = _review_rows(owner_id=getattr(user, "pk", None), names=[e.skill.name for e in entries])
     return [skill_to_dict(e, user=user, review=_review_of(rows, e.skill)) for e in entries]
 
 
 def skill_dict_for_user(*, user, name: str) -> dict:
     entry = skill_get_for_user(user=user, name=name)
-    rows = _review_rows(user=user, names=[name])
+    rows = _review_rows(owner_id=getattr(user, "pk", None), names=[name])
     return skill_to_dict(entry, user=user, review=_review_of(rows, entry.skill))
 
 
@@ -109,10 +98,7 @@ def skill_get_for_user(*, user, name: str) -> SkillEntry:
 
 def skill_detail(*, user, name: str) -> dict:
     entry = skill_get_for_user(user=user, name=name)
-    try:
-        content = (entry.skill.directory / "SKILL.md").read_text(encoding="utf-8")
-    except OSError:
-        content = ""
+    content = skill_content(entry.skill)
     category = entry.skill.category
     if category == CUSTOM:
         versions = list_versions(user_id=str(user.pk), name=name)
@@ -120,5 +106,5 @@ def skill_detail(*, user, name: str) -> dict:
         versions = list_versions(user_id=None, name=name, home=global_skills_home())
     else:  # public, or a global skill a non-admin cannot roll back anyway
         versions = []
-    review = _review_of(_review_rows(user=user, names=[name]), entry.skill)
+    review = _review_of(_review_rows(owner_id=getattr(user, "pk", None), names=[name]), entry.skill)
     return {**skill_to_dict(entry, user=user, review=review), "content": content, "versions": versions}

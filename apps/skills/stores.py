@@ -16,6 +16,7 @@ from django.db.models import Q
 from django.db.models.signals import post_delete, post_save
 
 from apps.skills.models import SkillState
+from apps.skills.selectors import skill_reviews
 
 class OrmSkillStateStore:
     def __init__(self) -> None:
@@ -50,3 +51,11 @@ class OrmSkillStateStore:
 
     def set_enabled(self, user_id: str, name: str, enabled: bool) -> None:
         SkillState.objects.update_or_create(owner_id=int(user_id), name=name, defaults={"enabled": bool(enabled)})
+
+    def reviews(self, user_id: str, skills: list) -> dict[str, tuple[bool, list]]:
+        return skill_reviews(owner_id=user_id, skills=skills)
+
+    def forget(self, user_id: str, name: str) -> None:
+        """A fresh install starts on again: the user's older choice about the name goes."""
+        if str(user_id).isdigit():
+            SkillState.objects.filter(owner_id=int(user_id), name=name).delete()

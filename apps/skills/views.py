@@ -11,6 +11,7 @@ from apps.errors import InvalidRequest
 from apps.skills import api_types as types
 from apps.skills import selectors, services
 from deerflow_site.json_input import StrictJSONParser
+from harness.skills.install import install_json
 
 READ, WRITE = "threads:read", "threads:write"
 
@@ -82,17 +83,7 @@ class SkillInstallView(APIView):
                 installed = services.skill_install_from_thread(user=request.user, thread_id=thread_id, path=path, scope=scope)
         except services.SkillRefused as exc:
             return Response({"detail": exc.detail, "success": False, "findings": exc.findings}, status=422)
-        result = installed.result
-        verb = "updated" if result.replaced else "installed"
-        message = f"Skill '{result.name}' {verb}{' for everyone' if scope == services.GLOBAL_SCOPE else ''}."
-        if installed.held:
-            message = (f"Skill '{result.name}' {verb}, but kept off: the agent wrote it and the scan found "
-                       f"{len(installed.held)} thing(s) to check first. Read the findings; turn it on only if you trust it.")
-        return Response({
-            "success": True, "skill_name": result.name, "version": result.version, "replaced": result.replaced,
-            "scope": scope, "message": message, "held": bool(installed.held),
-            "findings": [f.to_dict() for f in result.findings],
-        })
+        return Response(install_json(installed.result, scope=scope, held=installed.held))
 
 
 class SkillRollbackView(APIView):

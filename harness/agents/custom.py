@@ -23,9 +23,24 @@ class AgentStoreError(ValueError):
 
 
 class AgentStore(Protocol):
+    """``setup``/``update``: what the agent's own tools write. The rest is the Agents API as
+    the embedded client calls it (same answers as ``/api/agents``: ``{name, description, soul,
+    model, …, assistant_id, owner, editable, version, created_at, updated_at}``); they raise
+    the domain errors of ``harness.errors``."""
+
     def setup(self, owner_id: str, spec: dict[str, Any]) -> dict[str, Any]: ...
 
     def update(self, owner_id: str, agent_id: str, changes: dict[str, Any]) -> dict[str, Any]: ...
+
+    def list_agents(self, owner_id: str) -> list[dict[str, Any]]: ...
+
+    def get_agent(self, owner_id: str, key: str) -> dict[str, Any]: ...
+
+    def create_agent(self, owner_id: str, data: dict[str, Any]) -> dict[str, Any]: ...
+
+    def update_agent(self, owner_id: str, key: str, data: dict[str, Any]) -> dict[str, Any]: ...
+
+    def delete_agent(self, owner_id: str, key: str) -> None: ...
 
 
 _store: AgentStore | None = None
@@ -34,6 +49,10 @@ _store: AgentStore | None = None
 def set_agent_store(store: AgentStore | None) -> None:
     global _store
     _store = store
+
+
+def get_agent_store() -> AgentStore | None:
+    return _store
 
 
 def _run() -> dict:

@@ -27,6 +27,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 
 from harness.agents.markers import HIDE_KEY, message_text, neutralize_tags
+from harness.errors import InvalidRequest
 
 MAX_CONTINUATIONS = 8
 DEFAULT_MAX_NO_PROGRESS = 2
@@ -62,6 +63,20 @@ def new_goal(objective: str, max_continuations: int, *, max_no_progress: int = D
     return {"objective": " ".join(objective.split()), "status": "active", "created_at": at, "updated_at": at,
             "continuation_count": 0, "max_continuations": max_continuations, "no_progress_count": 0,
             "max_no_progress_continuations": max_no_progress}
+
+
+def goal_from_request(objective: Any, max_continuations: Any, *, default_max: int) -> dict[str, Any]:
+    """A new goal from what a caller asked (the API's PUT, the embedded client's ``set_goal``),
+    or InvalidRequest naming the field."""
+    if not isinstance(objective, str) or not objective.strip():
+        raise InvalidRequest("objective: a non-empty string is required")
+    if len(objective) > MAX_OBJECTIVE_CHARS:
+        raise InvalidRequest(f"objective: at most {MAX_OBJECTIVE_CHARS} characters (got {len(objective)})")
+    if max_continuations is None:
+        max_continuations = default_max
+    if not isinstance(max_continuations, int) or isinstance(max_continuations, bool) or not 0 <= max_continuations <= MAX_CONTINUATIONS:
+        raise InvalidRequest(f"max_continuations: an integer from 0 to {MAX_CONTINUATIONS} is required")
+    return new_goal(objective, max_continuations)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from typing import Any
 from langchain_core.messages import HumanMessage, SystemMessage
 
 from harness.agents.markers import neutralize_tags
+from harness.errors import InvalidRequest
 
 PROMPT = """Suggest {n} short follow-up questions the user might ask next, in the user's language.
 Each at most 15 words, specific to the conversation, not repeating what was already answered.
@@ -51,3 +52,20 @@ async def suggest(model: Any, messages: list[dict], n: int) -> list[str]:
     content = reply.content if isinstance(reply.content, str) else " ".join(
         p.get("text", "") for p in reply.content if isinstance(p, dict))
     return parse_suggestions(content, n)
+
+
+def suggestions_config_json(app: Any) -> dict[str, Any]:
+    cfg = app.suggestions
+    return {"enabled": cfg.enabled, "max_suggestions": cfg.max_suggestions}
+
+
+def check_request(app: Any, *, messages: Any, n: Any, model_name: Any) -> int:
+    """The number of suggestions to ask for, or InvalidRequest naming the field."""
+    limit = app.suggestions.max_suggestions
+    if n is not None and (not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= limit):
+        raise InvalidRequest(f"n must be an integer from 1 to {limit}")
+    if model_name is not None and (not isinstance(model_name, str) or app.get_model(model_name) is None):
+        raise InvalidRequest(f"model_name: unknown model {model_name!r}")
+    if messages is not None and (not isinstance(messages, list) or not all(isinstance(m, dict) and "content" in m for m in messages)):
+        raise InvalidRequest("messages must be a list of {role, content} objects")
+    return n or limit

@@ -143,6 +143,8 @@ def order_facts(facts: Sequence, relevant_ids: Sequence[str]) -> list:
 # The runtime-context key the run's memory text travels under. Runners set it (and drop any
 # value a client sent under it); the dynamic-context middleware reads it.
 MEMORY_CONTEXT_KEY = "deerflow_memory"
+# The journal and stream event a turn given memory starts with (server and embedded client).
+MEMORY_CONTEXT_EVENT = "context:memory"
 
 
 def memory_provider(request) -> str | None:
@@ -152,13 +154,13 @@ def memory_provider(request) -> str | None:
     return text if isinstance(text, str) and text else None
 
 
-def memory_text(store, owner: str, agent: str, query: str, max_tokens: int, *, token_counting: str = "tiktoken",
-                retrieval_adapter: str | None = None) -> str | None:
+def memory_injection(store, owner: str, agent: str, query: str, max_tokens: int, *, token_counting: str = "tiktoken",
+                     retrieval_adapter: str | None = None) -> Injection | None:
     """The block from any MemoryStore (the embedded client's path; the server has a faster
-    query of its own in apps/memory/selectors.py)."""
+    query of its own in apps/memory/selectors.py), with the counts of its event."""
     doc = store.load(owner, agent)
     if doc.paused or (not doc.facts and not any(doc.summaries.values())):
         return None
     ordered = order_facts(doc.facts, store.search(owner, agent, query, 50, retrieval_adapter) if query else [])
-    injected = render(doc.summaries, [(f.category, f.content) for f in ordered], max_tokens, token_counter(token_counting))
-    return injected.text if injected else None
+    return render(doc.summaries, [(f.category, f.content) for f in ordered], max_tokens, token_counter(token_counting))
+

@@ -108,6 +108,19 @@ def model_info(entry: ModelConfig) -> dict[str, Any]:
     }
 
 
+def api_model_entry(entry: ModelConfig, probe: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One ``GET /api/models`` entry (and the embedded client's ``list_models``): ``probe`` is
+    the model's latest capability probe, which the server keeps; a model that failed the
+    tool-calling probe is not offered unless an admin allows it."""
+    info = model_info(entry)
+    return {
+        **{k: info[k] for k in ("name", "model", "display_name", "description", "supports_thinking",
+                                "supports_reasoning_effort", "supports_vision", "available", "unavailable_reason")},
+        "probe": probe,
+        "selectable": info["available"] and not (probe or {}).get("blocked", False),
+    }
+
+
 def list_models(*, config: AppConfig | None = None) -> list[dict[str, Any]]:
     """All configured models in config order; the first is the default."""
     cfg = config or get_app_config()

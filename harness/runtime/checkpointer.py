@@ -60,15 +60,18 @@ def ping(url: str, timeout: float = 3.0) -> None:
         conn.execute("select 1").fetchone()
 
 
+def _sqlite_saver(location: str) -> ThreadedSqliteSaver:
+    if location != ":memory:":
+        Path(location).parent.mkdir(parents=True, exist_ok=True)
+    return ThreadedSqliteSaver(sqlite3.connect(location, timeout=20, check_same_thread=False), location, serde=CachingSerializer())
+
+
 @contextlib.asynccontextmanager
 async def open_checkpointer(url: str) -> AsyncIterator[BaseCheckpointSaver]:
     """An async saver with its tables created, closed on exit."""
     target = parse_checkpointer_url(url)
     if target.backend == "sqlite":
-        if target.location != ":memory:":
-            Path(target.location).parent.mkdir(parents=True, exist_ok=True)
-        saver = ThreadedSqliteSaver(sqlite3.connect(target.location, timeout=20, check_same_thread=False), target.location,
-                                    serde=CachingSerializer())
+        saver = _sqlite_saver(target.location)
         try:
             await saver.run(saver.setup)
             # WAL (set by setup) with NORMAL sync: a commit no longer waits for an fsync,
@@ -86,6 +89,26 @@ async def open_checkpointer(url: str) -> AsyncIterator[BaseCheckpointSaver]:
         yield saver
     finally:
         await saver.conn.close()
+
+
+def open_sync_checkpointer(url: str) -> BaseCheckpointSaver:
+    """A saver for a process without an event loop of its own (the embedded client), on the
+    same store and tables the server uses: SQLite works from sync and async code (the same
+    ``ThreadedSqliteSaver`` the server runs); PostgreSQL is LangGraph's sync saver (the
+    client's sync methods; pass an ``AsyncPostgresSaver`` for ``astream``)."""
+    target = parse_checkpointer_url(url)
+    if target.backend == "sqlite":
+        saver = _sqlite_saver(target.location)
+        saver.setup()
+        return saver
+    from langgraph.checkpoint.postgres import PostgresSaver
+    from psycopg import Connection
+    from psycopg.rows import dict_row
+
+    saver = PostgresSaver(Connection.connect(target.location, autocommit=True, prepare_threshold=0, row_factory=dict_row),
+                          serde=CachingSerializer())
+    saver.setup()
+    return saver
 
 
 # Any number all our processes agree on. Servers and workers starting together on a new

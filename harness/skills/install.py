@@ -169,3 +169,17 @@ def delete_custom(*, user_id: str | None, name: str, home: Path | None = None, l
         shutil.rmtree(home / ".versions" / name, ignore_errors=True)
     clear_cache()
     return True
+
+
+def install_json(result: InstallResult, *, scope: str, held: list[dict]) -> dict:
+    """What an install answers (the API's ``POST /skills/install``, the client's
+    ``install_skill``); ``held``: the findings that keep an agent-written skill off."""
+    verb = "updated" if result.replaced else "installed"
+    message = f"Skill '{result.name}' {verb}{' for everyone' if scope == 'global' else ''}."
+    if held:
+        message = (f"Skill '{result.name}' {verb}, but kept off: the agent wrote it and the scan found "
+                   f"{len(held)} thing(s) to check first. Read the findings; turn it on only if you trust it.")
+    return {
+        "success": True, "skill_name": result.name, "version": result.version, "replaced": result.replaced,
+        "scope": scope, "message": message, "held": bool(held), "findings": [f.to_dict() for f in result.findings],
+    }

@@ -17,6 +17,9 @@ from harness.skills.loader import Skill, load_skills
 
 
 class SkillStateStore(Protocol):
+    """``reviews`` and ``forget`` are optional: a store without them has no install-scan
+    holds to report, and a reinstall keeps the user's on/off choice."""
+
     def enabled_overrides(self, user_id: str) -> dict[str, bool]: ...
 
     def set_enabled(self, user_id: str, name: str, enabled: bool) -> None: ...
@@ -98,3 +101,35 @@ def resolve_skill_set(user_id: str, *, skills_path: str | None = None, virtual: 
         enabled = overrides.get(skill.name, enabled)
         entries.append(SkillEntry(skill, enabled))
     return SkillSet(tuple(entries))
+
+
+def skill_json(entry: SkillEntry, *, editable: bool, held: bool = False, findings: list | None = None) -> dict:
+    """One skill as the Skills API and the embedded client list it."""
+    skill: Skill = entry.skill
+    meta = skill.meta
+    return {
+        "name": meta.name,
+        "description": meta.description,
+        "license": meta.license,
+        "version": meta.version,
+        "author": meta.author,
+        "compatibility": meta.compatibility,
+        "category": skill.category,
+        "enabled": entry.enabled,
+        "editable": editable,
+        "container_path": skill.container_path,
+        "allowed_tools": list(meta.allowed_tools) if meta.allowed_tools is not None else None,
+        "required_secrets": [s.name for s in meta.required_secrets],
+        "secrets_autonomous": meta.secrets_autonomous,
+        # Held: the agent wrote it and its install scan found something high; it stays off
+        # until the user turns it on knowing why. The findings stay readable after that.
+        "held": held,
+        "review_findings": list(findings or []),
+    }
+
+
+def skill_content(skill: Skill) -> str:
+    try:
+        return (skill.directory / "SKILL.md").read_text(encoding="utf-8")
+    except OSError:
+        return ""

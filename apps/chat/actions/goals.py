@@ -72,15 +72,7 @@ def _write_reserved(thread, goal: dict | None) -> None:
 
 
 def goal_set(*, thread, objective: Any, max_continuations: Any = None) -> dict:
-    if not isinstance(objective, str) or not objective.strip():
-        raise InvalidRequest("objective: a non-empty string is required")
-    if len(objective) > goal_logic.MAX_OBJECTIVE_CHARS:
-        raise InvalidRequest(f"objective: at most {goal_logic.MAX_OBJECTIVE_CHARS} characters (got {len(objective)})")
-    if max_continuations is None:
-        max_continuations = get_app_config().goals.max_continuations
-    if not isinstance(max_continuations, int) or isinstance(max_continuations, bool) or not 0 <= max_continuations <= goal_logic.MAX_CONTINUATIONS:
-        raise InvalidRequest(f"max_continuations: an integer from 0 to {goal_logic.MAX_CONTINUATIONS} is required")
-    goal = goal_logic.new_goal(objective, max_continuations)
+    goal = goal_logic.goal_from_request(objective, max_continuations, default_max=get_app_config().goals.max_continuations)
     _write_reserved(thread, goal)
     return {"thread_id": thread.pk, "goal": goal}
 

@@ -10,7 +10,7 @@ import logging
 from typing import Any
 
 from apps.chat.oneshot import one_shot
-from apps.errors import InvalidRequest, ServiceUnavailable
+from apps.errors import ServiceUnavailable
 from apps.runs.selectors import messages_page
 from harness.agents import suggestions
 from harness.config.loader import get_app_config
@@ -19,14 +19,11 @@ logger = logging.getLogger(__name__)
 
 
 def suggestions_config() -> dict:
-    cfg = get_app_config().suggestions
-    return {"enabled": cfg.enabled, "max_suggestions": cfg.max_suggestions}
+    return suggestions.suggestions_config_json(get_app_config())
 
 
 def _messages(thread, given: Any) -> list[dict]:
     if given is not None:
-        if not isinstance(given, list) or not all(isinstance(m, dict) and "content" in m for m in given):
-            raise InvalidRequest("messages must be a list of {role, content} objects")
         return given
     rows = messages_page(thread=thread, limit=20)["data"]
     return [r["content"] for r in rows if r["content"].get("type") in ("human", "ai") and r["content"].get("content")
@@ -36,18 +33,14 @@ def _messages(thread, given: Any) -> list[dict]:
 def thread_suggestions(*, thread, messages: Any = None, n: Any = None, model_name: Any = None) -> dict:
     app = get_app_config()
     cfg = app.suggestions
-    limit = cfg.max_suggestions
-    if n is not None and (not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= limit):
-        raise InvalidRequest(f"n must be an integer from 1 to {limit}")
-    if model_name is not None and (not isinstance(model_name, str) or app.get_model(model_name) is None):
-        raise InvalidRequest(f"model_name: unknown model {model_name!r}")
+    count = suggestions.check_request(app, messages=messages, n=n, model_name=model_name)
     conversation = _messages(thread, messages)
     if not cfg.enabled or not conversation:
         return {"suggestions": [], "enabled": cfg.enabled}
     try:
         found = one_shot(app, model_name=cfg.model_name or model_name, purpose="for suggestions", trace_name="suggest_agent",
                          thread_id=thread.pk, user_id=str(thread.owner_id), timeout=30,
-                         call=lambda model: suggestions.suggest(model, conversation, n or limit))
+                         call=lambda model: suggestions.suggest(model, conversation, count))
     except ServiceUnavailable:
         raise
     except Exception as exc:  # a failed suggestion call costs the user nothing: no chips

@@ -69,7 +69,7 @@ def test_listing_reports_quota_usage(user_client, thread_of, quota_config):
 
 
 def test_a_file_longer_than_it_said_cannot_pass_the_quota(user, thread_of, quota_config):
-    from apps.threads import uploads
+    from harness.uploads import files as uploads
     from apps.threads.models import Thread
 
     quota_config(thread_quota_mb=1, user_quota_mb=100)

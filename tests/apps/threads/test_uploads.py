@@ -13,7 +13,7 @@ import openpyxl
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from apps.threads import uploads
+from harness.uploads import files as uploads
 from apps.threads.models import Thread
 from harness.agents.middlewares.uploads import UploadsMiddleware
 from harness.config import thread_user_data_dir
