@@ -64,7 +64,8 @@ def signature_valid(secret: str, body: bytes, header: str | None) -> bool:
 
 
 def mention_login(settings: Mapping[str, Any]) -> str:
-    return str(settings.get("mention_login") or DEFAULT_LOGIN).lstrip("@").strip()
+    # default_mention_login: DeerFlow's name for the same setting.
+    return str(settings.get("mention_login") or settings.get("default_mention_login") or DEFAULT_LOGIN).lstrip("@").strip()
 
 
 def _mention_pattern(login: str) -> re.Pattern:
