@@ -6,7 +6,6 @@ A delivery that cannot be handed to a run is a 503, and its redelivery starts it
 from __future__ import annotations
 
 import json
-import time
 import uuid
 
 import pytest
@@ -15,6 +14,7 @@ from apps.agents.services import agent_create
 from apps.channels.github_agents import thread_id_for
 from apps.runs.models import Run
 from harness.testing import call, tool_reply
+from tests.apps.channels.test_github_runs import wait_until
 from tests.support.fake_github import API_TOKEN, BOT_LOGIN, SECRET, delivery_headers, user as gh_user
 
 URL = "/api/channels/github/webhook"
@@ -44,15 +44,6 @@ def pull_request(action: str = "opened", *, number: int = 12, sender: str = "oct
 def post(client, event: str, payload: dict, delivery: str | None = None):
     body = json.dumps(payload).encode()
     return client.post(URL, data=body, content_type="application/json", **delivery_headers(event, body, delivery=delivery))
-
-
-def wait_until(predicate, what: str):
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def settled(count: int):

@@ -12,12 +12,11 @@ import pytest
 import yaml
 from channels.db import database_sync_to_async
 
-from apps.channels.adapters.telegram import TelegramAdapter
 from apps.channels.connections import connect_code_issue
 from apps.governance.models import ApprovalDecision
 from apps.runs.models import Run
 from harness.testing import call, tool_reply
-from tests.support.channels import make_manager
+from tests.apps.channels.test_telegram import Bot, telegram  # noqa: F401 (the fixture)
 from tests.support.fake_telegram import FakeTelegram
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -34,27 +33,6 @@ def gated_config(tmp_path, monkeypatch):
     path = tmp_path / "config-approvals.yaml"
     path.write_text(yaml.safe_dump(base))
     monkeypatch.setenv("DEER_FLOW_CONFIG_PATH", str(path))
-
-
-@pytest.fixture
-async def telegram():
-    fake = await FakeTelegram().start()
-    yield fake
-    await fake.stop()
-
-
-class Bot:
-    def __init__(self, fake: FakeTelegram) -> None:
-        self.manager, self.adapter = make_manager(TelegramAdapter, adapter_settings=fake.settings)
-
-    async def __aenter__(self):
-        await self.adapter.start()
-        return self
-
-    async def __aexit__(self, *exc):
-        await self.manager.idle()
-        await self.adapter.stop()
-        await self.manager.close()
 
 
 async def _connect(fake: FakeTelegram, user, user_id: int = ANN, name: str = "Ann") -> None:
@@ -153,3 +131,16 @@ async def test_without_buttons_the_answer_is_a_numbered_reply(channel_kit, scrip
     assert channel_kit.adapter.final_texts()[-1] == "Denied, so nothing was removed."
     decisions = await database_sync_to_async(lambda: list(ApprovalDecision.objects.values_list("decision", "reason")))()
     assert decisions == [("denied", "not today")]
+
+
+async def test_a_question_without_choices_takes_the_typed_reply(channel_kit, scripted_lead, user):
+    scripted_lead(tool_reply(call("ask_clarification", question="Which city is the trip to?")), "Booking Lisbon.")
+    await channel_kit.connect(user)
+    await channel_kit.adapter.say("plan my trip")
+    await channel_kit.manager.idle()
+    assert channel_kit.adapter.final_texts()[-1] == "Which city is the trip to?\n(Reply with your answer.)"
+    await channel_kit.adapter.say("Lisbon, in May")
+    await channel_kit.manager.idle()
+    assert channel_kit.adapter.final_texts()[-1] == "Booking Lisbon."
+    first, resumed = await database_sync_to_async(_runs)()
+    assert resumed.kwargs["command"] == {"resume": "Lisbon, in May"} and resumed.thread_id == first.thread_id
