@@ -318,7 +318,7 @@ class ChannelManager:
         else:
             value = questions.value_from_text(pending, turn.text)
             if value is None:
-                await self._reply(adapter, message, questions.approval_hint(pending))
+                await self._reply(adapter, message, questions.retry_hint(pending))
                 return True
         try:
             run_id = await database_sync_to_async(questions.resume)(user=user, thread_id=thread.pk, pending=pending, value=value)

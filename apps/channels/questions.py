@@ -160,7 +160,10 @@ def value_from_text(pending: Pending, text: str) -> Any | None:
     return text
 
 
-def approval_hint(pending: Pending) -> str:
+def retry_hint(pending: Pending) -> str:
+    """What a reply that answers nothing gets: the question again, and how to answer it."""
+    if pending.kind == "clarification":
+        return f"{prompt_text(pending)}\n\nThe agent waits for this answer (or /new to leave it)."
     return (f"{pending.question}\n\nThe agent waits for this approval. Reply 1 (approve once), 2 (approve always in this chat) "
             "or 3 (deny; a reason may follow), or /new to leave it.")
 

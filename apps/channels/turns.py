@@ -254,9 +254,9 @@ async def follow_run(adapter: ChannelAdapter, chat: ChatRef, run_id: str, *, rep
             user_id, pending = waiting
             said = answer if answer and answer.strip() != pending.question.strip() else ""
             await streamer.finish(said or "The agent needs your answer to go on.")
-            labels = questions.choices(pending, user_id)
-            if labels:
-                await adapter.send_choices(chat, questions.prompt_text(pending), labels, reply_to=reply_to)
+            offered = questions.choices(pending, user_id)
+            if offered:
+                await adapter.send_choices(chat, questions.prompt_text(pending), offered, reply_to=reply_to)
             else:
                 await adapter.send_text(chat, questions.prompt_text(pending), reply_to=reply_to)
             return status
