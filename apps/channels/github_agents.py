@@ -116,6 +116,8 @@ def _self_event(payload: Mapping[str, Any], match: Mapping[str, Any]) -> bool:
 
 def _clip(text: Any) -> str:
     text = text if isinstance(text, str) else ""
+    # What people wrote cannot close the marker around it and go on as instructions.
+    text = re.sub(r"</?\s*github-event\s*>", "[github-event]", text, flags=re.IGNORECASE)
     return text if len(text) <= MAX_TEXT else text[: MAX_TEXT - 20] + "\n[…truncated…]"
 
 
@@ -142,7 +144,8 @@ def prompt(event: str, payload: Mapping[str, Any], repo: str, number: int) -> st
         where = f" on {holder['path']}" if isinstance(holder.get("path"), str) else ""
         lines += [f"Comment by @{_dict(holder.get('user')).get('login', '')}{where}:", _clip(holder.get("body")) or "(empty)"]
     lines.append("</github-event>")
-    lines.append(f"Decide what to do about it and do it. Your final message is only logged; to answer on GitHub use "
+    lines.append(f"Decide what to do about it and do it. Your final message stays in this DeerFlow thread and is not posted; "
+                 f"to answer on GitHub use "
                  f"`gh` yourself (e.g. `gh {'pr' if kind == 'pull request' else 'issue'} comment {number} --repo {repo}`).")
     return "\n".join(lines)
 
