@@ -367,5 +367,6 @@ class TelegramAdapter(ChannelAdapter):
     async def send_choices(self, chat: ChatRef, text: str, choices: list[Choice], *, reply_to: str | None = None) -> SentMessage:
         assert self.bot is not None
         keyboard = InlineKeyboardMarkup([[InlineKeyboardButton(choice.label, callback_data=choice.data)] for choice in choices])
-        sent = await self._retrying(lambda: self.bot.send_message(text=text, reply_markup=keyboard, **self._target(chat, reply_to)))
+        sent = await self._retrying(lambda: self.bot.send_message(text=text[:4096], reply_markup=keyboard,
+                                                                  **self._target(chat, reply_to)))
         return SentMessage(chat=chat, message_id=str(sent.message_id))
