@@ -33,6 +33,9 @@ class AgentWrite(serializers.Serializer):
     color = serializers.CharField(required=False, allow_null=True, allow_blank=True, help_text="#rrggbb")
     shared = serializers.BooleanField(required=False)
     metadata = free_object(required=False)
+    github = free_object(required=False, allow_null=True,
+                         help_text="repositories and GitHub events that start this agent: {bot_login, recursion_limit, bindings: "
+                                   "[{repo, triggers: {event: {actions, require_mention, allow_authors, mention_login, labels}}}]}")
 
 
 class AgentSettings(serializers.Serializer):
@@ -50,6 +53,7 @@ class AgentSettings(serializers.Serializer):
     avatar = serializers.CharField(allow_blank=True)
     color = serializers.CharField(allow_blank=True)
     shared = serializers.BooleanField()
+    github = free_object(allow_null=True)
 
 
 class Agent(AgentSettings):

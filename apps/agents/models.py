@@ -35,6 +35,8 @@ class Agent(models.Model):
     color = models.CharField(max_length=16, blank=True, default="")
     shared = models.BooleanField(default=False, help_text="Other users on this server may chat with it (read-only).")
     metadata = models.JSONField(default=dict, blank=True)
+    # The repositories and GitHub events that start this agent (apps/agents/github.py).
+    github = models.JSONField(null=True, blank=True)
     version = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

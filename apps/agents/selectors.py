@@ -94,6 +94,7 @@ def agent_settings(agent: Agent) -> dict:
         "avatar": agent.avatar,
         "color": agent.color,
         "shared": agent.shared,
+        "github": agent.github,
     }
 
 
@@ -193,6 +194,24 @@ def run_agent_for_user(*, user, assistant_id: str | None) -> dict | None:
         "skills": row["skills"],
         "memory": None if row["memory_enabled"] else False,
     }
+
+
+def github_bound_agents(*, repo: str) -> list[dict]:
+    """Every agent, of any owner, whose ``github`` block binds ``repo``: what a webhook
+    delivery fans out to. One query; the blocks are small, so matching is done here."""
+    repo = repo.lower()
+    found = []
+    for agent in Agent.objects.filter(github__isnull=False).select_related("owner").order_by("created_at"):
+        block = agent.github if isinstance(agent.github, dict) else {}
+        binding = next((b for b in block.get("bindings") or [] if b.get("repo") == repo), None)
+        if binding is None or not agent.owner.is_active:
+            continue
+        found.append({"agent_id": str(agent.pk), "name": agent.name, "title": agent.display_name or agent.name,
+                      "owner": agent.owner, "bot_login": block.get("bot_login") or "",
+                      "recursion_limit": block.get("recursion_limit"), "triggers": binding.get("triggers") or {},
+                      "mention_logins": sorted({t.get("mention_login") for b in block.get("bindings") or []
+                                                for t in (b.get("triggers") or {}).values() if t.get("mention_login")})})
+    return found
 
 
 def agent_picker_list(*, user) -> list[dict]:

@@ -14,6 +14,7 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from apps.agents.github import github_clean
 from apps.agents.models import Agent, AgentVersion
 from apps.agents.selectors import agent_settings
 from apps.errors import Conflict, InvalidRequest
@@ -26,7 +27,7 @@ MAX_SOUL_CHARS = 64_000
 # Keys an API reply carries that a client may send back unchanged.
 READ_ONLY = frozenset({"assistant_id", "owner", "editable", "version", "created_at", "updated_at"})
 FIELDS = frozenset({"name", "display_name", "description", "soul", "model", "model_settings", "thinking_enabled",
-                    "reasoning_effort", "tool_groups", "skills", "memory_enabled", "avatar", "color", "shared", "metadata"})
+                    "reasoning_effort", "tool_groups", "skills", "memory_enabled", "avatar", "color", "shared", "metadata", "github"})
 
 
 def check_name(name: Any) -> str:
@@ -124,6 +125,8 @@ def agent_clean(*, owner, data: Any, partial: bool) -> dict[str, Any]:
         out["tool_groups"] = _names(data, "tool_groups", tool_group_names(), "tool group")
     if "skills" in data:
         out["skills"] = _names(data, "skills", _skill_names(owner), "skill")
+    if "github" in data:
+        out["github"] = github_clean(data["github"])
     if "metadata" in data:
         if not isinstance(data["metadata"], dict):
             raise InvalidRequest("metadata: must be an object")

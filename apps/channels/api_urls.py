@@ -17,4 +17,6 @@ urlpatterns = [
 urlpatterns += [
     path("channels/github/webhook", webhooks.github_webhook, name="channels-github-webhook"),
     path("channels/slack/events", webhooks.slack_events, name="channels-slack-events"),
+    # Slack's Interactivity Request URL (button presses); bolt takes both on either route.
+    path("channels/slack/interactions", webhooks.slack_events, name="channels-slack-interactions"),
 ]

@@ -53,6 +53,31 @@ class InboundMessage:
 
 
 @dataclass(frozen=True)
+class Choice:
+    """One answer a question offers (a button, or a numbered line where there are none).
+    ``data`` is what the platform hands back when it is pressed: at most 64 bytes (Telegram's
+    callback_data limit), opaque to adapters."""
+
+    label: str
+    data: str
+
+
+@dataclass(frozen=True)
+class InboundAction:
+    """A button the bot offered was pressed (Telegram callback_query, Slack block action, ...).
+
+    Adapters hand it to the same sink as messages; the manager checks who pressed it and
+    whether the question is still open (apps/channels/questions.py)."""
+
+    chat: ChatRef
+    sender_id: str
+    sender_name: str
+    data: str  # the pressed Choice's data
+    message_id: str  # the press's own id (platforms redeliver: it is handled once)
+    reply_to: str = ""  # the message the button was on
+
+
+@dataclass(frozen=True)
 class SentMessage:
     """A message the bot sent, so it can be edited while the answer streams."""
 
@@ -92,7 +117,7 @@ class AdapterHooks:
         """Remember where receiving is, so a restarted worker resumes there."""
 
 
-InboundSink = Callable[[InboundMessage], Awaitable[None]]
+InboundSink = Callable[[InboundMessage | InboundAction], Awaitable[None]]
 
 
 class ChannelAdapter(abc.ABC):
@@ -146,3 +171,10 @@ class ChannelAdapter(abc.ABC):
     async def send_file(self, chat: ChatRef, name: str, data: bytes, *, content_type: str | None = None,
                         reply_to: str | None = None) -> SentMessage:
         raise NotImplementedError(f"{self.provider} does not send files")
+
+    async def send_choices(self, chat: ChatRef, text: str, choices: list[Choice], *,
+                           reply_to: str | None = None) -> SentMessage:
+        """A question with answers to pick. Platforms with buttons override this; elsewhere
+        the answers are numbered lines and the person replies with the number."""
+        lines = [text, "", *(f"{n}. {choice.label}" for n, choice in enumerate(choices, 1)), "", "Reply with the number."]
+        return await self.send_text(chat, "\n".join(lines), reply_to=reply_to)

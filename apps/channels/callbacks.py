@@ -58,9 +58,22 @@ async def feishu_events(request: HttpRequest) -> HttpResponse:
     captured: list[Any] = []
     # The SDK's own dispatcher decrypts, checks the verification token and the signature, and
     # answers the url_verification challenge; we only keep the parsed event.
+    pressed: list[dict[str, Any]] = []
+
+    def card_action(data: Any) -> Any:
+        # A button of a question or approval: only what the adapter needs crosses the bridge.
+        from lark_oapi.event.callback.model.p2_card_action_trigger import P2CardActionTriggerResponse
+
+        event, header = data.event, data.header
+        pressed.append({"open_id": getattr(event.operator, "open_id", None), "value": getattr(event.action, "value", None),
+                        "tenant_key": getattr(event.operator, "tenant_key", None) or getattr(header, "tenant_key", None),
+                        "chat_id": getattr(event.context, "open_chat_id", None),
+                        "message_id": getattr(event.context, "open_message_id", None), "event_id": getattr(header, "event_id", None)})
+        return P2CardActionTriggerResponse({"toast": {"type": "info", "content": "Got it"}})
+
     handler = (lark.EventDispatcherHandler.builder(str(settings.get("encrypt_key") or ""),
                                                    str(settings.get("verification_token") or ""))
-               .register_p2_im_message_receive_v1(captured.append).build())
+               .register_p2_im_message_receive_v1(captured.append).register_p2_card_action_trigger(card_action).build())
     raw = RawRequest()
     raw.uri = request.path
     raw.body = request.body
@@ -69,6 +82,8 @@ async def feishu_events(request: HttpRequest) -> HttpResponse:
     if resp.status_code == 200:
         for event in captured:
             await publish_webhook("feishu", {"event_json": lark.JSON.marshal(event)})
+        for action in pressed:
+            await publish_webhook("feishu", {"card_action": action})
         return HttpResponse(resp.content, status=200, content_type="application/json")
     try:
         reason = str(json.loads(resp.content).get("msg", ""))

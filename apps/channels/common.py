@@ -121,11 +121,7 @@ def claim_delivery(key: tuple) -> bool:
     two) or come again after a restart, so an in-memory set is not enough: the claim is a file
     created exclusively under ``DEER_FLOW_HOME/channels/deliveries``, which the servers share.
     Blocking: call it off the loop."""
-    import hashlib
-
-    from harness.config.paths import deer_flow_home
-
-    directory = deer_flow_home() / "channels" / "deliveries"
+    directory = _claims_dir()
     directory.mkdir(parents=True, exist_ok=True)
     now = time.time()
     if now - _last_prune[0] > 3600:  # at most hourly: a scan of the day's claims
@@ -136,12 +132,28 @@ def claim_delivery(key: tuple) -> bool:
                     old.unlink()
             except OSError:
                 pass  # another server pruned it first
-    name = hashlib.sha256(json.dumps([str(part) for part in key]).encode()).hexdigest()[:40]
     try:
-        os.close(os.open(directory / name, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        os.close(os.open(directory / _claim_name(key), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
     except FileExistsError:
         return False
     return True
+
+
+def release_delivery(key: tuple) -> None:
+    """Forget a claim whose work could not be handed over, so a redelivery may try again."""
+    (_claims_dir() / _claim_name(key)).unlink(missing_ok=True)
+
+
+def _claims_dir() -> Path:
+    from harness.config.paths import deer_flow_home
+
+    return deer_flow_home() / "channels" / "deliveries"
+
+
+def _claim_name(key: tuple) -> str:
+    import hashlib
+
+    return hashlib.sha256(json.dumps([str(part) for part in key]).encode()).hexdigest()[:40]
 
 
 def _spool_write(provider: str, payload: dict[str, Any]) -> None:

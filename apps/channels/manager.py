@@ -19,8 +19,8 @@ from typing import Any
 from channels.db import database_sync_to_async
 
 from apps.channels import connections
-from apps.channels import conversations, turns
-from apps.channels.base import ChannelAdapter, ChatRef, InboundMessage
+from apps.channels import conversations, questions, turns
+from apps.channels.base import ChannelAdapter, ChatRef, InboundAction, InboundMessage
 from apps.channels.config import ChannelsSettings, allowed_chats
 from apps.errors import DomainError
 
@@ -89,6 +89,9 @@ class ChannelManager:
     async def _handle(self, message: InboundMessage) -> None:
         adapter = self.adapters.get(message.chat.provider)
         if adapter is None or await self._already_handled(message):
+            return
+        if isinstance(message, InboundAction):
+            await self._action(adapter, message)
             return
         if not (message.is_direct or message.mentioned):
             return  # group chatter not addressed to the bot
@@ -262,6 +265,8 @@ class ChannelManager:
                 note = "Uploaded: " + ", ".join(saved)
                 text = f"{text}\n\n({note})" if text.strip() else f"({note})"
         user = await database_sync_to_async(lambda: turn.connection.user)()
+        if await self._answer(adapter, turn, thread, user):
+            return
         assistant_id = self.settings.provider(chat.provider).get("assistant_id")
         try:
             run_id = await turns.start_when_free(user, thread, text, assistant_id, chat)
@@ -269,6 +274,59 @@ class ChannelManager:
             await self._reply(adapter, message, f"The run could not start: {exc.detail}")
             return
         await turns.follow_run(adapter, chat, run_id, reply_to=message.message_id or None)
+
+    # -- questions and approvals (questions.py) ---------------------------------------------
+
+    async def _action(self, adapter: ChannelAdapter, action: InboundAction) -> None:
+        """A pressed button: refused unless its sender is the person asked, stale unless the
+        thread still waits for that very question; otherwise answered in the conversation's
+        turn order, like a typed reply."""
+        parsed = questions.parse(action.data)
+        if parsed is None:
+            return
+        user_id, digest, index = parsed
+        reply = InboundMessage(chat=action.chat, sender_id=action.sender_id, sender_name=action.sender_name, text="",
+                               message_id=action.reply_to, is_direct=True, mentioned=True,
+                               extra={questions.ANSWER_KEY: {"digest": digest, "index": index}})
+        connection = await database_sync_to_async(connections.connection_for_sender)(
+            provider=action.chat.provider, external_id=action.sender_id, workspace=action.chat.workspace)
+        if connection is None or connection.user_id != user_id:
+            await self._reply(adapter, reply, questions.NOT_YOURS)
+            return
+        thread = await database_sync_to_async(conversations.current_thread)(connection=connection, chat=action.chat)
+        pending = await database_sync_to_async(questions.pending_input)(thread=thread)
+        if not questions.still_open(pending, digest):
+            await self._reply(adapter, reply, questions.STALE)
+            return
+        await self._enqueue(adapter, _Turn(reply, connection, ""))
+
+    async def _answer(self, adapter: ChannelAdapter, turn: _Turn, thread, user) -> bool:
+        """When the thread waits for a person, this turn is the answer (a pressed button, or
+        the typed reply); True when it was taken as one."""
+        message = turn.message
+        pressed = (message.extra or {}).get(questions.ANSWER_KEY)
+        pending = await database_sync_to_async(questions.pending_input)(thread=thread)
+        if pressed is None and pending is None:
+            return False
+        if pressed is not None:
+            found = questions.value_for_index(pending, pressed["index"]) if questions.still_open(pending, pressed["digest"]) else None
+            if found is None:
+                await self._reply(adapter, message, questions.STALE)
+                return True
+            value, label = found
+            await self._reply(adapter, message, f"Answer: {label}")
+        else:
+            value = questions.value_from_text(pending, turn.text)
+            if value is None:
+                await self._reply(adapter, message, questions.retry_hint(pending))
+                return True
+        try:
+            run_id = await database_sync_to_async(questions.resume)(user=user, thread_id=thread.pk, pending=pending, value=value)
+        except DomainError:
+            await self._reply(adapter, message, questions.STALE)
+            return True
+        await turns.follow_run(adapter, message.chat, run_id, reply_to=message.message_id or None)
+        return True
 
     async def _reply(self, adapter: ChannelAdapter, message: InboundMessage, text: str) -> None:
         for chunk in turns.split_text(text, adapter.capabilities.max_text):

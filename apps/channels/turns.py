@@ -16,6 +16,7 @@ from typing import Any
 from channels.db import database_sync_to_async
 from django.core.files.base import ContentFile
 
+from apps.channels import questions
 from apps.channels.base import ChannelAdapter, ChatRef, InboundFile, SentMessage
 from apps.errors import DomainError, ThreadBusy
 from apps.runs.lifecycle import ACTIVE_RUN_STATUSES, RunStatus
@@ -245,6 +246,20 @@ async def follow_run(adapter: ChannelAdapter, chat: ChatRef, run_id: str, *, rep
     if status == RunStatus.ERROR:
         await streamer.finish(f"The run failed: {error or row_error or 'unknown error'}")
         return status
+    if status == RunStatus.INTERRUPTED:
+        waiting = await database_sync_to_async(questions.pending_for_run)(run_id=run_id)
+        if waiting is not None:
+            # The run stopped for the person: what it said so far, then the question with its
+            # answers (buttons where the platform has them). The answer resumes it (manager).
+            user_id, pending = waiting
+            said = answer if answer and answer.strip() != pending.question.strip() else ""
+            await streamer.finish(said or "The agent needs your answer to go on.")
+            offered = questions.choices(pending, user_id)
+            if offered:
+                await adapter.send_choices(chat, questions.prompt_text(pending), offered, reply_to=reply_to)
+            else:
+                await adapter.send_text(chat, questions.prompt_text(pending), reply_to=reply_to)
+            return status
     if status == RunStatus.INTERRUPTED and not answer:
         answer = "Stopped."
     await streamer.finish(answer)

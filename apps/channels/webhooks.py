@@ -25,7 +25,7 @@ from django.http import HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from apps.channels import hosting
+from apps.channels import github_agents, hosting
 from apps.channels.adapters import github
 from deerflow_site.error_pages import not_found
 
@@ -64,19 +64,46 @@ def _github(request):
     if not delivery:
         log.warning("github: a %s delivery without X-GitHub-Delivery was dropped", event or "(no event)")
         return JsonResponse({"handled": False, "detail": "X-GitHub-Delivery header is missing"}, status=202)
+    if event not in github.COMMENT_EVENTS and event not in github_agents.EVENTS:
+        # Acknowledged as done (200), so it is not shown as failed: nothing here takes it.
+        log.info("github: delivery %s of event %r: nothing handles it", delivery, event)
+        return JsonResponse({"handled": False, "event": event, "delivery": delivery})
     try:
-        message = github.translate(event, _github_payload(request), delivery=delivery, settings=settings)
+        payload = _github_payload(request)
+        message = github.translate(event, payload, delivery=delivery, settings=settings)
     except github.MalformedDelivery as exc:
         log.warning("github: delivery %s (%s) is malformed and was dropped: %s", delivery, event, exc)
         return JsonResponse({"handled": False, "detail": f"malformed {event} payload: {exc}"}, status=202)
+    agents = None
+    if event in github_agents.EVENTS and isinstance(payload, dict):
+        why_not = hosting.unavailable("github")
+        if why_not:
+            log.warning("github: delivery %s dropped: %s", delivery, why_not)
+            return JsonResponse({"handled": False, "detail": why_not}, status=202)
+        agents = github_agents.fan_out(event, payload, delivery=delivery, default_login=github.mention_login(settings),
+                                       token=github.api_token(settings))
+        if agents.failed:
+            # Not handed to a run: a 503 marks the delivery failed, and redelivering it starts
+            # what failed (the agents already started are claimed and not started twice).
+            return JsonResponse({"handled": False, "delivery": delivery, "agents": agents.as_json(),
+                                 "detail": "; ".join(f"{f['agent']}: {f['reason']}" for f in agents.failed)}, status=503)
+    handled_by_agents = bool(agents and (agents.started or agents.already))
     if message is None:
-        return JsonResponse({"handled": False, "detail": f"{event or 'the event'} does not address the bot"}, status=202)
+        body = {"handled": handled_by_agents, "delivery": delivery}
+        if agents is not None:
+            body["agents"] = agents.as_json()
+        if not handled_by_agents:
+            body["detail"] = f"{event or 'the event'} does not address the bot"
+        return JsonResponse(body, status=202)
     why_not = hosting.unavailable("github")
     if why_not:
         log.warning("github: delivery %s dropped: %s", delivery, why_not)
         return JsonResponse({"handled": False, "detail": why_not}, status=202)
     hosting.dispatch("github", message)
-    return JsonResponse({"handled": True, "delivery": delivery}, status=202)
+    body = {"handled": True, "delivery": delivery}
+    if agents is not None:
+        body["agents"] = agents.as_json()
+    return JsonResponse(body, status=202)
 
 
 # Async views: under Daphne a sync view holds Django's one sync thread, which the channel

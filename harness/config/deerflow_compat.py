@@ -597,6 +597,12 @@ def _channels(data: dict[str, Any], notes: list[CompatNote]) -> None:
             if key in block:
                 block.pop(key)
                 _note(notes, f"channels.{name}.{key}", ACCEPTED, reason)
+    # DeerFlow's operator-wide mention handle for GitHub is our channels.github.mention_login.
+    github = channels.get("github")
+    if isinstance(github, dict) and "default_mention_login" in github:
+        value = github.pop("default_mention_login")
+        github.setdefault("mention_login", value)
+        _note(notes, "channels.github.default_mention_login", MAPPED, "channels.github.mention_login")
 
 
 def translate_extensions(data: dict[str, Any]) -> tuple[dict[str, Any], list[CompatNote]]:

@@ -18,6 +18,8 @@ from harness.sandbox.env_policy import mask_secrets
 
 DEFAULT_USER_ID = "default"
 SECRETS_CONTEXT_KEY = "secrets"
+# Names of request secrets every command of the run gets, whatever skill is active.
+COMMAND_SECRETS_KEY = "command_secrets"
 
 
 def _lookup(source: Any, key: str) -> Any:
@@ -50,7 +52,8 @@ def request_secrets(runtime: Any) -> dict[str, str]:
 
 
 def skill_secrets(runtime: Any) -> dict[str, str]:
-    """The request secrets bash may see: only those declared by skills active in this run.
+    """The request secrets bash may see: those the run names in ``command_secrets``, and those
+    declared by skills active in this run.
 
     Everything else in ``context.secrets`` stays out of the command's environment (it is
     still masked in output). Blocking: resolving the skill set may stat skill folders.
@@ -58,6 +61,13 @@ def skill_secrets(runtime: Any) -> dict[str, str]:
     secrets = request_secrets(runtime)
     if not secrets:
         return {}
+    # Named by the run itself for all its commands (a GitHub agent's GH_TOKEN), not by a skill.
+    named = _lookup(getattr(runtime, "context", None), COMMAND_SECRETS_KEY)
+    always = {k: secrets[k] for k in named if isinstance(k, str) and k in secrets} if isinstance(named, list | tuple) else {}
+    return {**always, **_skill_bound_secrets(runtime, secrets)}
+
+
+def _skill_bound_secrets(runtime: Any, secrets: dict[str, str]) -> dict[str, str]:
     from harness.skills import activation
     from harness.skills.state import resolve_skill_set
 

@@ -123,6 +123,7 @@
       skills = [];
     }
     checks($("f-skills"), skills.map((s) => s.name), a.skills, "sk-");
+    showGithub(a.github);
     $("editor-version").textContent = editing ? `version ${a.version}` : "";
     $("name-hint").textContent = "Lowercase letters, digits, - and _.";
     await loadHistory();
@@ -181,6 +182,48 @@
     else target.textContent = text.trim() ? text : "The persona appears here as you type.";
   }
 
+  // The github block as the controls show it: every listed repository gets the ticked events.
+  // Settings the controls do not show (recursion_limit, installation_id) are kept as they were.
+  let githubBase = null;
+
+  function showGithub(block) {
+    githubBase = block || null;
+    const bindings = (block && block.bindings) || [];
+    const has = (event, action) => bindings.some((b) => {
+      const t = (b.triggers || {})[event];
+      return t && (!action || (t.actions || []).includes(action));
+    });
+    $("f-gh-repos").value = bindings.map((b) => b.repo).join("\n");
+    $("gh-issue-opened").checked = has("issues", "opened");
+    $("gh-pr-opened").checked = has("pull_request", "opened");
+    $("gh-pr-sync").checked = has("pull_request", "synchronize");
+    $("gh-review-comment").checked = has("pull_request_review_comment");
+    $("gh-comment").checked = has("issue_comment");
+    $("gh-labeled").checked = has("issues", "labeled") || has("pull_request", "labeled");
+    const labels = new Set();
+    bindings.forEach((b) => Object.values(b.triggers || {}).forEach((t) => (t.labels || []).forEach((l) => labels.add(l))));
+    $("f-gh-labels").value = [...labels].join(", ");
+    $("f-gh-login").value = (block && block.bot_login) || "";
+  }
+
+  function githubBody() {
+    const repos = $("f-gh-repos").value.split(/[\s,]+/).map((r) => r.trim()).filter(Boolean);
+    if (!repos.length) return null;
+    const labels = $("f-gh-labels").value.split(",").map((l) => l.trim()).filter(Boolean);
+    const labeled = $("gh-labeled").checked;
+    const triggers = {};
+    const issueActions = [$("gh-issue-opened").checked && "opened", labeled && "labeled"].filter(Boolean);
+    const prActions = [$("gh-pr-opened").checked && "opened", $("gh-pr-sync").checked && "synchronize", labeled && "labeled"].filter(Boolean);
+    if (issueActions.length) triggers.issues = labels.length && labeled ? { actions: issueActions, labels } : { actions: issueActions };
+    if (prActions.length) triggers.pull_request = labels.length && labeled ? { actions: prActions, labels } : { actions: prActions };
+    if ($("gh-review-comment").checked) triggers.pull_request_review_comment = { require_mention: true };
+    if ($("gh-comment").checked) triggers.issue_comment = { require_mention: true };
+    const block = { ...(githubBase || {}), bindings: repos.map((repo) => ({ repo, triggers })) };
+    const login = $("f-gh-login").value.trim();
+    if (login) block.bot_login = login; else delete block.bot_login;
+    return block;
+  }
+
   function number(id) {
     const raw = $(id).value.trim();
     return raw === "" ? null : Number(raw);
@@ -202,6 +245,7 @@
       tool_groups: ticked($("f-tool-groups")),
       skills: ticked($("f-skills")),
       soul: $("f-soul").value,
+      github: githubBody(),
     };
   }
 
@@ -213,6 +257,7 @@
         ? await api("PUT", `${API}/${encodeURIComponent(editing.name)}`, body)
         : await api("POST", API, body);
       editing = saved;
+      showGithub(saved.github);
       $("editor-title").textContent = "Edit " + (saved.display_name || saved.name);
       $("editor-version").textContent = `Saved · version ${saved.version}`;
       showError($("form-error"), "");

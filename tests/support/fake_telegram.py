@@ -31,6 +31,7 @@ class ChatMessage:
     reply_to: int | None = None
     thread_id: int | None = None
     edits: list[str] = field(default_factory=list)
+    buttons: list[tuple[str, str]] = field(default_factory=list)  # (text, callback_data) of its inline keyboard
 
 
 class FakeTelegram:
@@ -45,6 +46,7 @@ class FakeTelegram:
         self.fail_next = 0
         self.fail_method: dict[str, int] = {}  # method -> how many of its next calls answer 502
         self.webhook: tuple[str, str] | None = None  # (url, secret) once setWebhook was called
+        self.answered_callbacks: list[str] = []  # callback query ids the bot acknowledged
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(100)
         self._new_update = asyncio.Event()
@@ -135,6 +137,19 @@ class FakeTelegram:
                  {"file_id": file_id, "file_unique_id": f"u{file_id}", "width": 800, "height": 600, "file_size": len(data)}]
         return self.user_says("", user_id=user_id, caption=caption, photo=sizes)
 
+    def user_presses(self, message: ChatMessage, text: str, *, user_id: int = 501, first_name: str = "Ann") -> dict:
+        """A tap on one of ``message``'s inline buttons (by its text): a callback_query update."""
+        data = next(d for label, d in message.buttons if label == text)
+        query = {"id": str(next(self._update_ids) + 7_000_000), "chat_instance": "ci-1", "data": data,
+                 "from": {"id": user_id, "is_bot": False, "first_name": first_name},
+                 "message": {**self._result_message(message), "chat": {"id": message.chat_id, "type": "private" if message.chat_id > 0 else "supergroup"}}}
+        self.updates.append({"update_id": next(self._update_ids), "callback_query": query})
+        self._new_update.set()
+        return query
+
+    def with_buttons(self, chat_id: int) -> list[ChatMessage]:
+        return [m for m in self.sent if m.chat_id == chat_id and m.buttons]
+
     def texts(self, chat_id: int) -> list[str]:
         """The bot's messages in a chat as the user sees them now (edits applied)."""
         return [m.text for m in self.sent if m.chat_id == chat_id and m.document is None]
@@ -219,7 +234,9 @@ class FakeTelegram:
             return self._ok(True)
         if method == "sendMessage":
             msg = ChatMessage(chat_id=int(params["chat_id"]), message_id=next(self._message_ids), text=str(params["text"]),
-                              reply_to=(params.get("reply_parameters") or {}).get("message_id"), thread_id=params.get("message_thread_id"))
+                              reply_to=(params.get("reply_parameters") or {}).get("message_id"), thread_id=params.get("message_thread_id"),
+                              buttons=[(b["text"], b["callback_data"]) for row in (params.get("reply_markup") or {}).get("inline_keyboard", [])
+                                       for b in row])
             self.sent.append(msg)
             self._changed.set()
             return self._ok(self._result_message(msg))
@@ -239,6 +256,10 @@ class FakeTelegram:
             self.sent.append(msg)
             self._changed.set()
             return self._ok(self._result_message(msg))
+        if method == "answerCallbackQuery":
+            self.answered_callbacks.append(str(params["callback_query_id"]))
+            self._changed.set()
+            return self._ok(True)
         if method == "getFile":
             file_id = str(params["file_id"])
             if file_id not in self.files:

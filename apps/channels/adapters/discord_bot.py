@@ -25,7 +25,9 @@ import discord.gateway
 import discord.http
 import yarl
 
-from apps.channels.base import Capabilities, ChannelAdapter, ChatRef, InboundFile, InboundMessage, SentMessage
+from apps.channels.base import (
+    Capabilities, ChannelAdapter, ChatRef, Choice, InboundAction, InboundFile, InboundMessage, SentMessage,
+)
 from apps.channels.common import PlatformError, direct_chat_hint, download, guard_policy, run_with_backoff
 from apps.channels.registry import register
 
@@ -50,6 +52,18 @@ class _Client(discord.Client):
         if inbound is not None:
             await self.adapter.hooks.event()
             await self.adapter.sink(inbound)
+
+    async def on_interaction(self, interaction: discord.Interaction) -> None:
+        """A button of a question or approval (a message component) was pressed."""
+        pressed = self.adapter.pressed(interaction)
+        if pressed is None:
+            return
+        try:
+            await interaction.response.defer()  # within 3 s, or Discord shows "interaction failed"
+        except Exception as exc:  # the press still counts; Discord just shows it failed
+            log.info("discord: interaction %s not acknowledged: %s", interaction.id, exc)
+        await self.adapter.hooks.event()
+        await self.adapter.sink(pressed)
 
 
 @register
@@ -205,4 +219,33 @@ class DiscordAdapter(ChannelAdapter):
             sent = await channel.send(file=discord.File(io.BytesIO(data), filename=name), reference=reference)
         except discord.HTTPException as exc:
             raise PlatformError(f"discord file upload failed: {exc.status} {exc.text}") from None
+        return SentMessage(chat=chat, message_id=str(sent.id))
+
+    # --- buttons (questions and approvals) ------------------------------------------------
+
+    def pressed(self, interaction: discord.Interaction) -> InboundAction | None:
+        data = interaction.data or {}
+        if interaction.type != discord.InteractionType.component or not isinstance(data.get("custom_id"), str):
+            return None
+        if interaction.user is None or interaction.user.bot or interaction.channel_id is None:
+            return None
+        channel = interaction.channel
+        if isinstance(channel, discord.Thread):
+            chat = ChatRef(provider=self.provider, workspace="", chat=str(channel.parent_id), topic=str(channel.id))
+        else:
+            chat = ChatRef(provider=self.provider, workspace="", chat=str(interaction.channel_id))
+        return InboundAction(chat=chat, sender_id=str(interaction.user.id),
+                             sender_name=interaction.user.display_name or interaction.user.name, data=data["custom_id"],
+                             message_id=f"ix-{interaction.id}", reply_to=str(interaction.message.id) if interaction.message else "")
+
+    async def send_choices(self, chat: ChatRef, text: str, choices: list[Choice], *, reply_to: str | None = None) -> SentMessage:
+        channel_id, reference = await self._target(chat, reply_to, text.splitlines()[0] if text else "")
+        view = discord.ui.View(timeout=None)
+        for choice in choices[:25]:  # five rows of five: Discord's limit
+            view.add_item(discord.ui.Button(label=choice.label[:80], custom_id=choice.data, style=discord.ButtonStyle.secondary))
+        channel = self._ready_client().get_partial_messageable(channel_id)
+        try:
+            sent = await channel.send(text[:2000] or "…", view=view, reference=reference, allowed_mentions=discord.AllowedMentions.none())
+        except discord.HTTPException as exc:
+            raise PlatformError(f"discord send failed: {exc.status} {exc.text}") from None
         return SentMessage(chat=chat, message_id=str(sent.id))

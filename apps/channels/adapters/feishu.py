@@ -27,6 +27,8 @@ from apps.channels.base import (
     Capabilities,
     ChannelAdapter,
     ChatRef,
+    Choice,
+    InboundAction,
     InboundFile,
     InboundMessage,
     SentMessage,
@@ -175,7 +177,8 @@ class FeishuAdapter(ChannelAdapter):
         asyncio.set_event_loop(loop)
         ws_module.loop = loop  # the SDK schedules everything on this module-level loop
         self._ws_loop = loop
-        handler = _lark().EventDispatcherHandler.builder("", "").register_p2_im_message_receive_v1(self._on_event).build()
+        handler = (_lark().EventDispatcherHandler.builder("", "").register_p2_im_message_receive_v1(self._on_event)
+                   .register_p2_card_action_trigger(self.on_card_action).build())
         backoff = Backoff()
         while not self._stopping.is_set():
             self._ws_client = _ws_client_class()(self, str(self.settings["app_id"]), str(self.settings["app_secret"]),
@@ -210,11 +213,16 @@ class FeishuAdapter(ChannelAdapter):
         else:
             coro.close()
 
-    async def _deliver(self, message: InboundMessage) -> None:
+    async def _deliver(self, message: InboundMessage | InboundAction) -> None:
         await self.hooks.event()
         await self.sink(message)
 
     async def handle_webhook_payload(self, payload: dict[str, Any]) -> None:
+        if "card_action" in payload:  # a button press the callback route verified
+            pressed = self.pressed(payload["card_action"])
+            if pressed is not None:
+                await self._deliver(pressed)
+            return
         data = _lark().JSON.unmarshal(payload["event_json"], _im().P2ImMessageReceiveV1)
         message = self.translate(data)
         if message is not None:
@@ -342,3 +350,43 @@ class FeishuAdapter(ChannelAdapter):
             resp = _check(self.client.im.v1.message.create(
                 _im().CreateMessageRequest.builder().receive_id_type(id_type).request_body(body).build()), "send")
         return SentMessage(chat=chat, message_id=resp.data.message_id)
+
+    # --- buttons (questions and approvals) ------------------------------------------------
+
+    def on_card_action(self, data: Any) -> Any:
+        """card.action.trigger from the long connection (the SDK's loop): handed to ours, and
+        answered at once with a toast (Feishu wants an answer within 3 s)."""
+        from lark_oapi.event.callback.model.p2_card_action_trigger import P2CardActionTriggerResponse
+
+        event = getattr(data, "event", None)
+        header = getattr(data, "header", None)
+        pressed = self.pressed({
+            "open_id": getattr(getattr(event, "operator", None), "open_id", None),
+            "tenant_key": getattr(getattr(event, "operator", None), "tenant_key", None) or getattr(header, "tenant_key", None),
+            "value": getattr(getattr(event, "action", None), "value", None),
+            "chat_id": getattr(getattr(event, "context", None), "open_chat_id", None),
+            "message_id": getattr(getattr(event, "context", None), "open_message_id", None),
+            "event_id": getattr(header, "event_id", None)})
+        if pressed is not None:
+            self._notify(self._deliver(pressed))
+        return P2CardActionTriggerResponse({"toast": {"type": "info", "content": "Got it"}})
+
+    def pressed(self, action: Mapping[str, Any]) -> InboundAction | None:
+        value = action.get("value") if isinstance(action.get("value"), Mapping) else {}
+        if not all(isinstance(action.get(k), str) and action.get(k) for k in ("open_id", "chat_id", "event_id")) \
+                or not isinstance(value.get("dfq"), str):
+            log.warning("feishu: a card action without operator, chat or choice was ignored")
+            return None
+        # The press names the chat, not a topic: a question asked inside a topic is answered
+        # by replying there with its number (docs/channels.md).
+        return InboundAction(chat=ChatRef(provider=self.provider, workspace=str(action.get("tenant_key") or ""), chat=action["chat_id"]),
+                             sender_id=action["open_id"], sender_name="", data=value["dfq"], message_id=f"card-{action['event_id']}",
+                             reply_to=str(action.get("message_id") or ""))
+
+    async def send_choices(self, chat: ChatRef, text: str, choices: list[Choice], *, reply_to: str | None = None) -> SentMessage:
+        buttons = [{"tag": "button", "type": "default", "text": {"tag": "plain_text", "content": choice.label},
+                    "value": {"dfq": choice.data}} for choice in choices]
+        content = json.dumps({"config": {"wide_screen_mode": True, "update_multi": True},
+                              "elements": [{"tag": "markdown", "content": text or " "}, {"tag": "action", "actions": buttons}]},
+                             ensure_ascii=False)
+        return await asyncio.to_thread(self._send, chat, "interactive", content, reply_to)

@@ -50,6 +50,11 @@ def webhook_secret(settings: Mapping[str, Any]) -> str:
     return str(os.environ.get("GITHUB_WEBHOOK_SECRET") or settings.get("webhook_secret") or "").strip()
 
 
+def api_token(settings: Mapping[str, Any]) -> str:
+    """The server's GitHub token: posts answers, and is the bound agents' GH_TOKEN."""
+    return str(settings.get("api_token") or os.environ.get("GITHUB_API_TOKEN") or "").strip()
+
+
 def signature_valid(secret: str, body: bytes, header: str | None) -> bool:
     """``X-Hub-Signature-256`` is ``sha256=`` + hex HMAC-SHA256 of the raw body."""
     if not header or not header.startswith("sha256="):
@@ -59,7 +64,8 @@ def signature_valid(secret: str, body: bytes, header: str | None) -> bool:
 
 
 def mention_login(settings: Mapping[str, Any]) -> str:
-    return str(settings.get("mention_login") or DEFAULT_LOGIN).lstrip("@").strip()
+    # default_mention_login: DeerFlow's name for the same setting.
+    return str(settings.get("mention_login") or settings.get("default_mention_login") or DEFAULT_LOGIN).lstrip("@").strip()
 
 
 def _mention_pattern(login: str) -> re.Pattern:
@@ -144,7 +150,7 @@ class GitHubAdapter(ChannelAdapter):
     def __init__(self, settings: Mapping[str, Any], sink, hooks=None) -> None:
         super().__init__(settings, sink, hooks)
         self.api_url = str(settings.get("api_base_url") or DEFAULT_API_URL).rstrip("/")
-        self.api_token = str(settings.get("api_token") or os.environ.get("GITHUB_API_TOKEN") or "").strip()
+        self.api_token = api_token(settings)
         self.posted: int = 0
 
     @classmethod

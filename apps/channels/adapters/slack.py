@@ -29,7 +29,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from apps.channels.base import (
-    Capabilities, ChannelAdapter, ChatRef, InboundFile, InboundMessage, SentMessage,
+    Capabilities, ChannelAdapter, ChatRef, Choice, InboundAction, InboundFile, InboundMessage, SentMessage,
 )
 from apps.channels.registry import register
 
@@ -44,6 +44,8 @@ _SEEN_MAX = 512
 # Message subtypes that are a person writing; edits, joins, bot posts and the like are not.
 _USER_SUBTYPES = frozenset({None, "file_share", "thread_broadcast"})
 _COMMAND_WORDS = frozenset({"connect", "new", "status", "stop", "goal", "help"})
+# The buttons of a question or approval (block actions): action ids dfq_0, dfq_1, ...
+_CHOICE_ACTION = re.compile(r"^dfq_\d+$")
 
 
 def _setting(settings: Mapping[str, Any], key: str, env: str | None = None) -> str:
@@ -133,6 +135,7 @@ class SlackAdapter(ChannelAdapter):
         app.event("app_mention")(self._on_event)
         app.event("message")(self._on_event)
         app.command(self.slash_command)(self._on_command)
+        app.action(_CHOICE_ACTION)(self._on_choice)
         return app
 
     @property
@@ -303,3 +306,34 @@ class SlackAdapter(ChannelAdapter):
                                                          filename=name, title=name, content=data)
         files = response.get("files") or [{}]
         return SentMessage(chat=chat, message_id=str(files[0].get("id") or ""))
+
+    # -- buttons (questions and approvals) ---------------------------------------------------
+
+    async def send_choices(self, chat: ChatRef, text: str, choices: list[Choice], *, reply_to: str | None = None) -> SentMessage:
+        blocks = [{"type": "section", "text": {"type": "plain_text", "text": text[:2900]}},
+                  {"type": "actions", "block_id": "dfq", "elements": [
+                      {"type": "button", "action_id": f"dfq_{n}", "value": choice.data,
+                       "text": {"type": "plain_text", "text": choice.label[:75]}} for n, choice in enumerate(choices)]}]
+        response = await self.app.client.chat_postMessage(channel=chat.chat, text=text, blocks=blocks, thread_ts=chat.topic or None)
+        return SentMessage(chat=chat, message_id=str(response["ts"]))
+
+    async def _on_choice(self, ack, body: dict, action: dict) -> None:
+        """A block button pressed (Socket Mode ``interactive`` envelope, or the form-encoded
+        ``payload`` bolt verified on the HTTP route): acked at once, handled after."""
+        await ack()
+        await self.hooks.event()
+        user = body.get("user") if isinstance(body.get("user"), Mapping) else {}
+        channel = body.get("channel") if isinstance(body.get("channel"), Mapping) else {}
+        message = body.get("message") if isinstance(body.get("message"), Mapping) else {}
+        if not isinstance(user.get("id"), str) or not isinstance(channel.get("id"), str) or not isinstance(action.get("value"), str):
+            log.warning("slack: a block action without user, channel or value was ignored")
+            return
+        team = (body.get("team") or {}).get("id") if isinstance(body.get("team"), Mapping) else user.get("team_id")
+        pressed = InboundAction(
+            chat=ChatRef(provider=self.provider, workspace=str(team or ""), chat=channel["id"], topic=str(message.get("thread_ts") or "")),
+            sender_id=user["id"], sender_name=str(user.get("name") or user.get("username") or user["id"]), data=action["value"],
+            message_id=f"act-{action.get('action_ts') or ''}-{user['id']}", reply_to=str(message.get("ts") or ""))
+        try:
+            await self.sink(pressed)
+        except Exception:
+            log.exception("slack: handling a button press in %s failed", channel["id"])

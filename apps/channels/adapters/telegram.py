@@ -21,12 +21,14 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from telegram import Bot, InputFile, Message, ReplyParameters, Update
+from telegram import Bot, CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, InputFile, Message, ReplyParameters, Update
 from telegram.error import BadRequest, Forbidden, InvalidToken, NetworkError, RetryAfter, TelegramError, TimedOut
 from telegram.request import HTTPXRequest
 from telegram.warnings import PTBUserWarning
 
-from apps.channels.base import Capabilities, ChannelAdapter, ChatRef, InboundFile, InboundMessage, SentMessage
+from apps.channels.base import (
+    Capabilities, ChannelAdapter, ChatRef, Choice, InboundAction, InboundFile, InboundMessage, SentMessage,
+)
 from apps.channels.registry import register
 from harness.net.guard import GuardedTransport, GuardPolicy
 
@@ -34,6 +36,8 @@ logger = logging.getLogger(__name__)
 
 DOWNLOAD_LIMIT = 20_000_000  # the hosted Bot API serves files up to 20 MB to bots
 BACKOFF_MAX = 60.0
+# Messages, and presses of the inline keyboards questions and approvals carry.
+ALLOWED_UPDATES = ["message", "callback_query"]
 
 
 def _retry_seconds(exc: RetryAfter) -> float:
@@ -197,6 +201,8 @@ class TelegramAdapter(ChannelAdapter):
             logger.warning("Telegram update %s could not be read: %s", update_id, exc)
             await self.hooks.error(f"update {update_id} could not be read: {type(exc).__name__}: {exc}")
             return
+        if isinstance(message, InboundAction):
+            await self._acknowledge(message.message_id)
         if message is not None:
             await self.sink(message)
 
@@ -229,13 +235,13 @@ class TelegramAdapter(ChannelAdapter):
         site = web.TCPSite(self._webhook_runner, host or "127.0.0.1", int(port or 8443))
         await site.start()
         self.webhook_port = site._server.sockets[0].getsockname()[1]
-        await self.bot.set_webhook(url=str(self.settings["webhook_url"]), secret_token=secret, allowed_updates=["message"])
+        await self.bot.set_webhook(url=str(self.settings["webhook_url"]), secret_token=secret, allowed_updates=ALLOWED_UPDATES)
 
     async def _get_updates(self) -> list:
         """Updates as JSON, each parsed on its own: one malformed update must not make the
         whole batch unreadable (and so stall the offset on it forever)."""
         assert self.bot is not None
-        params: dict[str, Any] = {"timeout": self.poll_timeout, "allowed_updates": ["message"]}
+        params: dict[str, Any] = {"timeout": self.poll_timeout, "allowed_updates": ALLOWED_UPDATES}
         if self.offset is not None:
             params["offset"] = self.offset
         with warnings.catch_warnings():
@@ -260,7 +266,9 @@ class TelegramAdapter(ChannelAdapter):
 
         return re.sub(rf"@{re.escape(self.username)}\b", "", text, flags=re.IGNORECASE).strip()
 
-    def _inbound(self, update: Update) -> InboundMessage | None:
+    def _inbound(self, update: Update) -> InboundMessage | InboundAction | None:
+        if update.callback_query is not None:
+            return self._pressed(update.callback_query)
         message = update.message
         if message is None or message.from_user is None or message.from_user.is_bot:
             return None
@@ -336,4 +344,29 @@ class TelegramAdapter(ChannelAdapter):
                 await asyncio.sleep(1.0 + attempt)
         raise RuntimeError("unreachable")
 
+    # -- buttons (questions and approvals) ---------------------------------------------------
 
+    def _pressed(self, query: CallbackQuery) -> InboundAction | None:
+        message = query.message
+        if query.from_user is None or query.from_user.is_bot or message is None or not query.data:
+            return None
+        topic = str(message.message_thread_id) if getattr(message, "is_topic_message", False) and message.message_thread_id else ""
+        user = query.from_user
+        return InboundAction(chat=ChatRef(provider=self.provider, workspace="", chat=str(message.chat.id), topic=topic),
+                             sender_id=str(user.id), sender_name=user.full_name or user.username or str(user.id),
+                             data=str(query.data), message_id=f"cb-{query.id}", reply_to=str(message.message_id))
+
+    async def _acknowledge(self, press_id: str) -> None:
+        """Telegram shows a spinner on the button until the press is answered."""
+        assert self.bot is not None
+        try:
+            await self.bot.answer_callback_query(press_id.removeprefix("cb-"))
+        except TelegramError as exc:  # an old press (over 15 minutes) cannot be answered: harmless
+            logger.info("Telegram: callback %s not acknowledged: %s", press_id, exc)
+
+    async def send_choices(self, chat: ChatRef, text: str, choices: list[Choice], *, reply_to: str | None = None) -> SentMessage:
+        assert self.bot is not None
+        keyboard = InlineKeyboardMarkup([[InlineKeyboardButton(choice.label, callback_data=choice.data)] for choice in choices])
+        sent = await self._retrying(lambda: self.bot.send_message(text=text[:4096], reply_markup=keyboard,
+                                                                  **self._target(chat, reply_to)))
+        return SentMessage(chat=chat, message_id=str(sent.message_id))

@@ -77,6 +77,9 @@ class FakeDiscord(FakePlatform):
         self.route("GET", "/attachments/{name}", self._attachment)
         self.route("POST", "/api/v10/users/@me/channels", self._open_dm)
         self.route("GET", "/gateway", self._gateway)
+        self.route("POST", "/api/v10/interactions/{iid}/{token}/callback", self._interaction_callback)
+        self.interaction_callbacks: list[dict] = []
+        self.components: dict[str, list[dict]] = {}  # sent message id -> its buttons
 
     async def _send(self, request: web.Request) -> web.Response:
         cid = request.match_info["cid"]
@@ -87,6 +90,9 @@ class FakeDiscord(FakePlatform):
             payload = recorded.json()
         sent = message(channel_id=cid, content=payload.get("content") or "", author=BOT, guild=cid != DM_ID)
         self.sent_ids.add(sent["id"])
+        if payload.get("components"):
+            sent["components"] = payload["components"]
+            self.components[sent["id"]] = [b for row in payload["components"] for b in row["components"]]
         return json_answer(sent)
 
     async def _edit(self, request: web.Request) -> web.Response:
@@ -115,6 +121,32 @@ class FakeDiscord(FakePlatform):
 
     async def _attachment(self, request: web.Request) -> web.Response:
         return web.Response(body=f"contents of {request.match_info['name']}".encode(), content_type="text/plain")
+
+    async def _interaction_callback(self, request: web.Request) -> web.Response:
+        self.interaction_callbacks.append({"id": request.match_info["iid"], **self.requests[-1].json()})
+        if request.query.get("with_response"):  # the interaction callback response object
+            return json_answer({"interaction": {"id": request.match_info["iid"], "type": 3, "response_message_loading": False,
+                                                "response_message_ephemeral": False}})
+        return web.Response(status=204)
+
+    async def press(self, message_id: str, label: str, *, presser: dict = ALICE, channel_id: str = DM_ID) -> str:
+        """A click on one of a sent message's buttons: an INTERACTION_CREATE (type 3, component)."""
+        button = next(b for b in self.components[message_id] if b["label"] == label)
+        interaction_id = snowflake()
+        sent = message(channel_id=channel_id, content="", author=BOT, guild=channel_id != DM_ID, message_id=message_id)
+        data = {"id": interaction_id, "application_id": BOT_ID, "type": 3, "token": f"tok-{interaction_id}", "version": 1,
+                "channel_id": channel_id, "data": {"custom_id": button["custom_id"], "component_type": 2},
+                "message": sent, "app_permissions": "0", "locale": "en-US", "entitlements": [], "authorizing_integration_owners": {},
+                "attachment_size_limit": 10485760}
+        if channel_id == DM_ID:
+            data["user"] = presser
+            data["channel"] = {"id": DM_ID, "type": 1}
+        else:
+            data["guild_id"] = GUILD_ID
+            data["member"] = {"user": presser, "roles": [], "joined_at": now(), "deaf": False, "mute": False, "flags": 0,
+                              "permissions": "0"}
+        await self.dispatch("INTERACTION_CREATE", data)
+        return interaction_id
 
     async def dispatch(self, event: str, data: dict) -> None:
         await self.to_dispatch.put((event, data))

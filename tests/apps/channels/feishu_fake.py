@@ -41,6 +41,17 @@ def message_event(*, text: str = "hello", chat_type: str = "p2p", message_id: st
                       "message": message}}
 
 
+def card_action_event(value: dict, *, operator: str = "ou_alice", chat_id: str = "oc_chat", message_id: str = "om_card",
+                      token: str = "vtoken") -> dict:
+    """A card.action.trigger callback (a card button pressed), schema 2.0."""
+    return {"schema": "2.0",
+            "header": {"event_id": uuid.uuid4().hex, "event_type": "card.action.trigger", "create_time": "1700000000000",
+                       "token": token, "app_id": "cli_test", "tenant_key": "tenant_1"},
+            "event": {"operator": {"tenant_key": "tenant_1", "open_id": operator, "union_id": "on_x", "user_id": "u_x"},
+                      "token": "c-token", "action": {"tag": "button", "value": value},
+                      "host": "im_message", "context": {"open_message_id": message_id, "open_chat_id": chat_id}}}
+
+
 def encrypt(encrypt_key: str, plaintext: str) -> str:
     """Feishu's scheme: AES-256-CBC, key = SHA-256(encrypt key), random IV prefixed, base64."""
     key = hashlib.sha256(encrypt_key.encode()).digest()

@@ -145,3 +145,21 @@ async def test_the_gateway_connection_resumes_after_an_outage(fake, adapter):
     await fake.dispatch("MESSAGE_CREATE", message(channel_id=DM_ID, content="after", guild=False))
     assert (await inbox.next(timeout=30)).text == "after"
     assert fake.resumes[0]["session_id"] == "session_1" and fake.resumes[0]["token"] == "bot-token-1"
+
+
+async def test_a_question_shows_buttons_and_a_press_arrives_as_the_presser(fake, adapter):
+    from apps.channels.base import Choice
+
+    adapter_, inbox = adapter
+    chat = ChatRef(provider="discord", workspace="", chat=DM_ID)
+    sent = await adapter_.send_choices(chat, "Which format?", [Choice("PDF", "dfq:1:abc:0"), Choice("Markdown", "dfq:1:abc:1")])
+    [posted] = [r.json() for r in fake.calls("POST", f"/api/v10/channels/{DM_ID}/messages")]
+    assert posted["content"] == "Which format?"
+    assert [(b["label"], b["custom_id"]) for b in posted["components"][0]["components"]] == [("PDF", "dfq:1:abc:0"),
+                                                                                            ("Markdown", "dfq:1:abc:1")]
+    interaction_id = await fake.press(sent.message_id, "Markdown")
+    pressed = await inbox.next()
+    assert (pressed.data, pressed.sender_id, pressed.chat.chat, pressed.reply_to) == ("dfq:1:abc:1", ALICE["id"], DM_ID, sent.message_id)
+    assert pressed.message_id == f"ix-{interaction_id}"
+    await fake.wait_for("POST", f"/api/v10/interactions/{interaction_id}/tok-{interaction_id}/callback")
+    assert fake.interaction_callbacks[0]["type"] == 6  # acknowledged: the button stops spinning

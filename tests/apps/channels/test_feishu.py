@@ -237,3 +237,36 @@ async def test_callback_encrypted_event_and_signature(webhook_adapter):
     refused = await client.post(URL, data=wrong_key, content_type="application/json", **signed_headers("ekey-123", wrong_key))
     assert refused.status_code == 401
     assert len(inbox.messages) == 1
+
+
+async def test_a_question_card_has_buttons_and_a_press_comes_back_over_the_long_connection(fake, adapter_ws):
+    from apps.channels.base import Choice
+    from tests.apps.channels.feishu_fake import card_action_event
+
+    adapter, inbox = adapter_ws
+    await adapter.send_choices(ChatRef(provider="feishu", workspace="tenant_1", chat="oc_chat"), "Approve?",
+                               [Choice("Approve once", "dfq:1:abc:0"), Choice("Deny", "dfq:1:abc:2")])
+    card = json.loads(fake.calls("POST", "/open-apis/im/v1/messages")[0].json()["content"])
+    [action] = [e for e in card["elements"] if e["tag"] == "action"]
+    assert [(b["text"]["content"], b["value"]) for b in action["actions"]] == [("Approve once", {"dfq": "dfq:1:abc:0"}),
+                                                                            ("Deny", {"dfq": "dfq:1:abc:2"})]
+    await fake.to_push.put(card_action_event({"dfq": "dfq:1:abc:2"}))
+    pressed = await inbox.next()
+    assert (pressed.data, pressed.sender_id, pressed.chat, pressed.reply_to) == (
+        "dfq:1:abc:2", "ou_alice", ChatRef(provider="feishu", workspace="tenant_1", chat="oc_chat"), "om_card")
+    await asyncio.wait_for(fake.acked.wait(), 20)
+    assert fake.acks[-1]["code"] == 200  # answered (with a toast) inside Feishu's 3 s
+
+
+async def test_a_card_press_through_the_callback_route(webhook_adapter):
+    from tests.apps.channels.feishu_fake import card_action_event
+
+    start, inbox = webhook_adapter
+    await start(verification_token="vtoken")
+    client = AsyncClient()
+    ok = await client.post(URL, data=json.dumps(card_action_event({"dfq": "dfq:1:abc:0"})), content_type="application/json")
+    assert ok.status_code == 200 and ok.json()["toast"]["content"] == "Got it"
+    assert (await inbox.next()).data == "dfq:1:abc:0"
+    forged = await client.post(URL, data=json.dumps(card_action_event({"dfq": "dfq:1:abc:0"}, token="wrong")),
+                               content_type="application/json")
+    assert forged.status_code == 401

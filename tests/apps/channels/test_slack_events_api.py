@@ -96,3 +96,64 @@ def test_a_connected_user_is_answered_over_the_events_api(client, events_mode, f
     events_mode.call(events_mode.host_manager().idle, timeout=60)
     [run] = Run.objects.all()
     assert run.owner_id == user.pk and run.status == "success"
+
+
+def interaction(fake: FakeSlack, message: dict, value: str, *, user: str = "U0ALICE") -> dict:
+    """A block_actions payload as Slack posts it to the Interactivity Request URL."""
+    return {"type": "block_actions", "team": {"id": "T0TEAM", "domain": "test"},
+            "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": "T0TEAM"},
+            "api_app_id": "A0APP", "token": "legacy", "trigger_id": f"trig-{fake.new_ts()}",
+            "channel": {"id": message["channel"], "name": "directmessage"},
+            "message": {"type": "message", "ts": message["ts"], "text": message["text"], "user": BOT_USER},
+            "actions": [{"type": "button", "block_id": "dfq", "action_id": "dfq_0", "value": value,
+                         "text": {"type": "plain_text", "text": "Approve once"}, "action_ts": fake.new_ts()}]}
+
+
+def press(client, payload: dict, url: str = "/api/channels/slack/interactions"):
+    from urllib.parse import urlencode
+
+    body = urlencode({"payload": json.dumps(payload)}).encode()
+    return client.post(url, data=body, content_type="application/x-www-form-urlencoded", **signed(body))
+
+
+def test_an_approval_round_trip_from_slack_blocks(client, events_mode, fake_slack, scripted_lead, user, tmp_path, monkeypatch):
+    import os
+    from pathlib import Path
+
+    import yaml
+
+    from apps.channels.connections import connect_code_issue
+    from apps.governance.models import ApprovalDecision
+    from harness.testing import call, tool_reply
+
+    config = yaml.safe_load(Path(os.environ["DEER_FLOW_CONFIG_PATH"]).read_text())
+    config["approvals"] = {"rules": [{"name": "risky-shell", "tool": "bash", "match": "rm ", "action": "ask"}]}
+    path = tmp_path / "config-approvals.yaml"
+    path.write_text(yaml.safe_dump(config))
+    monkeypatch.setenv("DEER_FLOW_CONFIG_PATH", str(path))
+    scripted_lead(tool_reply(call("bash", command="rm -f /mnt/user-data/outputs/old.txt", description="tidy")), "Tidied up.")
+    issued = connect_code_issue(user=user, provider="slack", ttl_seconds=600)
+    assert post(client, dm_event(fake_slack, f"<@{BOT_USER}> /connect {issued.code}")).status_code == 200
+    fake_slack.wait_for(lambda: any(c.args["text"].startswith("Connected") for c in fake_slack.calls_to("chat.postMessage")),
+                        what="the connect reply")
+    assert post(client, dm_event(fake_slack, "tidy my outputs")).status_code == 200
+    [asked] = fake_slack.wait_for(lambda: [c for c in fake_slack.calls_to("chat.postMessage") if c.args.get("blocks")],
+                                  what="the approval buttons")
+    buttons = asked.args["blocks"][1]["elements"]
+    assert [b["text"]["text"] for b in buttons] == ["Approve once", "Approve always in this chat", "Deny"]
+    assert "risky-shell" in asked.args["text"]
+    events_mode.call(events_mode.host_manager().idle, timeout=60)
+    assert Run.objects.get().status == "interrupted"
+
+    message = {"channel": asked.args["channel"], "ts": "1700000999.000100", "text": asked.args["text"]}
+    assert press(client, interaction(fake_slack, message, buttons[0]["value"])).status_code == 200
+    fake_slack.wait_for(lambda: any(c.args.get("text") == "Tidied up." for c in fake_slack.calls_to("chat.update")),
+                        what="the resumed run's answer")
+    events_mode.call(events_mode.host_manager().idle, timeout=60)
+    paused, resumed = Run.objects.order_by("created_at")
+    assert resumed.status == "success" and resumed.owner_id == user.pk and resumed.thread_id == paused.thread_id
+    assert list(ApprovalDecision.objects.values_list("decision", flat=True)) == ["approved"]
+
+    unsigned = client.post("/api/channels/slack/interactions", data=b"payload=%7B%7D",
+                           content_type="application/x-www-form-urlencoded")
+    assert unsigned.status_code == 401  # a press is signed like an event: a forged one runs nothing

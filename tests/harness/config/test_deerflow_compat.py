@@ -70,6 +70,8 @@ def test_mapped_keys_land_on_ours():
     assert (config.memory.token_counting, config.memory.staleness_age_days, config.memory.staleness_min_candidates,
             config.memory.consolidation_min_facts) == ("char", 60, 2, 5)
     assert mapped["memory.backend_config.token_counting"] == "memory.token_counting"
+    assert mapped["channels.github.default_mention_login"] == "channels.github.mention_login"
+    assert config.channels.model_extra["github"]["mention_login"] == "deerflow-bot"
     honoured = {"memory.shutdown_flush_timeout_seconds", "memory.staleness_review_enabled", "memory.staleness_min_candidates",
                 "memory.consolidation_enabled"}
     assert not honoured & {n.key for n in config.compat_notes}  # our own keys: nothing to say about them
