@@ -53,7 +53,9 @@ def _image() -> str:
 def _spawn(url: str) -> None:
     """Start the API service on ``url`` and wait until it answers."""
     global _service
-    _service = subprocess.Popen([*PODMAN, "system", "service", "--time=0", url],
+    # In its own directory: conmon, the service's child, writes a file named `oom` into its
+    # working directory when a container's cgroup OOM-kills a process (the memory test does).
+    _service = subprocess.Popen([*PODMAN, "system", "service", "--time=0", url], cwd=os.path.dirname(url[len("unix://"):]),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 60
     while True:
