@@ -99,12 +99,23 @@ def engine() -> tuple[str, str]:
         return _state["url"], _state["image"]
 
 
-def restart_service() -> None:
-    """Stop and start the engine's API service on the same socket (an engine restart)."""
-    if _service is not None:
+def stop_service() -> None:
+    """Stop the engine's API service (the containers keep running, as with a Docker daemon's live-restore)."""
+    if _service is not None and _service.poll() is None:
         _service.terminate()
         _service.wait(10)
-    _spawn(_state["url"])
+
+
+def start_service() -> None:
+    """Start the API service again on the same socket."""
+    if _service is None or _service.poll() is not None:
+        _spawn(_state["url"])
+
+
+def restart_service() -> None:
+    """Stop and start the engine's API service on the same socket (an engine restart)."""
+    stop_service()
+    start_service()
 
 
 def listed_containers() -> list[str]:

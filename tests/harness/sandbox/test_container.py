@@ -8,6 +8,7 @@ at the next start, and a vanished container costs one tool call, not the thread'
 
 from __future__ import annotations
 
+import http.server
 import os
 import signal
 import subprocess
@@ -15,10 +16,12 @@ import sys
 import textwrap
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
 from harness.config.app_config import SandboxConfig
+from harness.sandbox import disk
 from harness.sandbox.container import ContainerSandboxProvider
 from harness.sandbox.errors import SandboxError, SandboxUnavailable
 from harness.sandbox.ownership import MemoryOwnershipStore
@@ -26,6 +29,15 @@ from tests.harness.sandbox.conftest import make_provider
 from tests.support import container_engine
 
 pytestmark = [pytest.mark.container, pytest.mark.slow]
+
+
+@pytest.fixture(autouse=True)
+def unmount_thread_disks(home):
+    """The threads' disk images are mounted under the test's home: unmount them with it."""
+    yield
+    for point in disk.mounts():
+        if point.startswith(str(home) + "/"):
+            disk.unmount(Path(point))
 
 
 @pytest.fixture
@@ -181,14 +193,44 @@ def test_an_engine_restart_between_calls_is_invisible(make):
 def test_an_unreachable_engine_names_its_socket(home, skills_dir):
     provider = ContainerSandboxProvider(SandboxConfig(use="container", engine_url="unix:///nonexistent/engine.sock"),
                                         skills_dir=skills_dir, store=MemoryOwnershipStore())
+    # Opening the sandbox needs no engine: the file tools work; a command says which socket is silent.
+    sandbox = sandbox_of(provider)
+    sandbox.write_file("notes.txt", "kept\n")
     with pytest.raises(SandboxUnavailable, match="/nonexistent/engine.sock"):
-        provider.acquire("alice", "thread-1")
+        sandbox.execute_command("cat notes.txt")
+    assert sandbox.read_file("notes.txt") == "kept\n"
+
+
+def test_while_the_engine_is_down_other_threads_keep_working(make):
+    provider = make()
+    running = sandbox_of(provider, "alice", "thread-running")
+    run(running, "echo kept > notes.txt")
+    url, _ = container_engine.engine()
+    container_engine.stop_service()
+    try:
+        # A thread whose command needs the engine gets an error naming its socket, at once.
+        newcomer = sandbox_of(provider, "bob", "thread-new")
+        with pytest.raises(SandboxUnavailable, match=url.removeprefix("unix://")):
+            newcomer.execute_command("echo hi")
+        with pytest.raises(SandboxUnavailable, match="does not answer"):
+            running.execute_command("cat notes.txt")
+        # Everything that is not a command goes on, for every thread.
+        newcomer.write_file("/mnt/user-data/outputs/report.md", "# draft\n")
+        assert newcomer.read_file("/mnt/user-data/outputs/report.md") == "# draft\n"
+        assert running.read_file("notes.txt") == "kept\n"
+    finally:
+        container_engine.start_service()
+    # Back: the running thread's container and files are as they were; the newcomer gets one.
+    _, out = run(running, "cat notes.txt")
+    assert out == "kept\n"
+    _, out = run(newcomer, "cat /mnt/user-data/outputs/report.md")
+    assert out == "# draft\n"
 
 
 def test_a_missing_image_tells_the_operator_the_build_command(make):
-    provider = make(image="deerflow-sandbox:does-not-exist")
+    sandbox = sandbox_of(make(image="deerflow-sandbox:does-not-exist"))
     with pytest.raises(SandboxUnavailable, match="scripts/build_sandbox_image.sh"):
-        provider.acquire("alice", "thread-1")
+        sandbox.execute_command("true")
 
 
 def test_the_warm_pool_serves_a_new_thread_without_starting_a_container(make):
@@ -277,12 +319,112 @@ def test_a_killed_server_leaves_no_container_after_the_next_start(make, home):
     assert out == "before-crash\n"
 
 
-def test_writes_past_the_thread_quota_stop_the_command(make):
-    sandbox = sandbox_of(make(thread_quota_mb=8))
-    result, _ = run(sandbox, "dd if=/dev/zero of=/mnt/user-data/workspace/big bs=1M count=2000 2>&1", timeout=60)
-    assert result.exit_code is None and result.limit_message and "quota" in result.limit_message.lower()
-    # Stopped before it wrote what it asked for. A watcher, not a bound: it overshoots by what
-    # the command writes in one interval (docs/sandbox.md, "Limits: hard vs watchers").
-    assert (sandbox.fs.host_dir("workspace") / "big").stat().st_size < 2000 * 1024 * 1024
-    result, out = run(sandbox, "rm big; echo ok")
+def test_the_thread_disk_is_a_hard_limit(make, home):
+    provider = make(thread_quota_mb=8)
+    sandbox = sandbox_of(provider)
+    image = sandbox.fs.user_data_dir.parent / "user-data.img"
+    result, out = run(sandbox, "dd if=/dev/zero of=/mnt/user-data/workspace/big bs=1M count=2000 2>&1; "
+                               "dd if=/dev/zero of=/mnt/user-data/outputs/more bs=1M count=10 2>&1", timeout=60)
+    # Each write failed as soon as the thread's own file system was full: nothing to stop, nothing past it.
+    assert out.count("No space left on device") == 2, out
+    assert "this thread's disk is full" in result.limit_message and "hard limit" in result.limit_message
+    assert (sandbox.fs.host_dir("workspace") / "big").stat().st_size <= 8 * 1024 * 1024
+    # The host paid for the image only, never more than its size.
+    assert image.stat().st_size == 8 * 1024 * 1024 and image.stat().st_blocks * 512 <= 8 * 1024 * 1024
+    with pytest.raises(SandboxError):
+        sandbox.write_file("/mnt/user-data/outputs/note.txt", "x" * (2 * 1024 * 1024))
+    result, out = run(sandbox, "rm big /mnt/user-data/outputs/more; echo ok > kept.txt; cat kept.txt")
     assert out == "ok\n"
+    assert result.limit_message is None
+
+
+def test_the_thread_disk_outlives_its_container_grows_and_goes_with_the_thread(make, home):
+    from harness.sandbox import sandbox_thread_deleted, set_sandbox_provider
+
+    provider = make(thread_quota_mb=8)
+    sandbox = sandbox_of(provider, "gina", "thread-disk")
+    user_data = sandbox.fs.user_data_dir
+    run(sandbox, "echo kept > notes.txt")
+    provider.forget(sandbox, provider.container_for(sandbox))
+    disk.unmount(user_data)  # as a reboot would
+    # A bigger quota: the same image, grown; the files are there for the fresh container.
+    bigger = make(thread_quota_mb=32)
+    sandbox = sandbox_of(bigger, "gina", "thread-disk")
+    _, out = run(sandbox, "cat notes.txt; df -m --output=size /mnt/user-data/workspace | tail -1")
+    assert out.startswith("kept\n") and int(out.split()[-1]) > 16
+    name = bigger.container_for(sandbox)
+    # Deleting the thread removes its container, unmounts its disk and frees the loop device.
+    set_sandbox_provider(bigger)
+    try:
+        sandbox_thread_deleted("gina", "thread-disk")
+    finally:
+        set_sandbox_provider(None)
+    assert name not in container_engine.listed_containers()
+    assert disk.mounted_device(user_data) is None and not (user_data.parent / "user-data.img").exists()
+    # A disk whose image was deleted behind the server's back is unmounted at the next start.
+    orphan = sandbox_of(make(thread_quota_mb=8), "gina", "thread-orphan")
+    (orphan.fs.user_data_dir.parent / "user-data.img").unlink()
+    assert disk.mounted_device(orphan.fs.user_data_dir) is not None
+    make(thread_quota_mb=8)
+    assert disk.mounted_device(orphan.fs.user_data_dir) is None
+
+
+def test_extra_mounts_reach_commands_and_file_tools(make, tmp_path):
+    reference, scratch = tmp_path / "reference", tmp_path / "scratch"
+    reference.mkdir()
+    scratch.mkdir()
+    (reference / "facts.txt").write_text("the sky is blue\n")
+    sandbox = sandbox_of(make(mounts=[{"host_path": str(reference), "container_path": "/data/reference", "read_only": True},
+                                      {"host_path": str(scratch), "container_path": "/data/scratch"}]))
+    assert sandbox.read_file("/data/reference/facts.txt") == "the sky is blue\n"
+    with pytest.raises(SandboxError, match="read-only mount"):
+        sandbox.write_file("/data/reference/new.txt", "no")
+    sandbox.write_file("/data/scratch/from-tool.txt", "written by write_file\n")
+    entries, _ = sandbox.list_dir("/data/scratch")
+    assert [e.path for e in entries] == ["/data/scratch/from-tool.txt"]
+    _, out = run(sandbox, "cat /data/reference/facts.txt /data/scratch/from-tool.txt; touch /data/reference/x 2>&1")
+    assert "the sky is blue\nwritten by write_file\n" in out and "Read-only file system" in out
+    assert not (reference / "x").exists()
+
+
+def _fake_site():
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = b"hello from the host"
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+FETCH = ("python -c \"import sys, urllib.request\n"
+         "try:\n    print(urllib.request.urlopen(sys.argv[1], timeout=20).read().decode())\n"
+         "except Exception as e:\n    print('refused', getattr(e, 'code', ''), getattr(e, 'read', lambda: b'')().decode())\" ")
+
+
+def test_network_goes_out_through_the_ssrf_guard_only(make):
+    site = _fake_site()
+    url = f"http://127.0.0.1:{site.server_port}/"
+    try:
+        opened = make(allow_network=True, allowed_private_networks=["127.0.0.1/32", "169.254.0.0/16"])
+        sandbox = sandbox_of(opened)
+        _, out = run(sandbox, FETCH + url)
+        assert out.strip() == "hello from the host"
+        # Metadata stays shut whatever is allowed; without the proxy there is no route at all.
+        _, out = run(sandbox, FETCH + "http://169.254.169.254/latest/meta-data/")
+        assert out.startswith("refused 403") and "metadata" in out
+        _, out = run(sandbox, f"env -u http_proxy -u HTTP_PROXY {FETCH}{url}")
+        assert out.startswith("refused") and "hello" not in out
+        opened.shutdown()
+        closed = sandbox_of(make(allow_network=True), "bob", "thread-closed")
+        _, out = run(closed, FETCH + url)
+        assert out.startswith("refused 403") and "loopback" in out
+    finally:
+        site.shutdown()
