@@ -341,12 +341,19 @@ def test_the_thread_disk_is_a_hard_limit(make, home):
 def test_the_thread_disk_outlives_its_container_grows_and_goes_with_the_thread(make, home):
     from harness.sandbox import sandbox_thread_deleted, set_sandbox_provider
 
+    # An upload made before the thread's first sandbox is on the host folder: it moves into the image.
+    early = home / "users" / "gina" / "threads" / "thread-disk" / "user-data" / "uploads" / "early.csv"
+    early.parent.mkdir(parents=True)
+    early.write_text("a,b\n")
     provider = make(thread_quota_mb=8)
     sandbox = sandbox_of(provider, "gina", "thread-disk")
     user_data = sandbox.fs.user_data_dir
-    run(sandbox, "echo kept > notes.txt")
+    assert disk.mounted_device(user_data) is not None
+    _, out = run(sandbox, "cat /mnt/user-data/uploads/early.csv; echo kept > notes.txt")
+    assert out == "a,b\n"
     provider.forget(sandbox, provider.container_for(sandbox))
     disk.unmount(user_data)  # as a reboot would
+    assert not any(user_data.iterdir())  # everything is in the image, nothing left under it on the host
     # A bigger quota: the same image, grown; the files are there for the fresh container.
     bigger = make(thread_quota_mb=32)
     sandbox = sandbox_of(bigger, "gina", "thread-disk")
