@@ -238,9 +238,12 @@ def test_the_warm_pool_serves_a_new_thread_without_starting_a_container(make):
     assert provider.wait_for_pool(120)
     warm = set(provider._pool)
     before = set(container_engine.listed_containers())
+    spares = set(provider.spares_dir.glob("spare-*.img"))
+    assert len(spares) == 2  # thread disks formatted ahead, like the containers
     sandbox = sandbox_of(provider, "carol", "thread-warm")
     name = provider.container_for(sandbox)
     assert name in warm and name in before
+    assert len(spares - set(provider.spares_dir.glob("spare-*.img"))) == 1
     sandbox.write_file("/mnt/user-data/uploads/data.txt", "from the host\n")
     result, out = run(sandbox, "cat /mnt/user-data/uploads/data.txt; ls /mnt/skills; echo out > /mnt/user-data/outputs/o.txt")
     assert result.exit_code == 0 and "from the host" in out and "custom" in out and "public" in out
