@@ -1,12 +1,16 @@
 """The container provider: one container per thread on Docker or Podman, with a warm pool.
 
 Each thread gets its own container from ``sandbox.image``, started with hard limits from the
-engine's cgroups (memory with no swap, pids, CPU, open files), no network, a read-only root
-with a private ``/tmp`` in memory, every capability dropped and ``no-new-privileges``. The
-thread's folders are bind mounts at the same virtual paths as bubblewrap's
-(``/mnt/user-data/{workspace,uploads,outputs}``, ``/mnt/skills``), so file tools keep
-working on the host side (they never go through the API) and commands see the same files.
-Commands run with ``exec`` as the server's own uid, which owns the thread's folders.
+engine's cgroups (memory with no swap, pids, CPU, open files), no network (with
+``allow_network``, a way out through the SSRF guard's proxy only: harness/sandbox/egress.py), a
+read-only root with a private ``/tmp`` in memory, every capability dropped and
+``no-new-privileges``. The thread's folders are bind mounts at the same virtual paths as
+bubblewrap's (``/mnt/user-data/{workspace,uploads,outputs}``, ``/mnt/skills``), so file tools
+keep working on the host side (they never go through the API) and commands see the same files;
+where the server may mount, those folders are the thread's own file system of
+``thread_quota_mb`` (harness/sandbox/disk.py), a hard disk limit. Commands run with ``exec`` as
+the server's own uid, which owns the thread's folders. The container is started (or taken from
+the pool) by the thread's first command.
 
 The warm pool: ``replicas`` containers started ahead, each with an empty *slot* directory
 mounted with ``rslave`` propagation. Assigning one to a thread bind-mounts the thread's
@@ -53,8 +57,8 @@ from harness.sandbox.limits import MIB
 from harness.sandbox.ownership import MemoryOwnershipStore, OwnershipStore, get_ownership_store, lease_live, new_owner_id, owner_dead
 from harness.sandbox.paths import USER_DATA, USER_DATA_SUBDIRS, VirtualFS
 from harness.sandbox.process import CommandResult
-from harness.sandbox.quota import human
 from harness.sandbox.provider import HostSandboxProvider, custom_skills_dir, global_skills_dir
+from harness.sandbox.quota import human
 from harness.sandbox.sandbox import Sandbox
 
 logger = logging.getLogger(__name__)
@@ -327,7 +331,6 @@ class ContainerSandboxProvider(HostSandboxProvider):
                 continue
             if self.idle_timeout <= 0 or now - lease.last_used < self.idle_timeout:
                 continue
-
             lock = self._thread_lock(key)
             if not lock.acquire(blocking=False):
                 continue  # a command is starting
@@ -422,7 +425,8 @@ class ContainerSandboxProvider(HostSandboxProvider):
             mounts += self._extra_mounts()
             limits = self.policy_limits()
             spec = dict(
-                image=self.image, command=INIT + ([EGRESS_DIR, str(EGRESS_PORT)] if self.egress is not None else []), name=name, hostname="sandbox", network_mode="none",
+                image=self.image, name=name, hostname="sandbox", network_mode="none",
+                command=INIT + ([EGRESS_DIR, str(EGRESS_PORT)] if self.egress is not None else []),
                 labels={LABEL: "1", LABEL_OWNER: self.owner, LABEL_PREFIX: self.container_prefix, LABEL_THREAD: thread_key},
                 mounts=mounts, read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
                 ulimits=self._ulimits(), working_dir=f"{USER_DATA}/workspace",
@@ -601,7 +605,7 @@ class ContainerSandboxProvider(HostSandboxProvider):
                   "SHELL": "/bin/bash", "PWD": f"{USER_DATA}/workspace", **(proxy_env() if self.egress is not None else {})})
         key = _thread_key(sandbox.user_id, sandbox.thread_id)
         quota = sandbox.policy.quota if sandbox.policy.quota is not None and sandbox.policy.quota.enabled else None
-        # The thread's folders are host bind mounts: the same watcher as bubblewrap's bounds them.
+        # The same watcher as bubblewrap's: the whole quota without thread disks, the user's quota with them.
         watch = QuotaWatch(quota) if quota is not None else None
         for attempt in (1, 2):
             name = self.container_for(sandbox)

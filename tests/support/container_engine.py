@@ -23,6 +23,8 @@ from pathlib import Path
 import docker
 import pytest
 
+from harness.sandbox import disk
+
 REPO = Path(__file__).resolve().parents[2]
 PREFIX = f"dftest{os.getpid()}"
 PODMAN = ["podman", "--runtime", "runc", "--cgroup-manager", "cgroupfs"]
@@ -128,3 +130,10 @@ def remove_test_containers() -> None:
     names = listed_containers()
     if names:
         subprocess.run([*PODMAN, "rm", "-f", "-t", "0", *names], capture_output=True, timeout=120)
+
+
+def unmount_thread_disks(home: Path) -> None:
+    """Unmount the threads' disk images (harness/sandbox/disk.py) the provider mounted under ``home``."""
+    for point in disk.mounts():
+        if point.startswith(f"{os.path.realpath(home)}/"):
+            disk.unmount(Path(point))

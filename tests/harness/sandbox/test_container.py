@@ -16,15 +16,19 @@ import sys
 import textwrap
 import threading
 import time
-from pathlib import Path
 
 import pytest
 
+from harness.agents.markers import TOOL_META_KEY
+from harness.config import parse_config
 from harness.config.app_config import SandboxConfig
-from harness.sandbox import disk
+from harness.sandbox import disk, sandbox_thread_deleted, set_sandbox_provider
 from harness.sandbox.container import ContainerSandboxProvider
 from harness.sandbox.errors import SandboxError, SandboxUnavailable
 from harness.sandbox.ownership import MemoryOwnershipStore
+from harness.testing import call, tool_reply
+from harness.tools.registry import get_available_tools
+from tests.harness.agents.conftest import BASE_CONFIG, AgentHarness
 from tests.harness.sandbox.conftest import make_provider
 from tests.support import container_engine
 
@@ -35,9 +39,7 @@ pytestmark = [pytest.mark.container, pytest.mark.slow]
 def unmount_thread_disks(home):
     """The threads' disk images are mounted under the test's home: unmount them with it."""
     yield
-    for point in disk.mounts():
-        if point.startswith(str(home) + "/"):
-            disk.unmount(Path(point))
+    container_engine.unmount_thread_disks(home)
 
 
 @pytest.fixture
@@ -201,6 +203,27 @@ def test_an_unreachable_engine_names_its_socket(home, skills_dir):
     assert sandbox.read_file("notes.txt") == "kept\n"
 
 
+async def test_a_command_meeting_a_dead_engine_is_for_the_user_and_other_runs_go_on(home, skills_dir):
+    provider = ContainerSandboxProvider(SandboxConfig(use="container", engine_url="unix:///nonexistent/engine.sock"),
+                                        skills_dir=skills_dir, store=MemoryOwnershipStore())
+    set_sandbox_provider(provider)
+    app = parse_config(BASE_CONFIG)
+    tools = get_available_tools(config=app, include_view_image=False, non_interactive=True)
+    try:
+        busy = AgentHarness([tool_reply(call("bash", description="list", command="ls")), "The sandbox is down."], tools=tools, app=app)
+        result = await busy.send("list my files")
+        answer = next(m for m in result["messages"] if m.type == "tool")
+        assert "/nonexistent/engine.sock" in answer.content and "tell the user" in answer.content
+        assert answer.additional_kwargs[TOOL_META_KEY]["recoverable_by_model"] is False
+        # Another thread's run that needs no command is untouched by the engine being down.
+        other = AgentHarness([tool_reply(call("write_file", description="d", path="/mnt/user-data/outputs/a.md", content="hi")),
+                              "Done."], tools=tools, app=app)
+        result = await other.send("write it")
+        assert result["messages"][-1].content == "Done." and (other.outputs / "a.md").read_text() == "hi"
+    finally:
+        set_sandbox_provider(None)
+
+
 def test_while_the_engine_is_down_other_threads_keep_working(make):
     provider = make()
     running = sandbox_of(provider, "alice", "thread-running")
@@ -342,8 +365,6 @@ def test_the_thread_disk_is_a_hard_limit(make, home):
 
 
 def test_the_thread_disk_outlives_its_container_grows_and_goes_with_the_thread(make, home):
-    from harness.sandbox import sandbox_thread_deleted, set_sandbox_provider
-
     # An upload made before the thread's first sandbox is on the host folder: it moves into the image.
     early = home / "users" / "gina" / "threads" / "thread-disk" / "user-data" / "uploads" / "early.csv"
     early.parent.mkdir(parents=True)
