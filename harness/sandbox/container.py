@@ -117,7 +117,6 @@ class ContainerSandboxProvider(HostSandboxProvider):
         self.replicas = int(getattr(cfg, "replicas", 0) or 0)
         self.idle_timeout = float(getattr(cfg, "idle_timeout", 600) or 0)
         self.lease_seconds = float(getattr(cfg, "lease_seconds", 60) or 60)
-        self.extra_mounts = list(getattr(cfg, "mounts", None) or [])
         self.cpus = float(getattr(cfg, "cpus", 0) or 0)
         self.tmp_mb = int(getattr(cfg, "tmp_mb", 256) or 0)
         self.owner = new_owner_id()
@@ -181,11 +180,6 @@ class ContainerSandboxProvider(HostSandboxProvider):
                 raise SandboxUnavailable(f"Error: this thread's disk image could not be mounted: {exc}") from exc
         return super()._build(user_id, thread_id)
 
-    def _fs_mounts(self) -> list[tuple[str, Path, bool]]:
-        return [(m["container_path"], Path(m["host_path"]), not m.get("read_only", False)) for m in self._mount_specs()]
-
-    def _mount_specs(self) -> list[dict]:
-        return [item if isinstance(item, dict) else item.model_dump() for item in self.extra_mounts]
 
     def thread_deleted(self, user_id: str, thread_id: str) -> None:
         """Remove the thread's container, whichever process started it, then its disk."""
@@ -401,8 +395,7 @@ class ContainerSandboxProvider(HostSandboxProvider):
         return mounts
 
     def _extra_mounts(self) -> list[docker.types.Mount]:
-        out = [docker.types.Mount(data["container_path"], data["host_path"], type="bind", read_only=bool(data.get("read_only", False)))
-               for data in self._mount_specs()]
+        out = [docker.types.Mount(virtual, str(host), type="bind", read_only=not writable) for virtual, host, writable in self._fs_mounts()]
         if self.egress is not None:
             out.append(docker.types.Mount(EGRESS_DIR, str(self.egress.directory), type="bind", read_only=True))
         return out

@@ -126,8 +126,12 @@ class HostSandboxProvider(SandboxProvider):
         return sandbox
 
     def _fs_mounts(self) -> list[tuple[str, Path, bool]]:
-        """Extra (virtual path, host path, writable) roots for the file tools; none here."""
-        return []
+        """``sandbox.mounts`` as (virtual path, host path, writable) roots of every thread."""
+        out = []
+        for item in getattr(self.config, "mounts", None) or []:
+            data = item if isinstance(item, dict) else item.model_dump()
+            out.append((data["container_path"], Path(data["host_path"]), not data.get("read_only", False)))
+        return out
 
     def thread_deleted(self, user_id: str, thread_id: str) -> None:
         self.release(self._sandbox_id(user_id, thread_id))
