@@ -50,7 +50,10 @@ def egress_dir(home: Path) -> Path:
 def proxy_env() -> dict[str, str]:
     url = f"http://127.0.0.1:{PORT}"
     names = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
-    return {**{n: url for n in names}, **{n.lower(): url for n in names}}
+    # localhost in the container is the container: a server a command started there is reached
+    # directly, never through the proxy (which would refuse loopback anyway).
+    local = "localhost,127.0.0.1,::1"
+    return {**{n: url for n in names}, **{n.lower(): url for n in names}, "NO_PROXY": local, "no_proxy": local}
 
 
 class SandboxEgress:

@@ -430,7 +430,8 @@ def _fake_site():
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    # 127.0.0.2: a host loopback address the container's own (localhost, 127.0.0.1) does not shadow.
+    server = http.server.ThreadingHTTPServer(("127.0.0.2", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     return server
 
@@ -442,12 +443,17 @@ FETCH = ("python -c \"import sys, urllib.request\n"
 
 def test_network_goes_out_through_the_ssrf_guard_only(make):
     site = _fake_site()
-    url = f"http://127.0.0.1:{site.server_port}/"
+    url = f"http://127.0.0.2:{site.server_port}/"
     try:
-        opened = make(allow_network=True, allowed_private_networks=["127.0.0.1/32", "169.254.0.0/16"])
+        opened = make(allow_network=True, allowed_private_networks=["127.0.0.2/32", "169.254.0.0/16"])
         sandbox = sandbox_of(opened)
         _, out = run(sandbox, FETCH + url)
         assert out.strip() == "hello from the host"
+        # A server the agent runs in its container is reached on localhost, not through the guard.
+        _, out = run(sandbox, "python -m http.server 8765 --bind 127.0.0.1 >/dev/null 2>&1 & "
+                              "for i in $(seq 50); do python -c 'import socket; socket.create_connection((\"127.0.0.1\", 8765))' "
+                              "2>/dev/null && break; sleep 0.2; done; " + FETCH + "http://localhost:8765/ | head -c 40")
+        assert out.startswith("<!DOCTYPE HTML")
         # Metadata stays shut whatever is allowed; without the proxy there is no route at all.
         _, out = run(sandbox, FETCH + "http://169.254.169.254/latest/meta-data/")
         assert out.startswith("refused 403") and "metadata" in out
