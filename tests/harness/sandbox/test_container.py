@@ -8,7 +8,6 @@ at the next start, and a vanished container costs one tool call, not the thread'
 
 from __future__ import annotations
 
-import http.server
 import os
 import signal
 import subprocess
@@ -31,6 +30,7 @@ from harness.tools.registry import get_available_tools
 from tests.harness.agents.conftest import BASE_CONFIG, AgentHarness
 from tests.harness.sandbox.conftest import make_provider
 from tests.support import container_engine
+from tests.support.fake_web import FakeWeb
 
 pytestmark = [pytest.mark.container, pytest.mark.slow]
 
@@ -418,37 +418,18 @@ def test_extra_mounts_reach_commands_and_file_tools(make, tmp_path):
     assert not (reference / "x").exists()
 
 
-def _fake_site():
-    class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self):
-            body = b"hello from the host"
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def log_message(self, *args):
-            pass
-
-    # 127.0.0.2: a host loopback address the container's own (localhost, 127.0.0.1) does not shadow.
-    server = http.server.ThreadingHTTPServer(("127.0.0.2", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    return server
-
-
 FETCH = ("python -c \"import sys, urllib.request\n"
          "try:\n    print(urllib.request.urlopen(sys.argv[1], timeout=20).read().decode())\n"
          "except Exception as e:\n    print('refused', getattr(e, 'code', ''), getattr(e, 'read', lambda: b'')().decode())\" ")
 
 
 def test_network_goes_out_through_the_ssrf_guard_only(make):
-    site = _fake_site()
-    url = f"http://127.0.0.2:{site.server_port}/"
-    try:
+    # 127.0.0.2: a host loopback address the container's own (localhost, 127.0.0.1) does not shadow.
+    with FakeWeb(host="127.0.0.2") as site:
         opened = make(allow_network=True, allowed_private_networks=["127.0.0.2/32", "169.254.0.0/16"])
         sandbox = sandbox_of(opened)
-        _, out = run(sandbox, FETCH + url)
-        assert out.strip() == "hello from the host"
+        _, out = run(sandbox, f"{FETCH}{site.base}/article | grep -o '<h1>.*</h1>'")
+        assert out.strip() == "<h1>Rainfall in Lisbon</h1>"
         # A server the agent runs in its container is reached on localhost, not through the guard.
         _, out = run(sandbox, "python -m http.server 8765 --bind 127.0.0.1 >/dev/null 2>&1 & "
                               "for i in $(seq 50); do python -c 'import socket; socket.create_connection((\"127.0.0.1\", 8765))' "
@@ -457,11 +438,10 @@ def test_network_goes_out_through_the_ssrf_guard_only(make):
         # Metadata stays shut whatever is allowed; without the proxy there is no route at all.
         _, out = run(sandbox, FETCH + "http://169.254.169.254/latest/meta-data/")
         assert out.startswith("refused 403") and "metadata" in out
-        _, out = run(sandbox, f"env -u http_proxy -u HTTP_PROXY {FETCH}{url}")
-        assert out.startswith("refused") and "hello" not in out
+        _, out = run(sandbox, f"env -u http_proxy -u HTTP_PROXY {FETCH}{site.base}/article")
+        assert out.startswith("refused") and "Lisbon" not in out
         opened.shutdown()
         closed = sandbox_of(make(allow_network=True), "bob", "thread-closed")
-        _, out = run(closed, FETCH + url)
+        _, out = run(closed, f"{FETCH}{site.base}/article")
         assert out.startswith("refused 403") and "loopback" in out
-    finally:
-        site.shutdown()
+        assert site.hits("/article") == 1
