@@ -2,8 +2,11 @@
 
 What a user of the sandbox would notice: the layout and the toolbox are the bubblewrap
 sandbox's, threads cannot see each other, limits stop the command and leave the host and the
-sandbox usable, the warm pool hands out a started container, a killed server's containers go
-at the next start, and a vanished container costs one tool call, not the thread's files.
+sandbox usable (the thread's disk is a file system of its own, full at its quota), the network
+goes out through the SSRF guard only, extra mounts serve commands and file tools alike, the warm
+pool hands out a started container, a killed server's containers go at the next start, a
+vanished container costs one tool call, not the thread's files, and an engine that is down
+costs commands only.
 """
 
 from __future__ import annotations
