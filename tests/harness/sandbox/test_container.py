@@ -286,7 +286,9 @@ def test_the_warm_pool_serves_a_new_thread_without_starting_a_container(make):
 def test_idle_containers_are_removed_and_the_next_command_gets_a_fresh_one(make):
     provider = make(idle_timeout=1, lease_seconds=4)
     sandbox = sandbox_of(provider)
-    run(sandbox, "echo kept > notes.txt")
+    # A command running longer than idle_timeout is not idleness: its container stays.
+    result, out = run(sandbox, "sleep 3; echo kept > notes.txt; echo done")
+    assert result.exit_code == 0 and out == "done\n"
     name = provider.container_for(sandbox)
     deadline = time.monotonic() + 60
     while name in container_engine.listed_containers() and time.monotonic() < deadline:
