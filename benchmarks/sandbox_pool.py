@@ -4,7 +4,8 @@ Usage (root, Podman with its API service; the image from scripts/build_sandbox_i
     .venv/bin/python -m benchmarks.sandbox_pool [--engine-url unix:///run/podman/podman.sock] [--rounds 5]
 
 Prints the median and the range of "acquire + first `echo`" for a thread that never ran,
-once with replicas=0 (a container is started on the request path) and once with a warm pool.
+once with replicas=0 (a container is started on the request path) and once with a warm pool
+(started containers and formatted thread disks made ahead).
 """
 
 from __future__ import annotations
@@ -14,8 +15,10 @@ import os
 import statistics
 import tempfile
 import time
+from pathlib import Path
 
 from harness.config.app_config import SandboxConfig
+from harness.sandbox import disk
 from harness.sandbox.container import ContainerSandboxProvider
 from harness.sandbox.engine import default_engine_url
 from harness.sandbox.ownership import MemoryOwnershipStore
@@ -43,6 +46,10 @@ def measure(url: str, image: str, replicas: int, rounds: int) -> list[float]:
         return times
     finally:
         provider.shutdown()
+        home = os.environ["DEER_FLOW_HOME"]
+        for point in disk.mounts():  # the threads' disk images (docs/sandbox.md, "Thread disks")
+            if point.startswith(home + "/"):
+                disk.unmount(Path(point))
 
 
 def main() -> None:

@@ -52,8 +52,9 @@ get_runtime().serve_streams_to_peers()
 sweep_staging_files()
 # Memory updates the last stop could not apply in time (deerflow_site/server/daphne_server.py) are due now.
 resume_saved_updates()
-# Choose the sandbox provider now, so "isolated" or the no-isolation warning shows at startup.
-get_sandbox_provider()
+# Choose the sandbox provider now, so "isolated" or the no-isolation warning shows at startup;
+# the container provider removes what a crashed server left and starts its warm pool.
+get_sandbox_provider().warm_up()
 
 # Last: what startup loaded is the heap the collector may leave alone from now on.
 tune_gc()

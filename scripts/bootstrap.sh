@@ -12,8 +12,9 @@ VENV="${VENV:-.venv}"
 declare -A wanted=([bwrap]=bubblewrap)
 if [ "$profile" = test ]; then
   wanted+=([redis-server]=redis-server [chromium]=chromium)
-  # The container sandbox's tests: rootful Podman with runc, and debootstrap for its image.
-  wanted+=([podman]=podman [runc]=runc [debootstrap]=debootstrap)
+  # The container sandbox's tests: rootful Podman with runc, debootstrap for its image, and
+  # mkfs.ext4 for the threads' disk images.
+  wanted+=([podman]=podman [runc]=runc [debootstrap]=debootstrap [mkfs.ext4]=e2fsprogs)
   command -v initdb >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || wanted+=([initdb]=postgresql)
 fi
 missing=()

@@ -19,6 +19,7 @@ from apps.errors import Conflict, InvalidRequest, NotFound
 from apps.threads.metadata import check_metadata_size
 from apps.threads.models import THREAD_ID_PATTERN, Thread, ThreadTag, new_thread_id
 from deerflow_site.db.prepared_sql import ModelInsert, ModelUpdate
+from harness.sandbox import sandbox_thread_deleted
 
 _THREAD_ID = re.compile(THREAD_ID_PATTERN)
 # Ownership is the server's to decide; clients cannot smuggle it in through metadata.
@@ -139,6 +140,8 @@ def thread_delete(*, thread: Thread) -> None:
             for cleanup in thread_cleanups:
                 cleanup(locked.pk)
             locked.delete()
+    # Its container and disk image first: a mounted image would keep its files out of rmtree's reach.
+    sandbox_thread_deleted(thread.owner_id, thread.pk)
     shutil.rmtree(thread_user_data_dir(thread.owner_id, thread.pk).parent, ignore_errors=True)
 
 

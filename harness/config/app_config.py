@@ -167,6 +167,12 @@ class SandboxConfig(BaseModel):
     cpus: float = Field(default=0.0, ge=0)  # CPU cores per container (0 = no limit)
     tmp_mb: NonNegativeInt = 256  # the container's /tmp, in memory and counted in max_memory_mb
     lease_seconds: PositiveInt = 60  # how long a container stays ours after our last renewal
+    # Where a container thread's files live: "image" (an ext4 image of thread_quota_mb, a hard
+    # limit; root), "watcher" (host folders and the quota watcher), "auto" (image where it can).
+    thread_disk: Literal["auto", "image", "watcher"] = "auto"
+    # allow_network with the container provider: out only through the SSRF guard, which refuses
+    # private, loopback and link-local addresses unless listed here (metadata ones always).
+    allowed_private_networks: list[str] = Field(default_factory=list)
 
     @field_validator("env_passthrough")
     @classmethod
@@ -183,6 +189,11 @@ class SandboxConfig(BaseModel):
             if not _ENV_NAME.match(name) or "\x00" in item:
                 raise ValueError(f"sandbox.env: {name!r} must be a variable name with a value without NUL bytes")
         return value
+
+    @field_validator("allowed_private_networks")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        return check_networks(value)
 
     @field_validator("isolated_ro_paths")
     @classmethod

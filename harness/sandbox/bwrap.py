@@ -196,6 +196,8 @@ class BwrapSandbox(Sandbox):
             args += ["--remount-ro", self.fs.skills_virtual]
         if self.toolbox is not None:
             args += ["--ro-bind", str(self.toolbox), TOOLBOX_VIRTUAL]
+        for virtual, host, writable in self.fs.extra_mounts:  # sandbox.mounts
+            args += ["--bind" if writable else "--ro-bind", str(host), virtual]
         args += ["--chdir", f"{USER_DATA}/workspace", "--", "/bin/bash", "-c", command]
         return args
 

@@ -1,12 +1,16 @@
 """The container provider: one container per thread on Docker or Podman, with a warm pool.
 
 Each thread gets its own container from ``sandbox.image``, started with hard limits from the
-engine's cgroups (memory with no swap, pids, CPU, open files), no network, a read-only root
-with a private ``/tmp`` in memory, every capability dropped and ``no-new-privileges``. The
-thread's folders are bind mounts at the same virtual paths as bubblewrap's
-(``/mnt/user-data/{workspace,uploads,outputs}``, ``/mnt/skills``), so file tools keep
-working on the host side (they never go through the API) and commands see the same files.
-Commands run with ``exec`` as the server's own uid, which owns the thread's folders.
+engine's cgroups (memory with no swap, pids, CPU, open files), no network (with
+``allow_network``, a way out through the SSRF guard's proxy only: harness/sandbox/egress.py), a
+read-only root with a private ``/tmp`` in memory, every capability dropped and
+``no-new-privileges``. The thread's folders are bind mounts at the same virtual paths as
+bubblewrap's (``/mnt/user-data/{workspace,uploads,outputs}``, ``/mnt/skills``), so file tools
+keep working on the host side (they never go through the API) and commands see the same files;
+where the server may mount, those folders are the thread's own file system of
+``thread_quota_mb`` (harness/sandbox/disk.py), a hard disk limit. Commands run with ``exec`` as
+the server's own uid, which owns the thread's folders. The container is started (or taken from
+the pool) by the thread's first command.
 
 The warm pool: ``replicas`` containers started ahead, each with an empty *slot* directory
 mounted with ``rslave`` propagation. Assigning one to a thread bind-mounts the thread's
@@ -23,6 +27,7 @@ thread's files stay on the host, and its next command gets a fresh container.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import os
@@ -38,16 +43,22 @@ import docker.errors
 import docker.types
 
 from harness.config.paths import deer_flow_home, thread_user_data_dir
+from harness.net.guard import GuardPolicy
+from harness.sandbox import disk
 from harness.sandbox.command import CommandPolicy, QuotaWatch, explain_limit
 from harness.sandbox.engine import (
     INIT, LABEL, LABEL_OWNER, LABEL_PREFIX, LABEL_THREAD, ContainerGone, ContainerMissing, Engine, default_engine_url,
 )
+from harness.sandbox.egress import CONTAINER_DIR as EGRESS_DIR
+from harness.sandbox.egress import PORT as EGRESS_PORT
+from harness.sandbox.egress import SandboxEgress, egress_dir, proxy_env
 from harness.sandbox.errors import SandboxError, SandboxUnavailable
 from harness.sandbox.limits import MIB
 from harness.sandbox.ownership import MemoryOwnershipStore, OwnershipStore, get_ownership_store, lease_live, new_owner_id, owner_dead
 from harness.sandbox.paths import USER_DATA, USER_DATA_SUBDIRS, VirtualFS
 from harness.sandbox.process import CommandResult
 from harness.sandbox.provider import HostSandboxProvider, custom_skills_dir, global_skills_dir
+from harness.sandbox.quota import human
 from harness.sandbox.sandbox import Sandbox
 
 logger = logging.getLogger(__name__)
@@ -100,18 +111,12 @@ class ContainerSandboxProvider(HostSandboxProvider):
     def __init__(self, *args, store: OwnershipStore | None = None, **kwargs):
         super().__init__(*args, **kwargs)
         cfg = self.config
-        if cfg.allow_network:
-            raise SandboxUnavailable(
-                "the container provider runs without a network (network: none); sandbox.allow_network is not "
-                "supported with it yet. Use the bubblewrap provider for commands that need the network."
-            )
         self.engine = Engine(getattr(cfg, "engine_url", None) or default_engine_url())
         self.image = getattr(cfg, "image", None) or "deerflow-sandbox:latest"
         self.container_prefix = getattr(cfg, "container_prefix", None) or "deer-flow-sandbox"
         self.replicas = int(getattr(cfg, "replicas", 0) or 0)
         self.idle_timeout = float(getattr(cfg, "idle_timeout", 600) or 0)
         self.lease_seconds = float(getattr(cfg, "lease_seconds", 60) or 60)
-        self.extra_mounts = list(getattr(cfg, "mounts", None) or [])
         self.cpus = float(getattr(cfg, "cpus", 0) or 0)
         self.tmp_mb = int(getattr(cfg, "tmp_mb", 256) or 0)
         self.owner = new_owner_id()
@@ -120,6 +125,7 @@ class ContainerSandboxProvider(HostSandboxProvider):
         self._threads: dict[str, str] = {}  # thread key -> container name
         self._pool: list[str] = []
         self._oom_seen: dict[str, int] = {}
+        self._busy: dict[str, int] = {}  # container -> commands running in it
         self._state = threading.Lock()
         self._thread_locks: dict[str, threading.Lock] = {}
         self._stop = threading.Event()
@@ -128,19 +134,78 @@ class ContainerSandboxProvider(HostSandboxProvider):
         self._start_lock = threading.Lock()
         self._maintainer: threading.Thread | None = None
         self._can_mount = os.geteuid() == 0
+        self.egress = None
+        if cfg.allow_network:
+            networks = getattr(cfg, "allowed_private_networks", None) or []
+            self.egress = SandboxEgress(egress_dir(deer_flow_home()), self.owner, GuardPolicy.from_networks(networks))
+        self.disk_bytes = self._disk_bytes()
+        self.spares_dir = deer_flow_home() / "sandbox" / "disks"
+        if self.disk_bytes:
+            for line in disk.reconcile(deer_flow_home(), self.disk_bytes):
+                logger.info("Sandbox: thread disks: %s", line)
+            # Spares of another size (the quota changed) or half made (a crash) serve nobody.
+            for spare in self.spares_dir.glob("spare-*"):
+                with contextlib.suppress(OSError):
+                    if spare.suffix != ".img" or spare.stat().st_size != self.disk_bytes:
+                        spare.unlink()
+
+    def _disk_bytes(self) -> int:
+        """The size of each thread's disk image, or 0 for host folders and the quota watcher."""
+        mode = getattr(self.config, "thread_disk", "auto")
+        size = int(getattr(self.config, "thread_quota_mb", 0) or 0) * MIB
+        if mode == "watcher" or not size:
+            return 0
+        reason = disk.unsupported_reason()
+        if reason is None:
+            return size
+        if mode == "image":
+            raise SandboxUnavailable(f"sandbox.thread_disk is 'image' but thread disk images cannot be made here: {reason}.")
+        logger.warning("Sandbox: thread disks are host folders bounded by the quota watcher, not a hard limit: %s.", reason)
+        return 0
 
     # -- sandboxes -----------------------------------------------------------------------
 
     def _make_sandbox(self, sandbox_id, user_id, thread_id, fs):
         return ContainerSandbox(sandbox_id, user_id, thread_id, fs, provider=self)
 
-    def acquire(self, user_id: str, thread_id: str) -> str:
-        self.start()
-        sandbox_id = super().acquire(user_id, thread_id)
-        sandbox = self.get(sandbox_id)
-        if sandbox is not None:
-            self.container_for(sandbox)
-        return sandbox_id
+    # acquire is the base class's: no engine call. The container is found or started by the
+    # first command, so a run that never runs one works while the engine is down, and takes
+    # no container from the pool.
+
+    def _build(self, user_id: str, thread_id: str) -> Sandbox:
+        if self.disk_bytes:
+            try:
+                disk.ensure_mounted(thread_user_data_dir(user_id, thread_id), self.disk_bytes, spares=self.spares_dir)
+            except (disk.DiskError, OSError) as exc:
+                raise SandboxUnavailable(f"Error: this thread's disk image could not be mounted: {exc}") from exc
+        return super()._build(user_id, thread_id)
+
+
+    def thread_deleted(self, user_id: str, thread_id: str) -> None:
+        """Remove the thread's container, whichever process started it, then its disk."""
+        key = _thread_key(user_id, thread_id)
+        with self._thread_lock(key):
+            with self._state:
+                name = self._threads.pop(key, None)
+            held = self.store.for_thread(key)
+            for container in {name, held.container if held is not None else None} - {None}:
+                self._destroy(container)
+        super().thread_deleted(user_id, thread_id)
+        if self.disk_bytes:
+            disk.remove(thread_user_data_dir(user_id, thread_id))
+
+    def warm_up(self) -> None:
+        """At server start: reconcile and fill the pool in the background, retrying while the engine is down."""
+        def run() -> None:
+            while not self._stop.is_set():
+                try:
+                    self.start()
+                    return
+                except SandboxError as exc:
+                    logger.warning("Sandbox: the container provider cannot start yet: %s", exc)
+                self._stop.wait(30)
+
+        threading.Thread(target=run, name="sandbox-containers-start", daemon=True).start()
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -151,6 +216,8 @@ class ContainerSandboxProvider(HostSandboxProvider):
                 return
             self.engine.ping()
             self.engine.check_image(self.image)
+            if self.egress is not None:
+                self.egress.start()
             self.reconcile()
             self._started = True
             self._maintainer = threading.Thread(target=self._maintain, name="sandbox-containers", daemon=True)
@@ -167,6 +234,8 @@ class ContainerSandboxProvider(HostSandboxProvider):
             self._threads.clear()
         for name in names:
             self._destroy(name)
+        if self.egress is not None:
+            self.egress.close()
 
     def reconcile(self) -> list[str]:
         """Remove our-labelled containers no live process owns; returns their names.
@@ -215,9 +284,23 @@ class ContainerSandboxProvider(HostSandboxProvider):
             self._wake.wait(interval)
             self._wake.clear()
 
+    def _fill_spares(self) -> None:
+        """As many formatted thread disks ahead as warm containers: a new thread then pays for neither."""
+        if not self.disk_bytes or not self.replicas:
+            return
+        try:
+            spares = [p for p in self.spares_dir.glob("spare-*.img") if p.stat().st_size == self.disk_bytes]
+        except OSError:
+            spares = []
+        for _ in range(self.replicas - len(spares)):
+            if self._stop.is_set():
+                return
+            disk.make_spare(self.spares_dir, self.disk_bytes)
+
     def _fill_pool(self) -> None:
         if not self._can_mount:
             return
+        self._fill_spares()
         while not self._stop.is_set():
             with self._state:
                 if len(self._pool) >= self.replicas:
@@ -247,7 +330,8 @@ class ContainerSandboxProvider(HostSandboxProvider):
                 continue  # a command is starting
             try:
                 with self._state:
-                    if self._threads.get(key) != name:
+                    # A command running in it (however long) keeps it: commands count in under this lock.
+                    if self._threads.get(key) != name or self._busy.get(name):
                         continue
                     del self._threads[key]
                 self._destroy(name)
@@ -311,11 +395,9 @@ class ContainerSandboxProvider(HostSandboxProvider):
         return mounts
 
     def _extra_mounts(self) -> list[docker.types.Mount]:
-        out = []
-        for item in self.extra_mounts:
-            data = item if isinstance(item, dict) else item.model_dump()
-            out.append(docker.types.Mount(data["container_path"], data["host_path"], type="bind",
-                                          read_only=bool(data.get("read_only", False))))
+        out = [docker.types.Mount(virtual, str(host), type="bind", read_only=not writable) for virtual, host, writable in self._fs_mounts()]
+        if self.egress is not None:
+            out.append(docker.types.Mount(EGRESS_DIR, str(self.egress.directory), type="bind", read_only=True))
         return out
 
     def _create(self, *, thread_key: str, user_id: str | None, thread_id: str | None) -> str:
@@ -336,7 +418,8 @@ class ContainerSandboxProvider(HostSandboxProvider):
             mounts += self._extra_mounts()
             limits = self.policy_limits()
             spec = dict(
-                image=self.image, command=INIT, name=name, hostname="sandbox", network_mode="none",
+                image=self.image, name=name, hostname="sandbox", network_mode="none",
+                command=INIT + ([EGRESS_DIR, str(EGRESS_PORT)] if self.egress is not None else []),
                 labels={LABEL: "1", LABEL_OWNER: self.owner, LABEL_PREFIX: self.container_prefix, LABEL_THREAD: thread_key},
                 mounts=mounts, read_only=True, cap_drop=["ALL"], security_opt=["no-new-privileges"],
                 ulimits=self._ulimits(), working_dir=f"{USER_DATA}/workspace",
@@ -481,6 +564,21 @@ class ContainerSandboxProvider(HostSandboxProvider):
 
     # -- commands ------------------------------------------------------------------------
 
+    def _disk_full(self, sandbox: Sandbox, result: CommandResult) -> str | None:
+        """The tool's words when the thread's disk image is full and the command hit it."""
+        used = disk.usage(sandbox.fs.user_data_dir)
+        if used is None:
+            return None
+        text = result.output.head + result.output.tail
+        in_use, total = used
+        # Full, and the command noticed (a full /tmp says the same words: the disk must be full too).
+        if total - in_use > total // 100 + MIB or ("No space left on device" not in text and result.exit_code in (0, None)):
+            return None
+        return (f"Error: this thread's disk is full: its files may take at most {human(total)} "
+                "(sandbox.thread_quota_mb, a hard limit: the thread's own file system), and writes past it failed "
+                f"with 'No space left on device'; {human(in_use)} is in use. Delete files you no longer need (e.g. "
+                "`rm -r` build output or downloads under /mnt/user-data/workspace), or write smaller results, then try again.")
+
     def _oom_baseline(self, name: str) -> int | None:
         """The container's OOM-kill count before a command; read from the engine once per container."""
         with self._state:
@@ -497,10 +595,10 @@ class ContainerSandboxProvider(HostSandboxProvider):
         limits = sandbox.policy.limits
         sandbox_env = sandbox.policy.environment(
             env, {"PATH": SANDBOX_PATH, "HOME": "/tmp", "TMPDIR": "/tmp", "USER": "sandbox", "LOGNAME": "sandbox",
-                  "SHELL": "/bin/bash", "PWD": f"{USER_DATA}/workspace"})
+                  "SHELL": "/bin/bash", "PWD": f"{USER_DATA}/workspace", **(proxy_env() if self.egress is not None else {})})
         key = _thread_key(sandbox.user_id, sandbox.thread_id)
         quota = sandbox.policy.quota if sandbox.policy.quota is not None and sandbox.policy.quota.enabled else None
-        # The thread's folders are host bind mounts: the same watcher as bubblewrap's bounds them.
+        # The same watcher as bubblewrap's: the whole quota without thread disks, the user's quota with them.
         watch = QuotaWatch(quota) if quota is not None else None
         for attempt in (1, 2):
             name = self.container_for(sandbox)
@@ -508,6 +606,8 @@ class ContainerSandboxProvider(HostSandboxProvider):
             # and the touch below makes it wait a whole idle_timeout again.
             with self._thread_lock(key):
                 self.store.touch(name)
+                with self._state:
+                    self._busy[name] = self._busy.get(name, 0) + 1
             try:
                 before = self._oom_baseline(name) if limits.memory_bytes else None
                 result = self.engine.execute(
@@ -526,6 +626,11 @@ class ContainerSandboxProvider(HostSandboxProvider):
                     "Error: the sandbox container stopped while the command ran (the container engine restarted or "
                     "removed it). The thread's files are intact; run the command again to get a fresh sandbox."
                 ) from exc
+            finally:
+                with self._state:
+                    self._busy[name] -= 1
+                    if not self._busy[name]:
+                        del self._busy[name]
         self.store.touch(name)
         hit = None
         if before is not None and result.exit_code not in (0, None):
@@ -537,6 +642,8 @@ class ContainerSandboxProvider(HostSandboxProvider):
                     hit = "memory"
         usage = watch.final() if watch is not None else None
         message = explain_limit(result, limits, hit, usage)
+        if hit is None and self.disk_bytes and not result.limit_message:
+            message = self._disk_full(sandbox, result) or message
         if hit == "memory":
             message = (f"Error: the command was killed because the sandbox used more than {limits.memory_bytes // MIB} MiB "
                        "of memory (sandbox.max_memory_mb, a hard limit of its container). Process the data in smaller "

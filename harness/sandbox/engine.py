@@ -35,15 +35,74 @@ LABEL_PREFIX = "deerflow.sandbox.prefix"
 LABEL_THREAD = "deerflow.sandbox.thread"
 _PID_DIR = "/tmp/.deerflow-exec"
 # PID 1 of every sandbox: reaps the orphans commands leave behind (they would count against
-# the pids limit as zombies) and exits at once on SIGTERM.
-INIT = ["/usr/bin/python3", "-c",
-        "import os, signal, time\n"
-        "signal.signal(signal.SIGTERM, lambda *a: os._exit(0))\n"
-        "while True:\n"
-        "    try:\n"
-        "        os.wait()\n"
-        "    except ChildProcessError:\n"
-        "        time.sleep(1)\n"]
+# the pids limit as zombies) and exits at once on SIGTERM. Given a directory and a port
+# (allow_network, harness/sandbox/egress.py) it also pipes 127.0.0.1:port inside to the guard
+# proxy's Unix socket in that directory: the newest socket that accepts.
+_INIT_SOURCE = """
+import os, signal, socket, sys, threading, time
+signal.signal(signal.SIGTERM, lambda *a: os._exit(0))
+
+def pipe(src, dst):
+    try:
+        while True:
+            data = src.recv(65536)
+            if not data:
+                break
+            dst.sendall(data)
+    except OSError:
+        pass
+    try:
+        dst.shutdown(socket.SHUT_WR)
+    except OSError:
+        pass
+
+def upstream(directory):
+    found = []
+    for name in os.listdir(directory):
+        try:
+            found.append((os.stat(os.path.join(directory, name)).st_mtime, name))
+        except OSError:
+            pass
+    for _, name in sorted(found, reverse=True):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(os.path.join(directory, name))
+            return s
+        except OSError:
+            s.close()
+    return None
+
+def serve(client, directory):
+    up = upstream(directory)
+    if up is None:
+        client.sendall(b"HTTP/1.1 502 Bad Gateway\\r\\nContent-Length: 0\\r\\nConnection: close\\r\\n\\r\\n")
+        client.close()
+        return
+    back = threading.Thread(target=pipe, args=(up, client), daemon=True)
+    back.start()
+    pipe(client, up)
+    back.join()
+    client.close()
+    up.close()
+
+def forward(directory, port):
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("127.0.0.1", port))
+    server.listen(128)
+    while True:
+        client, _ = server.accept()
+        threading.Thread(target=serve, args=(client, directory), daemon=True).start()
+
+if len(sys.argv) == 3:
+    threading.Thread(target=forward, args=(sys.argv[1], int(sys.argv[2])), daemon=True).start()
+while True:
+    try:
+        os.wait()
+    except ChildProcessError:
+        time.sleep(1)
+"""
+INIT = ["/usr/bin/python3", "-c", _INIT_SOURCE]
 
 _ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException, ConnectionError, OSError)
 
@@ -135,6 +194,11 @@ class Engine:
             info = self.call(self.client.api.inspect_container, name)
         except docker.errors.NotFound:
             return False
+        except docker.errors.APIError as exc:
+            # Podman answers 500 for a container removed while it is being looked up.
+            if "no such container" in str(exc).lower():
+                return False
+            raise
         return bool(info.get("State", {}).get("Running"))
 
     def remove(self, name: str) -> None:

@@ -13,6 +13,8 @@ import threading
 
 from harness.config import class_path
 from harness.config.app_config import AppConfig
+from harness.config.paths import thread_user_data_dir
+from harness.sandbox import disk
 from harness.sandbox.errors import SandboxUnavailable
 from harness.sandbox.provider import SandboxProvider
 
@@ -66,6 +68,21 @@ def get_sandbox_provider() -> SandboxProvider:
 
             _provider = build_sandbox_provider(get_app_config())
         return _provider
+
+
+def sandbox_thread_deleted(user_id: str, thread_id: str) -> None:
+    """Before a thread's files are removed: its container and disk image go first.
+
+    Uses the provider this process already has (building one just for this would start
+    nothing worth stopping); a thread disk mounted by an earlier process is unmounted anyway,
+    so the folder can be removed. Never raises: the delete goes on.
+    """
+    try:
+        if _provider is not None:
+            _provider.thread_deleted(str(user_id), str(thread_id))
+        disk.remove(thread_user_data_dir(user_id, thread_id))
+    except Exception:  # noqa: BLE001 - a delete must not fail on the sandbox's account
+        logger.warning("Sandbox: cleaning up after deleted thread %s failed", thread_id, exc_info=True)
 
 
 def set_sandbox_provider(provider: SandboxProvider | None) -> None:

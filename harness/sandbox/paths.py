@@ -57,7 +57,8 @@ class VirtualFS:
     """The path mapping of one thread."""
 
     def __init__(self, user_data_dir: Path, skills_dir: Path | None, skills_virtual: str = DEFAULT_SKILLS,
-                 custom_skills_dir: Path | None = None, global_skills_dir: Path | None = None):
+                 custom_skills_dir: Path | None = None, global_skills_dir: Path | None = None,
+                 extra_mounts: list[tuple[str, Path, bool]] | tuple = ()):
         user_data = Path(os.path.realpath(user_data_dir))
         roots = [Root(f"{USER_DATA}/{name}", user_data / name, user_data / name, True) for name in USER_DATA_SUBDIRS]
         roots.append(Root(USER_DATA, user_data, user_data, False))
@@ -74,6 +75,14 @@ class VirtualFS:
         self.global_skills_dir = Path(os.path.realpath(global_skills_dir)) if global_skills_dir is not None else None
         if self.global_skills_dir is not None:
             roots.append(Root(f"{self.skills_virtual}/global", self.global_skills_dir, self.global_skills_dir, False))
+        # The operator's extra mounts (sandbox.mounts): (container path, host path, writable), at
+        # the same path for the file tools as for commands.
+        self.extra_mounts: list[tuple[str, Path, bool]] = []
+        for virtual, host, writable in extra_mounts:
+            real = Path(os.path.realpath(host))
+            virtual = posixpath.normpath(virtual)
+            roots.append(Root(virtual, real, real, writable))
+            self.extra_mounts.append((virtual, real, writable))
         # Longest first, so /mnt/user-data/workspace wins over /mnt/user-data.
         self.roots = sorted(roots, key=lambda r: len(r.virtual), reverse=True)
         self.user_data_dir = user_data
@@ -111,6 +120,7 @@ class VirtualFS:
         names = [WORKSPACE, UPLOADS, OUTPUTS]
         if self.skills_dir is not None:
             names.append(f"{self.skills_virtual} (read-only)")
+        names += [v if writable else f"{v} (read-only)" for v, _, writable in self.extra_mounts]
         return ", ".join(names)
 
     def _host_of(self, virtual: str) -> Path | None:
@@ -193,6 +203,8 @@ class VirtualFS:
             if not root.writable:
                 if root.virtual == self.skills_virtual or root.virtual.startswith(self.skills_virtual + "/"):
                     raise SandboxPathError(f"Error: {self.skills_virtual} is read-only. Write to {WORKSPACE} or {OUTPUTS} instead.")
+                if any(root.virtual == v for v, _, _ in self.extra_mounts):
+                    raise SandboxPathError(f"Error: {root.virtual} is a read-only mount. Write to {WORKSPACE} or {OUTPUTS} instead.")
                 raise SandboxPathError(f"Error: cannot write to {virtual}. Write under {WORKSPACE}, {UPLOADS} or {OUTPUTS}.")
             if final == root.virtual:
                 raise SandboxPathError(f"Error: {virtual} is a directory. Give a file path inside it.")

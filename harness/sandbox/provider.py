@@ -42,6 +42,12 @@ class SandboxProvider(ABC):
     def shutdown(self) -> None:
         """Free whatever the provider holds; the built-in ones hold only memory."""
 
+    def warm_up(self) -> None:
+        """Called once at server start: providers with work to do ahead (containers) begin it."""
+
+    def thread_deleted(self, user_id: str, thread_id: str) -> None:
+        """The thread is being deleted: let go of what the provider holds for it (before its files go)."""
+
 
 def default_skills_dir(path: str | None) -> Path | None:
     directory = Path(path).expanduser() if path else REPO_ROOT / "skills"
@@ -113,11 +119,22 @@ class HostSandboxProvider(SandboxProvider):
         # Made now so the mount exists when an admin installs the first global skill later.
         shared.mkdir(parents=True, exist_ok=True)
         fs = VirtualFS(user_data, self.skills_dir, self.skills_container_path, custom_skills_dir=custom,
-                       global_skills_dir=shared)
+                       global_skills_dir=shared, extra_mounts=self._fs_mounts())
         sandbox = self._make_sandbox(self._sandbox_id(user_id, thread_id), user_id, thread_id, fs)
         sandbox.policy = CommandPolicy.from_config(self.config, quota_for(user_id, thread_id, self.config))
         sandbox.toolbox = self.toolbox
         return sandbox
+
+    def _fs_mounts(self) -> list[tuple[str, Path, bool]]:
+        """``sandbox.mounts`` as (virtual path, host path, writable) roots of every thread."""
+        out = []
+        for item in getattr(self.config, "mounts", None) or []:
+            data = item if isinstance(item, dict) else item.model_dump()
+            out.append((data["container_path"], Path(data["host_path"]), not data.get("read_only", False)))
+        return out
+
+    def thread_deleted(self, user_id: str, thread_id: str) -> None:
+        self.release(self._sandbox_id(user_id, thread_id))
 
     def _remember(self, sandbox: Sandbox) -> Sandbox:
         with self._lock:

@@ -21,7 +21,7 @@ from langchain.tools import ToolRuntime, tool
 from langchain_core.tools import BaseTool
 
 from harness.config.app_config import SandboxConfig
-from harness.sandbox import SandboxError, get_sandbox_provider
+from harness.sandbox import SandboxError, SandboxUnavailable, get_sandbox_provider
 from harness.sandbox.paths import WORKSPACE
 from harness.sandbox.process import CommandResult
 from harness.tools._context import get_sandbox, masked, request_secrets, skill_secrets
@@ -42,6 +42,10 @@ def guarded(runtime: ToolRuntime[Any, Any], action: Callable[[], str]) -> str:
     """Run ``action`` and turn every expected failure into a result for the model."""
     try:
         return masked(runtime, action())
+    except SandboxUnavailable:
+        # The operator's to fix (engine down, image missing), not the model's: the tool-error
+        # middleware reports it as such ("tell the user"), so the model does not retry.
+        raise
     except SandboxError as exc:
         return masked(runtime, str(exc))
     except OSError as exc:

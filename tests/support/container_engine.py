@@ -23,6 +23,8 @@ from pathlib import Path
 import docker
 import pytest
 
+from harness.sandbox import disk
+
 REPO = Path(__file__).resolve().parents[2]
 PREFIX = f"dftest{os.getpid()}"
 PODMAN = ["podman", "--runtime", "runc", "--cgroup-manager", "cgroupfs"]
@@ -53,7 +55,9 @@ def _image() -> str:
 def _spawn(url: str) -> None:
     """Start the API service on ``url`` and wait until it answers."""
     global _service
-    _service = subprocess.Popen([*PODMAN, "system", "service", "--time=0", url],
+    # In its own directory: conmon, the service's child, writes a file named `oom` into its
+    # working directory when a container's cgroup OOM-kills a process (the memory test does).
+    _service = subprocess.Popen([*PODMAN, "system", "service", "--time=0", url], cwd=os.path.dirname(url[len("unix://"):]),
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.monotonic() + 60
     while True:
@@ -97,12 +101,23 @@ def engine() -> tuple[str, str]:
         return _state["url"], _state["image"]
 
 
-def restart_service() -> None:
-    """Stop and start the engine's API service on the same socket (an engine restart)."""
-    if _service is not None:
+def stop_service() -> None:
+    """Stop the engine's API service (the containers keep running, as with a Docker daemon's live-restore)."""
+    if _service is not None and _service.poll() is None:
         _service.terminate()
         _service.wait(10)
-    _spawn(_state["url"])
+
+
+def start_service() -> None:
+    """Start the API service again on the same socket."""
+    if _service is None or _service.poll() is not None:
+        _spawn(_state["url"])
+
+
+def restart_service() -> None:
+    """Stop and start the engine's API service on the same socket (an engine restart)."""
+    stop_service()
+    start_service()
 
 
 def listed_containers() -> list[str]:
@@ -115,3 +130,10 @@ def remove_test_containers() -> None:
     names = listed_containers()
     if names:
         subprocess.run([*PODMAN, "rm", "-f", "-t", "0", *names], capture_output=True, timeout=120)
+
+
+def unmount_thread_disks(home: Path) -> None:
+    """Unmount the threads' disk images (harness/sandbox/disk.py) the provider mounted under ``home``."""
+    for point in disk.mounts():
+        if point.startswith(f"{os.path.realpath(home)}/"):
+            disk.unmount(Path(point))

@@ -79,7 +79,7 @@ def make_pdf(text: str) -> bytes:
 
 
 class FakeWeb:
-    def __init__(self) -> None:
+    def __init__(self, host: str = "127.0.0.1") -> None:
         self.requests: list[dict] = []
         self.tavily_key = "tvly-test-key"
         self.tavily_status = 200
@@ -98,9 +98,9 @@ class FakeWeb:
                 length = int(self.headers.get("Content-Length") or 0)
                 server._handle(self, self.rfile.read(length) if length else b"")
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = ThreadingHTTPServer((host, 0), Handler)
         self.httpd.daemon_threads = True
-        self.base = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        self.base = f"http://{host}:{self.httpd.server_address[1]}"
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self.stop_event = threading.Event()
 

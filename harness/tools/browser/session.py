@@ -29,7 +29,7 @@ from urllib.parse import urlsplit
 
 from harness.config.browser import BrowserConfig
 from harness.net.guard import GuardPolicy
-from harness.tools.browser.proxy import GuardProxy
+from harness.net.proxy import GuardProxy
 
 logger = logging.getLogger(__name__)
 

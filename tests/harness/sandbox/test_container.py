@@ -2,8 +2,11 @@
 
 What a user of the sandbox would notice: the layout and the toolbox are the bubblewrap
 sandbox's, threads cannot see each other, limits stop the command and leave the host and the
-sandbox usable, the warm pool hands out a started container, a killed server's containers go
-at the next start, and a vanished container costs one tool call, not the thread's files.
+sandbox usable (the thread's disk is a file system of its own, full at its quota), the network
+goes out through the SSRF guard only, extra mounts serve commands and file tools alike, the warm
+pool hands out a started container, a killed server's containers go at the next start, a
+vanished container costs one tool call, not the thread's files, and an engine that is down
+costs commands only.
 """
 
 from __future__ import annotations
@@ -18,14 +21,28 @@ import time
 
 import pytest
 
+from harness.agents.markers import TOOL_META_KEY
+from harness.config import parse_config
 from harness.config.app_config import SandboxConfig
+from harness.sandbox import disk, sandbox_thread_deleted, set_sandbox_provider
 from harness.sandbox.container import ContainerSandboxProvider
 from harness.sandbox.errors import SandboxError, SandboxUnavailable
 from harness.sandbox.ownership import MemoryOwnershipStore
+from harness.testing import call, tool_reply
+from harness.tools.registry import get_available_tools
+from tests.harness.agents.conftest import BASE_CONFIG, AgentHarness
 from tests.harness.sandbox.conftest import make_provider
 from tests.support import container_engine
+from tests.support.fake_web import FakeWeb
 
 pytestmark = [pytest.mark.container, pytest.mark.slow]
+
+
+@pytest.fixture(autouse=True)
+def unmount_thread_disks(home):
+    """The threads' disk images are mounted under the test's home: unmount them with it."""
+    yield
+    container_engine.unmount_thread_disks(home)
 
 
 @pytest.fixture
@@ -181,14 +198,65 @@ def test_an_engine_restart_between_calls_is_invisible(make):
 def test_an_unreachable_engine_names_its_socket(home, skills_dir):
     provider = ContainerSandboxProvider(SandboxConfig(use="container", engine_url="unix:///nonexistent/engine.sock"),
                                         skills_dir=skills_dir, store=MemoryOwnershipStore())
+    # Opening the sandbox needs no engine: the file tools work; a command says which socket is silent.
+    sandbox = sandbox_of(provider)
+    sandbox.write_file("notes.txt", "kept\n")
     with pytest.raises(SandboxUnavailable, match="/nonexistent/engine.sock"):
-        provider.acquire("alice", "thread-1")
+        sandbox.execute_command("cat notes.txt")
+    assert sandbox.read_file("notes.txt") == "kept\n"
+
+
+async def test_a_command_meeting_a_dead_engine_is_for_the_user_and_other_runs_go_on(home, skills_dir):
+    provider = ContainerSandboxProvider(SandboxConfig(use="container", engine_url="unix:///nonexistent/engine.sock"),
+                                        skills_dir=skills_dir, store=MemoryOwnershipStore())
+    set_sandbox_provider(provider)
+    app = parse_config(BASE_CONFIG)
+    tools = get_available_tools(config=app, include_view_image=False, non_interactive=True)
+    try:
+        busy = AgentHarness([tool_reply(call("bash", description="list", command="ls")), "The sandbox is down."], tools=tools, app=app)
+        result = await busy.send("list my files")
+        answer = next(m for m in result["messages"] if m.type == "tool")
+        assert "/nonexistent/engine.sock" in answer.content and "tell the user" in answer.content
+        assert answer.additional_kwargs[TOOL_META_KEY]["recoverable_by_model"] is False
+        # Another thread's run that needs no command is untouched by the engine being down.
+        other = AgentHarness([tool_reply(call("write_file", description="d", path="/mnt/user-data/outputs/a.md", content="hi")),
+                              "Done."], tools=tools, app=app)
+        result = await other.send("write it")
+        assert result["messages"][-1].content == "Done." and (other.outputs / "a.md").read_text() == "hi"
+    finally:
+        set_sandbox_provider(None)
+
+
+def test_while_the_engine_is_down_other_threads_keep_working(make):
+    provider = make()
+    running = sandbox_of(provider, "alice", "thread-running")
+    run(running, "echo kept > notes.txt")
+    url, _ = container_engine.engine()
+    container_engine.stop_service()
+    try:
+        # A thread whose command needs the engine gets an error naming its socket, at once.
+        newcomer = sandbox_of(provider, "bob", "thread-new")
+        with pytest.raises(SandboxUnavailable, match=url.removeprefix("unix://")):
+            newcomer.execute_command("echo hi")
+        with pytest.raises(SandboxUnavailable, match="does not answer"):
+            running.execute_command("cat notes.txt")
+        # Everything that is not a command goes on, for every thread.
+        newcomer.write_file("/mnt/user-data/outputs/report.md", "# draft\n")
+        assert newcomer.read_file("/mnt/user-data/outputs/report.md") == "# draft\n"
+        assert running.read_file("notes.txt") == "kept\n"
+    finally:
+        container_engine.start_service()
+    # Back: the running thread's container and files are as they were; the newcomer gets one.
+    _, out = run(running, "cat notes.txt")
+    assert out == "kept\n"
+    _, out = run(newcomer, "cat /mnt/user-data/outputs/report.md")
+    assert out == "# draft\n"
 
 
 def test_a_missing_image_tells_the_operator_the_build_command(make):
-    provider = make(image="deerflow-sandbox:does-not-exist")
+    sandbox = sandbox_of(make(image="deerflow-sandbox:does-not-exist"))
     with pytest.raises(SandboxUnavailable, match="scripts/build_sandbox_image.sh"):
-        provider.acquire("alice", "thread-1")
+        sandbox.execute_command("true")
 
 
 def test_the_warm_pool_serves_a_new_thread_without_starting_a_container(make):
@@ -196,9 +264,12 @@ def test_the_warm_pool_serves_a_new_thread_without_starting_a_container(make):
     assert provider.wait_for_pool(120)
     warm = set(provider._pool)
     before = set(container_engine.listed_containers())
+    spares = set(provider.spares_dir.glob("spare-*.img"))
+    assert len(spares) == 2  # thread disks formatted ahead, like the containers
     sandbox = sandbox_of(provider, "carol", "thread-warm")
     name = provider.container_for(sandbox)
     assert name in warm and name in before
+    assert len(spares - set(provider.spares_dir.glob("spare-*.img"))) == 1
     sandbox.write_file("/mnt/user-data/uploads/data.txt", "from the host\n")
     result, out = run(sandbox, "cat /mnt/user-data/uploads/data.txt; ls /mnt/skills; echo out > /mnt/user-data/outputs/o.txt")
     assert result.exit_code == 0 and "from the host" in out and "custom" in out and "public" in out
@@ -215,7 +286,9 @@ def test_the_warm_pool_serves_a_new_thread_without_starting_a_container(make):
 def test_idle_containers_are_removed_and_the_next_command_gets_a_fresh_one(make):
     provider = make(idle_timeout=1, lease_seconds=4)
     sandbox = sandbox_of(provider)
-    run(sandbox, "echo kept > notes.txt")
+    # A command running longer than idle_timeout is not idleness: its container stays.
+    result, out = run(sandbox, "sleep 3; echo kept > notes.txt; echo done")
+    assert result.exit_code == 0 and out == "done\n"
     name = provider.container_for(sandbox)
     deadline = time.monotonic() + 60
     while name in container_engine.listed_containers() and time.monotonic() < deadline:
@@ -277,12 +350,103 @@ def test_a_killed_server_leaves_no_container_after_the_next_start(make, home):
     assert out == "before-crash\n"
 
 
-def test_writes_past_the_thread_quota_stop_the_command(make):
-    sandbox = sandbox_of(make(thread_quota_mb=8))
-    result, _ = run(sandbox, "dd if=/dev/zero of=/mnt/user-data/workspace/big bs=1M count=2000 2>&1", timeout=60)
-    assert result.exit_code is None and result.limit_message and "quota" in result.limit_message.lower()
-    # Stopped before it wrote what it asked for. A watcher, not a bound: it overshoots by what
-    # the command writes in one interval (docs/sandbox.md, "Limits: hard vs watchers").
-    assert (sandbox.fs.host_dir("workspace") / "big").stat().st_size < 2000 * 1024 * 1024
-    result, out = run(sandbox, "rm big; echo ok")
+def test_the_thread_disk_is_a_hard_limit(make, home):
+    provider = make(thread_quota_mb=8)
+    sandbox = sandbox_of(provider)
+    image = sandbox.fs.user_data_dir.parent / "user-data.img"
+    result, out = run(sandbox, "dd if=/dev/zero of=/mnt/user-data/workspace/big bs=1M count=2000 2>&1; "
+                               "dd if=/dev/zero of=/mnt/user-data/outputs/more bs=1M count=10 2>&1", timeout=60)
+    # Each write failed as soon as the thread's own file system was full: nothing to stop, nothing past it.
+    assert out.count("No space left on device") == 2, out
+    assert "this thread's disk is full" in result.limit_message and "hard limit" in result.limit_message
+    assert (sandbox.fs.host_dir("workspace") / "big").stat().st_size <= 8 * 1024 * 1024
+    # The host paid for the image only, never more than its size.
+    assert image.stat().st_size == 8 * 1024 * 1024 and image.stat().st_blocks * 512 <= 8 * 1024 * 1024
+    with pytest.raises(SandboxError):
+        sandbox.write_file("/mnt/user-data/outputs/note.txt", "x" * (2 * 1024 * 1024))
+    result, out = run(sandbox, "rm big /mnt/user-data/outputs/more; echo ok > kept.txt; cat kept.txt")
     assert out == "ok\n"
+    assert result.limit_message is None
+
+
+def test_the_thread_disk_outlives_its_container_grows_and_goes_with_the_thread(make, home):
+    # An upload made before the thread's first sandbox is on the host folder: it moves into the image.
+    early = home / "users" / "gina" / "threads" / "thread-disk" / "user-data" / "uploads" / "early.csv"
+    early.parent.mkdir(parents=True)
+    early.write_text("a,b\n")
+    provider = make(thread_quota_mb=8)
+    sandbox = sandbox_of(provider, "gina", "thread-disk")
+    user_data = sandbox.fs.user_data_dir
+    assert disk.mounted_device(user_data) is not None
+    _, out = run(sandbox, "cat /mnt/user-data/uploads/early.csv; echo kept > notes.txt")
+    assert out == "a,b\n"
+    provider.forget(sandbox, provider.container_for(sandbox))
+    disk.unmount(user_data)  # as a reboot would
+    assert not any(user_data.iterdir())  # everything is in the image, nothing left under it on the host
+    # A bigger quota: the same image, grown; the files are there for the fresh container.
+    bigger = make(thread_quota_mb=32)
+    sandbox = sandbox_of(bigger, "gina", "thread-disk")
+    _, out = run(sandbox, "cat notes.txt; df -m --output=size /mnt/user-data/workspace | tail -1")
+    assert out.startswith("kept\n") and int(out.split()[-1]) > 16
+    name = bigger.container_for(sandbox)
+    # Deleting the thread removes its container, unmounts its disk and frees the loop device.
+    set_sandbox_provider(bigger)
+    try:
+        sandbox_thread_deleted("gina", "thread-disk")
+    finally:
+        set_sandbox_provider(None)
+    assert name not in container_engine.listed_containers()
+    assert disk.mounted_device(user_data) is None and not (user_data.parent / "user-data.img").exists()
+    # A disk whose image was deleted behind the server's back is unmounted at the next start.
+    orphan = sandbox_of(make(thread_quota_mb=8), "gina", "thread-orphan")
+    (orphan.fs.user_data_dir.parent / "user-data.img").unlink()
+    assert disk.mounted_device(orphan.fs.user_data_dir) is not None
+    make(thread_quota_mb=8)
+    assert disk.mounted_device(orphan.fs.user_data_dir) is None
+
+
+def test_extra_mounts_reach_commands_and_file_tools(make, tmp_path):
+    reference, scratch = tmp_path / "reference", tmp_path / "scratch"
+    reference.mkdir()
+    scratch.mkdir()
+    (reference / "facts.txt").write_text("the sky is blue\n")
+    sandbox = sandbox_of(make(mounts=[{"host_path": str(reference), "container_path": "/data/reference", "read_only": True},
+                                      {"host_path": str(scratch), "container_path": "/data/scratch"}]))
+    assert sandbox.read_file("/data/reference/facts.txt") == "the sky is blue\n"
+    with pytest.raises(SandboxError, match="read-only mount"):
+        sandbox.write_file("/data/reference/new.txt", "no")
+    sandbox.write_file("/data/scratch/from-tool.txt", "written by write_file\n")
+    entries, _ = sandbox.list_dir("/data/scratch")
+    assert [e.path for e in entries] == ["/data/scratch/from-tool.txt"]
+    _, out = run(sandbox, "cat /data/reference/facts.txt /data/scratch/from-tool.txt; touch /data/reference/x 2>&1")
+    assert "the sky is blue\nwritten by write_file\n" in out and "Read-only file system" in out
+    assert not (reference / "x").exists()
+
+
+FETCH = ("python -c \"import sys, urllib.request\n"
+         "try:\n    print(urllib.request.urlopen(sys.argv[1], timeout=20).read().decode())\n"
+         "except Exception as e:\n    print('refused', getattr(e, 'code', ''), getattr(e, 'read', lambda: b'')().decode())\" ")
+
+
+def test_network_goes_out_through_the_ssrf_guard_only(make):
+    # 127.0.0.2: a host loopback address the container's own (localhost, 127.0.0.1) does not shadow.
+    with FakeWeb(host="127.0.0.2") as site:
+        opened = make(allow_network=True, allowed_private_networks=["127.0.0.2/32", "169.254.0.0/16"])
+        sandbox = sandbox_of(opened)
+        _, out = run(sandbox, f"{FETCH}{site.base}/article | grep -o '<h1>.*</h1>'")
+        assert out.strip() == "<h1>Rainfall in Lisbon</h1>"
+        # A server the agent runs in its container is reached on localhost, not through the guard.
+        _, out = run(sandbox, "python -m http.server 8765 --bind 127.0.0.1 >/dev/null 2>&1 & "
+                              "for i in $(seq 50); do python -c 'import socket; socket.create_connection((\"127.0.0.1\", 8765))' "
+                              "2>/dev/null && break; sleep 0.2; done; " + FETCH + "http://localhost:8765/ | head -c 40")
+        assert out.startswith("<!DOCTYPE HTML")
+        # Metadata stays shut whatever is allowed; without the proxy there is no route at all.
+        _, out = run(sandbox, FETCH + "http://169.254.169.254/latest/meta-data/")
+        assert out.startswith("refused 403") and "metadata" in out
+        _, out = run(sandbox, f"env -u http_proxy -u HTTP_PROXY {FETCH}{site.base}/article")
+        assert out.startswith("refused") and "Lisbon" not in out
+        opened.shutdown()
+        closed = sandbox_of(make(allow_network=True), "bob", "thread-closed")
+        _, out = run(closed, f"{FETCH}{site.base}/article")
+        assert out.startswith("refused 403") and "loopback" in out
+        assert site.hits("/article") == 1

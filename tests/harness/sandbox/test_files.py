@@ -9,6 +9,7 @@ import pytest
 
 from harness.sandbox import SandboxError, SandboxPathError
 from harness.config import thread_user_data_dir
+from tests.harness.sandbox.conftest import make_provider
 
 
 def test_write_then_read_text_and_bytes(sandbox):
@@ -253,3 +254,23 @@ def test_files_still_being_uploaded_are_invisible_to_listing_and_search(sandbox)
     assert sandbox.glob("**/*", "/mnt/user-data/uploads")[0] == ["/mnt/user-data/uploads/report.txt"]
     hits, _ = sandbox.grep("needle", "/mnt/user-data/uploads")
     assert [h.path for h in hits] == ["/mnt/user-data/uploads/report.txt"]
+
+
+def test_extra_mounts_reach_the_file_tools_and_commands(provider_kind, home, skills_dir, tmp_path):
+    reference, scratch = tmp_path / "reference", tmp_path / "scratch"
+    reference.mkdir()
+    scratch.mkdir()
+    (reference / "facts.txt").write_text("the sky is blue\n")
+    provider = make_provider(provider_kind, skills_dir, bash_command_timeout=20, mounts=[
+        {"host_path": str(reference), "container_path": "/data/reference", "read_only": True},
+        {"host_path": str(scratch), "container_path": "/data/scratch"}])
+    sandbox = provider.get(provider.acquire("alice", "thread-mounts"))
+    assert sandbox.read_file("/data/reference/facts.txt") == "the sky is blue\n"
+    with pytest.raises(SandboxPathError, match="read-only mount"):
+        sandbox.write_file("/data/reference/new.txt", "no")
+    sandbox.write_file("/data/scratch/from-tool.txt", "written by write_file\n")
+    result = sandbox.execute_command("cat /data/reference/facts.txt /data/scratch/from-tool.txt; echo cmd > /data/scratch/c.txt")
+    assert "the sky is blue\nwritten by write_file\n" in result.output.render()
+    assert sandbox.read_file("/data/scratch/c.txt") == "cmd\n"
+    with pytest.raises(SandboxPathError):
+        sandbox.read_file("/data/elsewhere.txt")

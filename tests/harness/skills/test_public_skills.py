@@ -37,6 +37,7 @@ def sandbox_kind(request, tmp_path, monkeypatch):
         reset_sandbox_provider()
         if request.param == "container":
             container_engine.remove_test_containers()
+            container_engine.unmount_thread_disks(tmp_path / "home")
 
 
 def bash(command):

@@ -1,5 +1,6 @@
-"""The browser's only way out: a local HTTP proxy that puts every connection through the SSRF
-guard.
+"""A local HTTP proxy that puts every connection through the SSRF guard: the only way out for
+the browser tool's Chromium (a TCP port on loopback) and for container sandboxes with
+``allow_network`` (a Unix socket mounted into the container, harness/sandbox/egress.py).
 
 Chromium is started with this proxy for every scheme and with the implicit loopback bypass
 removed, so each navigation, redirect hop, subresource, WebSocket and download is a new
@@ -21,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
 from collections.abc import Callable
 from urllib.parse import urlsplit
 
@@ -48,7 +50,13 @@ class GuardProxy:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    async def start(self) -> None:
+    async def start(self, unix_path: str | None = None) -> None:
+        """Listen on a free loopback port, or on the Unix socket ``unix_path``."""
+        if unix_path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(unix_path)
+            self._server = await asyncio.start_unix_server(self._serve, unix_path)
+            return
         self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
         self.port = self._server.sockets[0].getsockname()[1]
 
@@ -69,7 +77,7 @@ class GuardProxy:
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, asyncio.CancelledError):
             pass
         except Exception:  # a broken exchange must never take the proxy down
-            logger.exception("browser proxy: exchange failed")
+            logger.exception("guard proxy: exchange failed")
         finally:
             if task is not None:
                 self._tasks.discard(task)
