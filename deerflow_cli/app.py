@@ -47,7 +47,8 @@ class DeerFlowConsole(App):
     #ask { height: auto; max-height: 12; border: round $warning; padding: 0 1; }
     #ask:focus { border: round $accent; }
     #status { height: 1; padding: 0 1; color: $text-muted; }
-    #picker { width: 76; max-height: 20; border: round $primary; background: $surface; padding: 0 1; }
+    #picker { width: 76; height: auto; max-height: 20; border: round $primary; background: $surface; padding: 0 1; }
+    #picker OptionList { height: auto; max-height: 16; border: none; padding: 0; }
     Picker { align: center middle; }
     """
     BINDINGS = [
@@ -192,34 +193,27 @@ class DeerFlowConsole(App):
     # -- pickers -----------------------------------------------------------------------
 
     async def action_pick_model(self) -> None:
-        try:
-            choices = await self.backend.models()
-        except BackendError as exc:
-            await self.say(f"Cannot list models: {exc}", "error")
-            return
-        self.push_screen(Picker("Model", choices, self.model), self.picked_model)
-
-    def picked_model(self, name: str | None) -> None:
-        if name:
-            self.model = name
-            self.paint_bar()
-            self.status(f"Model: {name} (from the next message on).")
-        self.prompt.focus()
+        await self.pick("model", self.backend.models)
 
     async def action_pick_agent(self) -> None:
-        try:
-            choices = await self.backend.agents()
-        except BackendError as exc:
-            await self.say(f"Cannot list agents: {exc}", "error")
-            return
-        self.push_screen(Picker("Agent", choices, self.agent), self.picked_agent)
+        await self.pick("agent", self.backend.agents)
 
-    def picked_agent(self, name: str | None) -> None:
-        if name:
-            self.agent = name
-            self.paint_bar()
-            self.status(f"Agent: {name} (from the next message on).")
-        self.prompt.focus()
+    async def pick(self, setting: str, listing: Any) -> None:
+        """A picker for ``self.<setting>``; the choice holds from the next message on."""
+        try:
+            choices = await listing()
+        except BackendError as exc:
+            await self.say(f"Cannot list {setting}s: {exc}", "error")
+            return
+
+        def picked(name: str | None) -> None:
+            if name:
+                setattr(self, setting, name)
+                self.paint_bar()
+                self.status(f"{setting.capitalize()}: {name} (from the next message on).")
+            self.prompt.focus()
+
+        self.push_screen(Picker(setting.capitalize(), choices, getattr(self, setting)), picked)
 
     # -- the prompt --------------------------------------------------------------------
 
@@ -350,7 +344,7 @@ class DeerFlowConsole(App):
                 if card.title.startswith("…"):
                     card.mark("■")
             await self.say("Cancelled.")
-            outcome = "Cancelled."
+            outcome = "Ready."
             raise
         finally:
             for view in self.answers.values():

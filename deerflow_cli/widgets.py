@@ -12,6 +12,7 @@ import os
 from typing import Any
 
 from rich.markup import escape
+from textual import events
 from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
@@ -181,19 +182,22 @@ class Prompt(Input):
     """The message box. Tab completes a "/name" as a shell does: the one match with a space
     after it, or the longest prefix several share (the status line lists them)."""
 
-    BINDINGS = [Binding("tab", "complete", "Complete", show=False)]
-
     def __init__(self, *, suggester: CommandSuggester, **kwargs: Any) -> None:
         super().__init__(suggester=suggester, **kwargs)
         self.completer = suggester
 
-    def action_complete(self) -> None:
-        found = self.completer.matches(self.value)
-        if not found:
-            self.app.action_focus_next()
-            return
-        self.value = found[0] + " " if len(found) == 1 else os.path.commonprefix(found)
-        self.cursor_position = len(self.value)
+    async def _on_key(self, event: events.Key) -> None:
+        # Here, not as a binding: a binding's action runs later than the keys typed after
+        # it, so a quick "Tab, then more text" would complete after the text had landed.
+        if event.key == "tab":
+            found = self.completer.matches(self.value)
+            if found:
+                event.stop()
+                event.prevent_default()
+                self.value = found[0] + " " if len(found) == 1 else os.path.commonprefix(found)
+                self.cursor_position = len(self.value)
+                return
+        await super()._on_key(event)
 
 
 class Picker(ModalScreen[str | None]):

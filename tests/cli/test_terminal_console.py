@@ -72,6 +72,17 @@ class Pane:
                 pytest.fail(f"the pane never showed {texts!r}" + (f" without {gone!r}" if gone else "") + f":\n{screen}")
             time.sleep(0.1)
 
+    def settled(self) -> str:
+        """The screen once two looks in a row agree: no frame caught half drawn."""
+        deadline = time.monotonic() + DEADLINE
+        last = self.screen()
+        while True:
+            time.sleep(0.2)
+            screen = self.screen()
+            if screen == last or time.monotonic() > deadline:
+                return screen
+            last = screen
+
     def close(self) -> None:
         subprocess.run(["tmux", "-S", self.socket, "kill-server"], capture_output=True)
 
@@ -144,14 +155,20 @@ def test_a_conversation_in_the_terminal(pane, live, token, script, tmp_path):
     pane.keys("Enter")
     pane.wait_for("Uploaded notes.txt → /mnt/user-data/uploads/notes.txt")
 
+    # The model picker lists the server's models; the pick shows in the top bar.
+    pane.keys("C-o")
+    pane.wait_for("Model  Enter picks", "loopback")
+    pane.keys("Enter")
+    pane.wait_for("│ loopback │", gone="Enter picks")
+
     # An approval gate: the call waits for a key, then runs; its card is folded to one line.
     pane.type("Tidy the outputs")
     pane.keys("Enter")
-    screen = pane.wait_for("Approval needed", "bash", "rule risky-shell", "y approve")
-    (DOCS / "terminal-console-approval.txt").write_text(screen)
+    pane.wait_for("Approval needed", "bash", "rule risky-shell", "y approve")
+    (DOCS / "terminal-console-approval.txt").write_text(pane.settled())
     pane.keys("y")
     screen = pane.wait_for("✓ bash", "All tidy.", gone="Approval needed")
-    assert "tidied" not in screen  # the result stays folded
+    assert "exit code" not in screen  # the result ("tidied\n[exit code: 0]") stays folded
 
     # Ctrl-C cancels the run, on the server too, and the console stays.
     pane.type("Write a long essay")
@@ -164,7 +181,7 @@ def test_a_conversation_in_the_terminal(pane, live, token, script, tmp_path):
     while runs_of(live, token, thread_id)[0]["status"] != "interrupted":
         assert time.monotonic() < deadline, runs_of(live, token, thread_id)[0]
         time.sleep(0.1)
-    (DOCS / "terminal-console.txt").write_text(pane.screen())
+    (DOCS / "terminal-console.txt").write_text(pane.settled())
 
     # The thread can be left and resumed from the list.
     pane.keys("C-n")
