@@ -224,10 +224,10 @@ class DeerFlowConsole(App):
 
     async def on_input_submitted(self, event: Prompt.Submitted) -> None:
         text = event.value.strip()
-        self.prompt.value = ""
-        if self.running:
+        if self.running:  # the text stays in the prompt, to send when the answer is done
             self.status("An answer is running: wait for it, or Ctrl-C to cancel it.")
             return
+        self.prompt.value = ""
         if self.denying:
             self.denying = False
             self.prompt.placeholder = "Message DeerFlow — / for commands and skills"
