@@ -115,12 +115,14 @@ def runs_of(live, token, thread_id):
         return api.get(f"/threads/{thread_id}/runs").json()
 
 
-def test_a_conversation_in_the_terminal(pane, live, token, script, tmp_path):
+def test_a_conversation_in_the_terminal(pane, live, token, script, model_server, tmp_path):
     script("Hello from **DeerFlow**.\n\n- streamed in pieces\n- rendered as Markdown",
            tool_reply(call("ask_clarification", question="Which city should the trip start from?", options=["Paris", "Berlin"])),
            "Starting from Berlin.",
            tool_reply(call("bash", command="rm -f /mnt/user-data/outputs/old.txt && echo tidied", description="tidy the outputs")),
            "All tidy.",
+           tool_reply(call("bash", command="rm -rf /mnt/user-data/workspace")),
+           "Fine, I left the workspace alone.",
            Reply(text="This answer never arrives.", delay=120))
 
     pane.wait_for("DeerFlow │ new thread", "Connected to")
@@ -169,6 +171,17 @@ def test_a_conversation_in_the_terminal(pane, live, token, script, tmp_path):
     pane.keys("y")
     screen = pane.wait_for("✓ bash", "All tidy.", gone="Approval needed")
     assert "exit code" not in screen  # the result ("tidied\n[exit code: 0]") stays folded
+
+    # Denied with a reason typed in the prompt; the model is told it.
+    pane.type("Clean the workspace")
+    pane.keys("Enter")
+    pane.wait_for("Approval needed", "rm -rf /mnt/user-data/workspace")
+    pane.keys("n")
+    pane.wait_for(f"{PROMPT}Why deny?")
+    pane.type("keep my drafts")
+    pane.keys("Enter")
+    pane.wait_for("› denied: keep my drafts", "✗ bash", "Fine, I left the workspace alone.")
+    assert "keep my drafts" in str(model_server.requests[-1]["messages"][-1])
 
     # Ctrl-C cancels the run, on the server too, and the console stays.
     pane.type("Write a long essay")
