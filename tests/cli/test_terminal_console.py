@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -41,7 +42,9 @@ class Pane:
     """One tmux server of the test's own (its own socket), one 80×24 pane running deerflow."""
 
     def __init__(self, workdir: Path, command: list[str], env: dict[str, str]) -> None:
-        self.socket = str(workdir / "tmux.sock")
+        # A short path of its own: a unix socket's path must fit in 108 bytes, a test's tmp_path may not.
+        self.socket_dir = tempfile.mkdtemp(prefix="deerflow-tmux-")
+        self.socket = os.path.join(self.socket_dir, "s")
         # After deerflow exits the pane says how, then waits on `cat` until the server goes.
         script = '"$@"; echo "[deerflow exited with status $?]"; exec cat'
         args = ["new-session", "-d", "-x", "80", "-y", "24", "-s", "console", "-c", str(workdir)]
@@ -85,6 +88,7 @@ class Pane:
 
     def close(self) -> None:
         subprocess.run(["tmux", "-S", self.socket, "kill-server"], capture_output=True)
+        shutil.rmtree(self.socket_dir, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
