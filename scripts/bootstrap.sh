@@ -12,6 +12,8 @@ VENV="${VENV:-.venv}"
 declare -A wanted=([bwrap]=bubblewrap)
 if [ "$profile" = test ]; then
   wanted+=([redis-server]=redis-server [chromium]=chromium)
+  # The terminal console's test drives `deerflow` in a tmux pane at 80x24.
+  wanted+=([tmux]=tmux)
   # The container sandbox's tests: rootful Podman with runc, debootstrap for its image, and
   # mkfs.ext4 for the threads' disk images.
   wanted+=([podman]=podman [runc]=runc [debootstrap]=debootstrap [mkfs.ext4]=e2fsprogs)
@@ -46,6 +48,21 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check -r requirements.txt
   echo "$want" > "$stamp"
+fi
+
+# `deerflow`, the terminal console (deerflow_cli/), on the virtualenv's PATH. It runs the package
+# from the checkout the virtualenv sits in (or, for a virtualenv elsewhere, the one that
+# installed it), from any working directory, so `/upload ./file` means the caller's file.
+deerflow_cli="$VENV/bin/deerflow"
+deerflow_cli_text="#!/bin/sh
+# Written by scripts/bootstrap.sh: the DeerFlow terminal console (docs/terminal.md).
+root=\$(cd \"\$(dirname \"\$0\")/../..\" && pwd)
+[ -d \"\$root/deerflow_cli\" ] || root='$(pwd)'
+PYTHONPATH=\"\$root\${PYTHONPATH:+:\$PYTHONPATH}\" exec \"\$(dirname \"\$0\")/python\" -m deerflow_cli \"\$@\"
+"
+if [ ! -f "$deerflow_cli" ] || [ "$(cat "$deerflow_cli")" != "$(printf '%s' "$deerflow_cli_text")" ]; then
+  printf '%s' "$deerflow_cli_text" > "$deerflow_cli"
+  chmod 755 "$deerflow_cli"
 fi
 
 # The sandbox toolbox: the Python packages skills' scripts use inside the sandbox, in a
