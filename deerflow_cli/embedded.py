@@ -2,28 +2,24 @@
 
 Threads persist in a LangGraph checkpointer (a SQLite file under
 ``$DEER_FLOW_HOME/console/`` unless ``--checkpoints`` names another URL), so a thread can be
-resumed in a later session. What the client has no method for yet is read here from the
-same places the harness uses: the thread list and pending questions from the checkpointer,
-skills from ``resolve_skill_set``, uploads written into the thread's ``uploads/`` directory
-(the uploads middleware tells the agent about them at the next turn).
+resumed in a later session. Threads, skills and uploads come from the client's own methods
+(the ones the server's routes match); the pending questions of a thread are read from the
+checkpointer's pending writes, which the client does not expose.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import shutil
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 from harness.client import DeerFlowClient, serialize_message
-from harness.config.paths import deer_flow_home, thread_user_data_dir
+from harness.config.paths import deer_flow_home
+from harness.errors import DomainError
 from harness.runtime.checkpointer import open_checkpointer
-from harness.skills.state import resolve_skill_set
-from harness.uploads import STAGING_PREFIXES, STAGING_SUFFIX
 
 from deerflow_cli.backend import DEFAULT_AGENT, BackendError, Choice, Loaded, ThreadInfo
 from deerflow_cli.events import Ask, Event, Started, Text, Title, ToolCall, ToolResult, content_text
@@ -33,17 +29,6 @@ THREAD_LIST_LIMIT = 50
 
 def default_checkpoints_url() -> str:
     return f"sqlite:///{deer_flow_home() / 'console' / 'checkpoints.sqlite'}"
-
-
-def _copy_upload(source: Path, uploads: Path) -> Path:
-    if source.name.startswith(".") or not source.is_file():
-        raise BackendError(f"{source}: not a file that can be uploaded (dot-files and directories are not)")
-    uploads.mkdir(parents=True, exist_ok=True)
-    staging = uploads / f"{STAGING_PREFIXES[0]}{uuid.uuid4().hex}{STAGING_SUFFIX}"
-    shutil.copyfile(source, staging)
-    target = uploads / source.name
-    os.replace(staging, target)  # the agent never sees half a file
-    return target
 
 
 class EmbeddedBackend:
@@ -64,22 +49,10 @@ class EmbeddedBackend:
         return self._client
 
     async def threads(self) -> list[ThreadInfo]:
-        await self.client()
-        latest: dict[str, str] = {}
-        titles: dict[str, str] = {}
-        # Newest checkpoint first (their ids are time-ordered): a thread's first is its latest.
-        # A checkpoint holds only the channels its step wrote, so the title is the newest one
-        # any of the thread's checkpoints holds.
-        async for item in self._saver.alist(None):
-            thread_id = item.config["configurable"]["thread_id"]
-            if thread_id not in latest:
-                if len(latest) >= THREAD_LIST_LIMIT:
-                    break
-                latest[thread_id] = str(item.checkpoint.get("ts") or "")
-            title = (item.checkpoint.get("channel_values") or {}).get("title")
-            if title and thread_id not in titles:
-                titles[thread_id] = str(title)
-        return [ThreadInfo(tid, titles.get(tid, ""), "", ts) for tid, ts in latest.items()]
+        client = await self.client()
+        listed = await asyncio.to_thread(client.list_threads, THREAD_LIST_LIMIT)
+        return [ThreadInfo(t["thread_id"], str(t.get("title") or ""), "", str(t.get("updated_at") or ""))
+                for t in listed["thread_list"]]
 
     async def load(self, thread_id: str) -> Loaded:
         client = await self.client()
@@ -140,16 +113,19 @@ class EmbeddedBackend:
         return [Choice(DEFAULT_AGENT, "the default agent")]
 
     async def skills(self) -> list[Choice]:
-        skill_set = await asyncio.to_thread(resolve_skill_set, self.user_id)
-        return [Choice(s.name, s.meta.description) for s in skill_set.enabled()]
+        client = await self.client()
+        listed = await asyncio.to_thread(client.list_skills, True)
+        return [Choice(s["name"], str(s.get("description") or "")) for s in listed["skills"]]
 
     async def upload(self, thread_id: str, path: Path) -> str:
-        uploads = thread_user_data_dir(self.user_id, thread_id) / "uploads"
+        client = await self.client()
+        if path.name.startswith(".") or not path.is_file():
+            raise BackendError(f"{path}: not a file that can be uploaded (dot-files and directories are not)")
         try:
-            target = await asyncio.to_thread(_copy_upload, path, uploads)
-        except OSError as exc:
-            raise BackendError(f"cannot upload {path}: {exc.strerror}") from exc
-        return f"/mnt/user-data/uploads/{target.name}"
+            result = await asyncio.to_thread(client.upload_files, thread_id, [path])
+        except (OSError, DomainError) as exc:
+            raise BackendError(f"cannot upload {path}: {exc}") from exc
+        return result["files"][0]["virtual_path"]
 
     async def close(self) -> None:
         await self._stack.aclose()
