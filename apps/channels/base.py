@@ -146,3 +146,23 @@ class ChannelAdapter(abc.ABC):
     async def send_file(self, chat: ChatRef, name: str, data: bytes, *, content_type: str | None = None,
                         reply_to: str | None = None) -> SentMessage:
         raise NotImplementedError(f"{self.provider} does not send files")
+
+    # -- how an answer streams (defaults: one message edited, then the finished text) ------
+
+    def edit_interval_for(self, chat: ChatRef) -> float:
+        """Seconds between streamed edits in this chat (a platform may pace groups slower)."""
+        return self.capabilities.edit_interval
+
+    async def begin_answer(self, chat: ChatRef, placeholder: str, *, reply_to: str | None = None) -> SentMessage | None:
+        """The message an answer streams into (``edit_text`` updates it), or None: the answer
+        is sent once finished. Adapters with their own streaming surface (DingTalk's AI card)
+        override this."""
+        if not self.capabilities.edit:
+            return None
+        return await self.send_text(chat, placeholder, reply_to=reply_to)
+
+    async def finish_answer(self, chat: ChatRef, sent: SentMessage | None, text: str, *, reply_to: str | None = None) -> bool:
+        """Deliver the whole final answer in the platform's own form (Telegram's rich
+        messages, a finalized AI card); True when done. False (the default, or a form the
+        platform refused) leaves it to the manager: ``sent`` edited, the rest sent in chunks."""
+        return False
