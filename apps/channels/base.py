@@ -91,6 +91,10 @@ class AdapterHooks:
     async def save_cursor(self, cursor: dict[str, Any]) -> None:
         """Remember where receiving is, so a restarted worker resumes there."""
 
+    async def login_required(self, qr_content: str, detail: str) -> None:
+        """The platform wants a person to log the bot in by scanning a QR code that encodes
+        ``qr_content`` (WeChat); shown to administrators until ``connected`` is reported."""
+
 
 InboundSink = Callable[[InboundMessage], Awaitable[None]]
 

@@ -102,7 +102,7 @@ class ChannelStatus(models.Model):
     resume point (Telegram's update offset), kept across worker restarts."""
 
     provider = models.CharField(max_length=32, unique=True)
-    state = models.CharField(max_length=16, default="stopped")  # starting | connected | retrying | disabled | stopped
+    state = models.CharField(max_length=16, default="stopped")  # starting | connected | retrying | login | disabled | stopped
     detail = models.CharField(max_length=500, blank=True, default="")  # why disabled / what it is retrying
     bot_name = models.CharField(max_length=128, blank=True, default="")
     process = models.CharField(max_length=128, blank=True, default="")
@@ -110,6 +110,9 @@ class ChannelStatus(models.Model):
     last_error = models.TextField(blank=True, default="")
     last_error_at = models.DateTimeField(null=True, blank=True)
     cursor = models.JSONField(default=dict, blank=True)
+    # What the login QR code encodes while the platform waits for an operator to scan it
+    # (WeChat's iLink login); empty otherwise. Shown to administrators only.
+    login_qr = models.TextField(blank=True, default="")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
