@@ -13,7 +13,7 @@ from apps.channels.connections import connect_code_issue
 from apps.channels.models import ChannelConnection, ChannelStatus
 from apps.runs.models import Run
 from harness.testing import call, tool_reply
-from tests.support.channels import make_manager
+from tests.support.channels import RunningAdapter, make_manager
 from tests.support.fake_telegram import FakeTelegram
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -28,21 +28,11 @@ async def telegram():
     await fake.stop()
 
 
-class Bot:
+class Bot(RunningAdapter):
     """A running adapter + manager against the fake server, as the worker wires them."""
 
     def __init__(self, fake: FakeTelegram, **overrides) -> None:
-        self.manager, self.adapter = make_manager(TelegramAdapter, adapter_settings={**fake.settings, **overrides},
-                                                  hooks=DatabaseHooks("telegram"))
-
-    async def __aenter__(self):
-        await self.adapter.start()
-        return self
-
-    async def __aexit__(self, *exc):
-        await self.manager.idle()
-        await self.adapter.stop()
-        await self.manager.close()
+        super().__init__(TelegramAdapter, {**fake.settings, **overrides}, DatabaseHooks("telegram"))
 
 
 def _runs():

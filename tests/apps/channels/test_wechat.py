@@ -18,7 +18,7 @@ from apps.channels.status import DatabaseHooks
 from apps.runs.models import Run
 from harness.testing import call, tool_reply
 from tests.apps.channels.wechat_fake import FakeILink
-from tests.support.channels import make_manager
+from tests.support.channels import RunningAdapter
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -32,21 +32,11 @@ async def ilink():
     await server.stop()
 
 
-class Bot:
+class Bot(RunningAdapter):
     """The adapter and the manager as the worker wires them, against the fake server."""
 
     def __init__(self, fake: FakeILink, tmp_path, **overrides) -> None:
-        settings = fake.settings(state_dir=str(tmp_path / "wechat"), **overrides)
-        self.manager, self.adapter = make_manager(WeChatAdapter, adapter_settings=settings, hooks=DatabaseHooks("wechat"))
-
-    async def __aenter__(self):
-        await self.adapter.start()
-        return self
-
-    async def __aexit__(self, *exc):
-        await self.manager.idle()
-        await self.adapter.stop()
-        await self.manager.close()
+        super().__init__(WeChatAdapter, fake.settings(state_dir=str(tmp_path / "wechat"), **overrides), DatabaseHooks("wechat"))
 
 
 async def _connect(fake: FakeILink, user, who: str = ANN) -> None:
