@@ -186,3 +186,12 @@ async def test_presented_files_go_out_encrypted_through_the_cdn(ilink, tmp_path,
     upload = ilink.calls("POST", "/ilink/bot/getuploadurl")[0].json()
     assert upload["media_type"] == 3 and upload["rawsize"] == len(b"# Report\n") and upload["to_user_id"] == ANN
     assert "Your report is attached." in ilink.texts()
+
+
+def test_the_admin_shows_the_login_qr_code(admin_client):
+    row = ChannelStatus.objects.create(provider="wechat", state="login", login_qr="https://liteapp.weixin.qq.com/q/admin")
+    page = admin_client.get(f"/admin/integrations/channelstatus/{row.pk}/change/")
+    assert page.status_code == 200 and b'alt="login QR code"' in page.content and b"data:image/svg+xml" in page.content
+    row.login_qr = ""
+    row.save()
+    assert b'alt="login QR code"' not in admin_client.get(f"/admin/integrations/channelstatus/{row.pk}/change/").content
