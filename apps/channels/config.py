@@ -63,7 +63,7 @@ def channels_settings() -> ChannelsSettings:
         connect_code_ttl=_int(extra.get("connect_code_ttl"), DEFAULT_CODE_TTL, 60, 86400),
         public_url=str(extra.get("public_url") or "").rstrip("/"),
         providers=providers,
-        session=extra.get("session") if isinstance(extra.get("session"), Mapping) else {},
+        session=section.session.model_dump(exclude_none=True),
     )
 
 

@@ -154,3 +154,15 @@ async def test_models_and_memory_commands(kits, user):
     await kit.adapter.say("/help", sender="ann")
     helped = "\n".join(kit.adapter.final_texts("dm-ann")[5:])  # split: the fake platform's messages are short
     assert "/models — " in helped and "/memory — " in helped
+
+
+def test_a_misspelt_group_chats_value_is_refused_at_load():
+    from pydantic import ValidationError
+
+    from harness.config.app_config import ChannelsConfig
+
+    ChannelsConfig.model_validate({"session": {"group_chats": "shared"}, "slack": {"session": {"group_chats": "per_user"}}})
+    with pytest.raises(ValidationError, match="per_user' or 'shared"):
+        ChannelsConfig.model_validate({"session": {"group_chats": "everyone"}})
+    with pytest.raises(ValidationError, match="channels.slack.session"):
+        ChannelsConfig.model_validate({"slack": {"session": {"group_chats": "everyone"}}})

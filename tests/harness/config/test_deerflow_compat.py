@@ -45,7 +45,7 @@ def test_the_deerflow_style_config_loads_and_reports_each_accepted_key_once():
     accepted = {n.key for n in config.compat_notes if n.kind == ACCEPTED}
     assert [k for k in NAMED_IN_THE_ISSUE if k not in accepted] == []
     assert [k for k in HONOURED_CHANNEL_KEYS if k in accepted] == []
-    assert config.channels.model_extra["session"] == {"assistant_id": "lead_agent"}
+    assert config.channels.session.assistant_id == "lead_agent"
     assert config.channels.model_extra["telegram"]["rich_messages"] is False and "wechat" in config.channels.model_extra
     # The container provider's keys are honoured, not merely accepted.
     sandbox = config.sandbox
