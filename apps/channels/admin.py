@@ -2,8 +2,10 @@
 thread, and what each channel's worker last reported."""
 
 from django.contrib import admin, messages
+from django.utils.html import format_html
 
 from apps.channels.models import ChannelConnection, ChannelConversation, ChannelDelivery, ChannelStatus, ConnectCode
+from apps.channels.selectors import login_qr
 
 
 @admin.register(ChannelConnection)
@@ -46,12 +48,19 @@ class ChannelStatusAdmin(admin.ModelAdmin):
 
     list_display = ["provider", "state", "connected", "bot_name", "last_event_at", "last_error_at", "short_error", "detail", "process",
                     "updated_at"]
-    readonly_fields = ["provider", "state", "detail", "bot_name", "process", "last_event_at", "last_error", "last_error_at", "cursor",
-                       "updated_at"]
+    readonly_fields = ["provider", "state", "detail", "login_qr_code", "bot_name", "process", "last_event_at", "last_error",
+                       "last_error_at", "cursor", "updated_at"]
 
     @admin.display(boolean=True, description="connected")
     def connected(self, obj) -> bool:
         return obj.state == "connected"
+
+    @admin.display(description="login QR code")
+    def login_qr_code(self, obj) -> str:
+        """The code the platform waits for an operator to scan (WeChat), as on the Connections page."""
+        if not obj.login_qr:
+            return "—"
+        return format_html('<img src="{}" alt="login QR code" width="200" height="200">', login_qr(obj.login_qr)["image"])
 
     @admin.display(description="last error")
     def short_error(self, obj) -> str:

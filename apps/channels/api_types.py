@@ -12,6 +12,11 @@ class CredentialField(serializers.Serializer):
     required = serializers.BooleanField()
 
 
+class LoginQR(serializers.Serializer):
+    image = serializers.CharField(help_text="the QR code as an SVG data URI")
+    link = serializers.CharField(allow_blank=True, help_text="the web address it encodes, when it is one")
+
+
 class Provider(serializers.Serializer):
     provider = serializers.CharField()
     display_name = serializers.CharField()
@@ -26,6 +31,7 @@ class Provider(serializers.Serializer):
     last_event_at = serializers.DateTimeField(allow_null=True)
     last_error = serializers.CharField(required=False, allow_blank=True, allow_null=True, help_text="staff only")
     last_error_at = serializers.DateTimeField(required=False, allow_null=True, help_text="staff only")
+    login_qr = LoginQR(required=False, help_text="staff only: a login QR code the platform waits for an operator to scan")
 
 
 class Providers(serializers.Serializer):

@@ -116,6 +116,10 @@ class AdapterHooks:
     async def save_cursor(self, cursor: dict[str, Any]) -> None:
         """Remember where receiving is, so a restarted worker resumes there."""
 
+    async def login_required(self, qr_content: str, detail: str) -> None:
+        """The platform wants a person to log the bot in by scanning a QR code that encodes
+        ``qr_content`` (WeChat); shown to administrators until ``connected`` is reported."""
+
 
 InboundSink = Callable[[InboundMessage | InboundAction], Awaitable[None]]
 
@@ -178,3 +182,23 @@ class ChannelAdapter(abc.ABC):
         the answers are numbered lines and the person replies with the number."""
         lines = [text, "", *(f"{n}. {choice.label}" for n, choice in enumerate(choices, 1)), "", "Reply with the number."]
         return await self.send_text(chat, "\n".join(lines), reply_to=reply_to)
+
+    # -- how an answer streams (defaults: one message edited, then the finished text) ------
+
+    def edit_interval_for(self, chat: ChatRef) -> float:
+        """Seconds between streamed edits in this chat (a platform may pace groups slower)."""
+        return self.capabilities.edit_interval
+
+    async def begin_answer(self, chat: ChatRef, placeholder: str, *, reply_to: str | None = None) -> SentMessage | None:
+        """The message an answer streams into (``edit_text`` updates it), or None: the answer
+        is sent once finished. Adapters with their own streaming surface (DingTalk's AI card)
+        override this."""
+        if not self.capabilities.edit:
+            return None
+        return await self.send_text(chat, placeholder, reply_to=reply_to)
+
+    async def finish_answer(self, chat: ChatRef, sent: SentMessage | None, text: str, *, reply_to: str | None = None) -> bool:
+        """Deliver the whole final answer in the platform's own form (Telegram's rich
+        messages, a finalized AI card); True when done. False (the default, or a form the
+        platform refused) leaves it to the manager: ``sent`` edited, the rest sent in chunks."""
+        return False

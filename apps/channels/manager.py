@@ -1,10 +1,12 @@
 """The channel manager: every platform's messages get the same rules.
 
 For each inbound message: connect codes first (``/connect CODE``, Telegram's ``/start CODE``),
-then the chat allow-list, then the sender must be a connected identity (a stranger or a
-revoked one gets the connect hint and starts nothing), then commands, then a chat turn on the
-thread of (provider, workspace, chat, topic) for that user. While a conversation's run is
-active its follow-ups wait in a bounded queue and run next, in order.
+then the chat and user allow-lists, then the sender must be a connected identity (a stranger
+or a revoked one gets the connect hint and starts nothing), then commands, then a chat turn on
+the thread of (provider, workspace, chat, topic) for that user, or, in a group chat whose
+operator chose ``session.group_chats: shared``, on the chat's one shared thread with the
+sender's name in the message. While a conversation's run is active its follow-ups wait in a
+bounded queue and run next, in order.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from channels.db import database_sync_to_async
 from apps.channels import connections
 from apps.channels import conversations, questions, turns
 from apps.channels.base import ChannelAdapter, ChatRef, InboundAction, InboundMessage
-from apps.channels.config import ChannelsSettings, allowed_chats
+from apps.channels.config import ChannelsSettings, allowed_chats, allowed_users, session_for
 from apps.errors import DomainError
 
 logger = logging.getLogger(__name__)
@@ -32,11 +34,13 @@ HELP = (
     "/status — what the current run is doing\n"
     "/stop — stop the current run (and drop queued messages)\n"
     "/goal <objective> — set a goal the agent keeps working towards\n"
+    "/models — the models this server offers\n"
+    "/memory — what the agent remembers about you\n"
     "/connect <code> — connect this account (code from Settings → Connections)\n"
     "/help — this list"
 )
 CONNECT_COMMANDS = frozenset({"connect", "start"})
-COMMANDS = frozenset({"new", "status", "stop", "goal", "help"})
+COMMANDS = frozenset({"new", "status", "stop", "goal", "help", "models", "memory"})
 DEDUP_SIZE = 2048
 
 
@@ -63,6 +67,7 @@ class _Turn:
     message: InboundMessage
     connection: Any
     text: str
+    shared: bool = False  # the group chat's shared thread, not the sender's own
 
 
 class ChannelManager:
@@ -111,6 +116,11 @@ class ChannelManager:
         if allowed and not message.is_direct and message.chat.chat not in allowed:
             logger.info("Channel %s: chat %s is not in allowed_chats; ignored", message.chat.provider, message.chat.chat)
             return
+        users = allowed_users(provider_settings)
+        if users and message.sender_id not in users:
+            # Checked after connect codes, as DeerFlow does: binding an account is not talking.
+            logger.info("Channel %s: sender %s is not in allowed_users; ignored", message.chat.provider, message.sender_id)
+            return
         connection = await database_sync_to_async(connections.connection_for_sender)(
             provider=message.chat.provider, external_id=message.sender_id, workspace=message.chat.workspace)
         if connection is None:
@@ -124,7 +134,10 @@ class ChannelManager:
             return
         if not message.text.strip() and not message.files:
             return
-        await self._enqueue(adapter, _Turn(message, connection, message.text))
+        await self._enqueue(adapter, _Turn(message, connection, message.text, self._shared(message)))
+
+    def _shared(self, message: InboundMessage) -> bool:
+        return not message.is_direct and session_for(self.settings, message.chat.provider).group_chats == "shared"
 
     async def _already_handled(self, message: InboundMessage) -> bool:
         return self._duplicate(message)
@@ -163,28 +176,34 @@ class ChannelManager:
 
     async def _command(self, adapter: ChannelAdapter, message: InboundMessage, connection, name: str, arg: str) -> None:
         chat = message.chat
+        shared = self._shared(message)
         if name == "help":
             await self._reply(adapter, message, HELP)
+        elif name == "models":
+            await self._reply(adapter, message, await database_sync_to_async(conversations.models_text)())
+        elif name == "memory":
+            user = await database_sync_to_async(lambda: connection.user)()
+            await self._reply(adapter, message, await database_sync_to_async(conversations.memory_text)(user=user))
         elif name == "new":
-            state = self._conversations.get(self._key(connection, chat))
+            state = self._conversations.get(self._key(connection, chat, shared))
             if state is not None and state.worker is not None and not state.worker.done():
                 await self._reply(adapter, message, "A run is still going here: /stop it first, or wait for it.")
                 return
-            await database_sync_to_async(conversations.conversation_thread)(connection=connection, chat=chat, fresh=True)
-            await self._reply(adapter, message, "Started a new conversation.")
+            await self._thread(connection, chat, shared=shared, fresh=True)
+            await self._reply(adapter, message, "Started a new conversation" + (" for everyone here." if shared else "."))
         elif name == "status":
-            thread = await database_sync_to_async(conversations.current_thread)(connection=connection, chat=chat)
+            thread = await database_sync_to_async(conversations.current_thread)(connection=connection, chat=chat, shared=shared)
             text = await database_sync_to_async(conversations.run_status_text)(thread=thread)
-            state = self._conversations.get(self._key(connection, chat))
+            state = self._conversations.get(self._key(connection, chat, shared))
             if state is not None and state.queue:
                 text += f"\n{len(state.queue)} message(s) queued."
             await self._reply(adapter, message, text)
         elif name == "stop":
-            state = self._conversations.get(self._key(connection, chat))
+            state = self._conversations.get(self._key(connection, chat, shared))
             dropped = len(state.queue) if state else 0
             if state:
                 state.queue.clear()
-            thread = await database_sync_to_async(conversations.current_thread)(connection=connection, chat=chat)
+            thread = await database_sync_to_async(conversations.current_thread)(connection=connection, chat=chat, shared=shared)
             stopped = await database_sync_to_async(conversations.stop_active_run)(thread=thread)
             text = "Stopped the current run." if stopped else "Nothing is running."
             if dropped:
@@ -195,18 +214,19 @@ class ChannelManager:
 
     async def _goal(self, adapter: ChannelAdapter, message: InboundMessage, connection, objective: str) -> None:
         chat = message.chat
+        shared = self._shared(message)
         if not objective:
-            thread = await database_sync_to_async(conversations.current_thread)(connection=connection, chat=chat)
+            thread = await database_sync_to_async(conversations.current_thread)(connection=connection, chat=chat, shared=shared)
             goal = await database_sync_to_async(conversations.read_goal)(thread=thread)
             text = f"Current goal: {goal['objective']} ({goal.get('status', 'active')})" if goal else \
                 "No goal set. Use /goal <objective> to set one."
             await self._reply(adapter, message, text)
             return
-        state = self._conversations.get(self._key(connection, chat))
+        state = self._conversations.get(self._key(connection, chat, shared))
         if state is not None and state.worker is not None and not state.worker.done():
             await self._reply(adapter, message, "A run is going: set the goal once it has finished (or /stop it).")
             return
-        thread = await database_sync_to_async(conversations.conversation_thread)(connection=connection, chat=chat)
+        thread, _ = await self._thread(connection, chat, shared=shared)
         try:
             await database_sync_to_async(conversations.set_goal)(thread=thread, objective=objective)
         except DomainError as exc:
@@ -214,16 +234,27 @@ class ChannelManager:
             return
         await self._reply(adapter, message, f"Goal set: {objective}")
         # The objective is also the next turn, so the agent starts on it right away.
-        await self._enqueue(adapter, _Turn(message, connection, objective))
+        await self._enqueue(adapter, _Turn(message, connection, objective, shared))
 
     # -- chat turns --------------------------------------------------------------------------
 
     @staticmethod
-    def _key(connection, chat: ChatRef) -> tuple:
-        return (connection.user_id, chat.provider, chat.workspace, chat.chat, chat.topic)
+    def _key(connection, chat: ChatRef, shared: bool = False) -> tuple:
+        # A shared group thread is one conversation: every member's turns queue behind each other.
+        owner = "shared" if shared else connection.user_id
+        return (owner, chat.provider, chat.workspace, chat.chat, chat.topic)
+
+    async def _thread(self, connection, chat: ChatRef, *, shared: bool, chat_title: str = "", fresh: bool = False):
+        """(thread, the user its runs run as): the sender's own, or the group's shared one."""
+        if shared:
+            return await database_sync_to_async(conversations.shared_thread)(
+                connection=connection, chat=chat, chat_title=chat_title, fresh=fresh)
+        thread = await database_sync_to_async(conversations.conversation_thread)(
+            connection=connection, chat=chat, chat_title=chat_title, fresh=fresh)
+        return thread, await database_sync_to_async(lambda: connection.user)()
 
     async def _enqueue(self, adapter: ChannelAdapter, turn: _Turn) -> None:
-        key = self._key(turn.connection, turn.message.chat)
+        key = self._key(turn.connection, turn.message.chat, turn.shared)
         state = self._conversations.setdefault(key, _Conversation())
         if state.worker is not None and not state.worker.done():
             if len(state.queue) >= self.settings.queue_size:
@@ -254,8 +285,7 @@ class ChannelManager:
     async def _run_turn(self, adapter: ChannelAdapter, turn: _Turn) -> None:
         message, chat = turn.message, turn.message.chat
         chat_title = message.extra.get("chat_title", "") if message.extra else ""
-        thread = await database_sync_to_async(conversations.conversation_thread)(
-            connection=turn.connection, chat=chat, chat_title=chat_title or message.sender_name)
+        thread, user = await self._thread(turn.connection, chat, shared=turn.shared, chat_title=chat_title or message.sender_name)
         text = turn.text
         if message.files:
             saved = await turns.receive_files(adapter, chat, thread, message.files, message.message_id or None)
@@ -264,12 +294,14 @@ class ChannelManager:
             if saved:
                 note = "Uploaded: " + ", ".join(saved)
                 text = f"{text}\n\n({note})" if text.strip() else f"({note})"
-        user = await database_sync_to_async(lambda: turn.connection.user)()
         if await self._answer(adapter, turn, thread, user):
             return
-        assistant_id = self.settings.provider(chat.provider).get("assistant_id")
+        if turn.shared:
+            text = f"[{message.sender_name or message.sender_id}] {text}"  # who said what, in the shared thread
+        session = session_for(self.settings, chat.provider, message.sender_id)
         try:
-            run_id = await turns.start_when_free(user, thread, text, assistant_id, chat)
+            run_id = await turns.start_when_free(user, thread, text, session.assistant_id, chat,
+                                                 context=session.context, config=session.config)
         except DomainError as exc:
             await self._reply(adapter, message, f"The run could not start: {exc.detail}")
             return

@@ -44,7 +44,8 @@ class ChannelConversation(models.Model):
     """(provider, workspace, chat, topic) for one user → the thread their messages go to.
 
     The user is part of the key: in a group chat every member talks to their own thread, so
-    no one reads another member's conversation through the bot.
+    no one reads another member's conversation through the bot, unless the operator chose
+    one shared thread per group chat (``shared``).
     """
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="channel_conversations")
@@ -54,6 +55,9 @@ class ChannelConversation(models.Model):
     chat = models.CharField(max_length=128)
     topic = models.CharField(max_length=128, blank=True, default="")
     thread = models.ForeignKey("threads.Thread", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    # A group chat's one shared thread (``session.group_chats: shared``): ``user`` is its
+    # owner, the member who started it; every connected member's turns go to it.
+    shared = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -61,6 +65,8 @@ class ChannelConversation(models.Model):
         ordering = ["-updated_at"]
         constraints = [
             models.UniqueConstraint(fields=["user", "provider", "workspace", "chat", "topic"], name="uq_channel_conversation_key"),
+            models.UniqueConstraint(fields=["provider", "workspace", "chat", "topic"], condition=Q(shared=True),
+                                    name="uq_channel_conversation_shared"),
         ]
 
     def __str__(self) -> str:
@@ -96,7 +102,7 @@ class ChannelStatus(models.Model):
     resume point (Telegram's update offset), kept across worker restarts."""
 
     provider = models.CharField(max_length=32, unique=True)
-    state = models.CharField(max_length=16, default="stopped")  # starting | connected | retrying | disabled | stopped
+    state = models.CharField(max_length=16, default="stopped")  # starting | connected | retrying | login | disabled | stopped
     detail = models.CharField(max_length=500, blank=True, default="")  # why disabled / what it is retrying
     bot_name = models.CharField(max_length=128, blank=True, default="")
     process = models.CharField(max_length=128, blank=True, default="")
@@ -104,6 +110,9 @@ class ChannelStatus(models.Model):
     last_error = models.TextField(blank=True, default="")
     last_error_at = models.DateTimeField(null=True, blank=True)
     cursor = models.JSONField(default=dict, blank=True)
+    # What the login QR code encodes while the platform waits for an operator to scan it
+    # (WeChat's iLink login); empty otherwise. Shown to administrators only.
+    login_qr = models.TextField(blank=True, default="")
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -20,6 +20,7 @@ ADAPTER_MODULES: dict[str, str] = {
     "discord": "apps.channels.adapters.discord_bot",
     "github": "apps.channels.adapters.github",
     "slack": "apps.channels.adapters.slack",
+    "wechat": "apps.channels.adapters.wechat",
 }
 
 

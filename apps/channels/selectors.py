@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import segno
+
 from apps.channels import registry
 from apps.channels.config import channels_settings
 from apps.channels.models import ChannelStatus
@@ -41,6 +43,14 @@ def credential_field(name: str) -> dict[str, Any]:
     return {"name": name, "label": label, "type": "password" if secret else "text", "required": True}
 
 
+def login_qr(content: str) -> dict[str, str]:
+    """The QR code a platform wants scanned (WeChat's login) as an SVG data URI, and the
+    link it encodes when that is a web address (a phone opens it too)."""
+    image = segno.make(content, error="m").svg_data_uri(scale=5, border=2, dark="#000", light="#fff")
+    link = content if content.startswith(("https://", "http://")) else ""
+    return {"image": image, "link": link}
+
+
 def providers_list(*, staff: bool) -> dict[str, Any]:
     settings = channels_settings()
     adapters = registry.load_adapters()
@@ -69,6 +79,9 @@ def providers_list(*, staff: bool) -> dict[str, Any]:
             # Admins only: an error text may name hosts and settings.
             item["last_error"] = status.last_error
             item["last_error_at"] = status.last_error_at.isoformat() if status.last_error_at else None
+            if status.login_qr:
+                # Whoever scans it logs the bot in: shown to administrators only.
+                item["login_qr"] = login_qr(status.login_qr)
         providers.append(item)
     return {"enabled": settings.enabled, "providers": providers}
 

@@ -20,8 +20,9 @@ logger = logging.getLogger(__name__)
 EVENT_WRITE_EVERY = 30.0
 
 
-def status_set(provider: str, *, state: str, detail: str = "", bot_name: str | None = None) -> None:
-    values: dict[str, Any] = {"state": state, "detail": detail[:500], "process": PROCESS_ID}
+def status_set(provider: str, *, state: str, detail: str = "", bot_name: str | None = None, login_qr: str = "") -> None:
+    # Any state but "login" retires a QR code: it was scanned, or the worker moved on.
+    values: dict[str, Any] = {"state": state, "detail": detail[:500], "process": PROCESS_ID, "login_qr": login_qr}
     if bot_name is not None:
         values["bot_name"] = bot_name[:128]
     ChannelStatus.objects.update_or_create(provider=provider, defaults=values)
@@ -64,6 +65,10 @@ class DatabaseHooks(AdapterHooks):
             return
         self._last_event = now
         await database_sync_to_async(_event)(self.provider)
+
+    async def login_required(self, qr_content: str, detail: str) -> None:
+        logger.warning("Channel %s: waiting for an operator to scan the login QR code (Settings → Connections)", self.provider)
+        await database_sync_to_async(status_set)(self.provider, state="login", detail=detail, login_qr=qr_content)
 
     async def error(self, message: str) -> None:
         logger.warning("Channel %s: %s", self.provider, message)

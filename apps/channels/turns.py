@@ -143,7 +143,8 @@ async def receive_files(adapter: ChannelAdapter, chat: ChatRef, thread, files: t
     return saved
 
 
-def _start(user, thread_id: str, text: str, assistant_id: str | None, chat: ChatRef):
+def _start(user, thread_id: str, text: str, assistant_id: str | None, chat: ChatRef, context: dict | None = None,
+           config: dict | None = None):
     from apps.runs.services import start_run
 
     request = RunCreate(
@@ -152,16 +153,19 @@ def _start(user, thread_id: str, text: str, assistant_id: str | None, chat: Chat
         metadata={"origin": ORIGIN, "channel": chat.provider},
         multitask_strategy="reject",
         stream_mode=["messages-tuple", "values"],
+        context=context or None,  # channels.session.context (DeerFlow's run defaults)
+        config=config or None,
     )
     return start_run(user=user, thread_id=thread_id, request=request)
 
 
-async def start_when_free(user, thread, text: str, assistant_id: str | None, chat: ChatRef) -> str:
+async def start_when_free(user, thread, text: str, assistant_id: str | None, chat: ChatRef, *, context: dict | None = None,
+                          config: dict | None = None) -> str:
     """Start the run; while another run (from the web, a schedule) holds the thread, wait."""
     deadline = time.monotonic() + BUSY_WAIT_LIMIT
     while True:
         try:
-            admitted = await database_sync_to_async(_start)(user, thread.pk, text, assistant_id, chat)
+            admitted = await database_sync_to_async(_start)(user, thread.pk, text, assistant_id, chat, context, config)
             return str(admitted.run.pk)
         except ThreadBusy:
             if time.monotonic() > deadline:
@@ -181,15 +185,14 @@ class _Streamer:
     last_edit: float = 0.0
 
     async def begin(self) -> None:
-        if self.adapter.capabilities.edit:
-            self.sent = await self.adapter.send_text(self.chat, WORKING, reply_to=self.reply_to)
-            self.last_edit = time.monotonic()
+        self.sent = await self.adapter.begin_answer(self.chat, WORKING, reply_to=self.reply_to)
+        self.last_edit = time.monotonic()
 
     async def progress(self, text: str) -> None:
         caps = self.adapter.capabilities
         if self.sent is None or not text.strip() or text == self.shown:
             return
-        if time.monotonic() - self.last_edit < caps.edit_interval:
+        if time.monotonic() - self.last_edit < self.adapter.edit_interval_for(self.chat):
             return
         shown = text if len(text) <= caps.max_text else text[: caps.max_text - 1] + "…"
         try:
@@ -200,6 +203,11 @@ class _Streamer:
         self.last_edit = time.monotonic()
 
     async def finish(self, text: str) -> None:
+        try:
+            if await self.adapter.finish_answer(self.chat, self.sent, text or "(no answer)", reply_to=self.reply_to):
+                return
+        except Exception as exc:  # the rich form failed: the plain one below still reaches the user
+            logger.info("Channel %s: rich final answer failed (%s); sending plain text", self.chat.provider, exc)
         chunks = split_text(text or "(no answer)", self.adapter.capabilities.max_text)
         if self.sent is not None:
             if chunks[0] != self.shown:

@@ -390,12 +390,37 @@ class SubagentsConfig(_Section):
         return default_subagent_token_budget(summarization_enabled)
 
 
+class ChannelSessionConfig(BaseModel):
+    """``channels.session`` (DeerFlow's run defaults for channel runs) and our ``group_chats``;
+    a provider's own ``session:`` (with ``users``) has the same shape and overrides it."""
+
+    model_config = ConfigDict(extra="allow")
+
+    assistant_id: str | None = None
+    context: dict[str, Any] = Field(default_factory=dict)
+    config: dict[str, Any] = Field(default_factory=dict)
+    # per_user: each member of a group chat talks to their own thread; shared: one per group.
+    group_chats: Literal["per_user", "shared"] | None = None
+    users: dict[str, dict[str, Any]] = Field(default_factory=dict)
+
+
 class ChannelsConfig(BaseModel):
     """IM channel settings; each provider reads its own keys."""
 
     model_config = ConfigDict(extra="allow")
 
     enabled: bool = False
+    session: ChannelSessionConfig = Field(default_factory=ChannelSessionConfig)
+
+    @model_validator(mode="after")
+    def _provider_sessions(self) -> ChannelsConfig:
+        for name, section in (self.model_extra or {}).items():
+            if isinstance(section, dict) and section.get("session") is not None:
+                try:
+                    ChannelSessionConfig.model_validate(section["session"])
+                except ValueError as exc:
+                    raise ValueError(f"channels.{name}.session: {exc}") from None
+        return self
 
 
 class SchedulerConfig(_Section):

@@ -164,22 +164,18 @@ MODEL_ACCEPTED: dict[str, str] = {
     "stream_chunk_timeout": "a stalled stream is bounded by the client's timeout option on the model entry",
 }
 
-# Channels: shared keys and per-provider keys only DeerFlow reads.
+# Channels: shared keys and per-provider keys only DeerFlow reads. Honoured, so not listed:
+# ``session`` (top and per provider), ``allowed_users``, ``telegram.rich_messages``,
+# ``dingtalk.card_template_id`` and the whole ``wechat`` section.
 CHANNELS_ACCEPTED: dict[str, str] = {
     "langgraph_url": "the channels worker starts runs in-process through the engine, not over HTTP",
     "gateway_url": "the channels worker starts runs in-process through the engine, not over HTTP",
     "inbound_queue_maxsize": "inbound messages are queued per conversation (channels.queue_size)",
     "max_concurrency": "channel runs are admitted like any other run (worker concurrency, budgets)",
     "shutdown_grace_period_seconds": "the channels worker finishes its current delivery on SIGTERM",
-    "session": "a channel conversation runs the agent its user bound (or the provider's assistant_id), with default context",
-    "wechat": "there is no WeChat adapter here (supported: telegram, slack, feishu, dingtalk, wecom, discord)",
-    "buzz": "there is no Buzz adapter here (supported: telegram, slack, feishu, dingtalk, wecom, discord)",
+    "buzz": "there is no Buzz adapter here (supported: telegram, slack, feishu, dingtalk, wecom, discord, wechat)",
 }
 CHANNEL_PROVIDER_ACCEPTED: dict[str, str] = {
-    "allowed_users": "who may talk to the bot is decided by account binding (connect code on the Channels page)",
-    "rich_messages": "final answers are sent as the provider's formatted text",
-    "card_template_id": "DingTalk replies are sent as Markdown messages, not AI cards",
-    "session": "a channel conversation runs the agent its user bound (or the provider's assistant_id), with default context",
     "allowed_guilds": "who may talk to the bot is decided by account binding (connect code on the Channels page)",
     "allowed_channels": "who may talk to the bot is decided by account binding (connect code on the Channels page)",
     "mention_only": "the Discord adapter answers direct messages and mentions",

@@ -10,7 +10,9 @@
   let pendingProvider = null;
   let knownIds = new Set();
   // What the channels worker last reported, in words for people.
-  const STATE_LABELS = { connected: "online", stopped: "offline", starting: "starting", retrying: "reconnecting", disabled: "off" };
+  const STATE_LABELS = { connected: "online", stopped: "offline", starting: "starting", retrying: "reconnecting", disabled: "off",
+    login: "waiting for login" };
+  let waitingForLogin = false;
 
   function showError(message) {
     errorBox.textContent = message || "";
@@ -57,14 +59,25 @@
     list.replaceChildren();
     const providers = (data.providers || []).filter((p) => p.enabled || p.configured);
     $("provider-empty").hidden = providers.length > 0;
+    waitingForLogin = false;
     for (const p of providers) {
       const get = button("Get a code", () => getCode(p));
       if (!p.connectable) get.disabled = true;
       list.append(el("li", { "data-provider": p.provider },
         el("div", {}, el("strong", {}, p.display_name), " ", el("span", { class: "status " + p.connection_status }, STATE_LABELS[p.connection_status] || p.connection_status),
-          p.detail ? el("div", { class: "why" }, p.detail) : ""),
+          p.detail ? el("div", { class: "why" }, p.detail) : "", p.login_qr ? loginQr(p) : ""),
         get));
+      if (p.connection_status === "login") waitingForLogin = true;
     }
+  }
+
+  // Administrators only (the API sends it to them alone): the code the platform wants scanned
+  // to log the bot in (WeChat). Scanning it logs the bot in as the scanner's bot account.
+  function loginQr(p) {
+    return el("figure", { class: "login-qr" },
+      el("img", { src: p.login_qr.image, alt: `${p.display_name} login QR code`, width: "200", height: "200" }),
+      el("figcaption", {}, `Scan with ${p.display_name} to log the bot in. Only administrators see this code.`,
+        p.login_qr.link ? el("span", {}, " On the phone itself: ", el("a", { href: p.login_qr.link, target: "_blank", rel: "noopener" }, "open the login link"), ".") : ""));
   }
 
   async function getCode(provider) {
@@ -143,6 +156,9 @@
     }
     // While a code is out, look for the connection it makes (the bot binds it, not this page).
     setInterval(() => { if (pendingProvider && !document.hidden) refresh(); }, 2000);
+    // While a bot waits for its QR login, follow it: a new code replaces an expired one, and
+    // the code goes away once it is scanned.
+    setInterval(() => { if (waitingForLogin && !document.hidden) loadProviders().catch((err) => showError(err.message)); }, 3000);
   }
 
   init();

@@ -129,3 +129,20 @@ class ChannelKit:
         issued = await database_sync_to_async(connect_code_issue)(user=user, provider=self.adapter.provider, ttl_seconds=600)
         await self.adapter.say(f"/connect {issued.code}", sender=sender, sender_name=sender_name, workspace=workspace)
         return issued.code
+
+
+class RunningAdapter:
+    """``async with RunningAdapter(MyAdapter, settings, hooks) as bot``: the adapter started and
+    wired to a manager as the worker does; on exit the turns finish and both are closed."""
+
+    def __init__(self, adapter_cls: type[ChannelAdapter], adapter_settings: dict, hooks=None) -> None:
+        self.manager, self.adapter = make_manager(adapter_cls, adapter_settings=adapter_settings, hooks=hooks)
+
+    async def __aenter__(self):
+        await self.adapter.start()
+        return self
+
+    async def __aexit__(self, *exc):
+        await self.manager.idle()
+        await self.adapter.stop()
+        await self.manager.close()

@@ -2,7 +2,9 @@
 
 ``/bot<token>/<method>`` answers getMe, getUpdates (long polling: waits up to ``timeout``
 seconds for an update; an ``offset`` confirms and forgets the updates before it, as Telegram
-does), sendMessage, editMessageText, sendDocument and getFile; ``/file/bot<token>/<path>``
+does), sendMessage, editMessageText, sendDocument and getFile, and Bot API 10.1's Rich Messages
+(sendRichMessage, editMessageText with ``rich_message``; ``rich_supported = False`` answers
+as an older server does); ``/file/bot<token>/<path>``
 serves file downloads. Requests arrive form-encoded or multipart, as python-telegram-bot
 sends them. A wrong token answers 401 like the real API; ``fail_next`` makes the next
 requests answer 502 (an outage).
@@ -32,6 +34,7 @@ class ChatMessage:
     thread_id: int | None = None
     edits: list[str] = field(default_factory=list)
     buttons: list[tuple[str, str]] = field(default_factory=list)  # (text, callback_data) of its inline keyboard
+    rich: str | None = None  # the Markdown of a Rich Message, once it is one
 
 
 class FakeTelegram:
@@ -45,6 +48,7 @@ class FakeTelegram:
         self.handled_updates: list[dict] = []  # every update handed to the bot, in order
         self.fail_next = 0
         self.fail_method: dict[str, int] = {}  # method -> how many of its next calls answer 502
+        self.rich_supported = True
         self.webhook: tuple[str, str] | None = None  # (url, secret) once setWebhook was called
         self.answered_callbacks: list[str] = []  # callback query ids the bot acknowledged
         self._update_ids = itertools.count(1)
@@ -240,6 +244,25 @@ class FakeTelegram:
             self.sent.append(msg)
             self._changed.set()
             return self._ok(self._result_message(msg))
+        if method == "sendRichMessage":
+            if not self.rich_supported:
+                return self._error(404, "Not Found: method not found")
+            markdown = str(params["rich_message"]["markdown"])
+            msg = ChatMessage(chat_id=int(params["chat_id"]), message_id=next(self._message_ids), text=markdown, rich=markdown,
+                              reply_to=(params.get("reply_parameters") or {}).get("message_id"), thread_id=params.get("message_thread_id"))
+            self.sent.append(msg)
+            self._changed.set()
+            return self._ok(self._result_message(msg))
+        if method == "editMessageText" and "rich_message" in params:
+            if not self.rich_supported:
+                return self._error(400, "Bad Request: message text is empty")
+            for msg in self.sent:
+                if msg.chat_id == int(params["chat_id"]) and msg.message_id == int(params["message_id"]):
+                    msg.text = msg.rich = str(params["rich_message"]["markdown"])
+                    msg.edits.append(msg.text)
+                    self._changed.set()
+                    return self._ok(self._result_message(msg))
+            return self._error(400, "Bad Request: message to edit not found")
         if method == "editMessageText":
             for msg in self.sent:
                 if msg.chat_id == int(params["chat_id"]) and msg.message_id == int(params["message_id"]):

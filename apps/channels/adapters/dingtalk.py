@@ -11,6 +11,14 @@ Replies are markdown messages posted to the conversation's session webhook (vali
 an hour after the user's message); past that, or for a message nobody prompted (a scheduled
 run), the robot's OpenAPI send endpoints are used. DingTalk cannot edit those messages, so the
 manager sends the finished answer once (``capabilities.edit`` is false).
+
+With ``card_template_id`` (an AI card template made in DingTalk's card platform, with a
+``content`` variable) an answer streams instead: an AI card is created and delivered into the
+chat when the run starts, its ``content`` is replaced as the answer grows, and the last update
+finalizes it. A card that cannot be created or finished falls back to the markdown message.
+
+Presented files go out through the media upload (``oapi.dingtalk.com/media/upload``) and the
+robot's ``sampleImageMsg``/``sampleFile`` messages, up to 20 MB.
 """
 
 from __future__ import annotations
@@ -19,7 +27,9 @@ import asyncio
 import json
 import logging
 import time
+import uuid
 from collections.abc import Mapping
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote_plus
@@ -30,14 +40,18 @@ from dingtalk_stream import AckMessage, ChatbotMessage
 from dingtalk_stream.version import VERSION_STRING
 
 from apps.channels.base import Capabilities, ChannelAdapter, ChatRef, InboundFile, InboundMessage, SentMessage
-from apps.channels.common import PlatformError, direct_chat_hint, download, guard_policy, run_with_backoff
+from apps.channels.common import PlatformError, direct_chat_hint, download, guard_policy, is_image, run_with_backoff
 from apps.channels.registry import register
+from apps.channels.turns import split_text
 from harness.net import GuardError, guarded_client
 
 log = logging.getLogger(__name__)
 
 OPENAPI = "https://api.dingtalk.com"
+OAPI = "https://oapi.dingtalk.com"  # the older API: media uploads
 MAX_DOWNLOAD = 50 * 1024 * 1024
+MAX_UPLOAD = 20 * 1024 * 1024
+CARD = "card:"  # a SentMessage id naming an AI card (its outTrackId) rather than a message
 USER_CHAT = "user:"  # a ChatRef.chat naming a person rather than a conversation (direct_chat)
 
 
@@ -77,7 +91,7 @@ class _Handler(dingtalk_stream.ChatbotHandler):
 class DingTalkAdapter(ChannelAdapter):
     provider = "dingtalk"
     display_name = "DingTalk"
-    capabilities = Capabilities(edit=False, edit_interval=1.0, max_text=5000, files_out=False, max_file_in=MAX_DOWNLOAD)
+    capabilities = Capabilities(edit=False, edit_interval=1.0, max_text=5000, files_out=True, max_file_in=MAX_DOWNLOAD)
     credential_fields = ("client_id", "client_secret")
 
     @classmethod
@@ -87,6 +101,8 @@ class DingTalkAdapter(ChannelAdapter):
     def __init__(self, settings: Mapping[str, Any], sink: Any, hooks: Any = None) -> None:
         super().__init__(settings, sink, hooks)
         self.base = str(settings.get("openapi_base") or OPENAPI).rstrip("/")
+        self.oapi = str(settings.get("oapi_base") or OAPI).rstrip("/")
+        self.card_template_id = str(settings.get("card_template_id") or "").strip()
         self.policy = guard_policy(settings)
         credential = dingtalk_stream.Credential(str(settings.get("client_id", "")), str(settings.get("client_secret", "")))
         self.client = _Client(credential, logger=logging.getLogger("dingtalk_stream.client"))
@@ -204,19 +220,101 @@ class DingTalkAdapter(ChannelAdapter):
                 raise PlatformError(f"dingtalk reply failed: errcode {answer.get('errcode')}: {answer.get('errmsg')}")
             return SentMessage(chat=chat, message_id=str(answer.get("processQueryKey") or reply_to or ""))
         # No live session webhook: the robot sends on its own (needs the robot's send permission).
-        param = json.dumps({"title": title, "text": text}, ensure_ascii=False)
+        return await self._robot_send(chat, "sampleMarkdown", {"title": title, "text": text})
+
+    async def _robot_send(self, chat: ChatRef, msg_key: str, param: dict[str, Any]) -> SentMessage:
+        """A robot message of ``msg_key`` to the person (a direct chat) or the group."""
+        conversation = self.conversations.get(chat.chat)
         robot = self.client.credential.client_id
+        encoded = json.dumps(param, ensure_ascii=False)
         user_id = chat.chat[len(USER_CHAT):] if chat.chat.startswith(USER_CHAT) else (
             conversation.user_id if conversation is not None and conversation.is_direct else "")
         if user_id:
             answer = await self._post(f"{self.base}/v1.0/robot/oToMessages/batchSend",
-                                      {"robotCode": robot, "userIds": [user_id], "msgKey": "sampleMarkdown",
-                                       "msgParam": param}, "direct message", token=True)
+                                      {"robotCode": robot, "userIds": [user_id], "msgKey": msg_key, "msgParam": encoded},
+                                      "direct message", token=True)
         else:
             answer = await self._post(f"{self.base}/v1.0/robot/groupMessages/send",
-                                      {"robotCode": robot, "openConversationId": chat.chat, "msgKey": "sampleMarkdown",
-                                       "msgParam": param}, "group message", token=True)
+                                      {"robotCode": robot, "openConversationId": chat.chat, "msgKey": msg_key,
+                                       "msgParam": encoded}, "group message", token=True)
         return SentMessage(chat=chat, message_id=str(answer.get("processQueryKey") or ""))
+
+    async def send_file(self, chat: ChatRef, name: str, data: bytes, *, content_type: str | None = None,
+                        reply_to: str | None = None) -> SentMessage:
+        if len(data) > MAX_UPLOAD:
+            raise PlatformError(f"it is {len(data):,} bytes; DingTalk takes files up to {MAX_UPLOAD:,}")
+        picture = is_image(name, content_type)
+        media_id = await self._upload(name, data, "image" if picture else "file")
+        if picture:
+            return await self._robot_send(chat, "sampleImageMsg", {"photoURL": media_id})
+        return await self._robot_send(chat, "sampleFile", {"mediaId": media_id, "fileName": name,
+                                                           "fileType": Path(name).suffix.lstrip(".").lower() or "file"})
+
+    async def _upload(self, name: str, data: bytes, kind: str) -> str:
+        token = await self._access_token()
+        try:
+            async with guarded_client(self.policy, timeout=60.0) as client:
+                response = await client.post(f"{self.oapi}/media/upload", params={"access_token": token, "type": kind},
+                                             files={"media": (name, data)})
+        except GuardError as exc:
+            raise PlatformError(f"dingtalk media upload refused: {exc}") from None
+        except Exception as exc:
+            raise PlatformError(f"dingtalk media upload failed: {type(exc).__name__}: {exc}") from None
+        try:
+            answer = response.json()
+        except ValueError:
+            answer = {}
+        if response.status_code >= 400 or answer.get("errcode", 0) != 0 or not answer.get("media_id"):
+            raise PlatformError(f"dingtalk media upload failed: HTTP {response.status_code}: "
+                                f"{answer.get('errmsg') or response.text[:200]}")
+        return str(answer["media_id"])
+
+    # --- AI cards (card_template_id) ---------------------------------------------------------------
+
+    async def begin_answer(self, chat: ChatRef, placeholder: str, *, reply_to: str | None = None) -> SentMessage | None:
+        conversation = self.conversations.get(chat.chat)
+        if not self.card_template_id or conversation is None:
+            return None  # no card: the answer goes out once, as markdown
+        track = uuid.uuid4().hex
+        robot = self.client.credential.client_id
+        body: dict[str, Any] = {
+            "cardTemplateId": self.card_template_id, "outTrackId": track, "callbackType": "STREAM",
+            "cardData": {"cardParamMap": {"content": placeholder}},
+            "imGroupOpenSpaceModel": {"supportForward": True}, "imRobotOpenSpaceModel": {"supportForward": True}}
+        if conversation.is_direct:
+            body["openSpaceId"] = f"dtv1.card//IM_ROBOT.{conversation.user_id}"
+            body["imRobotOpenDeliverModel"] = {"spaceType": "IM_ROBOT"}
+        else:
+            body["openSpaceId"] = f"dtv1.card//IM_GROUP.{chat.chat}"
+            body["imGroupOpenDeliverModel"] = {"robotCode": robot}
+        try:
+            await self._post(f"{self.base}/v1.0/card/instances/createAndDeliver", body, "AI card", token=True)
+        except PlatformError as exc:
+            log.warning("dingtalk: the AI card could not be created (%s); the answer goes out as markdown", exc)
+            await self.hooks.error(f"AI card not created, markdown instead: {exc}")
+            return None
+        return SentMessage(chat=chat, message_id=f"{CARD}{track}")
+
+    async def _card_content(self, sent: SentMessage, text: str, *, final: bool) -> None:
+        await self._post(f"{self.base}/v1.0/card/streaming", {
+            "outTrackId": sent.message_id[len(CARD):], "guid": uuid.uuid4().hex, "key": "content", "content": text,
+            "isFull": True, "isFinalize": final, "isError": False}, "AI card update", token=True, method="PUT")
+
+    async def edit_text(self, sent: SentMessage, text: str) -> None:
+        if not sent.message_id.startswith(CARD):
+            raise NotImplementedError("dingtalk edits only AI cards")
+        await self._card_content(sent, text, final=False)
+
+    async def finish_answer(self, chat: ChatRef, sent: SentMessage | None, text: str, *, reply_to: str | None = None) -> bool:
+        if sent is None or not sent.message_id.startswith(CARD):
+            return False
+        try:
+            await self._card_content(sent, text, final=True)
+        except PlatformError as exc:  # the card is gone or refused: the answer still arrives
+            log.warning("dingtalk: the AI card could not be finished (%s); sending markdown", exc)
+            for chunk in split_text(text, self.capabilities.max_text):
+                await self.send_text(chat, chunk, reply_to=reply_to)
+        return True
 
     # --- HTTP ----------------------------------------------------------------------------------
 
@@ -232,13 +330,13 @@ class DingTalkAdapter(ChannelAdapter):
         self._token = (answer["accessToken"], time.time() + int(answer.get("expireIn", 7200)) - 300)
         return self._token[0]
 
-    async def _post(self, url: str, body: dict[str, Any], what: str, *, token: bool = False) -> dict[str, Any]:
+    async def _post(self, url: str, body: dict[str, Any], what: str, *, token: bool = False, method: str = "POST") -> dict[str, Any]:
         headers = {"Accept": "application/json"}
         if token:
             headers["x-acs-dingtalk-access-token"] = await self._access_token()
         try:
             async with guarded_client(self.policy, headers=headers) as client:
-                response = await client.post(url, json=body)
+                response = await client.request(method, url, json=body)
         except GuardError as exc:
             raise PlatformError(f"dingtalk {what} refused: {exc}") from None
         except Exception as exc:

@@ -3,8 +3,11 @@
 Long polling (``getUpdates``) with the offset kept in the channel's cursor, so a restarted
 worker resumes after the last update it handled instead of answering it twice; or, with
 ``mode: webhook``, a listener in the worker that Telegram pushes updates to (secret checked). Answers stream
-by editing one message (``editMessageText``) at most once per ``edit_interval`` seconds (1 s by
-default; Telegram allows a bot about 20 messages a minute per group, so busy groups want more).
+by editing one message (``editMessageText``) at most once a second in private chats and once
+every 3 s in groups (Telegram allows a bot about 20 messages a minute per group); an
+``edit_interval`` setting replaces both. With ``rich_messages: true`` the final answer
+replaces the streamed text as a Rich Message (Bot API 10.1: the agent's Markdown rendered by
+Telegram, up to 32768 characters); a server that refuses it gets the plain text instead.
 Photos and documents come in through ``getFile`` + the file URL (never shown: it carries the
 token); presented files go out with ``sendDocument``. In groups the bot answers when
 mentioned (@name), when replied to, or for a command addressed to it.
@@ -22,7 +25,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from telegram import Bot, CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, InputFile, Message, ReplyParameters, Update
-from telegram.error import BadRequest, Forbidden, InvalidToken, NetworkError, RetryAfter, TelegramError, TimedOut
+from telegram.error import (BadRequest, EndPointNotFound, Forbidden, InvalidToken, NetworkError, RetryAfter, TelegramError,
+                            TimedOut)
 from telegram.request import HTTPXRequest
 from telegram.warnings import PTBUserWarning
 
@@ -38,6 +42,9 @@ DOWNLOAD_LIMIT = 20_000_000  # the hosted Bot API serves files up to 20 MB to bo
 BACKOFF_MAX = 60.0
 # Messages, and presses of the inline keyboards questions and approvals carry.
 ALLOWED_UPDATES = ["message", "callback_query"]
+PRIVATE_EDIT_INTERVAL = 1.0
+GROUP_EDIT_INTERVAL = 3.0  # groups: about 20 bot messages a minute
+MAX_RICH_MESSAGE = 32768
 
 
 def _retry_seconds(exc: RetryAfter) -> float:
@@ -62,9 +69,13 @@ class TelegramAdapter(ChannelAdapter):
     def __init__(self, settings: Mapping[str, Any], sink, hooks=None) -> None:
         super().__init__(settings, sink, hooks)
         interval = settings.get("edit_interval")
+        # None: DeerFlow's per-chat-type pace (edit_interval_for); a number paces every chat.
+        self.edit_interval: float | None = None
         if isinstance(interval, (int, float)) and not isinstance(interval, bool) and interval >= 0:
+            self.edit_interval = float(interval)
             self.capabilities = Capabilities(edit=True, edit_interval=float(interval), max_text=4096, files_out=True,
                                              max_file_in=DOWNLOAD_LIMIT)
+        self.rich_messages = bool(settings.get("rich_messages"))
         self.poll_timeout = int(settings.get("poll_timeout", 30))
         self.bot: Bot | None = None
         self.username = ""
@@ -321,6 +332,34 @@ class TelegramAdapter(ChannelAdapter):
         except BadRequest as exc:
             if "not modified" not in str(exc).lower():
                 raise
+
+    def edit_interval_for(self, chat: ChatRef) -> float:
+        if self.edit_interval is not None:
+            return self.edit_interval
+        return GROUP_EDIT_INTERVAL if chat.chat.startswith("-") else PRIVATE_EDIT_INTERVAL  # groups have negative ids
+
+    async def finish_answer(self, chat: ChatRef, sent: SentMessage | None, text: str, *, reply_to: str | None = None) -> bool:
+        """The final answer as a Rich Message: the streamed message turned into it, or a new one."""
+        if not self.rich_messages or not 0 < len(text) <= MAX_RICH_MESSAGE:
+            return False
+        assert self.bot is not None
+        rich = {"markdown": text}
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", PTBUserWarning)
+                if sent is not None:
+                    await self._retrying(lambda: self.bot.do_api_request("editMessageText", api_kwargs={
+                        "chat_id": int(sent.chat.chat), "message_id": int(sent.message_id), "rich_message": rich}))
+                else:
+                    target = self._target(chat, reply_to)
+                    if "reply_parameters" in target:
+                        target["reply_parameters"] = target["reply_parameters"].to_dict()
+                    await self._retrying(lambda: self.bot.do_api_request("sendRichMessage", api_kwargs={**target, "rich_message": rich}))
+        except (BadRequest, EndPointNotFound) as exc:
+            # An older Bot API server, or Markdown Telegram would not render: plain text instead.
+            logger.info("Telegram refused a rich message in chat %s (%s); sending plain text", chat.chat, exc)
+            return False
+        return True
 
     async def send_file(self, chat: ChatRef, name: str, data: bytes, *, content_type: str | None = None,
                         reply_to: str | None = None) -> SentMessage:

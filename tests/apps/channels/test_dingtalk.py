@@ -17,7 +17,7 @@ from apps.channels.base import ChatRef
 from apps.channels.common import PlatformError
 from apps.channels.adapters.dingtalk import DingTalkAdapter
 from apps.channels.registry import ADAPTER_MODULES, get_adapter
-from tests.apps.channels.fake_platform import FakePlatform, Inbox, RecordingHooks
+from tests.apps.channels.fake_platform import FakePlatform, Inbox, RecordingHooks, json_answer
 
 
 class FakeDingTalk(FakePlatform):
@@ -37,6 +37,16 @@ class FakeDingTalk(FakePlatform):
         self.json_route("POST", "/robot/sendBySession", lambda r: self.webhook_answer)
         self.json_route("POST", "/v1.0/robot/groupMessages/send", {"processQueryKey": "pq-group"})
         self.json_route("POST", "/v1.0/robot/oToMessages/batchSend", {"processQueryKey": "pq-direct"})
+        # AI cards and media uploads.
+        self.card_answer: tuple[int, dict] = (200, {"success": True, "result": {"outTrackId": "x"}})
+        self.route("POST", "/v1.0/card/instances/createAndDeliver", self._card)
+        self.json_route("PUT", "/v1.0/card/streaming", {"success": True})
+        self.json_route("POST", "/media/upload", lambda r: {"errcode": 0, "errmsg": "ok", "type": r.query["type"],
+                                                             "media_id": f"@media-{r.query['type']}"})
+
+    async def _card(self, request: web.Request) -> web.Response:
+        status, body = self.card_answer
+        return json_answer(body, status)
 
     async def _open(self, request: web.Request) -> web.Response:
         if self.open_fails:
@@ -104,7 +114,7 @@ async def test_registered():
     assert ADAPTER_MODULES["dingtalk"] == "apps.channels.adapters.dingtalk"
     assert get_adapter("dingtalk") is DingTalkAdapter
     assert DingTalkAdapter.missing_settings({"client_id": "x"}) == ["client_secret"]
-    assert DingTalkAdapter.capabilities.edit is False
+    assert DingTalkAdapter.capabilities.edit is False and DingTalkAdapter.capabilities.files_out is True
     assert DingTalkAdapter.connect_hint("ABCD2345")[1].endswith("DingTalk bot in a direct chat: /connect ABCD2345")
 
 
@@ -205,3 +215,100 @@ async def test_outage_of_the_gateway_is_retried(fake, adapter):
     hooks = adapter[0].hooks
     assert len(hooks.connected_as) == 2 and hooks.events == 2
     assert any("HTTP 503" in e for e in hooks.errors)
+
+
+# --- AI cards and files out, end to end through the manager ---------------------------------
+
+def _card_updates(fake) -> list[dict]:
+    return [r.json() for r in fake.calls("PUT", "/v1.0/card/streaming")]
+
+
+@pytest.fixture
+async def card_bot(fake, user):
+    from channels.db import database_sync_to_async
+
+    from apps.channels.connections import connect_code_issue
+    from tests.support.channels import make_manager
+
+    made = []
+
+    async def make(**extra):
+        settings = {"client_id": "ding_client", "client_secret": "s", "openapi_base": fake.url, "oapi_base": fake.url,
+                    "allowed_networks": ["127.0.0.0/8"], **extra}
+        manager, adapter = make_manager(DingTalkAdapter, adapter_settings=settings)
+        await adapter.start()
+        made.append((manager, adapter))
+        issued = await database_sync_to_async(connect_code_issue)(user=user, provider="dingtalk", ttl_seconds=600)
+        before = len(fake.calls("POST", "/robot/sendBySession"))
+        await fake.to_push.put(fake.robot_frame(text={"content": f"/connect {issued.code}"}))
+        await fake.wait_for("POST", "/robot/sendBySession", before + 1)
+        return manager, adapter
+
+    yield make
+    for manager, adapter in made:
+        await manager.idle()
+        await adapter.stop()
+        await manager.close()
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_with_a_card_template_the_answer_streams_into_an_ai_card(fake, card_bot, scripted_agent):
+    scripted_agent("The card holds the **whole** answer.")
+    manager, _ = await card_bot(card_template_id="tpl.ai.card")
+    await fake.to_push.put(fake.robot_frame(text={"content": "explain"}))
+    await fake.wait_for("PUT", "/v1.0/card/streaming")
+    await manager.idle()
+    created = fake.calls("POST", "/v1.0/card/instances/createAndDeliver")[0]
+    body = created.json()
+    assert created.headers["x-acs-dingtalk-access-token"] == "dt-token"
+    assert body["cardTemplateId"] == "tpl.ai.card" and body["cardData"] == {"cardParamMap": {"content": "Working on it…"}}
+    assert body["openSpaceId"] == "dtv1.card//IM_ROBOT.staff_alice" and body["imRobotOpenDeliverModel"] == {"spaceType": "IM_ROBOT"}
+    final = _card_updates(fake)[-1]
+    assert final["outTrackId"] == body["outTrackId"] and final["key"] == "content" and final["isFull"] is True
+    assert final["isFinalize"] is True and final["content"] == "The card holds the **whole** answer."
+    markdown = [r.json()["markdown"]["text"] for r in fake.calls("POST", "/robot/sendBySession")]
+    assert "The card holds the **whole** answer." not in markdown, "answered in the card, not again as markdown"
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_card_that_cannot_be_created_falls_back_to_markdown(fake, card_bot, scripted_agent):
+    scripted_agent("Plain markdown after all.")
+    fake.card_answer = (400, {"code": "param.invalid", "message": "template not found"})
+    manager, _ = await card_bot(card_template_id="tpl.missing")
+    before = len(fake.calls("POST", "/robot/sendBySession"))
+    await fake.to_push.put(fake.robot_frame(text={"content": "explain"}))
+    await fake.wait_for("POST", "/robot/sendBySession", before + 1)
+    await manager.idle()
+    assert fake.calls("POST", "/robot/sendBySession")[-1].json()["markdown"]["text"] == "Plain markdown after all."
+    assert _card_updates(fake) == []
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_without_a_card_template_no_card_is_made(fake, card_bot, scripted_agent):
+    scripted_agent("Markdown as before.")
+    manager, _ = await card_bot()
+    before = len(fake.calls("POST", "/robot/sendBySession"))
+    await fake.to_push.put(fake.robot_frame(text={"content": "hi"}))
+    await fake.wait_for("POST", "/robot/sendBySession", before + 1)
+    await manager.idle()
+    assert fake.calls("POST", "/robot/sendBySession")[-1].json()["markdown"]["text"] == "Markdown as before."
+    assert fake.calls("POST", "/v1.0/card/instances/createAndDeliver") == []
+
+
+async def test_files_go_out_through_the_media_upload(fake):
+    adapter = DingTalkAdapter({"client_id": "ding_client", "client_secret": "s", "openapi_base": fake.url, "oapi_base": fake.url,
+                               "allowed_networks": ["127.0.0.0/8"]}, Inbox())
+    chat = await adapter.direct_chat("staff_carol", "corp_1")
+    await adapter.send_file(chat, "report.md", b"# Report\n", content_type="text/markdown")
+    upload = fake.calls("POST", "/media/upload")[0]
+    assert upload.query == {"access_token": "dt-token", "type": "file"}
+    assert upload.form()["media"] == ("report.md", b"# Report\n")
+    sent = fake.calls("POST", "/v1.0/robot/oToMessages/batchSend")[0].json()
+    assert sent["userIds"] == ["staff_carol"] and sent["msgKey"] == "sampleFile"
+    assert json.loads(sent["msgParam"]) == {"mediaId": "@media-file", "fileName": "report.md", "fileType": "md"}
+    group = ChatRef(provider="dingtalk", workspace="corp_1", chat="cid_team")
+    await adapter.send_file(group, "chart.png", b"\x89PNG chart")
+    image = fake.calls("POST", "/v1.0/robot/groupMessages/send")[0].json()
+    assert image["msgKey"] == "sampleImageMsg" and json.loads(image["msgParam"]) == {"photoURL": "@media-image"}
+    with pytest.raises(PlatformError, match="DingTalk takes files up to"):
+        await adapter.send_file(chat, "huge.bin", b"0" * (20 * 1024 * 1024 + 1))

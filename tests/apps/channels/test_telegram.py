@@ -13,7 +13,7 @@ from apps.channels.connections import connect_code_issue
 from apps.channels.models import ChannelConnection, ChannelStatus
 from apps.runs.models import Run
 from harness.testing import call, tool_reply
-from tests.support.channels import make_manager
+from tests.support.channels import RunningAdapter, make_manager
 from tests.support.fake_telegram import FakeTelegram
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -28,21 +28,11 @@ async def telegram():
     await fake.stop()
 
 
-class Bot:
+class Bot(RunningAdapter):
     """A running adapter + manager against the fake server, as the worker wires them."""
 
     def __init__(self, fake: FakeTelegram, **overrides) -> None:
-        self.manager, self.adapter = make_manager(TelegramAdapter, adapter_settings={**fake.settings, **overrides},
-                                                  hooks=DatabaseHooks("telegram"))
-
-    async def __aenter__(self):
-        await self.adapter.start()
-        return self
-
-    async def __aexit__(self, *exc):
-        await self.manager.idle()
-        await self.adapter.stop()
-        await self.manager.close()
+        super().__init__(TelegramAdapter, {**fake.settings, **overrides}, DatabaseHooks("telegram"))
 
 
 def _runs():
@@ -240,3 +230,73 @@ async def test_two_people_in_one_group_and_topic_get_threads_of_their_own(telegr
     assert [m.thread_id for m in telegram.sent if m.chat_id == -100 and m.text == "ok"] == [None, None, None, 7]  # answered in the topic
     topics = await database_sync_to_async(lambda: sorted(ChannelConversation.objects.values_list("user_id", "topic")))()
     assert topics == sorted([(user.pk, ""), (other_user.pk, ""), (user.pk, "7")])
+
+
+async def test_rich_messages_turn_the_final_answer_into_a_rich_message(telegram, scripted_agent, user):
+    answer = "## Plan\n\n- **one**\n- two\n\n| a | b |\n|---|---|\n| 1 | 2 |"
+    scripted_agent(answer, "plain again")
+    async with Bot(telegram, rich_messages=True) as bot:
+        await _connect(telegram, user)
+        telegram.user_says("plan?")
+        await telegram.wait_for(lambda: any(m.rich == answer for m in telegram.sent))
+        await bot.manager.idle()
+        streamed = next(m for m in telegram.sent if m.rich == answer)
+        assert streamed.edits[-1] == answer, "the streamed message itself became the rich one"
+        # With nothing streamed (no placeholder), the answer is a new rich message replying to the question.
+        from apps.channels.base import ChatRef
+
+        assert await bot.adapter.finish_answer(ChatRef("telegram", "", str(ANN)), None, "*new*", reply_to=str(streamed.reply_to))
+        assert telegram.sent[-1].rich == "*new*" and telegram.sent[-1].reply_to == streamed.reply_to
+        # A Bot API server without Rich Messages: the same answer arrives as plain text.
+        telegram.rich_supported = False
+        telegram.user_says("again?")
+        await telegram.wait_for(lambda: "plain again" in telegram.texts(ANN))
+    assert next(m for m in telegram.sent if m.text == "plain again").rich is None
+
+
+async def test_without_rich_messages_the_answer_stays_plain(telegram, scripted_agent, user):
+    scripted_agent("**bold** plain")
+    async with Bot(telegram):
+        await _connect(telegram, user)
+        telegram.user_says("hi")
+        await telegram.wait_for(lambda: "**bold** plain" in telegram.texts(ANN))
+    assert all(m.rich is None for m in telegram.sent)
+
+
+def test_streamed_edits_are_paced_per_chat_type(telegram):
+    from apps.channels.base import ChatRef
+
+    paced = TelegramAdapter({k: v for k, v in telegram.settings.items() if k != "edit_interval"}, sink=None)
+    assert paced.edit_interval_for(ChatRef("telegram", "", "501")) == 1.0  # private chat
+    assert paced.edit_interval_for(ChatRef("telegram", "", "-100123")) == 3.0  # group: ~20 messages a minute
+    fixed = TelegramAdapter({**telegram.settings, "edit_interval": 5}, sink=None)
+    assert fixed.edit_interval_for(ChatRef("telegram", "", "-100123")) == 5.0
+
+
+async def test_a_shared_group_thread_over_telegram(telegram, scripted_agent, user, other_user):
+    from apps.channels.config import ChannelsSettings
+    from apps.channels.models import ChannelConversation
+
+    model = scripted_agent("hello group", "noted, Bob")
+    settings = ChannelsSettings(enabled=True, queue_size=5, connect_code_ttl=600, public_url="",
+                                providers={"telegram": {**telegram.settings, "session": {"group_chats": "shared"}}})
+    manager, adapter = make_manager(TelegramAdapter, settings)
+    await adapter.start()
+    try:
+        await _connect(telegram, user, user_id=501, first_name="Ann")
+        await _connect(telegram, other_user, user_id=502, first_name="Bob")
+        telegram.user_says("@deerflow_bot start the plan", user_id=501, chat_id=-100, chat_type="supergroup", first_name="Ann")
+        await telegram.wait_for(lambda: "hello group" in telegram.texts(-100))
+        await manager.idle()
+        telegram.user_says("@deerflow_bot add testing", user_id=502, chat_id=-100, chat_type="supergroup", first_name="Bob")
+        await telegram.wait_for(lambda: "noted, Bob" in telegram.texts(-100))
+        await manager.idle()
+    finally:
+        await adapter.stop()
+        await manager.close()
+    humans = [m.content for m in model.requests[-1].messages if m.type == "human"]
+    assert humans == ["[Ann] start the plan", "[Bob] add testing"]
+    threads = await database_sync_to_async(lambda: {r.thread_id for r in Run.objects.all()})()
+    assert len(threads) == 1
+    [row] = await database_sync_to_async(lambda: list(ChannelConversation.objects.filter(chat="-100")))()
+    assert row.shared and row.user_id == user.pk

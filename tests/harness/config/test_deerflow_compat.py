@@ -26,9 +26,11 @@ NAMED_IN_THE_ISSUE = [
     "database.backend", "checkpointer.type", "logging.enhance", "run_events.backend", "stream_bridge.type",
     "token_usage.enabled",
     "authorization.enabled", "extensions.middlewares", "title.prompt_template",
-    "channels.langgraph_url", "channels.gateway_url", "channels.session", "channels.telegram.rich_messages",
-    "channels.dingtalk.card_template_id", "channels.telegram.allowed_users", "channels.dingtalk.allowed_users",
+    "channels.langgraph_url", "channels.gateway_url",
 ]
+# Keys once accepted with no effect that the channels now honour (apps/channels, docs/channels.md).
+HONOURED_CHANNEL_KEYS = ["channels.session", "channels.telegram.rich_messages", "channels.dingtalk.card_template_id",
+                         "channels.telegram.allowed_users", "channels.dingtalk.allowed_users", "channels.wechat"]
 
 
 def _load():
@@ -42,6 +44,9 @@ def test_the_deerflow_style_config_loads_and_reports_each_accepted_key_once():
     assert [k for k, c in counts.items() if c > 1] == []
     accepted = {n.key for n in config.compat_notes if n.kind == ACCEPTED}
     assert [k for k in NAMED_IN_THE_ISSUE if k not in accepted] == []
+    assert [k for k in HONOURED_CHANNEL_KEYS if k in accepted] == []
+    assert config.channels.session.assistant_id == "lead_agent"
+    assert config.channels.model_extra["telegram"]["rich_messages"] is False and "wechat" in config.channels.model_extra
     # The container provider's keys are honoured, not merely accepted.
     sandbox = config.sandbox
     assert (sandbox.image, sandbox.replicas, sandbox.idle_timeout, sandbox.container_prefix) == ("example/sandbox:latest", 2, 600, "df-sandbox")
