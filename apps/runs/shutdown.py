@@ -29,12 +29,10 @@ from django.utils import timezone
 from apps.errors import ServerDraining
 from apps.runs.models import Run
 from apps.runs.recovery import recover_orphans
-from apps.runs.runtime import PROCESS_ID, RunsRuntime
+from apps.runs.runtime import HANDOFF, PROCESS_ID, RunsRuntime
 
 logger = logging.getLogger(__name__)
 
-# The cancel action that stops a worker without settling its run: recovery settles it.
-HANDOFF = "handoff"
 # What a refused client is told to wait before trying again (by then the load balancer has
 # taken this process out, and the retry lands on another).
 RETRY_AFTER_SECONDS = 5
