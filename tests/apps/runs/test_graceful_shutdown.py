@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 
 import httpx
 import pytest
@@ -26,20 +25,13 @@ import pytest
 from harness.testing import LoopbackOpenAIServer, Reply, loopback_config_text
 from tests.sdk.conftest import LOCAL_SANDBOX
 from tests.support.live import start_live_server
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 
 GRACE = "6"
 
 
-def _wait_for(condition, what: str, timeout: float = 90.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"gave up waiting for {what}")
 
 
 class Stream:
@@ -102,22 +94,22 @@ def test_sigterm_drains_the_server_and_hands_the_rest_to_recovery(tmp_path):
             with httpx.Client(base_url=f"{one}/api", headers=auth, timeout=30) as api_one, \
                     httpx.Client(base_url=f"{two}/api", headers=auth, timeout=30) as api_two:
                 quick_tid, quick_run = _start_run(api_one, "A question answered in time.")
-                _wait_for(lambda: len(model.requests) == 1, "the first run to ask the model")
+                wait_until(lambda: len(model.requests) == 1, "the first run to ask the model")
                 slow_tid, slow_run = _start_run(api_one, "A question answered too late.")
-                _wait_for(lambda: len(model.requests) == 2, "the second run to ask the model")
+                wait_until(lambda: len(model.requests) == 2, "the second run to ask the model")
                 other_tid, other_run = _start_run(api_two, "A question for the other server.")
-                _wait_for(lambda: len(model.requests) == 3, "the third run to ask the model")
+                wait_until(lambda: len(model.requests) == 3, "the third run to ask the model")
 
                 quick_stream = Stream(f"{one}/api/threads/{quick_tid}/runs/{quick_run}/stream", token)
                 slow_stream = Stream(f"{one}/api/threads/{slow_tid}/runs/{slow_run}/stream", token)
                 other_stream = Stream(f"{one}/api/threads/{other_tid}/runs/{other_run}/stream", token)
                 for stream in (quick_stream, slow_stream, other_stream):
-                    _wait_for(lambda: "event: metadata" in stream.text, "each stream to begin")
+                    wait_until(lambda: "event: metadata" in stream.text, "each stream to begin")
 
                 stack.process.send_signal(signal.SIGTERM)
 
                 # Draining: alive, not ready, and a new run is refused with a retry hint.
-                refused = _wait_for(lambda: (r := api_one.post("/runs/wait", json={"input": {"messages": [{"role": "user", "content": "hi"}]}}))
+                refused = wait_until(lambda: (r := api_one.post("/runs/wait", json={"input": {"messages": [{"role": "user", "content": "hi"}]}}))
                                     .status_code == 503 and r, "the stopping server to refuse runs")
                 assert refused.headers["Retry-After"] == "5"
                 assert "shutting down" in refused.json()["detail"]
