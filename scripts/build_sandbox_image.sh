@@ -32,13 +32,7 @@ image_cached "$tag" "$IMAGE"
 
 [ "$(id -u)" -eq 0 ] || { echo "build_sandbox_image.sh needs root (debootstrap, chroot)" >&2; exit 1; }
 
-work=$(mktemp -d /var/tmp/deerflow-sandbox-image.XXXXXX)
-root="$work/rootfs"
-cleanup() {
-  umount "$root/proc" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+scratch_root deerflow-sandbox-image
 
 echo "Building $tag"
 # The Debian root is cached by its package list, so a toolbox change skips debootstrap.

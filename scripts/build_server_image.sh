@@ -42,13 +42,7 @@ if [ "${1:-}" = "--print-tag" ]; then
 fi
 image_cached "$tag" "$IMAGE"
 
-work=$(mktemp -d /var/tmp/deerflow-server-image.XXXXXX)
-root="$work/rootfs"
-cleanup() {
-  umount "$root/proc" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
+scratch_root deerflow-server-image
 
 # -- base
 if ! engine image inspect "$base_tag" >/dev/null 2>&1; then

@@ -80,3 +80,11 @@ image_cached() {
 root_recipe() {
   declare -f debian_root python_venv slim_root
 }
+
+# scratch_root NAME: $work, a scratch folder under /var/tmp removed when the script exits, and
+# $root, the image's root inside it.
+scratch_root() {
+  work=$(mktemp -d "/var/tmp/$1.XXXXXX")
+  root="$work/rootfs"
+  trap 'umount "$root/proc" 2>/dev/null || true; rm -rf "$work"' EXIT
+}
