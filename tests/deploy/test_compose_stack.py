@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import subprocess
 import sys
 import threading
@@ -24,6 +23,7 @@ import httpx
 import pytest
 
 from harness.testing import LoopbackOpenAIServer, Reply, loopback_config_text
+from tests.support.container_engine import skip_reason
 from tests.support.live import free_port
 from tests.support.waiting import wait_until
 
@@ -34,17 +34,8 @@ PODMAN = ["podman", "--runtime", "runc", "--cgroup-manager", "cgroupfs"]
 ANSWER = "The stack kept streaming across the failover " + "and on " * 30 + "to the end."
 
 
-def _skip_reason() -> str | None:
-    if shutil.which("podman") is None or shutil.which("runc") is None:
-        return "podman and runc are not installed (scripts/bootstrap.sh test installs them)"
-    if os.geteuid() != 0:
-        return "the deploy tier builds its image with debootstrap and runs rootful Podman: it needs root"
-    if shutil.which("debootstrap") is None:
-        return "debootstrap is not installed (scripts/bootstrap.sh test installs it)"
-    return None
-
-
-if (_reason := _skip_reason()) is not None:
+# Podman as root with runc, and debootstrap for the image: what the container sandbox tests need.
+if (_reason := skip_reason()) is not None:
     pytestmark.append(pytest.mark.skip(reason=_reason))
 
 
