@@ -2,9 +2,9 @@
 exceptions, no framework), so the embedded client raises the very same ones."""
 
 from harness.errors import (AlreadyInitialized, Conflict, DomainError, Forbidden, InvalidRequest, NotFound, PayloadTooLarge,
-                            RangeNotSatisfiable, ServiceUnavailable, ThreadBusy, ThreadStorageConflict, TooManyRequests,
-                            UnsupportedMediaType, UpstreamFailed)
+                            RangeNotSatisfiable, ServerDraining, ServiceUnavailable, ThreadBusy, ThreadStorageConflict,
+                            TooManyRequests, UnsupportedMediaType, UpstreamFailed)
 
 __all__ = ["AlreadyInitialized", "Conflict", "DomainError", "Forbidden", "InvalidRequest", "NotFound", "PayloadTooLarge",
-           "RangeNotSatisfiable", "ServiceUnavailable", "ThreadBusy", "ThreadStorageConflict", "TooManyRequests",
-           "UnsupportedMediaType", "UpstreamFailed"]
+           "RangeNotSatisfiable", "ServerDraining", "ServiceUnavailable", "ThreadBusy", "ThreadStorageConflict",
+           "TooManyRequests", "UnsupportedMediaType", "UpstreamFailed"]

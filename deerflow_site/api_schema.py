@@ -33,7 +33,7 @@ ERROR_STATUSES = {
 }
 
 # A route anyone may call answers no 401/403 of its own; listed by (method, path).
-PUBLIC = {("get", "/api/health"), ("get", "/health")}
+PUBLIC = {("get", "/api/health"), ("get", "/api/health/live"), ("get", "/api/health/ready"), ("get", "/health")}
 
 # The first path segment(s) → the tag the operation is listed under in /api/docs/.
 TAGS = (

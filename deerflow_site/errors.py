@@ -45,7 +45,8 @@ def http_status(exc: errors.DomainError) -> int:
 
 def api_exception_handler(exc, context):
     if isinstance(exc, errors.DomainError):
-        return Response({"detail": exc.detail}, status=http_status(exc))
+        headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, errors.ServerDraining) else None
+        return Response({"detail": exc.detail}, status=http_status(exc), headers=headers)
     if isinstance(exc, RequestDataTooBig):
         # Under our server the body never gets this far (deerflow_site/server/body_limits.py); other
         # servers and the test client reach Django's own cap, which is the same number.

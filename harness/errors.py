@@ -70,5 +70,14 @@ class ServiceUnavailable(DomainError):
     """Something this server needs is not there now (a model, a sandbox); retry later."""
 
 
+class ServerDraining(ServiceUnavailable):
+    """This server process is shutting down and admits nothing new; ``retry_after`` seconds
+    on, another process behind the load balancer takes the retry."""
+
+    def __init__(self, detail: str, retry_after: int):
+        super().__init__(detail)
+        self.retry_after = retry_after
+
+
 class UpstreamFailed(DomainError):
     """Something this server called failed (a run could not be started for a trigger)."""

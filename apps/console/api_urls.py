@@ -1,11 +1,14 @@
-"""``/api/health``, ``/api/features`` and ``/api/console/*``."""
+"""``/api/health`` (and its probes ``live`` and ``ready``), ``/api/features`` and ``/api/console/*``."""
 from django.urls import path
 
 from apps.console import api_views
-from apps.console.views import FeaturesView, HealthView
+from apps.console.views import FeaturesView, HealthView, LiveView, ReadyView
 
 urlpatterns = [
     path("health", HealthView.as_view(), name="api-health"),
+    # Probes for load balancers and orchestrators (deploy/, docs/deployment.md).
+    path("health/live", LiveView.as_view(), name="api-health-live"),
+    path("health/ready", ReadyView.as_view(), name="api-health-ready"),
     path("features", FeaturesView.as_view(), name="api-features"),
     path("console/stats", api_views.ConsoleStatsView.as_view(), name="console-stats"),
     path("console/runs", api_views.ConsoleRunsView.as_view(), name="console-runs"),

@@ -37,6 +37,9 @@ T = TypeVar("T")
 PROCESS_ID = f"{socket.gethostname()}:{os.getpid()}"
 # Redis pub/sub channel on which cancels reach the process executing the run.
 CANCEL_CHANNEL = "deerflow:runs:cancel"
+# The cancel action of a server shutting down (apps/runs/shutdown.py): the worker stops without
+# settling the run, and recovery settles it.
+HANDOFF = "handoff"
 
 
 # What runs beside the runs on their loop (the recovery sweep, the lease keeper), added by the

@@ -29,6 +29,7 @@ from apps.runs.reservations import busy_detail
 from apps.runs.runtime import PROCESS_ID, get_runtime
 from apps.runs.schemas import RunCreate
 from apps.runs.settle import run_settle_cancelled
+from apps.runs.shutdown import check_admitting
 from apps.threads.selectors import thread_get_for_user
 from apps.threads.services import ThreadStatus, thread_create, thread_status_set
 from deerflow_site.db.prepared_sql import ModelInsert
@@ -127,6 +128,7 @@ def _insert(thread, user, request: RunCreate, kwargs: dict, model_name: str) -> 
 
 def start_run(*, user, thread_id: str | None, request: RunCreate, stateless: bool = False) -> AdmittedRun:
     """Admit a run and hand it to the executor; returns once it is pending."""
+    check_admitting()  # a server shutting down admits nothing (503 + Retry-After)
     # None for lead_agent (no query); a custom agent's settings in one query, 404 when unknown or not visible.
     agent = lifecycle.agent_for(user, request.assistant_id)
     if stateless:

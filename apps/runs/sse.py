@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import time
 
 import orjson
 from collections.abc import AsyncIterator
@@ -20,6 +21,7 @@ from rest_framework.renderers import BaseRenderer
 
 from apps.errors import InvalidRequest
 from apps.runs.runtime import get_runtime
+from apps.runs.shutdown import draining
 from harness.observability import metrics
 from harness.runtime.stream_bridge import END, GAP, HEARTBEAT, StreamItem, subscribe_batches
 from harness.runtime.stream_compaction import id_key
@@ -77,16 +79,38 @@ class RunBody:
         self.finished = False
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self.body:
-            yield chunk
-        self.finished = True
+        _open_bodies.add(self)
+        try:
+            async for chunk in self.body:
+                yield chunk
+            self.finished = True
+        finally:
+            _open_bodies.discard(self)
 
     def close(self) -> None:
-        if not self.finished and self.cancel_on_disconnect:
+        _open_bodies.discard(self)
+        # A server shutting down closes its streams itself: that is no client leaving.
+        if not self.finished and self.cancel_on_disconnect and not draining():
             try:
                 _cancel_after_disconnect(self.run_id)
             except Exception:  # Django would swallow it silently: say why the run goes on
                 logger.exception("Run %s: could not cancel it after its client disconnected", self.run_id)
+
+
+# The run streams this process is sending: a stopping server lets those whose run has ended
+# deliver their last events before it closes the rest (deerflow_site/server/daphne_server.py).
+_open_bodies: set[RunBody] = set()
+
+
+def wait_for_ended_streams(timeout: float) -> None:
+    """Blocking (a run's end may be asked of Redis): until every open stream whose run has
+    ended has sent its end, or ``timeout`` passes. The streams of runs still going are left."""
+    bridge = get_runtime().bridge
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not any(bridge.is_ended(body.run_id) for body in list(_open_bodies)):
+            return
+        time.sleep(0.05)
 
 
 def check_last_event_id(last_event_id: str | None) -> None:

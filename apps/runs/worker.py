@@ -24,7 +24,7 @@ from apps.runs.journal import JournalBuffer, JournalEvent, RunProgress, message_
 from apps.runs.message_seq import SeqStamper
 from apps.runs.models import Run
 from apps.runs.reservations import held_reservations
-from apps.runs.runtime import PROCESS_ID, database_sync_to_async, get_runtime
+from apps.runs.runtime import HANDOFF, PROCESS_ID, database_sync_to_async, get_runtime
 from apps.runs.settle import run_settle, run_settle_cancelled
 from apps.runs.subagent_journal import cancelled_ends, subagent_events
 from apps.threads.services import ThreadStatus
@@ -271,6 +271,8 @@ async def execute_run(run_id: str, claimed: dict | None = None) -> None:
             raise asyncio.CancelledError  # cancelled before it started
         await _execute(run_id, claimed)
     except asyncio.CancelledError:
+        if runtime.cancel_action(run_id) == HANDOFF:
+            return  # the server is shutting down: recovery settles the run (apps/runs/shutdown.py)
         runtime.mark_settling(run_id)
         # Cancelled before the run got going (e.g. while claiming it): nothing to roll back,
         # but the row must not stay active.
@@ -438,6 +440,8 @@ async def _execute(run_id: str, claimed: dict | None = None) -> None:
             journal.hold(JournalEvent("run.error", "error", error, {"error_type": kind}))
         journal.hold(JournalEvent("run.end", "outputs", _outputs(final or None), {"status": str(status)}))
     except asyncio.CancelledError:
+        if runtime.cancel_action(run_id) == HANDOFF:
+            raise  # stopped for the shutdown's hand-over: nothing is settled here
         runtime.mark_settling(run_id)
         action = runtime.cancel_action(run_id) or "interrupt"
         status, thread_status = Run.Status.INTERRUPTED, ThreadStatus.IDLE

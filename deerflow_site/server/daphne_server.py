@@ -26,7 +26,14 @@ A 99 MiB upload grew the process by 1.2 GiB; a 200 MiB anonymous POST by 200 MiB
 Started by deerflow_site.server.web_processes (several servers on one socket), the server also tells
 the launcher when it listens, and takes one connection per wake-up (``_SharedPort``).
 
-Once Daphne has stopped (SIGTERM, SIGINT) and serves nothing more, ``_after_stop`` hands on
+On SIGTERM (or SIGINT), before Daphne cancels what is still going, the server drains
+(``BoundedServer.kill_all_applications``): it admits no new run (503 with ``Retry-After``) and
+says it is not ready, gives the runs it executes ``SHUTDOWN_GRACE_SECONDS`` to finish, hands
+the rest to recovery (apps/runs/shutdown.py), and closes the streams it still holds with a
+reconnect hint: an SSE stream ends with ``retry:`` and a comment saying to reconnect with
+``Last-Event-ID``, a websocket closes with 1012 (service restart). The port answers until then.
+
+Once Daphne has stopped and serves nothing more, ``_after_stop`` hands on
 what the process still holds for later: the memory updates its runs queued are applied, within
 a bound, or saved for the next start (apps/memory/updates.py, docs/memory.md).
 
@@ -65,7 +72,9 @@ if uvloop is not None:
 from daphne.cli import CommandLineInterface
 from daphne.http_protocol import HTTPFactory, WebRequest
 from daphne.server import Server
+from daphne.ws_protocol import WebSocketProtocol
 from twisted.internet import tcp
+from twisted.web import http
 from twisted.internet.threads import deferToThread
 
 # Chunks handed to the application: large enough that a 100 MiB body is ~1,600 reads.
@@ -74,6 +83,13 @@ BODY_CHUNK = 64 * 1024
 # on unread data makes the kernel reset the connection, answer included); past this much the
 # connection is closed anyway.
 DISCARD_MAX = 256 * 1024 * 1024
+# The last bytes of an SSE stream a stopping server closes: EventSource reconnects after
+# ``retry`` ms; any client that resumes with Last-Event-ID reaches another server.
+RECONNECT_HINT = b": this server is shutting down; reconnect with Last-Event-ID to resume\nretry: 1000\n\n"
+# A websocket's close code for the same: 1012 is "service restart", reconnect.
+CLOSE_RESTARTING = 1012
+# How long the streams of runs that have ended get to send their last events at shutdown.
+STREAM_END_SECONDS = 5
 
 logger = logging.getLogger(__name__)
 
@@ -271,6 +287,31 @@ class BoundedServer(Server):
             port.__class__ = _SharedPort
         super().listen_success(port)
 
+    def kill_all_applications(self):
+        """Daphne's shutdown trigger, after the drain: no run admitted from here on, the
+        running ones finished or handed to recovery, the open streams closed with a hint."""
+        _drain_begin()
+        drained = deferToThread(_drain_runs)
+        drained.addBoth(self._close_streams)
+        drained.addBoth(lambda _: super(BoundedServer, self).kill_all_applications())
+        return drained
+
+    def _close_streams(self, _result=None) -> None:
+        closed = 0
+        for protocol in list(self.connections):
+            if isinstance(protocol, WebSocketProtocol):
+                if protocol.state == protocol.STATE_OPEN:
+                    protocol.sendClose(code=CLOSE_RESTARTING, reason="server restarting: reconnect")
+                    closed += 1
+            elif isinstance(protocol, WebRequest) and getattr(protocol, "_response_started", False) and not protocol.finished:
+                content_type = b"".join(protocol.responseHeaders.getRawHeaders(b"content-type") or [])
+                if content_type.startswith(b"text/event-stream"):
+                    http.Request.write(protocol, RECONNECT_HINT)
+                    protocol.finish()
+                    closed += 1
+        if closed:
+            logger.warning("Shutting down: closed %d open stream(s) with a reconnect hint", closed)
+
     # Daphne's run() builds its HTTPFactory itself; this swaps in ours as it is assigned.
     @property
     def http_factory(self):
@@ -291,6 +332,27 @@ class BoundedServer(Server):
             return None
         self.connections[protocol]["application_instance"] = asyncio.ensure_future(application_instance, loop=asyncio.get_event_loop())
         return input_queue
+
+
+# Imported when called: this module is loaded before Django is set up.
+def _drain_begin() -> None:
+    from apps.runs.shutdown import drain_begin
+
+    drain_begin()
+
+
+def _drain_runs() -> None:
+    from apps.runs.runtime import get_runtime
+    from apps.runs.shutdown import drain
+    from apps.runs.sse import wait_for_ended_streams
+
+    try:
+        drain(get_runtime())
+        # The runs just finished or recovered have published their end: their streams send it
+        # before the others are closed with the hint.
+        wait_for_ended_streams(STREAM_END_SECONDS)
+    except Exception:  # the process stops regardless; its runs' leases lapse and another sweep settles them
+        logger.exception("Could not hand this server's runs over at shutdown")
 
 
 def _after_stop() -> None:

@@ -51,15 +51,26 @@ FLUSH_MARGIN_SECONDS = 5
 READY_FD_ENV = "DEERFLOW_WEB_READY_FD"
 
 
+# What a server may spend after SHUTDOWN_GRACE_SECONDS handing its runs to recovery.
+HANDOVER_MARGIN_SECONDS = 15
+
+
 def stop_grace_seconds() -> float:
-    """At least ``STOP_GRACE_SECONDS``; longer when memory is on and its
+    """At least ``STOP_GRACE_SECONDS``; longer when the servers' run drain
+    (``SHUTDOWN_GRACE_SECONDS``, apps/runs/shutdown.py) or memory's
     ``shutdown_flush_timeout_seconds`` needs it, so a stopping server is not killed while it
-    still applies pending memory updates within the bound the operator set."""
+    still lets its runs finish or applies pending memory updates within the bounds the
+    operator set."""
+    try:
+        drain = float(os.environ.get("SHUTDOWN_GRACE_SECONDS") or 20) + HANDOVER_MARGIN_SECONDS
+    except ValueError:  # the server refuses the value itself; the stop goes on
+        drain = 20 + HANDOVER_MARGIN_SECONDS
     try:
         memory = get_app_config().memory
     except Exception:  # a broken config must not stop the stop
-        return STOP_GRACE_SECONDS
-    return max(STOP_GRACE_SECONDS, memory.shutdown_flush_timeout_seconds + FLUSH_MARGIN_SECONDS if memory.enabled else 0)
+        return max(STOP_GRACE_SECONDS, drain)
+    flush = memory.shutdown_flush_timeout_seconds + FLUSH_MARGIN_SECONDS if memory.enabled else 0
+    return max(STOP_GRACE_SECONDS, drain + flush)
 
 
 class UsageError(Exception):

@@ -52,6 +52,10 @@ RUN_QUEUE_TIMEOUT = env.int("RUN_QUEUE_TIMEOUT", default=600)
 # A running run's lease: its process renews it every third of this; once it lapses (the process
 # died), recovery settles the run as an error and its thread takes runs again.
 RUN_LEASE_SECONDS = env.int("RUN_LEASE_SECONDS", default=30)
+# On SIGTERM a server admits no more runs and gives the runs it executes this long to finish;
+# the rest go to recovery (apps/runs/shutdown.py). Below Kubernetes' default 30 s
+# terminationGracePeriodSeconds, leaving time for the hand-over.
+SHUTDOWN_GRACE_SECONDS = env.float("SHUTDOWN_GRACE_SECONDS", default=20.0)
 # How stale the run path's views of config files and skill on/off choices may be: each is
 # looked at again after this long (an edit in this process drops the skill choices at once).
 CONFIG_RECHECK_SECONDS = env.float("CONFIG_RECHECK_SECONDS", default=1.0)

@@ -6,7 +6,8 @@ argument deltas, ``reasoning_content`` deltas and a usage chunk), and ``GET /v1/
 Replies come from a script of :class:`~harness.testing.script.Reply` objects, so the same
 script can drive :class:`~harness.testing.ScriptedChatModel` or the real ``ChatOpenAI``
 client pointed at this server. A ``Reply(status=429)`` answers with that HTTP error,
-``Reply(delay=2.0)`` waits before answering (for timeout tests).
+``Reply(delay=2.0)`` waits before answering (for timeout tests); ``Reply(hold=event)`` until the
+test sets the event.
 
 ``quirks`` makes the server misbehave the way real providers do, for the model probe:
 ``no_usage`` (no token counts), ``broken_stream`` (a stream that ends before any text),
@@ -116,6 +117,10 @@ class LoopbackOpenAIServer:
         if seconds > 0:
             self._stopping.wait(seconds)
 
+    def _hold(self, hold: threading.Event | None) -> None:
+        while hold is not None and not hold.is_set() and not self._stopping.is_set():
+            hold.wait(0.1)
+
 
 def _completion_id() -> str:
     return f"chatcmpl-{uuid.uuid4().hex[:16]}"
@@ -178,6 +183,7 @@ def _make_handler(server: LoopbackOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self._json(500, {"error": {"message": "loopback server: the script has no reply left", "type": "server_error"}})
                 return
             server._wait(reply.delay)
+            server._hold(reply.hold)
             try:
                 if reply.status != 200:
                     kind = "rate_limit_error" if reply.status == 429 else "server_error"

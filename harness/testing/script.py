@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import threading
 import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -54,6 +55,9 @@ class Reply:
     error_message: str = "scripted provider error"
     delay: float = 0.0
     chunk_size: int = 6
+    # The loopback server holds the answer until the test sets this (an event to wait on,
+    # rather than a delay to guess): a run that is busy exactly as long as the test needs.
+    hold: threading.Event | None = None
 
     @property
     def effective_finish_reason(self) -> str:

@@ -91,3 +91,54 @@ def test_every_admin_page_renders_for_a_superuser(admin_client, user):
     token_page = admin_client.get(reverse("admin:accounts_personalaccesstoken_change", args=[issued.record.pk]))
     assert issued.record.digest not in token_page.content.decode()
     assert issued.token not in token_page.content.decode()
+
+
+# -- the probes: /api/health/live and /api/health/ready ------------------------------------
+
+
+def test_live_answers_without_asking_anything_else(client):
+    with override_settings(CHECKPOINTER_URL="postgresql://nobody@127.0.0.1:1/none", REDIS_URL="redis://127.0.0.1:1/0"):
+        response = client.get("/api/health/live")
+    assert response.status_code == 200 and response.json() == {"status": "alive"}
+
+
+def test_ready_when_the_database_is_there_and_migrated(client):
+    response = client.get("/api/health/ready")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert body["status"] == "ready"
+    assert body["database"]["status"] == "ok" and body["migrations"]["status"] == "ok"
+    assert "redis" not in body  # the embedded stack has none to ask
+
+
+def test_not_ready_while_a_configured_redis_is_down(client):
+    with override_settings(REDIS_URL="redis://127.0.0.1:1/0"):
+        response = client.get("/api/health/ready")
+    assert response.status_code == 503
+    assert response.json()["detail"].startswith("redis: ConnectionError")
+
+
+@pytest.mark.redis
+def test_ready_with_redis_up(client, redis_url):
+    with override_settings(REDIS_URL=redis_url):
+        body = client.get("/api/health/ready").json()
+    assert body["status"] == "ready" and body["redis"] == {"status": "ok", "backend": "redis"}
+
+
+def test_not_ready_with_a_migration_unapplied(client, monkeypatch):
+    from django.db.migrations.recorder import MigrationRecorder
+
+    from apps.console import selectors
+
+    monkeypatch.setattr(selectors, "_migrated", False)
+    last = MigrationRecorder.Migration.objects.filter(app="runs").order_by("-id").first()
+    last.delete()  # as a database the new release's migrate has not reached yet
+    response = client.get("/api/health/ready")
+    assert response.status_code == 503
+    assert response.json()["detail"] == f"migrations: 1 unapplied migration(s): runs.{last.name}"
+
+
+def test_the_probes_are_public_and_in_the_schema(client):
+    paths = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()["paths"]
+    assert {"/api/health/live", "/api/health/ready"} <= set(paths)
+    assert client.get("/api/langgraph/health/ready", HTTP_AUTHORIZATION="Bearer nonsense").status_code == 200

@@ -152,6 +152,21 @@ def test_daphne_run_builds_its_http_factory_and_reports_ready_as_bounded_server_
     assert "self.listen_success" in run
 
 
+def test_daphne_shuts_down_through_the_trigger_bounded_server_drains_in():
+    from daphne.http_protocol import WebRequest
+    from daphne.server import Server
+    from daphne.ws_protocol import WebSocketProtocol
+
+    # BoundedServer.kill_all_applications drains the runs, then closes the open streams with a
+    # reconnect hint, before Daphne's own cancels what is left; run() registers it at shutdown.
+    assert 'reactor.addSystemEventTrigger("before", "shutdown", self.kill_all_applications)' in source(Server.run)
+    assert str(inspect.signature(Server.kill_all_applications)) == "(self)"
+    # _close_streams tells a started SSE response by these, and closes an open websocket.
+    assert "self._response_started = True" in source(WebRequest.handle_reply)
+    assert "self.finished" in source(WebRequest.handle_reply)
+    assert WebSocketProtocol.STATE_OPEN is not None and callable(WebSocketProtocol.sendClose)
+
+
 def test_daphne_process_reads_the_body_from_the_request_content_file():
     from daphne.http_protocol import WebRequest
 

@@ -427,6 +427,8 @@ OWNED_ROUTES = [
 # Routes with nothing per user: the same answer for everyone.
 NO_USER_OBJECTS = {
     ("GET", "/api/health"),
+    ("GET", "/api/health/live"),
+    ("GET", "/api/health/ready"),
     ("GET", "/api/schema/"),
     ("GET", "/api/docs/"),
     ("GET", "/api/models"),

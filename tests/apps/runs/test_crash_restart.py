@@ -8,7 +8,6 @@ Live Daphne servers in subprocesses, a loopback model that answers slowly, and a
 
 from __future__ import annotations
 
-import os
 import threading
 import time
 
@@ -17,6 +16,7 @@ import pytest
 
 from harness.testing import LoopbackOpenAIServer, Reply, loopback_config_text
 from tests.support.live import start_live_server
+from tests.support.waiting import wait_until
 
 pytestmark = [pytest.mark.slow]
 
@@ -34,14 +34,6 @@ def _client(url: str, token: str) -> httpx.Client:
     return httpx.Client(base_url=f"{url}/api", headers={"Authorization": f"Bearer {token}"}, timeout=30)
 
 
-def _wait_for(condition, what: str, timeout: float = 90.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = condition()
-        if value:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"gave up waiting for {what}")
 
 
 def _start_slow_run(server, token: str, model) -> tuple[str, str, float]:
@@ -53,7 +45,7 @@ def _start_slow_run(server, token: str, model) -> tuple[str, str, float]:
         admitted = time.monotonic()
         response = api.post(f"/threads/{tid}/runs", json={"input": {"messages": [{"role": "user", "content": PROMPT}]}})
         assert response.status_code == 200, response.text
-    _wait_for(lambda: model.requests, "the model to be asked")
+    wait_until(lambda: model.requests, "the model to be asked")
     return tid, response.json()["run_id"], admitted
 
 
@@ -79,7 +71,7 @@ def test_after_a_crash_the_thread_takes_runs_again_without_other_traffic(tmp_pat
         server.restart()
 
         # Only reads from here until the run is settled: nothing else may be needed.
-        settled = _wait_for(lambda: (r := _run_status(server.url, token, tid, run_id))["status"] != "running" and r,
+        settled = wait_until(lambda: (r := _run_status(server.url, token, tid, run_id))["status"] != "running" and r,
                             "the dead process's run to be settled")
         assert settled["status"] == "error" and settled["stop_reason"] == "orphan_recovered"
         with _client(server.url, token) as api:
@@ -100,7 +92,7 @@ def test_a_crash_one_second_into_a_run_keeps_the_users_prompt_in_the_history(tmp
         server.crash()
         server.restart()
 
-        _wait_for(lambda: _run_status(server.url, token, tid, run_id)["status"] == "error", "the dead process's run to be settled")
+        wait_until(lambda: _run_status(server.url, token, tid, run_id)["status"] == "error", "the dead process's run to be settled")
         assert len(_prompt_in_history(server.url, token, tid)) == 1
         # The next run neither loses nor repeats it.
         with _client(server.url, token) as api:
@@ -123,7 +115,7 @@ def test_a_dead_celery_worker_frees_the_thread_and_keeps_the_prompt(tmp_path, mo
         worker.kill()  # the run's process; the server that admitted it lives on
         worker.wait(10)
 
-        settled = _wait_for(lambda: (r := _run_status(server.url, token, tid, run_id))["status"] != "running" and r,
+        settled = wait_until(lambda: (r := _run_status(server.url, token, tid, run_id))["status"] != "running" and r,
                             "the dead worker's run to be settled")
         assert settled["status"] == "error" and settled["stop_reason"] == "orphan_recovered"
         assert len(_prompt_in_history(server.url, token, tid)) == 1
@@ -155,10 +147,10 @@ def test_when_a_server_dies_another_settles_its_run_and_ends_the_stream_it_serve
 
         follower = threading.Thread(target=follow, daemon=True)
         follower.start()
-        _wait_for(lambda: any(line.startswith("event: metadata") for line in lines), "server B to serve the stream")
+        wait_until(lambda: any(line.startswith("event: metadata") for line in lines), "server B to serve the stream")
         server.crash()  # server A
 
-        _wait_for(lambda: "event: end" in lines, "the stream to end")
+        wait_until(lambda: "event: end" in lines, "the stream to end")
         follower.join(30)
         status = _run_status(server.urls[1], token, tid, run_id)
         assert status["status"] == "error" and status["stop_reason"] == "orphan_recovered"
