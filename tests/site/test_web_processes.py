@@ -16,7 +16,7 @@ import pytest
 
 from deerflow_site.server.web_processes import AUTO_MAX, process_count
 from tests.support.live import ROOT, copy_checkout, free_port, live_env
-from tests.support.waits import HANG_SECONDS
+from tests.support.waiting import HANG_SECONDS
 
 CONFIG = """\
 config_version: 1

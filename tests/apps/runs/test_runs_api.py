@@ -7,7 +7,7 @@ import pytest
 
 from apps.runs.models import Run, RunEvent
 from harness.testing import call, tool_reply
-from tests.support.waits import HANG_SECONDS
+from tests.support.waiting import HANG_SECONDS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
 

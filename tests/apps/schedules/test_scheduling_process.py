@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.live import free_port
-from tests.support.waits import HANG_SECONDS
+from tests.support.waiting import HANG_SECONDS
 
 ROOT = Path(__file__).resolve().parents[3]
 

@@ -9,7 +9,7 @@ from django_celery_beat.models import PeriodicTask
 from apps.schedules.models import ScheduledTask, ScheduledTaskRun
 from apps.schedules.beat import entry_name
 from apps.schedules.services import scheduled_task_create
-from tests.support.waits import HANG_SECONDS
+from tests.support.waiting import HANG_SECONDS
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

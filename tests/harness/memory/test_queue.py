@@ -7,7 +7,7 @@ import time
 
 from harness.memory.queue import DebouncedQueue
 from harness.memory.updater import UpdateJob
-from tests.support.waits import HANG_SECONDS
+from tests.support.waiting import HANG_SECONDS
 
 
 def job(thread_id: str, run_id: str = "r") -> UpdateJob:
