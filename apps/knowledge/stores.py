@@ -1,0 +1,134 @@
+"""The harness's KnowledgeStore on the ORM: full-text search over passages (SQLite FTS5 or
+PostgreSQL ``to_tsvector``, the memory app's pattern), vector search when the passages have
+embeddings, and the two fused by reciprocal rank.
+
+Every call decides again which collections the scope may read (``readable_collection_ids``):
+a share revoked, a chat detached or a collection deleted is out of the very next search.
+
+Vectors are float32 blobs on the passage row, scored with numpy over the collections in reach.
+sqlite-vec needs ``sqlite3.Connection.enable_load_extension``, which the Python this project
+ships with is built without, and pgvector is an extension the operator's PostgreSQL may lack:
+a blob column works on both databases, and the search reads only the rows in reach.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+import numpy as np
+from django.db import connection
+
+from apps.knowledge.models import Collection, Passage
+from apps.knowledge.selectors import readable_collection_ids
+from harness.config import get_app_config
+from harness.knowledge.embeddings import Embedder, EmbeddingError, embeddings_enabled
+from harness.knowledge.types import Passage as FoundPassage
+from harness.knowledge.types import SearchScope
+from harness.memory.retrieval import query_terms
+
+logger = logging.getLogger(__name__)
+
+CANDIDATES = 50  # hits taken from each ranking before fusing
+RRF_K = 60  # reciprocal rank fusion's constant (Cormack et al.); dampens the top ranks' lead
+
+
+def _db_ids(ids: list[uuid.UUID]) -> list:
+    field = Passage._meta.get_field("collection").target_field
+    return [field.get_db_prep_value(i, connection) for i in ids]
+
+
+def fulltext_ids(collection_ids: list[uuid.UUID], query: str, limit: int, adapter: str = "fts5") -> list[int]:
+    """Passage ids matching *query* best first, in the current versions of these collections."""
+    terms = query_terms(query, adapter=adapter)
+    if not terms or not collection_ids:
+        return []
+    ids = _db_ids(collection_ids)
+    marks = ", ".join(["%s"] * len(ids))
+    with connection.cursor() as cur:
+        if connection.vendor == "postgresql":
+            cur.execute(
+                "SELECT p.id FROM knowledge_passage p JOIN knowledge_document d ON d.id = p.document_id, to_tsquery('simple', %s) q "
+                f"WHERE p.collection_id IN ({marks}) AND d.is_current AND to_tsvector('simple', p.search_text) @@ q "
+                "ORDER BY ts_rank(to_tsvector('simple', p.search_text), q) DESC, p.id LIMIT %s",
+                [" | ".join(terms), *ids, limit])
+        else:
+            cur.execute(
+                "SELECT p.id FROM knowledge_passage_fts f JOIN knowledge_passage p ON p.id = f.rowid "
+                "JOIN knowledge_document d ON d.id = p.document_id "
+                f"WHERE knowledge_passage_fts MATCH %s AND p.collection_id IN ({marks}) AND d.is_current "
+                "ORDER BY bm25(knowledge_passage_fts), p.id LIMIT %s",
+                [" OR ".join(f'"{t}"' for t in terms), *ids, limit])
+        return [row[0] for row in cur.fetchall()]
+
+
+def vector_ids(collection_ids: list[uuid.UUID], query_vector: list[float], limit: int) -> list[int]:
+    """Passage ids nearest *query_vector* (cosine), in the current versions of these collections."""
+    rows = list(Passage.objects.filter(collection_id__in=collection_ids, document__is_current=True, embedding__isnull=False)
+                .values_list("id", "embedding"))
+    if not rows:
+        return []
+    query = np.asarray(query_vector, dtype=np.float32)
+    matrix = np.frombuffer(b"".join(bytes(blob) for _, blob in rows), dtype=np.float32)
+    if matrix.size != len(rows) * query.size:  # vectors of another model or size: not comparable
+        wanted = [(pk, blob) for pk, blob in rows if len(blob) == query.size * 4]
+        if not wanted:
+            return []
+        rows = wanted
+        matrix = np.frombuffer(b"".join(bytes(blob) for _, blob in rows), dtype=np.float32)
+    scores = matrix.reshape(len(rows), query.size) @ query
+    top = np.argsort(-scores)[:limit]
+    return [rows[i][0] for i in top]
+
+
+def fuse(*rankings: list[int], limit: int) -> list[tuple[int, float]]:
+    scores: dict[int, float] = {}
+    for ranking in rankings:
+        for rank, pk in enumerate(ranking):
+            scores[pk] = scores.get(pk, 0.0) + 1.0 / (RRF_K + rank + 1)
+    return sorted(scores.items(), key=lambda item: -item[1])[:limit]
+
+
+def _narrow(collection_ids: list[uuid.UUID], collection: str) -> list[uuid.UUID]:
+    if not collection:
+        return collection_ids
+    wanted = collection.strip()
+    rows = Collection.objects.filter(pk__in=collection_ids).values_list("pk", "name")
+    return [pk for pk, name in rows if str(pk) == wanted or name.lower() == wanted.lower()]
+
+
+def search_passages(collection_ids: list[uuid.UUID], query: str, limit: int) -> list[FoundPassage]:
+    cfg = get_app_config().knowledge
+    if not collection_ids or not query.strip():
+        return []
+    rankings = [fulltext_ids(collection_ids, query, CANDIDATES, cfg.retrieval_adapter)]
+    if embeddings_enabled(cfg.embeddings) and Passage.objects.filter(collection_id__in=collection_ids, embedding__isnull=False).exists():
+        try:
+            vector = Embedder(cfg.embeddings).embed([query])[0]
+        except EmbeddingError as exc:  # full text still answers; the operator sees why in the log
+            logger.warning("Knowledge search without vectors: %s", exc)
+        else:
+            rankings.append(vector_ids(collection_ids, vector, CANDIDATES))
+    ranked = fuse(*rankings, limit=limit)
+    rows = {p.pk: p for p in Passage.objects.filter(pk__in=[pk for pk, _ in ranked])
+            .select_related("document", "document__collection")}
+    found = []
+    for pk, score in ranked:
+        p = rows.get(pk)
+        if p is not None:
+            found.append(FoundPassage(citation_id=p.citation_id, document_id=str(p.document_id),
+                                      document_title=p.document.title or p.document.name,
+                                      collection_name=p.document.collection.name, text=p.text, section=p.section,
+                                      page=p.page, score=round(score, 6)))
+    return found
+
+
+class DjangoKnowledgeStore:
+    def search(self, scope: SearchScope, query: str, limit: int, collection: str = "") -> list[FoundPassage]:
+        ids = readable_collection_ids(user_id=int(scope.user_id), thread_id=scope.thread_id, agent_id=scope.agent_id)
+        return search_passages(_narrow(ids, collection), query, limit)
+
+    def collections(self, scope: SearchScope) -> list[dict]:
+        ids = readable_collection_ids(user_id=int(scope.user_id), thread_id=scope.thread_id, agent_id=scope.agent_id)
+        return [{"id": str(c.pk), "name": c.name, "description": c.description}
+                for c in Collection.objects.filter(pk__in=ids).order_by("name")]
