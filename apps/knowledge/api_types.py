@@ -93,6 +93,7 @@ class SearchHit(serializers.Serializer):
     citation_id = serializers.CharField()
     document_id = serializers.UUIDField()
     document_title = serializers.CharField()
+    document_name = serializers.CharField()
     collection_name = serializers.CharField()
     section = serializers.CharField(allow_blank=True)
     page = serializers.IntegerField(allow_null=True)

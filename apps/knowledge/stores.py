@@ -119,7 +119,7 @@ def search_passages(collection_ids: list[uuid.UUID], query: str, limit: int) -> 
             found.append(FoundPassage(citation_id=p.citation_id, document_id=str(p.document_id),
                                       document_title=p.document.title or p.document.name,
                                       collection_name=p.document.collection.name, text=p.text, section=p.section,
-                                      page=p.page, score=round(score, 6)))
+                                      page=p.page, score=round(score, 6), document_name=p.document.name))
     return found
 
 

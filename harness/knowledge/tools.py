@@ -48,7 +48,10 @@ def _scope() -> SearchScope:
 
 
 def format_passage(p: Passage) -> str:
-    where = [f'"{p.document_title}"', p.collection_name and f"collection {p.collection_name}",
+    title = f'"{p.document_title}"'
+    if p.document_name and p.document_name != p.document_title:
+        title += f" ({p.document_name})"
+    where = [title, p.collection_name and f"collection {p.collection_name}",
              p.page and f"page {p.page}", p.section and f"section {p.section}"]
     return f"[{p.citation_id}] " + " · ".join(w for w in where if w) + "\n" + p.text
 

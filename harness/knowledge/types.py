@@ -45,6 +45,7 @@ class Passage:
     section: str = ""
     page: int | None = None
     score: float = 0.0
+    document_name: str = ""  # the file name, when the title is the document's own heading
 
 
 class KnowledgeStore(Protocol):
