@@ -38,28 +38,68 @@ def _db_ids(ids: list[uuid.UUID]) -> list:
     return [field.get_db_prep_value(i, connection) for i in ids]
 
 
-def fulltext_ids(collection_ids: list[uuid.UUID], query: str, limit: int, adapter: str = "fts5") -> list[int]:
-    """Passage ids matching *query* best first, in the current versions of these collections."""
+# Words a question is made of that say nothing about its subject; matching them costs a ranking
+# of nearly every passage and adds nothing to it.
+STOPWORDS = frozenset("""a an and are as at be been but by can could did do does for from had has have how i if in into is it
+its me my of on or our should so than that the their them then there these they this to was we were what when where which who
+whom why will with would you your about after all also any before between both each few more most other over same some such
+through under until very""".split())
+
+
+def _terms(query: str, adapter: str) -> list[str]:
     terms = query_terms(query, adapter=adapter)
-    if not terms or not collection_ids:
-        return []
-    ids = _db_ids(collection_ids)
+    meaningful = [t for t in terms if t not in STOPWORDS]
+    return meaningful or terms
+
+
+def _fulltext(ids: list, terms: list[str], joiner: str, limit: int, exclude: list[int]) -> list[int]:
     marks = ", ".join(["%s"] * len(ids))
+    skip = f" AND p.id NOT IN ({', '.join(['%s'] * len(exclude))})" if exclude else ""
     with connection.cursor() as cur:
         if connection.vendor == "postgresql":
             cur.execute(
                 "SELECT p.id FROM knowledge_passage p JOIN knowledge_document d ON d.id = p.document_id, to_tsquery('simple', %s) q "
-                f"WHERE p.collection_id IN ({marks}) AND d.is_current AND to_tsvector('simple', p.search_text) @@ q "
+                f"WHERE p.collection_id IN ({marks}) AND d.is_current AND to_tsvector('simple', p.search_text) @@ q{skip} "
                 "ORDER BY ts_rank(to_tsvector('simple', p.search_text), q) DESC, p.id LIMIT %s",
-                [" | ".join(terms), *ids, limit])
+                [f" {'&' if joiner == 'AND' else '|'} ".join(terms), *ids, *exclude, limit])
         else:
             cur.execute(
                 "SELECT p.id FROM knowledge_passage_fts f JOIN knowledge_passage p ON p.id = f.rowid "
                 "JOIN knowledge_document d ON d.id = p.document_id "
-                f"WHERE knowledge_passage_fts MATCH %s AND p.collection_id IN ({marks}) AND d.is_current "
+                f"WHERE knowledge_passage_fts MATCH %s AND p.collection_id IN ({marks}) AND d.is_current{skip} "
                 "ORDER BY bm25(knowledge_passage_fts), p.id LIMIT %s",
-                [" OR ".join(f'"{t}"' for t in terms), *ids, limit])
+                [f" {joiner} ".join(f'"{t}"' for t in terms), *ids, *exclude, limit])
         return [row[0] for row in cur.fetchall()]
+
+
+def _indexed(terms: list[str]) -> list[str]:
+    """The terms some passage holds (SQLite: the index's vocabulary), in the query's order: a
+    word no passage holds would only make every passage fail the all-words match."""
+    marks = ", ".join(["%s"] * len(terms))
+    with connection.cursor() as cur:
+        cur.execute(f"SELECT term FROM knowledge_passage_vocab WHERE term IN ({marks})", terms)
+        held = {row[0] for row in cur.fetchall()}
+    return [t for t in terms if t in held]
+
+
+def fulltext_ids(collection_ids: list[uuid.UUID], query: str, limit: int, adapter: str = "fts5", enough: int = 1) -> list[int]:
+    """Passage ids matching *query* best first, in the current versions of these collections.
+
+    Passages holding every term come first; only when fewer than *enough* do, passages holding
+    any of them follow. Ranking every passage that holds one common word is what makes a
+    search slow (bm25 per matching row), and passages with all the words rank first anyway."""
+    terms = _terms(query, adapter)
+    if not terms or not collection_ids:
+        return []
+    if connection.vendor == "sqlite":
+        terms = _indexed(terms)
+        if not terms:
+            return []
+    ids = _db_ids(collection_ids)
+    found = _fulltext(ids, terms, "AND", limit, []) if len(terms) > 1 else []
+    if len(found) < enough or len(terms) == 1:
+        found += _fulltext(ids, terms, "OR", limit - len(found), found)
+    return found
 
 
 def vector_ids(collection_ids: list[uuid.UUID], query_vector: list[float], limit: int) -> list[int]:
@@ -101,7 +141,7 @@ def search_passages(collection_ids: list[uuid.UUID], query: str, limit: int) -> 
     cfg = get_app_config().knowledge
     if not collection_ids or not query.strip():
         return []
-    rankings = [fulltext_ids(collection_ids, query, CANDIDATES, cfg.retrieval_adapter)]
+    rankings = [fulltext_ids(collection_ids, query, CANDIDATES, cfg.retrieval_adapter, enough=limit)]
     if embeddings_enabled(cfg.embeddings) and Passage.objects.filter(collection_id__in=collection_ids, embedding__isnull=False).exists():
         try:
             vector = Embedder(cfg.embeddings).embed([query])[0]
@@ -110,16 +150,22 @@ def search_passages(collection_ids: list[uuid.UUID], query: str, limit: int) -> 
         else:
             rankings.append(vector_ids(collection_ids, vector, CANDIDATES))
     ranked = fuse(*rankings, limit=limit)
-    rows = {p.pk: p for p in Passage.objects.filter(pk__in=[pk for pk, _ in ranked])
-            .select_related("document", "document__collection")}
+    if not ranked:
+        return []
+    with connection.cursor() as cur:  # one plain query: the ORM's compile cost as much as the search
+        cur.execute("SELECT p.id, p.citation_id, p.document_id, p.text, p.section, p.page, d.title, d.name, c.name "
+                    "FROM knowledge_passage p JOIN knowledge_document d ON d.id = p.document_id "
+                    "JOIN knowledge_collection c ON c.id = p.collection_id "
+                    f"WHERE p.id IN ({', '.join(['%s'] * len(ranked))})", [pk for pk, _ in ranked])
+        rows = {row[0]: row for row in cur.fetchall()}
     found = []
     for pk, score in ranked:
-        p = rows.get(pk)
-        if p is not None:
-            found.append(FoundPassage(citation_id=p.citation_id, document_id=str(p.document_id),
-                                      document_title=p.document.title or p.document.name,
-                                      collection_name=p.document.collection.name, text=p.text, section=p.section,
-                                      page=p.page, score=round(score, 6), document_name=p.document.name))
+        row = rows.get(pk)
+        if row is not None:
+            _, cid, document_id, text, section, page, title, name, collection_name = row
+            found.append(FoundPassage(citation_id=cid, document_id=str(uuid.UUID(str(document_id))), document_title=title or name,
+                                      collection_name=collection_name, text=text, section=section, page=page,
+                                      score=round(score, 6), document_name=name))
     return found
 
 

@@ -16,8 +16,10 @@ _SQLITE = [
     "CREATE TRIGGER knowledge_passage_fts_au AFTER UPDATE OF search_text ON knowledge_passage BEGIN "
     "INSERT INTO knowledge_passage_fts(knowledge_passage_fts, rowid, search_text) VALUES ('delete', old.id, old.search_text); "
     "INSERT INTO knowledge_passage_fts(rowid, search_text) VALUES (new.id, new.search_text); END",
+    # How many passages hold each term: the search drops a question's words no passage holds.
+    "CREATE VIRTUAL TABLE knowledge_passage_vocab USING fts5vocab(knowledge_passage_fts, 'row')",
 ]
-_SQLITE_DROP = ["DROP TRIGGER IF EXISTS knowledge_passage_fts_au", "DROP TRIGGER IF EXISTS knowledge_passage_fts_ad",
+_SQLITE_DROP = ["DROP TABLE IF EXISTS knowledge_passage_vocab", "DROP TRIGGER IF EXISTS knowledge_passage_fts_au", "DROP TRIGGER IF EXISTS knowledge_passage_fts_ad",
                 "DROP TRIGGER IF EXISTS knowledge_passage_fts_ai", "DROP TABLE IF EXISTS knowledge_passage_fts"]
 _POSTGRES = ["CREATE INDEX knowledge_passage_tsv_idx ON knowledge_passage USING gin (to_tsvector('simple', search_text))"]
 _POSTGRES_DROP = ["DROP INDEX IF EXISTS knowledge_passage_tsv_idx"]

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 
 from apps.knowledge import queue
-from apps.knowledge.files import collection_dir, knowledge_root
+from apps.knowledge.files import collection_dir
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -51,7 +51,7 @@ def test_deleting_a_document_then_its_collection_leaves_no_rows_index_entries_or
 
     assert user_client.delete(f"/api/knowledge/collections/{cid}").status_code == 204
     assert counts() == empty
-    assert files_under(knowledge_root()) == []
+    assert not collection_dir(cid).exists()
     assert kb.search("comets") == []
 
 
