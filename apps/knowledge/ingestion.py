@@ -21,7 +21,7 @@ from apps.knowledge.files import URL_FILE_STEM, document_dir
 from apps.knowledge.models import Document, Passage
 from harness.config import get_app_config
 from harness.knowledge.chunking import chunk_markdown
-from harness.knowledge.embeddings import Embedder, EmbeddingError, embeddings_enabled, to_blob
+from harness.knowledge.embeddings import EmbeddingError, embedder_for, embeddings_enabled, to_blob
 from harness.knowledge.types import citation_id
 from harness.memory.retrieval import index_text
 from harness.net.guard import GuardError, GuardPolicy, guarded_fetch
@@ -64,7 +64,7 @@ def _embed(document: Document, passages: list[Passage]) -> bool:
     cfg = get_app_config().knowledge.embeddings
     if not embeddings_enabled(cfg) or not passages:
         return False
-    embedder = Embedder(cfg)
+    embedder = embedder_for(cfg)
     step = cfg.batch_size
     for start in range(0, len(passages), step):
         batch = passages[start:start + step]

@@ -22,7 +22,7 @@ from django.db import connection
 from apps.knowledge.models import Collection, Passage
 from apps.knowledge.selectors import readable_collection_ids
 from harness.config import get_app_config
-from harness.knowledge.embeddings import Embedder, EmbeddingError, embeddings_enabled
+from harness.knowledge.embeddings import EmbeddingError, embedder_for, embeddings_enabled
 from harness.knowledge.types import Passage as FoundPassage
 from harness.knowledge.types import SearchScope
 from harness.memory.retrieval import query_terms
@@ -144,7 +144,7 @@ def search_passages(collection_ids: list[uuid.UUID], query: str, limit: int) -> 
     rankings = [fulltext_ids(collection_ids, query, CANDIDATES, cfg.retrieval_adapter, enough=limit)]
     if embeddings_enabled(cfg.embeddings) and Passage.objects.filter(collection_id__in=collection_ids, embedding__isnull=False).exists():
         try:
-            vector = Embedder(cfg.embeddings).embed([query])[0]
+            vector = embedder_for(cfg.embeddings).embed([query])[0]
         except EmbeddingError as exc:  # full text still answers; the operator sees why in the log
             logger.warning("Knowledge search without vectors: %s", exc)
         else:

@@ -37,6 +37,19 @@ def from_blob(blob: bytes) -> array:
     return values
 
 
+_embedders: dict[str, "Embedder"] = {}
+
+
+def embedder_for(cfg: KnowledgeEmbeddingsConfig) -> Embedder:
+    """One client per configuration: a search embeds its query, and a new client each time
+    would open a new connection pool each time."""
+    key = cfg.model_dump_json()
+    found = _embedders.get(key)
+    if found is None:
+        found = _embedders[key] = Embedder(cfg)
+    return found
+
+
 class Embedder:
     def __init__(self, cfg: KnowledgeEmbeddingsConfig) -> None:
         from openai import OpenAI  # the SDK costs a second to import; only embedding servers pay it
