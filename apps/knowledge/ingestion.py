@@ -16,12 +16,22 @@ from pathlib import Path
 from django.db import transaction
 from django.utils import timezone
 
-from apps.knowledge.conversion import CONTENT_TYPES, ConversionError, document_markdown, title_of
+from apps.knowledge.conversion import (
+    CONTENT_TYPES,
+    ConversionError,
+    document_markdown,
+    title_of,
+)
 from apps.knowledge.files import URL_FILE_STEM, document_dir
 from apps.knowledge.models import Document, Passage
 from harness.config import get_app_config
 from harness.knowledge.chunking import chunk_markdown
-from harness.knowledge.embeddings import EmbeddingError, embedder_for, embeddings_enabled, to_blob
+from harness.knowledge.embeddings import (
+    EmbeddingError,
+    embedder_for,
+    embeddings_enabled,
+    to_blob,
+)
 from harness.knowledge.types import citation_id
 from harness.memory.retrieval import index_text
 from harness.net.guard import GuardError, GuardPolicy, guarded_fetch

@@ -14,7 +14,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 
 from django.conf import settings
-from django.db import close_old_connections, transaction
+from django.db import connections, transaction
 
 from apps.knowledge.ingestion import document_ingest
 from apps.knowledge.tasks import ingest_document
@@ -40,7 +40,7 @@ def _in_thread(document_id: str) -> None:
     except Exception:
         logger.exception("Knowledge ingestion of document %s failed", document_id)
     finally:
-        close_old_connections()
+        connections.close_all()  # this thread's own: it may wait long for the next document
 
 
 def _send(document_id: str) -> None:

@@ -27,8 +27,17 @@ from apps.agents.selectors import agent_get_owned
 from apps.errors import Conflict, InvalidRequest, NotFound, PayloadTooLarge
 from apps.knowledge import queue
 from apps.knowledge.files import collection_dir, document_dir
-from apps.knowledge.models import Collection, CollectionShare, Document, ThreadCollection
-from apps.knowledge.selectors import (collection_get_for_owner, collection_get_readable, document_get_for_owner)
+from apps.knowledge.models import (
+    Collection,
+    CollectionShare,
+    Document,
+    ThreadCollection,
+)
+from apps.knowledge.selectors import (
+    collection_get_for_owner,
+    collection_get_readable,
+    document_get_for_owner,
+)
 from apps.threads.selectors import thread_get_for_user
 from apps.threads.uploads import validate_upload_name
 from harness.config import get_app_config, thread_user_data_dir
@@ -133,8 +142,12 @@ def collection_update(*, user, collection_id: Any, changes: dict) -> Collection:
 
 
 def collection_delete(*, user, collection_id: Any) -> None:
+    collection_purge(collection=collection_get_for_owner(user=user, collection_id=collection_id))
+
+
+def collection_purge(*, collection: Collection) -> None:
+    """The collection, everything in it and its folder (also what the admin's delete calls)."""
     with transaction.atomic():
-        collection = collection_get_for_owner(user=user, collection_id=collection_id)
         path = collection_dir(collection.pk)
         collection.delete()
         _remove_later(path)
@@ -275,8 +288,12 @@ def document_add_from_thread(*, user, collection_id: Any, thread_id: Any, path: 
 def document_delete(*, user, document_id: Any) -> None:
     """This version goes; when it was the current one, the newest ready older version is
     searched again."""
+    document_purge(document=document_get_for_owner(user=user, document_id=document_id))
+
+
+def document_purge(*, document: Document) -> None:
+    """The document's rows and folder (also what the admin's delete calls)."""
     with transaction.atomic():
-        document = document_get_for_owner(user=user, document_id=document_id)
         path, was_current = document_dir(document), document.is_current
         collection_id, name = document.collection_id, document.name
         document.delete()

@@ -22,7 +22,11 @@ from django.db import connection
 from apps.knowledge.models import Collection, Passage
 from apps.knowledge.selectors import readable_collection_ids
 from harness.config import get_app_config
-from harness.knowledge.embeddings import EmbeddingError, embedder_for, embeddings_enabled
+from harness.knowledge.embeddings import (
+    EmbeddingError,
+    embedder_for,
+    embeddings_enabled,
+)
 from harness.knowledge.types import Passage as FoundPassage
 from harness.knowledge.types import SearchScope
 from harness.memory.retrieval import query_terms

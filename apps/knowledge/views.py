@@ -13,7 +13,12 @@ from apps.errors import InvalidRequest, NotFound, PayloadTooLarge
 from apps.knowledge import api_types as types
 from apps.knowledge import selectors, services
 from apps.knowledge.files import document_file
-from apps.knowledge.serializers import collection_json, document_json, passage_json, passage_url
+from apps.knowledge.serializers import (
+    collection_json,
+    document_json,
+    passage_json,
+    passage_url,
+)
 from apps.knowledge.stores import search_passages
 from apps.threads.api_types import validated
 from apps.threads.selectors import thread_get_for_user

@@ -37,7 +37,7 @@ def from_blob(blob: bytes) -> array:
     return values
 
 
-_embedders: dict[str, "Embedder"] = {}
+_embedders: dict[str, Embedder] = {}
 
 
 def embedder_for(cfg: KnowledgeEmbeddingsConfig) -> Embedder:
@@ -52,7 +52,9 @@ def embedder_for(cfg: KnowledgeEmbeddingsConfig) -> Embedder:
 
 class Embedder:
     def __init__(self, cfg: KnowledgeEmbeddingsConfig) -> None:
-        from openai import OpenAI  # the SDK costs a second to import; only embedding servers pay it
+        from openai import (
+            OpenAI,  # the SDK costs a second to import; only embedding servers pay it
+        )
 
         if not cfg.model:
             raise EmbeddingError("knowledge.embeddings.model is not set")

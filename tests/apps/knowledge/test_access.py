@@ -11,7 +11,8 @@ from apps.agents.services import agent_create
 from apps.knowledge.stores import DjangoKnowledgeStore
 from harness.knowledge import SearchScope
 
-pytestmark = [pytest.mark.django_db(transaction=True)]
+# db_tier: full-text queries and index triggers differ between SQLite and PostgreSQL.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
 
 STORE = DjangoKnowledgeStore()
 

@@ -12,7 +12,8 @@ from django.db import connection
 from apps.knowledge import queue
 from apps.knowledge.files import collection_dir
 
-pytestmark = [pytest.mark.django_db(transaction=True)]
+# db_tier: full-text queries and index triggers differ between SQLite and PostgreSQL.
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
 
 
 def counts() -> dict:
