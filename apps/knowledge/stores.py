@@ -63,8 +63,8 @@ def _fulltext(ids: list, terms: list[str], joiner: str, limit: int, exclude: lis
         if connection.vendor == "postgresql":
             cur.execute(
                 "SELECT p.id FROM knowledge_passage p JOIN knowledge_document d ON d.id = p.document_id, to_tsquery('simple', %s) q "
-                f"WHERE p.collection_id IN ({marks}) AND d.is_current AND to_tsvector('simple', p.search_text) @@ q{skip} "
-                "ORDER BY ts_rank(to_tsvector('simple', p.search_text), q) DESC, p.id LIMIT %s",
+                f"WHERE p.collection_id IN ({marks}) AND d.is_current AND p.search_tsv @@ q{skip} "
+                "ORDER BY ts_rank(p.search_tsv, q) DESC, p.id LIMIT %s",
                 [f" {'&' if joiner == 'AND' else '|'} ".join(terms), *ids, *exclude, limit])
         else:
             cur.execute(
@@ -77,11 +77,16 @@ def _fulltext(ids: list, terms: list[str], joiner: str, limit: int, exclude: lis
 
 
 def _indexed(terms: list[str]) -> list[str]:
-    """The terms some passage holds (SQLite: the index's vocabulary), in the query's order: a
-    word no passage holds would only make every passage fail the all-words match."""
-    marks = ", ".join(["%s"] * len(terms))
+    """The terms some passage holds, in the query's order: a word no passage holds would only
+    make every passage fail the all-words match. SQLite reads the index's vocabulary;
+    PostgreSQL asks its GIN index once per term (an absent term is one index probe)."""
     with connection.cursor() as cur:
-        cur.execute(f"SELECT term FROM knowledge_passage_vocab WHERE term IN ({marks})", terms)
+        if connection.vendor == "postgresql":
+            cur.execute("SELECT t FROM unnest(%s::text[]) AS t WHERE EXISTS "
+                        "(SELECT 1 FROM knowledge_passage WHERE search_tsv @@ to_tsquery('simple', quote_literal(t)))", [terms])
+        else:
+            marks = ", ".join(["%s"] * len(terms))
+            cur.execute(f"SELECT term FROM knowledge_passage_vocab WHERE term IN ({marks})", terms)
         held = {row[0] for row in cur.fetchall()}
     return [t for t in terms if t in held]
 
@@ -95,7 +100,7 @@ def fulltext_ids(collection_ids: list[uuid.UUID], query: str, limit: int, adapte
     terms = _terms(query, adapter)
     if not terms or not collection_ids:
         return []
-    if connection.vendor == "sqlite":
+    if connection.vendor in ("sqlite", "postgresql"):
         terms = _indexed(terms)
         if not terms:
             return []
