@@ -18,12 +18,16 @@ def knowledge_page(request):
     return render(request, "knowledge/index.html")
 
 
-@login_required
-def document_page(request, document_id):
+def _or_404(read, **kwargs):
     try:
-        document = selectors.document_get_readable(user=request.user, document_id=document_id)
+        return read(**kwargs)
     except NotFound:
         raise Http404 from None
+
+
+@login_required
+def document_page(request, document_id):
+    document = _or_404(selectors.document_get_readable, user=request.user, document_id=document_id)
     return render(request, "knowledge/document.html", {
         "document": document, "collection": document.collection, "passages": selectors.passages_of(document),
         "is_owner": document.collection.owner_id == request.user.pk})
@@ -31,8 +35,5 @@ def document_page(request, document_id):
 
 @login_required
 def citation_page(request, citation_id):
-    try:
-        passage = selectors.passage_get_readable(user=request.user, citation_id=citation_id)
-    except NotFound:
-        raise Http404 from None
+    passage = _or_404(selectors.passage_get_readable, user=request.user, citation_id=citation_id)
     return redirect(passage_url(passage.document_id, passage.citation_id))

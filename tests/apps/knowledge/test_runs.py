@@ -11,24 +11,10 @@ import pytest
 from rest_framework.test import APIClient
 
 from apps.agents.services import agent_create
-from apps.runs.graphs import clear_graph_cache
 from harness.testing import call, tool_reply
 from tests.apps.runs.test_runs_api import body_of, new_thread
-from tests.support import agents
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture
-def lead_agent(settings):
-    settings.DEERFLOW_AGENT_FACTORY = "tests.support.agents:make_scripted_lead_agent"
-
-    def set_script(*items):
-        clear_graph_cache()
-        return agents.set_script(*items)
-
-    yield set_script
-    clear_graph_cache()
 
 
 def run(client, tid, text, assistant_id="lead_agent"):
@@ -50,12 +36,12 @@ def cite_passage_about(words: str):
     return answer
 
 
-def test_a_run_searches_the_knowledge_base_and_cites_the_right_passage(user_client, user, kb, lead_agent):
+def test_a_run_searches_the_knowledge_base_and_cites_the_right_passage(user_client, user, kb, scripted_lead_agent):
     cid = kb.collection("Policies")
     kb.upload(cid, ("refunds.md", b"# Refunds\n\n## Timing\n\nRefunds are paid within fourteen days.\n\n"
                                   b"## Shipping\n\nParcels leave the warehouse every Monday."),
               ("other.md", b"# Holidays\n\nThe office closes on public holidays."))
-    model = lead_agent(tool_reply(call("knowledge_search", query="how long do refunds take")),
+    model = scripted_lead_agent(tool_reply(call("knowledge_search", query="how long do refunds take")),
                        cite_passage_about("fourteen days"))
     tid = new_thread(user_client)
     values = run(user_client, tid, "How long do refunds take?")
@@ -71,26 +57,26 @@ def test_a_run_searches_the_knowledge_base_and_cites_the_right_passage(user_clie
     assert passage["url"].endswith(f"#{cited}")
 
 
-def test_a_run_without_collections_has_no_knowledge_tool(user_client, lead_agent):
-    model = lead_agent("Hello.")
+def test_a_run_without_collections_has_no_knowledge_tool(user_client, scripted_lead_agent):
+    model = scripted_lead_agent("Hello.")
     run(user_client, new_thread(user_client), "Hi")
     assert "knowledge_search" not in model.requests[0].tools
 
 
-def test_an_agents_collection_reaches_its_runs_and_no_other(user_client, user, other_user, kb, lead_agent):
+def test_an_agents_collection_reaches_its_runs_and_no_other(user_client, user, other_user, kb, scripted_lead_agent):
     helper = agent_create(owner=user, data={"name": "helpdesk", "soul": "Answers IT questions.", "shared": True})
     kb.upload(kb.collection("IT", agent="helpdesk"), ("vpn.md", b"# VPN\n\nThe VPN password rotates every ninety days."))
     bob = APIClient()
     bob.force_authenticate(other_user)
 
-    model = lead_agent(tool_reply(call("knowledge_search", query="vpn password")), "Done.")
+    model = scripted_lead_agent(tool_reply(call("knowledge_search", query="vpn password")), "Done.")
     run(bob, new_thread(bob), "When does the VPN password change?", assistant_id=str(helper.pk))
     assert "ninety days" in str(model.requests[1].messages[-1].content)
 
-    model = lead_agent("Plain chat.")
+    model = scripted_lead_agent("Plain chat.")
     run(bob, new_thread(bob), "When does the VPN password change?")
     assert "knowledge_search" not in model.requests[0].tools
     kb.upload(kb.collection("Mine"), ("notes.md", b"# Notes\n\nNothing about networks."))
-    model = lead_agent(tool_reply(call("knowledge_search", query="vpn password")), "Done.")
+    model = scripted_lead_agent(tool_reply(call("knowledge_search", query="vpn password")), "Done.")
     run(user_client, new_thread(user_client), "When does the VPN password change?")
     assert "ninety days" not in str(model.requests[1].messages[-1].content)  # the owner's plain chat
