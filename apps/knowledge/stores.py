@@ -14,6 +14,7 @@ a blob column works on both databases, and the search reads only the rows in rea
 from __future__ import annotations
 
 import logging
+import unicodedata
 import uuid
 
 import numpy as np
@@ -84,11 +85,18 @@ def _indexed(terms: list[str]) -> list[str]:
         if connection.vendor == "postgresql":
             cur.execute("SELECT t FROM unnest(%s::text[]) AS t WHERE EXISTS "
                         "(SELECT 1 FROM knowledge_passage WHERE search_tsv @@ to_tsquery('simple', quote_literal(t)))", [terms])
-        else:
-            marks = ", ".join(["%s"] * len(terms))
-            cur.execute(f"SELECT term FROM knowledge_passage_vocab WHERE term IN ({marks})", terms)
+        else:  # FTS5's unicode61 indexes "café" as "cafe": look the folded form up
+            folded = {t: _fold(t) for t in terms}
+            marks = ", ".join(["%s"] * len(folded))
+            cur.execute(f"SELECT term FROM knowledge_passage_vocab WHERE term IN ({marks})", list(set(folded.values())))
+            held = {row[0] for row in cur.fetchall()}
+            return [t for t in terms if folded[t] in held]
         held = {row[0] for row in cur.fetchall()}
     return [t for t in terms if t in held]
+
+
+def _fold(term: str) -> str:
+    return "".join(ch for ch in unicodedata.normalize("NFKD", term) if not unicodedata.combining(ch))
 
 
 def fulltext_ids(collection_ids: list[uuid.UUID], query: str, limit: int, adapter: str = "fts5", enough: int = 1) -> list[int]:

@@ -63,3 +63,11 @@ def test_a_new_version_replaces_the_old_in_search_and_both_are_kept(user_client,
     assert texts == ["The office opens at seven."]
     user_client.delete(f"/api/knowledge/documents/{versions[0]['id']}")
     assert [h["text"] for h in kb.search("when does the office open")] == ["The office opens at eight."]
+
+
+def test_words_with_accents_and_cjk_text_are_found(user_client, kb):
+    kb.upload(kb.collection(), ("fr.md", "# Horaires\n\nLe café ouvre à huit heures.".encode()),
+              ("zh.md", "# 规定\n\n报销需要在三十天内提交收据。".encode()))
+    assert [h["text"] for h in kb.search("café")] == ["Le café ouvre à huit heures."]
+    assert [h["text"] for h in kb.search("cafe")] == ["Le café ouvre à huit heures."]
+    assert [h["text"] for h in kb.search("报销")] == ["报销需要在三十天内提交收据。"]  # a word inside a sentence
