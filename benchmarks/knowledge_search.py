@@ -55,7 +55,8 @@ def main() -> None:
     from apps.knowledge.stores import DjangoKnowledgeStore
     from harness.knowledge import SearchScope
     from harness.knowledge.types import citation_id
-    from harness.memory.retrieval import index_text
+    from harness.knowledge.chunking import search_text
+    from harness.knowledge.types import Chunk
 
     rng = random.Random(11)
     users = get_user_model()
@@ -69,8 +70,9 @@ def main() -> None:
             rows = []
             for i in range(min(per_document, count - made)):
                 text = " ".join(sentence(rng) for _ in range(4))
+                chunk = Chunk(ordinal=i, text=text, section=f"Section {i % 7}")
                 rows.append(Passage(document=document, collection=collection, ordinal=i, citation_id=citation_id(document.pk.hex, i),
-                                    section=f"Section {i % 7}", text=text, search_text=index_text(f"Section {i % 7}\n{text}")))
+                                    section=chunk.section, text=text, search_text=search_text(chunk)))
             Passage.objects.bulk_create(rows, batch_size=1000)
             made += len(rows)
 

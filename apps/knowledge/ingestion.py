@@ -25,7 +25,7 @@ from apps.knowledge.conversion import (
 from apps.knowledge.files import URL_FILE_STEM, document_dir
 from apps.knowledge.models import Document, Passage
 from harness.config import get_app_config
-from harness.knowledge.chunking import chunk_markdown
+from harness.knowledge.chunking import chunk_markdown, search_text
 from harness.knowledge.embeddings import (
     EmbeddingError,
     embedder_for,
@@ -33,7 +33,6 @@ from harness.knowledge.embeddings import (
     to_blob,
 )
 from harness.knowledge.types import citation_id
-from harness.memory.retrieval import index_text
 from harness.net.guard import GuardError, GuardPolicy, guarded_fetch
 
 logger = logging.getLogger(__name__)
@@ -106,7 +105,7 @@ def document_ingest(*, document_id: str) -> None:
         hex_id = document.pk.hex
         passages = [Passage(document=document, collection_id=document.collection_id, ordinal=c.ordinal,
                             citation_id=citation_id(hex_id, c.ordinal), section=c.section[:1000], page=c.page, text=c.text,
-                            search_text=index_text(f"{c.section}\n{c.text}" if c.section else c.text)) for c in chunks]
+                            search_text=search_text(c)) for c in chunks]
         with transaction.atomic():
             Passage.objects.filter(document=document).delete()
             Passage.objects.bulk_create(passages, batch_size=500)

@@ -14,7 +14,6 @@ a blob column works on both databases, and the search reads only the rows in rea
 from __future__ import annotations
 
 import logging
-import unicodedata
 import uuid
 
 import numpy as np
@@ -23,6 +22,7 @@ from django.db import connection
 from apps.knowledge.models import Collection, Passage
 from apps.knowledge.selectors import readable_collection_ids
 from harness.config import get_app_config
+from harness.knowledge.chunking import fold
 from harness.knowledge.embeddings import (
     EmbeddingError,
     embedder_for,
@@ -86,7 +86,7 @@ def _indexed(terms: list[str]) -> list[str]:
             cur.execute("SELECT t FROM unnest(%s::text[]) AS t WHERE EXISTS "
                         "(SELECT 1 FROM knowledge_passage WHERE search_tsv @@ to_tsquery('simple', quote_literal(t)))", [terms])
         else:  # FTS5's unicode61 indexes "café" as "cafe": look the folded form up
-            folded = {t: _fold(t) for t in terms}
+            folded = {t: fold(t) for t in terms}
             marks = ", ".join(["%s"] * len(folded))
             cur.execute(f"SELECT term FROM knowledge_passage_vocab WHERE term IN ({marks})", list(set(folded.values())))
             held = {row[0] for row in cur.fetchall()}
@@ -95,8 +95,7 @@ def _indexed(terms: list[str]) -> list[str]:
     return [t for t in terms if t in held]
 
 
-def _fold(term: str) -> str:
-    return "".join(ch for ch in unicodedata.normalize("NFKD", term) if not unicodedata.combining(ch))
+
 
 
 def fulltext_ids(collection_ids: list[uuid.UUID], query: str, limit: int, adapter: str = "fts5", enough: int = 1) -> list[int]:
@@ -108,6 +107,8 @@ def fulltext_ids(collection_ids: list[uuid.UUID], query: str, limit: int, adapte
     terms = _terms(query, adapter)
     if not terms or not collection_ids:
         return []
+    if connection.vendor == "postgresql":  # passages carry an accent-free copy (chunking.search_text)
+        terms = list(dict.fromkeys(fold(t) for t in terms))
     if connection.vendor in ("sqlite", "postgresql"):
         terms = _indexed(terms)
         if not terms:

@@ -12,8 +12,10 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from harness.knowledge.types import Chunk
+from harness.memory.retrieval import index_text
 
 _ATX = re.compile(r"^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
 _SETEXT = re.compile(r"^\s{0,3}(=+|-+)\s*$")
@@ -119,3 +121,17 @@ def chunk_markdown(text: str, *, size: int = 1200, overlap: int = 150, paged: bo
             buffer.append(body)
     flush()
     return chunks
+
+
+def fold(text: str) -> str:
+    """*text* without diacritics ("café" → "cafe"), as SQLite FTS5's unicode61 tokenizer folds."""
+    return "".join(ch for ch in unicodedata.normalize("NFKD", text) if not unicodedata.combining(ch))
+
+
+def search_text(chunk: Chunk) -> str:
+    """What the full-text index reads for a passage: its section path and text, their CJK
+    bigrams, and the text without accents when it has any (PostgreSQL's ``simple`` parser keeps
+    accents, so "cafe" finds "café" there through this copy)."""
+    body = f"{chunk.section}\n{chunk.text}" if chunk.section else chunk.text
+    folded = fold(body)
+    return index_text(body) + (f"\n{folded}" if folded != body else "")
