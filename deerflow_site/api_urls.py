@@ -29,6 +29,7 @@ API_MODULES = (
     "apps.channels.api_urls",
     "apps.skills.api_urls",
     "apps.memory.api_urls",
+    "apps.knowledge.api_urls",
     "apps.governance.api_urls",
     "apps.shares.api_urls",
 )

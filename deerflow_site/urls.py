@@ -36,6 +36,7 @@ urlpatterns = [
     path("skills/", include("apps.skills.page_urls")),
     path("agents/", include("apps.agents.page_urls")),
     path("memory/", include("apps.memory.page_urls")),
+    path("knowledge/", include("apps.knowledge.page_urls")),
     path("approvals/", include("apps.governance.page_urls")),
     path("observability/", include("apps.observability.page_urls")),
     path("accounts/", include("apps.accounts.urls")),

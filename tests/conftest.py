@@ -136,6 +136,22 @@ def scripted_agent(settings):
 
 
 @pytest.fixture
+def scripted_lead_agent(settings):
+    """The real lead agent (every middleware) around the scripted model; set its replies."""
+    from apps.runs.graphs import clear_graph_cache
+    from tests.support import agents
+
+    settings.DEERFLOW_AGENT_FACTORY = "tests.support.agents:make_scripted_lead_agent"
+
+    def set_script(*items, loop=False):
+        clear_graph_cache()
+        return agents.set_script(*items, loop=loop)
+
+    yield set_script
+    clear_graph_cache()
+
+
+@pytest.fixture
 def redis_url():
     import os
 

@@ -22,6 +22,9 @@ class PersonalAccessToken(models.Model):
         RUNS_READ = "runs:read"
         RUNS_CREATE = "runs:create"
         RUNS_CANCEL = "runs:cancel"
+        # Knowledge bases (apps/knowledge): reading collections and searching them; changing them.
+        KNOWLEDGE_READ = "knowledge:read"
+        KNOWLEDGE_WRITE = "knowledge:write"
         # Staff operations by token (budgets, the operator's console); for staff accounts only,
         # never pre-selected, and it never makes anyone staff (apps.accounts.permissions).
         ADMIN = "admin"

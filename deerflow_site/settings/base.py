@@ -32,6 +32,7 @@ INSTALLED_APPS = [
     "apps.agents",
     "apps.skills",
     "apps.memory",
+    "apps.knowledge",
     "apps.mcp",
     # IM channels; its app label stays "integrations" (apps/channels/apps.py says why).
     "apps.channels",

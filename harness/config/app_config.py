@@ -452,6 +452,38 @@ class UploadsConfig(_Section):
     archive_max_bytes: PositiveInt = 500 * 1024 * 1024  # uncompressed bytes in that ZIP
 
 
+class KnowledgeEmbeddingsConfig(_Section):
+    """An OpenAI-compatible ``/v1/embeddings`` endpoint the operator runs or pays for; unset
+    ``model`` means no embeddings (full-text search only)."""
+
+    model: str | None = None
+    base_url: str | None = None  # null: the OpenAI SDK's default (api.openai.com)
+    api_key: str | None = None  # "$VAR" reads the environment
+    dimensions: PositiveInt | None = None  # asked of models that can shorten their vectors
+    batch_size: int = Field(64, ge=1, le=2048)
+    timeout_seconds: float = Field(60, gt=0, le=600)
+
+
+class KnowledgeConfig(_Section):
+    """Knowledge bases (docs/knowledge.md): collections of documents the agent searches with
+    ``knowledge_search`` and cites."""
+
+    enabled: bool = True
+    chunk_size: int = Field(1200, ge=200, le=20000)  # characters per passage, at most
+    chunk_overlap: int = Field(150, ge=0, le=2000)  # characters repeated when a long paragraph is cut
+    max_document_size: PositiveInt = 50 * 1024 * 1024  # bytes, per uploaded or fetched document
+    max_documents_per_collection: PositiveInt = 1000
+    search_results: int = Field(5, ge=1, le=50)  # passages a search returns unless it asks for fewer
+    retrieval_adapter: Literal["fts5", "fts5_cjk"] = "fts5"
+    embeddings: KnowledgeEmbeddingsConfig = Field(default_factory=KnowledgeEmbeddingsConfig)
+
+    @model_validator(mode="after")
+    def _overlap(self) -> KnowledgeConfig:
+        if self.chunk_overlap >= self.chunk_size:
+            raise ValueError("knowledge.chunk_overlap must be smaller than knowledge.chunk_size")
+        return self
+
+
 WEB_PROVIDERS = ("ddgs", "tavily", "searxng", "brave", "jina", "firecrawl")
 
 
@@ -576,6 +608,7 @@ class AppConfig(BaseModel):
     channels: ChannelsConfig = Field(default_factory=ChannelsConfig)
     scheduler: SchedulerConfig = Field(default_factory=SchedulerConfig)
     uploads: UploadsConfig = Field(default_factory=UploadsConfig)
+    knowledge: KnowledgeConfig = Field(default_factory=KnowledgeConfig)
     web: WebConfig = Field(default_factory=WebConfig)
     browser: BrowserConfig = Field(default_factory=BrowserConfig)
     tool_search: ToolSearchConfig = Field(default_factory=ToolSearchConfig)

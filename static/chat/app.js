@@ -513,6 +513,7 @@
   window.DeerFlowChat = {
     dropConnection() { sock.drop(); },
     state() { return { threadId: S.threadId, runId: S.runId, lastEventId: S.lastEventId, running: S.running }; },
+    ensureThread() { return ensureThread(); },
   };
   start();
 })();

@@ -48,6 +48,7 @@
       FORBID_ATTR: ["style"],
     });
     target.innerHTML = clean;
+    linkCitations(target);
     enhanceCode(target);
     target.querySelectorAll("table").forEach(function (table) {
       if (table.parentElement && table.parentElement.classList.contains("table-wrap")) return;
@@ -56,6 +57,40 @@
       table.replaceWith(wrap);
       wrap.appendChild(table);
     });
+  }
+
+  // A knowledge citation ("[kb-0123456789ab-4]", harness/knowledge/types.py) becomes a link that
+  // opens its document at the passage; the server checks the reader may see it.
+  const CITATION = /\[(kb-[0-9a-f]{12}-\d{1,6})\]/g;
+  const HAS_CITATION = /\[kb-[0-9a-f]{12}-\d{1,6}\]/;
+  function linkCitations(root) {
+    const walker = document.createTreeWalker(root, NodeFilter.SHOW_TEXT, {
+      acceptNode(node) {
+        return node.parentElement.closest("a, code, pre") || !HAS_CITATION.test(node.nodeValue)
+          ? NodeFilter.FILTER_REJECT : NodeFilter.FILTER_ACCEPT;
+      },
+    });
+    const found = [];
+    while (walker.nextNode()) found.push(walker.currentNode);
+    for (const node of found) {
+      const parts = document.createDocumentFragment();
+      let last = 0;
+      node.nodeValue.replace(CITATION, function (match, id, at) {
+        parts.append(node.nodeValue.slice(last, at));
+        const link = document.createElement("a");
+        link.className = "kb-cite";
+        link.href = "/knowledge/cite/" + id;
+        link.target = "_blank";
+        link.rel = "noopener";
+        link.title = "Open the cited passage";
+        link.textContent = "[" + id + "]";
+        parts.append(link);
+        last = at + match.length;
+        return match;
+      });
+      parts.append(node.nodeValue.slice(last));
+      node.replaceWith(parts);
+    }
   }
 
   function enhanceCode(root) {

@@ -42,7 +42,7 @@ def no_unhandled_error(ctx, response, case):
 
 
 CHECKS = [no_unhandled_error, status_code_conformance, content_type_conformance, response_schema_conformance]
-ALL_SCOPES = "threads:read threads:write runs:read runs:create runs:cancel admin"
+ALL_SCOPES = "threads:read threads:write runs:read runs:create runs:cancel knowledge:read knowledge:write admin"
 
 PACKAGE = "deerflow_api_client"
 # No formatter run over the generated code (ruff is not needed to import it).

@@ -51,6 +51,7 @@ from harness.config import AppConfig, ModelConfig, class_path, get_app_config
 from harness.governance.budget import budget_middleware
 from harness.governance.gate import approval_middleware
 from harness.governance.guardrails import guardrail_middleware
+from harness.knowledge.tools import KNOWLEDGE_SECTION, knowledge_tools
 from harness.memory.injection import memory_provider
 from harness.models import ModelError, create_chat_model, get_model_config
 from harness.subagents.types import SubagentType
@@ -322,6 +323,8 @@ def make_lead_agent(config: RunnableConfig | None = None, *, model: BaseChatMode
         model = create_chat_model(entry.name, thinking_enabled=options.thinking_enabled, config=app,
                                   **_model_overrides(options, entry))
     extra_tools = [*extra_tools, *custom_agent_tools(is_bootstrap=options.is_bootstrap, editable=options.agent_editable)]
+    if options.knowledge:
+        extra_tools += knowledge_tools()
     if tools is None:
         tools = get_available_tools(config=app, groups=options.tool_groups, include_view_image=entry.supports_vision,
                                     non_interactive=options.non_interactive, extra_tools=extra_tools)
@@ -343,6 +346,8 @@ def make_lead_agent(config: RunnableConfig | None = None, *, model: BaseChatMode
                                    extra=[*delegation[1:], *extra_middlewares, *extensions, *deferred, *browser])
     sections = [s for s, on in ((BOOTSTRAP_SECTION, options.is_bootstrap), (AGENT_SECTION, options.agent_editable)) if on]
     sections += mcp_sections
+    if options.knowledge:
+        sections.append(KNOWLEDGE_SECTION)
     prompt = build_system_prompt(agent_name=options.agent_title or options.agent_name, tool_names=[t.name for t in tools],
                                  subagent_enabled=bool(delegation),
                                  max_concurrent_subagents=delegation[1].max_concurrent if delegation else 3,

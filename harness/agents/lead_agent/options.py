@@ -31,6 +31,9 @@ class LeadAgentOptions:
     max_tokens: int | None = None
     reasoning_effort: str | None = None
     is_bootstrap: bool = False
+    # Set by the server when the run's user, thread or agent has knowledge collections: the
+    # run gets ``knowledge_search`` (which checks access again on every call).
+    knowledge: bool = False
     # Guards: None takes config.yaml's loop_detection / token_budget / tool_output values; a
     # run may tighten or relax them.
     token_budget: int | None = None

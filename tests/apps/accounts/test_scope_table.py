@@ -130,6 +130,14 @@ TOKEN_ROUTES = {
     ("PATCH", "/api/memory/facts/<str:fact_id>"): "threads:write",
     ("DELETE", "/api/memory/facts/<str:fact_id>"): "threads:write",
     ("PATCH", "/api/memory/config"): "threads:write",
+    # Knowledge bases (apps/knowledge): collections, their documents, a chat's attached ones.
+    ("POST", "/api/knowledge/collections"): "knowledge:write",
+    ("PATCH", "/api/knowledge/collections/<str:collection_id>"): "knowledge:write",
+    ("DELETE", "/api/knowledge/collections/<str:collection_id>"): "knowledge:write",
+    ("POST", "/api/knowledge/collections/<str:collection_id>/documents"): "knowledge:write",
+    ("DELETE", "/api/knowledge/documents/<str:document_id>"): "knowledge:write",
+    ("POST", "/api/knowledge/documents/<str:document_id>/retry"): "knowledge:write",
+    ("PUT", "/api/threads/<str:thread_id>/knowledge"): "knowledge:write",
     # The caller's own approval rules.
     ("POST", "/api/approvals/rules"): "threads:write",
     ("DELETE", "/api/approvals/rules/<int:rule_id>"): "threads:write",
