@@ -12,6 +12,7 @@ import uuid
 
 import pytest
 from aiohttp import WSMsgType, web
+from channels.db import database_sync_to_async
 
 from apps.channels.base import ChatRef, Choice, InboundAction
 from apps.channels.common import PlatformError
@@ -400,16 +401,21 @@ def _finished_cards(fake) -> list[str]:
     return [u["content"] for u in _card_updates(fake) if u["isFinalize"]]
 
 
-@pytest.mark.django_db(transaction=True)
-async def test_an_approval_round_trip_by_a_card_button(fake, card_bot, scripted_lead, gated_config, user):
-    from channels.db import database_sync_to_async
-
-    scripted_lead(tool_reply(call("bash", command=CMD, description="tidy the outputs")), "All tidy.")
+async def _approval_asked(fake, card_bot, scripted_lead, after: str):
+    """A connected user asks for something the approval gate stops; (manager, question card).
+    ``after`` is what the agent says once the run goes on."""
+    scripted_lead(tool_reply(call("bash", command=CMD, description="tidy the outputs")), after)
     manager, _ = await card_bot(card_template_id="tpl.ai.card")
     await fake.to_push.put(fake.robot_frame(text={"content": "tidy my outputs"}))
     await fake.until(fake.button_cards)
     await manager.idle()
     [card] = fake.button_cards()
+    return manager, card
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_an_approval_round_trip_by_a_card_button(fake, card_bot, scripted_lead, gated_config, user):
+    manager, card = await _approval_asked(fake, card_bot, scripted_lead, "All tidy.")
     params = card["cardData"]["cardParamMap"]
     assert "Approval needed" in params["markdown"] and "risky-shell" in params["markdown"]
     buttons = json.loads(params["sys_full_json_obj"])["msgButtons"]
@@ -428,14 +434,7 @@ async def test_an_approval_round_trip_by_a_card_button(fake, card_bot, scripted_
 
 @pytest.mark.django_db(transaction=True)
 async def test_a_stale_press_and_someone_elses_press_change_nothing(fake, card_bot, scripted_lead, gated_config, user):
-    from channels.db import database_sync_to_async
-
-    scripted_lead(tool_reply(call("bash", command=CMD, description="tidy")), "Not run, as you said.")
-    manager, _ = await card_bot(card_template_id="tpl.ai.card")
-    await fake.to_push.put(fake.robot_frame(text={"content": "tidy my outputs"}))
-    await fake.until(fake.button_cards)
-    await manager.idle()
-    [card] = fake.button_cards()
+    manager, card = await _approval_asked(fake, card_bot, scripted_lead, "Not run, as you said.")
 
     await fake.to_push.put(fake.card_press(card, "Approve once", user="staff_mallory"))  # not connected, not asked
     await fake.until(lambda: any(t.startswith("Only the person who was asked") for t in fake.markdown_texts()))
