@@ -6,7 +6,8 @@ way the web UI sends it: an approval through ``apps.governance.services.approval
 clarification as a run with ``command.resume`` through ``start_run()``, as the connected user.
 
 How the question reaches the chat: where the platform has buttons the adapter's
-``send_choices`` shows them (Telegram inline keyboard, Slack blocks); elsewhere the answers
+``send_choices`` shows them (Telegram inline keyboard, Slack blocks, Discord components,
+Feishu card actions, DingTalk card buttons); elsewhere the answers
 are numbered lines and the reply is the number (or, for a question, any text).
 
 A button carries ``dfq:<user id>:<digest>:<index>``. The digest is of the thread and the

@@ -17,6 +17,14 @@ With ``card_template_id`` (an AI card template made in DingTalk's card platform,
 chat when the run starts, its ``content`` is replaced as the answer grows, and the last update
 finalizes it. A card that cannot be created or finished falls back to the markdown message.
 
+A question or an approval (apps/channels/questions.py) goes out, when ``card_template_id`` is
+set, as an interactive card with one callback button per answer: DingTalk's published
+markdown-with-buttons template (the one dingtalk-stream's ``MarkdownButtonCardInstance`` sends),
+each button's id being the ``dfq:`` data. A press arrives over the same Stream connection as a
+card callback (topic ``/v1.0/card/instances/callback``, parsed by the SDK's
+``CardCallbackMessage``) and goes to the manager as an ``InboundAction``. Without a template, or
+when the card is refused, the answers are numbered lines.
+
 Presented files go out through the media upload (``oapi.dingtalk.com/media/upload``) and the
 robot's ``sampleImageMsg``/``sampleFile`` messages, up to 20 MB.
 """
@@ -28,18 +36,22 @@ import json
 import logging
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Mapping
-from pathlib import Path
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote_plus
 
 import dingtalk_stream
 import websockets
-from dingtalk_stream import AckMessage, ChatbotMessage
+from dingtalk_stream import AckMessage, CardCallbackMessage, ChatbotMessage
+from dingtalk_stream.card_callback import Card_Callback_Router_Topic
 from dingtalk_stream.version import VERSION_STRING
 
-from apps.channels.base import Capabilities, ChannelAdapter, ChatRef, InboundFile, InboundMessage, SentMessage
+from apps.channels.base import (
+    Capabilities, ChannelAdapter, ChatRef, Choice, InboundAction, InboundFile, InboundMessage, SentMessage,
+)
 from apps.channels.common import PlatformError, direct_chat_hint, download, guard_policy, is_image, run_with_backoff
 from apps.channels.registry import register
 from apps.channels.turns import split_text
@@ -53,6 +65,10 @@ MAX_DOWNLOAD = 50 * 1024 * 1024
 MAX_UPLOAD = 20 * 1024 * 1024
 CARD = "card:"  # a SentMessage id naming an AI card (its outTrackId) rather than a message
 USER_CHAT = "user:"  # a ChatRef.chat naming a person rather than a conversation (direct_chat)
+# DingTalk's published markdown card with a button row (``markdown``, ``tips``, and
+# ``sys_full_json_obj.msgButtons``); a button with ``request: true`` calls back with its id.
+BUTTON_CARD_TEMPLATE = "1366a1eb-bc54-4859-ac88-517c56a9acb1.schema"
+CHOICE_CARDS_KEPT = 500  # question cards whose chat is remembered for their presses
 
 
 @dataclass
@@ -87,6 +103,29 @@ class _Handler(dingtalk_stream.ChatbotHandler):
         return AckMessage.STATUS_OK, "OK"
 
 
+class _CardHandler(dingtalk_stream.CallbackHandler):
+    """Presses of a question card's buttons (the card callback topic)."""
+
+    def __init__(self, adapter: DingTalkAdapter) -> None:
+        super().__init__()
+        self.adapter = adapter
+
+    async def process(self, callback: dingtalk_stream.CallbackMessage) -> tuple[int, str]:
+        data = callback.data if isinstance(callback.data, dict) else {}
+        try:
+            card = CardCallbackMessage.from_dict(data)
+        except (ValueError, TypeError, AttributeError) as exc:  # malformed: acknowledged (so it is not redelivered) and logged
+            log.warning("dingtalk: malformed card callback ignored: %s", exc)
+            self.adapter.spawn(self.adapter.hooks.error(f"malformed card callback ignored: {exc}"))
+            return AckMessage.STATUS_OK, "{}"
+        pressed = self.adapter.pressed(card, space_type=str(data.get("spaceType") or ""),
+                                       space_id=str(data.get("spaceId") or ""), press_id=callback.headers.message_id or "")
+        if pressed is not None:
+            self.adapter.spawn(self.adapter.deliver(pressed))
+        # An empty answer leaves the card as it is; the manager replies in the chat.
+        return AckMessage.STATUS_OK, "{}"
+
+
 @register
 class DingTalkAdapter(ChannelAdapter):
     provider = "dingtalk"
@@ -107,6 +146,9 @@ class DingTalkAdapter(ChannelAdapter):
         credential = dingtalk_stream.Credential(str(settings.get("client_id", "")), str(settings.get("client_secret", "")))
         self.client = _Client(credential, logger=logging.getLogger("dingtalk_stream.client"))
         self.client.register_callback_handler(ChatbotMessage.TOPIC, _Handler(self))
+        self.client.register_callback_handler(Card_Callback_Router_Topic, _CardHandler(self))
+        # outTrackId -> (chat, message answered) of the question cards sent since the start.
+        self.choice_cards: OrderedDict[str, tuple[ChatRef, str]] = OrderedDict()
         self.conversations: dict[str, _Conversation] = {}
         self._token: tuple[str, float] | None = None
         self._stopping = asyncio.Event()
@@ -116,7 +158,7 @@ class DingTalkAdapter(ChannelAdapter):
 
     # --- receiving ---------------------------------------------------------------------------
 
-    async def deliver(self, message: InboundMessage) -> None:
+    async def deliver(self, message: InboundMessage | InboundAction) -> None:
         await self.hooks.event()
         await self.sink(message)
 
@@ -143,7 +185,8 @@ class DingTalkAdapter(ChannelAdapter):
 
     async def _connect_once(self) -> None:
         body = {"clientId": self.client.credential.client_id, "clientSecret": self.client.credential.client_secret,
-                "subscriptions": [{"type": "CALLBACK", "topic": ChatbotMessage.TOPIC}],
+                "subscriptions": [{"type": "CALLBACK", "topic": ChatbotMessage.TOPIC},
+                                  {"type": "CALLBACK", "topic": Card_Callback_Router_Topic}],
                 "ua": f"deerflow dingtalk-stream/{VERSION_STRING}", "localIp": ""}
         connection = await self._post(f"{self.base}/v1.0/gateway/connections/open", body, "open connection")
         if not connection.get("endpoint") or not connection.get("ticket"):
@@ -222,13 +265,18 @@ class DingTalkAdapter(ChannelAdapter):
         # No live session webhook: the robot sends on its own (needs the robot's send permission).
         return await self._robot_send(chat, "sampleMarkdown", {"title": title, "text": text})
 
+    def _direct_user(self, chat: ChatRef) -> str:
+        """The staff id a direct chat's robot messages and cards go to; "" for a group."""
+        if chat.chat.startswith(USER_CHAT):
+            return chat.chat[len(USER_CHAT):]
+        conversation = self.conversations.get(chat.chat)
+        return conversation.user_id if conversation is not None and conversation.is_direct else ""
+
     async def _robot_send(self, chat: ChatRef, msg_key: str, param: dict[str, Any]) -> SentMessage:
         """A robot message of ``msg_key`` to the person (a direct chat) or the group."""
-        conversation = self.conversations.get(chat.chat)
         robot = self.client.credential.client_id
         encoded = json.dumps(param, ensure_ascii=False)
-        user_id = chat.chat[len(USER_CHAT):] if chat.chat.startswith(USER_CHAT) else (
-            conversation.user_id if conversation is not None and conversation.is_direct else "")
+        user_id = self._direct_user(chat)
         if user_id:
             answer = await self._post(f"{self.base}/v1.0/robot/oToMessages/batchSend",
                                       {"robotCode": robot, "userIds": [user_id], "msgKey": msg_key, "msgParam": encoded},
@@ -271,24 +319,30 @@ class DingTalkAdapter(ChannelAdapter):
 
     # --- AI cards (card_template_id) ---------------------------------------------------------------
 
-    async def begin_answer(self, chat: ChatRef, placeholder: str, *, reply_to: str | None = None) -> SentMessage | None:
-        conversation = self.conversations.get(chat.chat)
-        if not self.card_template_id or conversation is None:
-            return None  # no card: the answer goes out once, as markdown
+    def _card_space(self, chat: ChatRef) -> dict[str, Any]:
+        """Where a card is delivered: the person's robot chat, or the group."""
+        user_id = self._direct_user(chat)
+        if user_id:
+            return {"openSpaceId": f"dtv1.card//IM_ROBOT.{user_id}", "imRobotOpenDeliverModel": {"spaceType": "IM_ROBOT"}}
+        return {"openSpaceId": f"dtv1.card//IM_GROUP.{chat.chat}",
+                "imGroupOpenDeliverModel": {"robotCode": self.client.credential.client_id}}
+
+    async def _card_deliver(self, chat: ChatRef, template: str, params: dict[str, str], what: str) -> str:
+        """Create a card from ``template`` in ``chat``; its outTrackId."""
         track = uuid.uuid4().hex
-        robot = self.client.credential.client_id
         body: dict[str, Any] = {
-            "cardTemplateId": self.card_template_id, "outTrackId": track, "callbackType": "STREAM",
-            "cardData": {"cardParamMap": {"content": placeholder}},
-            "imGroupOpenSpaceModel": {"supportForward": True}, "imRobotOpenSpaceModel": {"supportForward": True}}
-        if conversation.is_direct:
-            body["openSpaceId"] = f"dtv1.card//IM_ROBOT.{conversation.user_id}"
-            body["imRobotOpenDeliverModel"] = {"spaceType": "IM_ROBOT"}
-        else:
-            body["openSpaceId"] = f"dtv1.card//IM_GROUP.{chat.chat}"
-            body["imGroupOpenDeliverModel"] = {"robotCode": robot}
+            "cardTemplateId": template, "outTrackId": track, "callbackType": "STREAM",
+            "cardData": {"cardParamMap": params},
+            "imGroupOpenSpaceModel": {"supportForward": True}, "imRobotOpenSpaceModel": {"supportForward": True},
+            **self._card_space(chat)}
+        await self._post(f"{self.base}/v1.0/card/instances/createAndDeliver", body, what, token=True)
+        return track
+
+    async def begin_answer(self, chat: ChatRef, placeholder: str, *, reply_to: str | None = None) -> SentMessage | None:
+        if not self.card_template_id or chat.chat not in self.conversations:
+            return None  # no card: the answer goes out once, as markdown
         try:
-            await self._post(f"{self.base}/v1.0/card/instances/createAndDeliver", body, "AI card", token=True)
+            track = await self._card_deliver(chat, self.card_template_id, {"content": placeholder}, "AI card")
         except PlatformError as exc:
             log.warning("dingtalk: the AI card could not be created (%s); the answer goes out as markdown", exc)
             await self.hooks.error(f"AI card not created, markdown instead: {exc}")
@@ -315,6 +369,44 @@ class DingTalkAdapter(ChannelAdapter):
             for chunk in split_text(text, self.capabilities.max_text):
                 await self.send_text(chat, chunk, reply_to=reply_to)
         return True
+
+    # --- questions: a card with buttons --------------------------------------------------------
+
+    async def send_choices(self, chat: ChatRef, text: str, choices: list[Choice], *, reply_to: str | None = None) -> SentMessage:
+        if not self.card_template_id:
+            return await super().send_choices(chat, text, choices, reply_to=reply_to)
+        buttons = [{"text": choice.label, "color": "blue", "id": choice.data, "request": True} for choice in choices]
+        params = {"markdown": text or " ", "tips": "",
+                  "sys_full_json_obj": json.dumps({"msgButtons": buttons}, ensure_ascii=False)}
+        try:
+            track = await self._card_deliver(chat, BUTTON_CARD_TEMPLATE, params, "question card")
+        except PlatformError as exc:
+            log.warning("dingtalk: the question card could not be sent (%s); numbered answers instead", exc)
+            await self.hooks.error(f"question card not sent, numbered answers instead: {exc}")
+            return await super().send_choices(chat, text, choices, reply_to=reply_to)
+        self.choice_cards[track] = (chat, reply_to or "")
+        while len(self.choice_cards) > CHOICE_CARDS_KEPT:
+            self.choice_cards.popitem(last=False)
+        return SentMessage(chat=chat, message_id=f"{CARD}{track}")
+
+    def pressed(self, card: CardCallbackMessage, *, space_type: str, space_id: str, press_id: str) -> InboundAction | None:
+        private = card.content.get("cardPrivateData") if isinstance(card.content, dict) else None
+        action_ids = private.get("actionIds") if isinstance(private, dict) else None
+        data = next((a for a in action_ids or () if isinstance(a, str) and a.startswith("dfq:")), None)
+        if not card.user_id or not press_id or data is None:
+            log.warning("dingtalk: a card callback without user, id or choice was ignored")
+            return None
+        known = self.choice_cards.get(card.card_instance_id)
+        if known is not None:
+            chat, reply_to = known
+        else:
+            # A card sent before a restart: its group is named by the callback; a direct chat is
+            # reached by the person's id (the manager then finds no open question there: stale).
+            reply_to = ""
+            chat = ChatRef(provider=self.provider, workspace=card.corp_id or "",
+                           chat=space_id if space_type == "IM_GROUP" and space_id else f"{USER_CHAT}{card.user_id}")
+        return InboundAction(chat=chat, sender_id=card.user_id, sender_name="", data=data,
+                             message_id=f"card-{press_id}", reply_to=reply_to)
 
     # --- HTTP ----------------------------------------------------------------------------------
 

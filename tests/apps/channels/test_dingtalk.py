@@ -12,12 +12,15 @@ import uuid
 
 import pytest
 from aiohttp import WSMsgType, web
+from channels.db import database_sync_to_async
 
-from apps.channels.base import ChatRef
+from apps.channels.base import ChatRef, Choice, InboundAction
 from apps.channels.common import PlatformError
-from apps.channels.adapters.dingtalk import DingTalkAdapter
+from apps.channels.adapters.dingtalk import BUTTON_CARD_TEMPLATE, DingTalkAdapter
 from apps.channels.registry import ADAPTER_MODULES, get_adapter
+from harness.testing import call, tool_reply
 from tests.apps.channels.fake_platform import FakePlatform, Inbox, RecordingHooks, json_answer
+from tests.apps.channels.test_questions import gated_config  # noqa: F401 (the fixture)
 
 
 class FakeDingTalk(FakePlatform):
@@ -43,6 +46,41 @@ class FakeDingTalk(FakePlatform):
         self.json_route("PUT", "/v1.0/card/streaming", {"success": True})
         self.json_route("POST", "/media/upload", lambda r: {"errcode": 0, "errmsg": "ok", "type": r.query["type"],
                                                              "media_id": f"@media-{r.query['type']}"})
+
+    async def until(self, predicate, bound: float = 60.0) -> None:
+        """Until ``predicate()`` holds, re-checked as requests (or acks) arrive; ``bound`` only
+        turns a hang into a failure."""
+        deadline = time.monotonic() + bound
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"fake DingTalk: condition not met; markdown sent: {self.markdown_texts()}")
+            self.arrived.clear()
+            try:
+                await asyncio.wait_for(self.arrived.wait(), timeout=0.5)
+            except TimeoutError:
+                pass
+
+    def markdown_texts(self) -> list[str]:
+        return [r.json()["markdown"]["text"] for r in self.calls("POST", "/robot/sendBySession")]
+
+    def button_cards(self) -> list[dict]:
+        """The question cards sent: the published markdown-with-buttons template."""
+        return [b for b in (r.json() for r in self.calls("POST", "/v1.0/card/instances/createAndDeliver"))
+                if b["cardTemplateId"] == BUTTON_CARD_TEMPLATE]
+
+    def card_press(self, card: dict, label: str, *, user: str = "staff_alice") -> dict:
+        """The card callback DingTalk pushes when ``user`` presses the button ``label``."""
+        buttons = json.loads(card["cardData"]["cardParamMap"]["sys_full_json_obj"])["msgButtons"]
+        [pressed] = [b["id"] for b in buttons if b["text"] == label]
+        space_type, _, space_id = card["openSpaceId"].removeprefix("dtv1.card//").partition(".")
+        data = {"extension": "{}", "corpId": "corp_1", "type": "actionCallback", "userId": user, "userIdType": 1,
+                "outTrackId": card["outTrackId"], "spaceType": space_type, "spaceId": space_id,
+                "content": json.dumps({"cardPrivateData": {"actionIds": [pressed], "params": {}}})}
+        return {"specVersion": "1.0", "type": "CALLBACK",
+                "headers": {"appId": "app_1", "connectionId": "conn_1", "contentType": "application/json",
+                            "messageId": f"frame_{uuid.uuid4().hex}", "time": str(int(time.time() * 1000)),
+                            "topic": "/v1.0/card/instances/callback"},
+                "data": json.dumps(data)}
 
     async def _card(self, request: web.Request) -> web.Response:
         status, body = self.card_answer
@@ -128,7 +166,8 @@ async def test_stream_connection_delivers_a_direct_message_and_acks_the_frame(fa
     assert message.chat == ChatRef(provider="dingtalk", workspace="corp_1", chat="cid_direct")
     opened = fake.calls("POST", "/v1.0/gateway/connections/open")[0].json()
     assert opened["clientId"] == "ding_client" and opened["clientSecret"] == "ding_secret"
-    assert opened["subscriptions"] == [{"type": "CALLBACK", "topic": "/v1.0/im/bot/messages/get"}]
+    assert opened["subscriptions"] == [{"type": "CALLBACK", "topic": "/v1.0/im/bot/messages/get"},
+                                       {"type": "CALLBACK", "topic": "/v1.0/card/instances/callback"}]
     await asyncio.wait_for(fake.acked.wait(), 20)
     ack = fake.acks[0]
     assert ack["code"] == 200 and ack["headers"]["messageId"] == frame["headers"]["messageId"]
@@ -312,3 +351,98 @@ async def test_files_go_out_through_the_media_upload(fake):
     assert image["msgKey"] == "sampleImageMsg" and json.loads(image["msgParam"]) == {"photoURL": "@media-image"}
     with pytest.raises(PlatformError, match="DingTalk takes files up to"):
         await adapter.send_file(chat, "huge.bin", b"0" * (20 * 1024 * 1024 + 1))
+
+
+# --- questions and approvals: a card with buttons, pressed over the Stream connection -----------
+
+async def test_without_a_template_or_when_the_card_is_refused_the_answers_are_numbered(fake):
+    choices = [Choice("Approve once", "dfq:1:abc:0"), Choice("Deny", "dfq:1:abc:1")]
+    numbered = "Approve?\n\n1. Approve once\n2. Deny\n\nReply with the number."
+    settings = {"client_id": "ding_client", "client_secret": "s", "openapi_base": fake.url, "allowed_networks": ["127.0.0.0/8"]}
+    plain = DingTalkAdapter(settings, Inbox())
+    chat = await plain.direct_chat("staff_carol", "corp_1")
+    await plain.send_choices(chat, "Approve?", choices)
+    assert fake.calls("POST", "/v1.0/card/instances/createAndDeliver") == []
+    assert json.loads(fake.calls("POST", "/v1.0/robot/oToMessages/batchSend")[0].json()["msgParam"])["text"] == numbered
+    fake.card_answer = (403, {"code": "Forbidden.AccessDenied", "message": "no card permission"})
+    hooks = RecordingHooks()
+    refused = DingTalkAdapter({**settings, "card_template_id": "tpl.ai.card"}, Inbox(), hooks)
+    await refused.send_choices(chat, "Approve?", choices)
+    assert len(fake.button_cards()) == 1, "the card was tried"
+    assert json.loads(fake.calls("POST", "/v1.0/robot/oToMessages/batchSend")[1].json()["msgParam"])["text"] == numbered
+    assert any("no card permission" in e for e in hooks.errors)
+
+
+async def test_a_press_on_a_card_from_before_a_restart_names_the_group(fake, adapter):
+    _, inbox = adapter
+    card = {"outTrackId": "track_old", "openSpaceId": "dtv1.card//IM_GROUP.cid_team",
+            "cardData": {"cardParamMap": {"sys_full_json_obj": json.dumps({"msgButtons": [{"text": "Deny", "id": "dfq:7:abc:2"}]})}}}
+    frame = fake.card_press(card, "Deny", user="staff_bob")
+    await fake.to_push.put(frame)
+    pressed = await inbox.next()
+    assert isinstance(pressed, InboundAction)
+    assert pressed.chat == ChatRef(provider="dingtalk", workspace="corp_1", chat="cid_team")
+    assert pressed.sender_id == "staff_bob" and pressed.data == "dfq:7:abc:2"
+    await fake.until(lambda: any(a["headers"]["messageId"] == frame["headers"]["messageId"] for a in fake.acks))
+
+
+CMD = "rm -f /mnt/user-data/outputs/old.txt && echo tidied"
+
+
+def _approval_runs():
+    from apps.governance.models import ApprovalDecision
+    from apps.runs.models import Run
+
+    return ([r.status for r in Run.objects.order_by("created_at")],
+            list(ApprovalDecision.objects.values_list("decision", "tool", "decided_by")))
+
+
+def _finished_cards(fake) -> list[str]:
+    return [u["content"] for u in _card_updates(fake) if u["isFinalize"]]
+
+
+async def _approval_asked(fake, card_bot, scripted_lead, after: str):
+    """A connected user asks for something the approval gate stops; (manager, question card).
+    ``after`` is what the agent says once the run goes on."""
+    scripted_lead(tool_reply(call("bash", command=CMD, description="tidy the outputs")), after)
+    manager, _ = await card_bot(card_template_id="tpl.ai.card")
+    await fake.to_push.put(fake.robot_frame(text={"content": "tidy my outputs"}))
+    await fake.until(fake.button_cards)
+    await manager.idle()
+    [card] = fake.button_cards()
+    return manager, card
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_an_approval_round_trip_by_a_card_button(fake, card_bot, scripted_lead, gated_config, user):
+    manager, card = await _approval_asked(fake, card_bot, scripted_lead, "All tidy.")
+    params = card["cardData"]["cardParamMap"]
+    assert "Approval needed" in params["markdown"] and "risky-shell" in params["markdown"]
+    buttons = json.loads(params["sys_full_json_obj"])["msgButtons"]
+    assert [b["text"] for b in buttons] == ["Approve once", "Approve always in this chat", "Deny"]
+    assert all(b["request"] is True for b in buttons) and card["callbackType"] == "STREAM"
+    assert card["openSpaceId"] == "dtv1.card//IM_ROBOT.staff_alice"
+    assert (await database_sync_to_async(_approval_runs)())[0] == ["interrupted"]
+
+    await fake.to_push.put(fake.card_press(card, "Approve once"))
+    await fake.until(lambda: "All tidy." in _finished_cards(fake))
+    await manager.idle()
+    assert "Answer: Approve once" in fake.markdown_texts()
+    statuses, decisions = await database_sync_to_async(_approval_runs)()
+    assert statuses == ["interrupted", "success"] and decisions == [("approved", "bash", str(user.pk))]
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_stale_press_and_someone_elses_press_change_nothing(fake, card_bot, scripted_lead, gated_config, user):
+    manager, card = await _approval_asked(fake, card_bot, scripted_lead, "Not run, as you said.")
+
+    await fake.to_push.put(fake.card_press(card, "Approve once", user="staff_mallory"))  # not connected, not asked
+    await fake.until(lambda: any(t.startswith("Only the person who was asked") for t in fake.markdown_texts()))
+    await fake.to_push.put(fake.card_press(card, "Deny"))
+    await fake.until(lambda: "Not run, as you said." in _finished_cards(fake))
+    await manager.idle()
+    await fake.to_push.put(fake.card_press(card, "Approve once"))  # the run moved on: too late
+    await fake.until(lambda: any(t.startswith("That question is no longer open") for t in fake.markdown_texts()))
+    await manager.idle()
+    statuses, decisions = await database_sync_to_async(_approval_runs)()
+    assert statuses == ["interrupted", "success"] and decisions == [("denied", "bash", str(user.pk))]
