@@ -12,8 +12,8 @@ from apps.runs.runtime import get_runtime
 from harness.mcp import close_thread_sessions
 from harness.mcp.settings import mcp_config_replace, mcp_server_toggle
 
-__all__ = ["mcp_config_replace", "mcp_server_test", "mcp_server_toggle", "mcp_thread_sessions_close",
-           "mcp_thread_closes_listen"]
+__all__ = ["mcp_config_replace", "mcp_server_test", "mcp_server_toggle", "mcp_thread_closes_listen",
+           "mcp_thread_sessions_close"]
 
 # Redis pub/sub channel on which a deleted thread reaches every process holding its sessions.
 THREAD_CLOSE_CHANNEL = "deerflow:mcp:thread-close"
