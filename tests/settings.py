@@ -4,18 +4,31 @@ DATABASE_URL / REDIS_URL still switch backends, which is how `make test` runs th
 PostgreSQL and Redis tiers.
 """
 
+import atexit
 import os
+import shutil
 import tempfile
 from pathlib import Path
 
 _ROOT = Path(__file__).resolve().parents[1]
+
+
+def _made_home(prefix: str) -> str:
+    """A throwaway home that the process making it removes when it ends. Only that process: a
+    child forked from it runs its atexit handlers too, and the servers, workers and shells a
+    test starts inherit the home through the environment and make none of their own."""
+    home, creator = tempfile.mkdtemp(prefix=prefix), os.getpid()
+    atexit.register(lambda: os.getpid() == creator and shutil.rmtree(home, ignore_errors=True))
+    return home
+
+
 os.environ.setdefault("DJANGO_DEBUG", "true")
 _worker = os.environ.get("PYTEST_XDIST_WORKER", "")
 if _worker and os.environ.get("DEERFLOW_TEST_HOME_OF") != _worker:
     # Each parallel worker gets its own home (and so its own SQLite file): the one it inherits
     # from the controlling process would be shared by all of them. Servers and Celery workers
     # a test starts inherit the marker and so keep the worker's home.
-    os.environ["DEER_FLOW_HOME"] = tempfile.mkdtemp(prefix=f"deerflow-test-home-{_worker}-")
+    os.environ["DEER_FLOW_HOME"] = _made_home(f"deerflow-test-home-{_worker}-")
     os.environ["DEERFLOW_TEST_HOME_OF"] = _worker
     # And its own Redis database: Celery workers that two test files start at once would
     # otherwise take each other's tasks from the shared queue.
@@ -24,8 +37,8 @@ if _worker and os.environ.get("DEERFLOW_TEST_HOME_OF") != _worker:
         _base, _, _db = _redis.rpartition("/")
         if _db.isdigit():
             os.environ["DEERFLOW_TEST_REDIS_URL"] = f"{_base}/{1 + int(_worker.removeprefix('gw') or 0)}"
-else:
-    os.environ.setdefault("DEER_FLOW_HOME", tempfile.mkdtemp(prefix="deerflow-test-home-"))
+elif not os.environ.get("DEER_FLOW_HOME"):
+    os.environ["DEER_FLOW_HOME"] = _made_home("deerflow-test-home-")
 os.environ.setdefault("DEER_FLOW_CONFIG_PATH", str(_ROOT / "tests" / "fixtures" / "config.yaml"))
 os.environ.setdefault("DEER_FLOW_EXTENSIONS_CONFIG_PATH", str(_ROOT / "tests" / "fixtures" / "extensions_config.json"))
 

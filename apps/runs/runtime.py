@@ -275,15 +275,24 @@ class RunsRuntime:
             if isinstance(self.bridge, RelayedStreamBridge):
                 self.bridge.cancel_elsewhere(run_id, action)
             return
+        self.publish(CANCEL_CHANNEL, {"run_id": run_id, "action": action})
+
+    def publish(self, channel: str, message: dict) -> None:
+        """Tell every process of a distributed installation (servers and Celery workers, each
+        listening through ``listen``) something: over Redis pub/sub. Blocking: call it from
+        sync code."""
         import redis
 
         client = redis.Redis.from_url(settings.REDIS_URL)
         try:
-            client.publish(CANCEL_CHANNEL, json.dumps({"run_id": run_id, "action": action}))
+            client.publish(channel, json.dumps(message))
         finally:
             client.close()
 
-    async def _listen_for_cancels(self) -> None:
+    async def listen(self, channel: str, handle: Callable[[dict], Any], what: str) -> None:
+        """On the runs loop, until cancelled: ``handle(message)`` for each message published on
+        ``channel``; a malformed one (``handle`` raising KeyError/TypeError/ValueError) is
+        logged and skipped, and a lost Redis is waited for."""
         import redis.asyncio as aioredis
 
         while True:
@@ -291,24 +300,27 @@ class RunsRuntime:
                 client = aioredis.from_url(settings.REDIS_URL)
                 try:
                     async with client.pubsub() as pubsub:
-                        await pubsub.subscribe(CANCEL_CHANNEL)
+                        await pubsub.subscribe(channel)
                         async for message in pubsub.listen():
                             if message.get("type") != "message":
                                 continue
                             try:
-                                request = json.loads(message["data"])
-                                run_id, action = str(request["run_id"]), str(request.get("action") or "interrupt")
+                                handle(json.loads(message["data"]))
                             except (ValueError, KeyError, TypeError, AttributeError):
-                                logger.warning("Ignored a malformed run cancel message: %r", message["data"][:200])
-                                continue
-                            self.cancel_here(run_id, action)
+                                logger.warning("Ignored a malformed %s message: %r", what, message["data"][:200])
                 finally:
                     await client.aclose()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # Redis restarting: keep listening once it is back
-                logger.warning("Run cancel listener lost Redis (retrying in 1s): %s", exc)
+                logger.warning("The %s listener lost Redis (retrying in 1s): %s", what, exc)
                 await asyncio.sleep(1)
+
+    async def _listen_for_cancels(self) -> None:
+        def handle(request: dict) -> None:
+            self.cancel_here(str(request["run_id"]), str(request.get("action") or "interrupt"))
+
+        await self.listen(CANCEL_CHANNEL, handle, "run cancel")
 
     async def wait_done(self, run_id: str, timeout: float | None = None) -> bool:
         """On the runs loop: wait until the run's task has finished its bookkeeping."""

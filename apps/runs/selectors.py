@@ -247,6 +247,10 @@ def run_has_answer(*, run_id: str) -> bool:
     return RunEvent.objects.filter(run_id=run_id, event_type="llm.ai.response").exists()
 
 
+def run_has_event(*, run_id: str, event_type: str) -> bool:
+    return RunEvent.objects.filter(run_id=run_id, event_type=event_type).exists()
+
+
 def run_message_ids(*, run_id: str, event_type: str | None = None) -> set[str]:
     """The ids of the run's journalled messages (of one event type, when given)."""
     qs = RunEvent.objects.filter(run_id=run_id, category="message")

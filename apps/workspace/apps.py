@@ -14,3 +14,5 @@ class WorkspaceConfig(AppConfig):
         # delivery receipt journaled with the run's final row.
         lifecycle.before_run.register(hooks.before_run)
         lifecycle.before_settle.register(hooks.before_settle)
+        # ... and for a run settled without them (a cancel or recovery), a receipt of nothing.
+        lifecycle.settled.register(hooks.settled)

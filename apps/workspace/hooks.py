@@ -5,6 +5,10 @@ it for the run; ``before_settle`` snapshots again, and the ``workspace_changes``
 anything changed) and the ``run.delivery`` receipt go into the journal with the run's final
 row. A run that would succeed but changed outputs it never presented settles as an error.
 
+A run settled without passing there (cancelled before it started or while it was queued, or
+by the canceller once its process was gone; an orphan settled by recovery) gets, through the
+``settled`` hook in its final row's transaction, the receipt of a run that delivered nothing.
+
 Both hooks run in the process executing the run, so the pre-run snapshot needs no storage
 beyond this process's memory. A snapshot that cannot be taken (a disk error) costs the run its
 change record, never the run itself.
@@ -15,8 +19,9 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from apps.runs.journal import JournalEvent
-from apps.runs.lifecycle import RunOutcome, RunStart, Settling
+from apps.runs.journal import JournalEvent, journal_insert
+from apps.runs.lifecycle import RunOutcome, RunStart, RunStatus, SettledRun, Settling
+from apps.runs.selectors import run_has_event
 from harness.workspace_changes import delivery, recorder
 from harness.workspace_changes.types import EVENT_CATEGORY, EVENT_TYPE, METADATA_KEY, Snapshot
 
@@ -67,3 +72,13 @@ async def before_settle(outcome: RunOutcome) -> Settling:
         events.append(JournalEvent(EVENT_TYPE, EVENT_CATEGORY, recorder.describe(payload), {METADATA_KEY: payload}))
     events.append(JournalEvent(delivery.EVENT_TYPE, delivery.EVENT_CATEGORY, receipt, {}))
     return Settling(events=events, error=(delivery.delivery_error(receipt) or "") if outcome.succeeded else "")
+
+
+def settled(run: SettledRun) -> None:
+    """Inside the final row's transaction: every finished run has its receipt, also one that
+    never reached ``before_settle`` (a success always does, so it costs no query)."""
+    if run.status == RunStatus.SUCCESS or run_has_event(run_id=run.run_id, event_type=delivery.EVENT_TYPE):
+        return
+    receipt = delivery.receipt(presented=[], produced=[])
+    journal_insert(thread_id=run.thread_id, run_id=run.run_id,
+                   events=[JournalEvent(delivery.EVENT_TYPE, delivery.EVENT_CATEGORY, receipt, {})])

@@ -9,6 +9,8 @@ Each key's reducer follows what the value means:
   finished task never goes back to running, and only the most recent entries are kept.
 - ``skill_context``: skills the agent has loaded; one entry per path, most recent last.
 - ``token_usage``: per-model counters summed over the thread.
+- ``summarized_usage``: per run, the tokens of the replies a summary removed, summed (the
+  newest runs only), so a run's token budget keeps counting them.
 - ``stop_reason``: the latest write wins, also between two writes of one step: a model call
   both clears a stale reason (the length layer) and sets a new one (an outer layer).
 - everything else is last-value: a writer replaces it.
@@ -99,6 +101,19 @@ def merge_token_usage(current: dict[str, dict[str, int]] | None, update: dict[st
     return out
 
 
+MAX_SUMMARIZED_RUNS = 32
+
+
+def merge_summarized_usage(current: dict[str, list[int]] | None, update: dict[str, list[int]] | None) -> dict[str, list[int]]:
+    """(input, output, total) per run id of the replies summaries removed, added up; the newest
+    runs only (a run's budget needs its own entry while it runs, not forever)."""
+    out = {run: list(counts) for run, counts in (current or {}).items()}
+    for run, counts in (update or {}).items():
+        prev = out.pop(run, [0, 0, 0])
+        out[run] = [a + int(b or 0) for a, b in zip(prev, counts, strict=False)]
+    return dict(list(out.items())[-MAX_SUMMARIZED_RUNS:])
+
+
 def merge_promoted(current: list[str] | None, update: list[str] | None) -> list[str]:
     """Deferred tools the model loaded with tool_search: a union, in first-loaded order."""
     return list(dict.fromkeys([*(current or []), *(update or [])]))
@@ -122,6 +137,8 @@ class ThreadState(AgentState):
     skill_context: NotRequired[Annotated[list[dict[str, Any]], merge_skill_context]]
     summary_text: NotRequired[str | None]
     token_usage: NotRequired[Annotated[dict[str, dict[str, int]], merge_token_usage]]
+    # What the replies a summary removed had used, per run: the run's token budget still counts it.
+    summarized_usage: NotRequired[Annotated[dict[str, list[int]], merge_summarized_usage]]
     promoted: NotRequired[Annotated[list[str], merge_promoted]]
     # Why the last run stopped early (model_length_capped, loop_capped, token_budget_exhausted, safety_capped,
     # error_fallback); reset at the start of every run.

@@ -16,7 +16,9 @@ from langchain_core.messages import HumanMessage, RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from harness.agents.delegation_ledger import compacted_delegations
-from harness.agents.markers import context_block, neutralize_tags
+from harness.agents.markers import context_block, neutralize_tags, run_value
+from harness.agents.middlewares.token_budget import run_usage
+from harness.agents.thread_state import ThreadState
 
 SUMMARY_PROMPT = """You compress a conversation between a user and an AI agent so the agent can continue the work.
 Write a faithful summary that keeps: the user's goals and constraints, decisions made, files created or changed (with paths),
@@ -30,6 +32,8 @@ Summary:"""
 
 
 class DeerFlowSummarizationMiddleware(SummarizationMiddleware):
+    state_schema = ThreadState  # summary_text, and summarized_usage for the run's token budget
+
     def __init__(self, model: Any, **kwargs: Any) -> None:
         kwargs.setdefault("summary_prompt", SUMMARY_PROMPT)
         super().__init__(model, **kwargs)  # the parent already tags its summary calls ``nostream``
@@ -49,20 +53,26 @@ class DeerFlowSummarizationMiddleware(SummarizationMiddleware):
         return old, kept
 
     @staticmethod
-    def _result(summary: str, kept: list[Any]) -> dict[str, Any]:
-        return {"summary_text": summary.strip(), "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *kept]}
+    def _result(summary: str, plan: tuple[list[Any], list[Any]], runtime: Any) -> dict[str, Any]:
+        old, kept = plan
+        update = {"summary_text": summary.strip(), "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *kept]}
+        # The run's token budget sums the replies present: what it removes is carried over.
+        run_id = str(run_value(runtime, "run_id", "") or "")
+        if run_id and any(removed := run_usage(old, run_id)[0]):
+            update["summarized_usage"] = {run_id: list(removed)}
+        return update
 
     def before_model(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
         plan = self._plan(state)
         if plan is None:
             return None
-        return self._result(self._create_summary(plan[0]), plan[1])
+        return self._result(self._create_summary(plan[0]), plan, runtime)
 
     async def abefore_model(self, state: dict[str, Any], runtime: Any) -> dict[str, Any] | None:
         plan = self._plan(state)
         if plan is None:
             return None
-        return self._result(await self._acreate_summary(plan[0]), plan[1])
+        return self._result(await self._acreate_summary(plan[0]), plan, runtime)
 
     async def acompact(self, state: dict[str, Any]) -> dict[str, Any] | None:
         """Manual compaction: summarize what the keep policy does not keep, whatever the

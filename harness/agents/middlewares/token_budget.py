@@ -10,6 +10,8 @@ context/configurable, else ``token_budget.max_tokens`` of config.yaml when
 ``token_budget.enabled`` (DeerFlow's section: separate input/output caps, a warning at
 ``warn_threshold``, the stop at ``hard_stop_threshold``); none means unlimited. This is a
 per-run guard, unrelated to ``budgets:`` (a user's daily/monthly spending, governance).
+Replies a summary removed during the run are added from ``summarized_usage`` in state, so
+summarization does not reset the count.
 """
 
 from __future__ import annotations
@@ -111,7 +113,11 @@ class TokenBudgetMiddleware(AgentMiddleware):
 
     def _spent(self, request: Any) -> tuple[tuple[int, int, int], tuple[int, int, int]]:
         run_id = str(run_value(request.runtime, "run_id", "") or "") or None
-        return run_usage((request.state or {}).get("messages") or [], run_id)
+        state = request.state or {}
+        present, last = run_usage(state.get("messages") or [], run_id)
+        # Replies a summary removed mid-run still count (harness/agents/middlewares/summarization.py).
+        removed = (state.get("summarized_usage") or {}).get(run_id or "") or (0, 0, 0)
+        return tuple(a + int(b or 0) for a, b in zip(present, removed, strict=False)), last  # type: ignore[return-value]
 
     def _check(self, request: Any) -> tuple[Any, Any]:
         """(request to send, or None) and the reply that replaces the call, if the budget is spent."""

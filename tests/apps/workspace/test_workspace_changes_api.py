@@ -171,3 +171,22 @@ def test_unknown_foreign_and_running_runs(user_client, lead_agent, api_client, o
     busy = changes(user_client, tid, running.pk)
     assert busy.status_code == 409 and "still running" in busy.json()["detail"]
     assert not RunEvent.objects.filter(run=running).exists()
+
+
+def test_a_cancelled_run_settles_with_its_receipt(user_client, user):
+    """Cancelled while queued, or after its process died: the canceller settles it, and the run
+    has the receipt of a run that delivered nothing, as a finished one would."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    tid = new_thread(user_client)
+    queued = Run.objects.create(thread_id=tid, owner=user, status="pending")
+    orphan = Run.objects.create(thread_id=new_thread(user_client), owner=user, status="running", lease_owner="gone:1",
+                                lease_expires_at=timezone.now() - timedelta(minutes=1))
+    for run in (queued, orphan):
+        response = user_client.post(f"/api/threads/{run.thread_id}/runs/{run.pk}/cancel")
+        assert response.status_code in (200, 202, 204), response.content
+        run.refresh_from_db()
+        assert run.status == "interrupted"
+        assert changes(user_client, run.thread_id, run.pk).json()["delivery"] == {"presented": 0, "paths": [], "by_tool": {}}

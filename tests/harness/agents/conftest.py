@@ -1,60 +1,11 @@
-"""Helpers for agent tests: a lead agent around a scripted model, with a real checkpointer."""
-
-import uuid
-from pathlib import Path
+"""Helpers for agent tests: a lead agent around a scripted model, with a real checkpointer
+(tests/support/lead_agent.py; imported from here by the tests that used to find it here)."""
 
 import pytest
-from langgraph.checkpoint.memory import InMemorySaver
 
-from harness.agents.lead_agent import make_lead_agent
-from harness.config import parse_config
-from harness.testing import ScriptedChatModel
+from tests.support.lead_agent import BASE_CONFIG, AgentHarness, app_config
 
-BASE_CONFIG = """
-config_version: 1
-models:
-  - name: test-model
-    use: langchain_openai:ChatOpenAI
-    model: test-model
-    base_url: http://127.0.0.1:9/v1
-    api_key: test-key
-    context_window: 32000
-    supports_vision: true
-"""
-
-
-def app_config(extra: str = ""):
-    return parse_config(BASE_CONFIG + extra)
-
-
-class AgentHarness:
-    """One agent graph + its scripted model + a thread, for multi-turn tests."""
-
-    def __init__(self, script, *, configurable=None, tools=(), app=None, extra_middlewares=()):
-        self.model = ScriptedChatModel(script=list(script))
-        self.checkpointer = InMemorySaver()
-        self.thread_id = f"t-{uuid.uuid4().hex[:10]}"
-        self.user_id = "tester"
-        self.graph = make_lead_agent(
-            {"configurable": {"llm_retry_initial_delay": 0, **(configurable or {})}},
-            model=self.model, tools=list(tools), app_config=app or app_config(),
-            checkpointer=self.checkpointer, extra_middlewares=extra_middlewares,
-        )
-
-    def config(self, **extra):
-        return {"configurable": {"thread_id": self.thread_id, "user_id": self.user_id, "run_id": uuid.uuid4().hex, **extra}}
-
-    async def send(self, text, **extra):
-        return await self.graph.ainvoke({"messages": [{"role": "user", "content": text}]}, self.config(**extra))
-
-    def state(self):
-        return self.graph.get_state(self.config()).values
-
-    @property
-    def outputs(self) -> Path:
-        from harness.config import thread_user_data_dir
-
-        return thread_user_data_dir(self.user_id, self.thread_id) / "outputs"
+__all__ = ["BASE_CONFIG", "AgentHarness", "agent_factory", "app_config"]
 
 
 @pytest.fixture

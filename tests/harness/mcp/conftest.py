@@ -7,17 +7,10 @@ from pathlib import Path
 import pytest
 
 from harness.config import parse_config
+from tests.support.lead_agent import MODEL_YAML
 
 SERVERS = str(Path(__file__).with_name("servers.py"))
-BASE = """
-config_version: 1
-models:
-  - name: test-model
-    use: langchain_openai:ChatOpenAI
-    model: test-model
-    base_url: http://127.0.0.1:9/v1
-    api_key: test-key
-"""
+BASE = MODEL_YAML
 
 
 def stdio_server(kind: str = "calc", **extra) -> dict:

@@ -6,24 +6,21 @@ import os
 import uuid
 
 from langchain_core.messages import ToolMessage
-from langgraph.checkpoint.memory import InMemorySaver
 
-from harness.agents.lead_agent import make_lead_agent
 from harness.config import get_extensions_config, thread_user_data_dir
 from harness.mcp import get_mcp_tools, mcp_status
-from harness.testing import ScriptedChatModel, call, tool_reply
+from harness.testing import call, tool_reply
 from tests.harness.mcp.conftest import app, stdio_server
 from tests.harness.mcp.servers import serve_http
+from tests.support.lead_agent import AgentHarness
 
 
 async def run_agent(script, app_config, user_id="tester"):
-    model = ScriptedChatModel(script=list(script))
-    graph = await asyncio.to_thread(make_lead_agent, {"configurable": {"llm_retry_initial_delay": 0}}, model=model,
-                                    app_config=app_config, checkpointer=InMemorySaver())
-    thread_id = f"t-{uuid.uuid4().hex[:10]}"
-    config = {"configurable": {"thread_id": thread_id, "user_id": user_id, "run_id": uuid.uuid4().hex}}
-    state = await graph.ainvoke({"messages": [{"role": "user", "content": "go"}]}, config)
-    return [m for m in state["messages"] if isinstance(m, ToolMessage)], graph
+    # Built on a worker thread: loading the MCP tools blocks.
+    agent = await asyncio.to_thread(AgentHarness, script, app=app_config, tools=None)
+    agent.user_id = user_id
+    state = await agent.send("go")
+    return [m for m in state["messages"] if isinstance(m, ToolMessage)], agent.graph
 
 
 def status_of(name):

@@ -4,27 +4,17 @@ subagent by who is asking (a subagent's request carries its own system prompt an
 from __future__ import annotations
 
 import asyncio
-import uuid
 
 import pytest
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import tool
-from langgraph.checkpoint.memory import InMemorySaver
 
-from harness.agents.lead_agent import make_lead_agent
 from harness.config import parse_config
-from harness.testing import Reply, ScriptedChatModel, call, tool_reply
+from harness.testing import Reply, call, tool_reply
+from tests.support.lead_agent import MODEL_YAML, AgentHarness
 from tests.support.subagents import Router, task_call
 
-BASE = """
-config_version: 1
-models:
-  - name: test-model
-    use: langchain_openai:ChatOpenAI
-    model: test-model
-    base_url: http://127.0.0.1:9/v1
-    api_key: test-key
-subagents:
+BASE = MODEL_YAML + """subagents:
   enabled: true
 """
 
@@ -49,20 +39,16 @@ class Barrier:
         self.log.append(("out", who))
 
 
-class Lead:
+class Lead(AgentHarness):
+    """The lead with subagents on; ``send`` streams, keeping the ``custom`` events."""
+
     def __init__(self, router, *, extra_yaml="", tools=(), configurable=None):
-        self.model = ScriptedChatModel(script=[router], loop=True)
-        self.checkpointer = InMemorySaver()
-        self.thread_id = f"t-{uuid.uuid4().hex[:10]}"
-        self.graph = make_lead_agent({"configurable": {"subagent_enabled": True, "llm_retry_initial_delay": 0, **(configurable or {})}},
-                                     model=self.model, tools=list(tools), app_config=app(extra_yaml), checkpointer=self.checkpointer)
+        super().__init__([router], loop=True, tools=tools, app=app(extra_yaml),
+                         configurable={"subagent_enabled": True, **(configurable or {})})
         self.events = []
 
-    def config(self, run_id=None):
-        return {"configurable": {"thread_id": self.thread_id, "user_id": "tester", "run_id": run_id or uuid.uuid4().hex}}
-
     async def send(self, text, run_id=None):
-        config = self.config(run_id)
+        config = self.config(**({"run_id": run_id} if run_id else {}))
         async for mode, data in self.graph.astream({"messages": [{"role": "user", "content": text}]}, config,
                                                    stream_mode=["custom", "values"], context=dict(config["configurable"])):
             if mode == "custom":

@@ -11,6 +11,12 @@ def step() -> str:
     return "ok"
 
 
+@tool
+def lookup(key: str) -> str:
+    """Look a key up."""
+    return f"value-of-{key}"
+
+
 async def test_usage_per_model_with_cache_reads(agent_factory):
     h = agent_factory([tool_reply(call("step"), usage={"input_tokens": 100, "output_tokens": 10, "cache_read": 80}),
                        Reply(text="done", usage={"input_tokens": 120, "output_tokens": 5})])
@@ -70,3 +76,25 @@ async def test_the_section_off_means_no_budget(agent_factory):
     script = [tool_reply(call("step"), usage={"input_tokens": 600, "output_tokens": 10}) for _ in range(2)] + ["done"]
     h = agent_factory(script, tools=[step], app=app)
     assert (await h.send("go"))["messages"][-1].content == "done"
+
+
+async def test_a_summary_mid_run_does_not_reset_the_runs_token_budget(agent_factory):
+    """The replies a summary removes still count: seven replies of 150 tokens pass a budget of
+    1000, though the kept window never holds more than four of them."""
+    from tests.harness.agents.conftest import app_config
+
+    app = app_config("summarization:\n  enabled: true\n  trigger:\n    - {type: messages, value: 8}\n  keep: {type: messages, value: 3}\n")
+
+    keys = iter(range(100))  # a new key each time: the loop guard stays out of it
+
+    def answer(messages):
+        if messages and "compress a conversation" in str(messages[-1].content):
+            return "Earlier steps ran."
+        return tool_reply(call("lookup", key=str(next(keys))), usage={"input_tokens": 140, "output_tokens": 10})
+
+    h = agent_factory([answer] * 30, tools=[lookup], app=app, configurable={"token_budget": 1000})
+    result = await h.send("go forever")
+    state = h.state()
+    assert state["summary_text"]  # a summary did remove replies mid-run
+    assert state["stop_reason"] == "token_budget_exhausted"
+    assert "token budget (1050 of 1000 tokens)" in result["messages"][-1].content
