@@ -73,10 +73,10 @@ class SkillRevision(models.Model):
 
     class Action(models.TextChoices):
         CREATE = "create", "created"
-        EDIT = "edit", "rewrote SKILL.md"
-        PATCH = "patch", "patched SKILL.md"
-        WRITE_FILE = "write_file", "wrote a file"
-        REMOVE_FILE = "remove_file", "removed a file"
+        EDIT = "edit", "rewrote"
+        PATCH = "patch", "patched"
+        WRITE_FILE = "write_file", "wrote"
+        REMOVE_FILE = "remove_file", "removed"
         DELETE = "delete", "deleted"
         RESTORE = "restore", "restored"
 

@@ -18,7 +18,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('name', models.CharField(max_length=64)),
-                ('action', models.CharField(choices=[('create', 'created'), ('edit', 'rewrote SKILL.md'), ('patch', 'patched SKILL.md'), ('write_file', 'wrote a file'), ('remove_file', 'removed a file'), ('delete', 'deleted'), ('restore', 'restored')], max_length=16)),
+                ('action', models.CharField(choices=[('create', 'created'), ('edit', 'rewrote'), ('patch', 'patched'), ('write_file', 'wrote'), ('remove_file', 'removed'), ('delete', 'deleted'), ('restore', 'restored')], max_length=16)),
                 ('file_path', models.CharField(default='SKILL.md', max_length=255)),
                 ('thread_id', models.CharField(blank=True, default='', help_text='The conversation the agent made it in.', max_length=64)),
                 ('prev_content', models.TextField(blank=True, null=True)),
