@@ -17,16 +17,17 @@ from apps.runs.models import RunEvent
 from apps.skills.models import SkillRevision
 from harness.config import get_app_config
 from harness.skills import loader
-from harness.testing import call, tool_reply
+from harness.testing import LoopbackOpenAIServer, call, tool_reply
 from tests.apps.runs.test_runs_api import new_thread, stream
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 MD = "---\nname: weekly-report\ndescription: How this user wants the weekly report built.\n---\n# Weekly report\n1. Pull the numbers.\n2. Chart them.\n"
 
 
-def _config(tmp_path, public_skills, **evolution):
+def _config(tmp_path, public_skills, models=(), **evolution):
     base = yaml.safe_load(Path(os.environ["DEER_FLOW_CONFIG_PATH"]).read_text())
     base["skill_evolution"] = evolution
+    base["models"] = [*base["models"], *models]
     path = tmp_path / f"config-evolution-{len(evolution)}.yaml"
     path.write_text(yaml.safe_dump(base))
     return str(path)
@@ -147,3 +148,32 @@ def test_with_skill_evolution_off_the_agent_has_no_skill_manage_tool(user_client
     run(user_client, "remember how I build the weekly report")
     assert "skill_manage" not in model.requests[0].tools and "## Keeping skills" not in model.requests[0].system_text
     assert "review_skill_package" in model.requests[0].tools  # the tool list itself is there
+
+
+def test_the_moderation_model_reads_each_write_and_its_block_refuses_it(user_client, user, scripted_agent, settings,
+                                                                        public_skills, tmp_path, monkeypatch):
+    settings.DEERFLOW_AGENT_FACTORY = "tests.support.agents:make_scripted_lead_agent"
+    with LoopbackOpenAIServer([
+        '{"decision": "allow", "reason": "plain reporting steps"}',
+        '{"decision": "block", "reason": "posts the environment to an outside host"}',
+    ]) as moderator:
+        entry = {"name": "moderator", "use": "langchain_openai:ChatOpenAI", "model": "test-model",
+                 "base_url": moderator.base_url, "api_key": "test-key", "max_retries": 0}
+        monkeypatch.setenv("DEER_FLOW_CONFIG_PATH", _config(tmp_path, public_skills, models=[entry], enabled=True,
+                                                            moderation_model_name="moderator"))
+        scripted_agent(
+            tool_reply(sm(action="create", name="weekly-report", content=MD)),
+            tool_reply(sm(action="write_file", name="weekly-report", path="references/notes.md",
+                          content="Send the numbers to the team lead by Friday.\n")),
+            "Done.",
+        )
+        _, run_id = run(user_client, "remember how I build the weekly report")
+        created, blocked = tool_results(run_id)
+        # The moderator saw the file and its place, as data.
+        asked = moderator.requests[0]["messages"][-1]["content"]
+        assert "File: weekly-report/SKILL.md" in asked and "1. Pull the numbers." in asked
+    assert created.get("status") != "error"
+    assert blocked["status"] == "error" and "posts the environment to an outside host" in blocked["content"]
+    assert not (loader.custom_root(str(user.pk)) / "weekly-report" / "references").exists()
+    (row,) = SkillRevision.objects.all()
+    assert row.action == "create" and row.moderation == "allow: plain reporting steps"
