@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from apps.skills.models import GlobalSkillChange, SkillState
+from apps.skills.models import GlobalSkillChange, SkillRevision, SkillState
 from harness.skills.loader import global_root
 
 
@@ -30,6 +30,25 @@ class GlobalSkillChangeAdmin(admin.ModelAdmin):
     @admin.display(description="findings")
     def finding_count(self, obj) -> int:
         return len(obj.findings or [])
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+
+@admin.register(SkillRevision)
+class SkillRevisionAdmin(admin.ModelAdmin):
+    """Read-only: what the agent changed in users' own skills (skill_manage). Restoring is the
+    owner's, from the Skills page, through the same scan as the agent's writes."""
+
+    list_display = ["name", "owner", "action", "file_path", "thread_id", "created_at"]
+    list_filter = ["action"]
+    search_fields = ["name", "owner__username", "thread_id"]
+    list_select_related = ["owner"]
+    readonly_fields = ["owner", "name", "action", "file_path", "thread_id", "prev_content", "new_content", "findings",
+                       "moderation", "created_at"]
 
     def has_add_permission(self, request) -> bool:
         return False

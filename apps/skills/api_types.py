@@ -45,9 +45,23 @@ class SkillVersions(serializers.Serializer):
     versions = SkillVersion(many=True)
 
 
+class SkillRevision(serializers.Serializer):
+    id = serializers.IntegerField()
+    action = serializers.ChoiceField(["create", "edit", "patch", "write_file", "remove_file", "delete", "restore"])
+    action_display = serializers.CharField()
+    file_path = serializers.CharField()
+    thread_id = serializers.CharField(allow_null=True, help_text="The conversation the agent changed it in; null for a restore.")
+    created_at = serializers.DateTimeField()
+    prev_content = serializers.CharField(allow_null=True, help_text="The file before the change (null: it did not exist).")
+    new_content = serializers.CharField(allow_null=True, help_text="The file after the change (null: removed).")
+    moderation = serializers.CharField(allow_blank=True)
+    restorable = serializers.BooleanField(help_text="POST .../history/{id}/restore puts prev_content back.")
+
+
 class SkillDetail(Skill):
     content = serializers.CharField(allow_blank=True, help_text="SKILL.md")
     versions = SkillVersion(many=True)
+    history = SkillRevision(many=True, help_text="The agent's changes (skill_manage), newest first; custom skills only.")
 
 
 class SkillEnable(serializers.Serializer):
@@ -101,4 +115,12 @@ class SkillRolledBack(serializers.Serializer):
     success = serializers.BooleanField()
     skill_name = serializers.CharField()
     version = serializers.CharField(allow_null=True)
+    message = serializers.CharField()
+
+
+class SkillRestored(serializers.Serializer):
+    success = serializers.BooleanField()
+    skill_name = serializers.CharField()
+    revision = serializers.IntegerField(help_text="The history row the restore itself made.")
+    file_path = serializers.CharField()
     message = serializers.CharField()

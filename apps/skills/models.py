@@ -60,3 +60,40 @@ class GlobalSkillChange(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} {self.get_action_display()} by {self.actor or 'a deleted user'}"
+
+
+
+class SkillRevision(models.Model):
+    """One change the agent made to a user's own skill (``skill_manage``): the per-skill
+    history the Skills page lists and restores from.
+
+    The skill lives on disk (``users/{id}/skills/custom``); this row keeps who, from which
+    thread, what was done to which file, and that file's text before and after.
+    """
+
+    class Action(models.TextChoices):
+        CREATE = "create", "created"
+        EDIT = "edit", "rewrote"
+        PATCH = "patch", "patched"
+        WRITE_FILE = "write_file", "wrote"
+        REMOVE_FILE = "remove_file", "removed"
+        DELETE = "delete", "deleted"
+        RESTORE = "restore", "restored"
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="skill_revisions")
+    name = models.CharField(max_length=64)
+    action = models.CharField(max_length=16, choices=Action.choices)
+    file_path = models.CharField(max_length=255, default="SKILL.md")
+    thread_id = models.CharField(max_length=64, blank=True, default="", help_text="The conversation the agent made it in.")
+    prev_content = models.TextField(null=True, blank=True)
+    new_content = models.TextField(null=True, blank=True)
+    findings = models.JSONField(default=list, blank=True, help_text="Scan warnings the change passed with.")
+    moderation = models.TextField(blank=True, default="", help_text="The moderation model's decision, when one is configured.")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["owner", "name", "-created_at"], name="skill_rev_owner_name")]
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.get_action_display()} for {self.owner_id}"

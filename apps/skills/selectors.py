@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db.models import Q
 
 from apps.errors import NotFound
-from apps.skills.models import SkillState
+from apps.skills.models import SkillRevision, SkillState
 from harness.config import get_app_config
 from harness.skills.install import list_versions
 from harness.skills.loader import CUSTOM, GLOBAL, Skill, global_skills_home, load_global_skills, load_public_skills
@@ -107,4 +107,27 @@ def skill_detail(*, user, name: str) -> dict:
     else:  # public, or a global skill a non-admin cannot roll back anyway
         versions = []
     review = _review_of(_review_rows(owner_id=getattr(user, "pk", None), names=[name]), entry.skill)
-    return {**skill_to_dict(entry, user=user, review=review), "content": content, "versions": versions}
+    history = skill_history(user=user, name=name) if category == CUSTOM else []
+    return {**skill_to_dict(entry, user=user, review=review), "content": content, "versions": versions, "history": history}
+
+
+RESTORABLE = (SkillRevision.Action.EDIT, SkillRevision.Action.PATCH, SkillRevision.Action.WRITE_FILE,
+              SkillRevision.Action.REMOVE_FILE, SkillRevision.Action.RESTORE)
+HISTORY_LIMIT = 50
+
+
+def skill_history(*, user, name: str) -> list[dict]:
+    """The agent's changes to one of the user's own skills, newest first (``skill_manage``)."""
+    rows = SkillRevision.objects.filter(owner=user, name=name)[:HISTORY_LIMIT]
+    return [{"id": r.pk, "action": r.action, "action_display": r.get_action_display(), "file_path": r.file_path,
+             "thread_id": r.thread_id or None, "created_at": r.created_at.isoformat(),
+             "prev_content": r.prev_content, "new_content": r.new_content, "moderation": r.moderation,
+             "restorable": r.action in RESTORABLE} for r in rows]
+
+
+def skill_revision_get_for_user(*, user, name: str, revision_id: int) -> SkillRevision:
+    """A revision of the user's own skill; another user's answers not-found."""
+    row = SkillRevision.objects.filter(owner=user, name=name, pk=revision_id).first()
+    if row is None:
+        raise NotFound(f"No change {revision_id} in the history of {name!r}")
+    return row

@@ -20,13 +20,22 @@ from pathlib import Path
 from django.db import transaction
 
 from apps.errors import Conflict, Forbidden, InvalidRequest, NotFound
-from apps.skills.models import GlobalSkillChange, SkillState
-from apps.skills.selectors import can_manage_global, global_skill_names, held_state, public_skill_names, skill_get_for_user
+from apps.skills.models import GlobalSkillChange, SkillRevision, SkillState
+from apps.skills.selectors import (
+    RESTORABLE,
+    can_manage_global,
+    global_skill_names,
+    held_state,
+    public_skill_names,
+    skill_get_for_user,
+    skill_revision_get_for_user,
+)
 from harness.config import deer_flow_home, get_app_config, thread_user_data_dir
 from harness.sandbox.errors import SandboxPathError
 from harness.sandbox.paths import VirtualFS
 from harness.skills.archive import MAX_ARCHIVE_BYTES, WARNING, Finding, holding_findings
 from harness.skills.install import InstallResult, SkillInstallError, delete_custom, install_archive, rollback
+from harness.skills.manage import SKILL_MD, SkillChangeRefused, commit_change, prepare_change
 from harness.skills.review import review_directory
 from harness.skills.loader import CUSTOM, GLOBAL, PUBLIC, global_root, global_skills_home, user_skills_home
 from harness.skills.parser import NAME_PATTERN
@@ -261,3 +270,27 @@ def skill_delete(*, user, name: str, scope: str | None = None, via_token: bool =
         return
     delete_custom(user_id=str(user.pk), name=name)
     SkillState.objects.filter(owner=user, name=name).delete()
+
+
+def skill_revision_restore(*, user, name: str, revision_id: int) -> SkillRevision:
+    """Put back the file one of the agent's changes replaced (the text from before it), through
+    the same scan as the agent's writes; the restore is itself a history row, so it can be undone."""
+    if skill_get_for_user(user=user, name=name).skill.category != CUSTOM:
+        raise Forbidden("only your own skills have a history to restore from")
+    row = skill_revision_get_for_user(user=user, name=name, revision_id=revision_id)
+    if row.action not in RESTORABLE:
+        raise InvalidRequest(f"a '{row.get_action_display()}' change has no earlier text to restore; "
+                             "delete the skill or roll it back instead")
+    if row.file_path == SKILL_MD:
+        action, path = "edit", None
+    else:
+        action, path = ("write_file" if row.prev_content is not None else "remove_file"), row.file_path
+    try:
+        candidate = prepare_change(user_id=str(user.pk), name=name, action=action, content=row.prev_content, path=path,
+                                   public_names=public_skill_names(), content_rules=get_app_config().skill_scan.enabled)
+    except SkillChangeRefused as exc:
+        raise SkillRefused(f"the restore was refused: {exc.message}", [f.to_dict() for f in exc.findings]) from None
+    commit_change(candidate)
+    return SkillRevision.objects.create(owner=user, name=name, action=SkillRevision.Action.RESTORE, file_path=row.file_path,
+                                        prev_content=candidate.prev_content, new_content=candidate.new_content,
+                                        findings=[f.to_dict() for f in candidate.findings])

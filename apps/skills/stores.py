@@ -15,8 +15,9 @@ from django.conf import settings
 from django.db.models import Q
 from django.db.models.signals import post_delete, post_save
 
-from apps.skills.models import SkillState
+from apps.skills.models import SkillRevision, SkillState
 from apps.skills.selectors import skill_reviews
+from harness.skills.manage import SkillChange
 
 class OrmSkillStateStore:
     def __init__(self) -> None:
@@ -59,3 +60,13 @@ class OrmSkillStateStore:
         """A fresh install starts on again: the user's older choice about the name goes."""
         if str(user_id).isdigit():
             SkillState.objects.filter(owner_id=int(user_id), name=name).delete()
+
+
+class OrmSkillHistoryStore:
+    """The harness's ``SkillHistoryStore``: each ``skill_manage`` change is a ``SkillRevision``."""
+
+    def record(self, change: SkillChange) -> None:
+        SkillRevision.objects.create(
+            owner_id=int(change.user_id), name=change.name, action=change.action, file_path=change.file_path,
+            thread_id=change.thread_id or "", prev_content=change.prev_content, new_content=change.new_content,
+            findings=change.findings, moderation=change.moderation)

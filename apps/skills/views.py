@@ -106,3 +106,18 @@ class SkillVersionsView(APIView):
     @extend_schema(responses=types.SkillVersions)
     def get(self, request, name):
         return Response({"versions": selectors.skill_detail(user=request.user, name=name)["versions"]})
+
+
+class SkillRevisionRestoreView(APIView):
+    """Undo one change of the agent's to the user's own skill (its history, ``skill_manage``)."""
+
+    token_scopes = {"POST": WRITE}
+
+    @extend_schema(request=None, responses={200: types.SkillRestored, 422: types.SkillRefused})
+    def post(self, request, name, revision_id):
+        try:
+            row = services.skill_revision_restore(user=request.user, name=name, revision_id=revision_id)
+        except services.SkillRefused as exc:
+            return Response({"detail": exc.detail, "success": False, "findings": exc.findings}, status=422)
+        return Response({"success": True, "skill_name": name, "revision": row.pk, "file_path": row.file_path,
+                         "message": f"Restored {row.file_path} of '{name}'."})

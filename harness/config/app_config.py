@@ -232,6 +232,17 @@ class SkillScanConfig(_Section):
     enabled: bool = True
 
 
+class SkillEvolutionConfig(_Section):
+    # DeerFlow's switch for the agent writing its own skills (the skill_manage tool). Off by
+    # default: on, a run can change the user's custom skills, which later runs follow.
+    enabled: bool = False
+    # A model from models: that reads each write before it lands; none: the static scan alone.
+    moderation_model_name: str | None = None
+    # When that model cannot answer: true refuses the write; false lets a SKILL.md or reference
+    # through on the static scan alone (a script is refused either way).
+    security_fail_closed: bool = True
+
+
 class MemoryConfig(_Section):
     # Off unless config.yaml turns it on: learning costs a model call per quiet conversation.
     enabled: bool = False
@@ -601,6 +612,7 @@ class AppConfig(BaseModel):
     sandbox: SandboxConfig = Field(default_factory=SandboxConfig)
     skills: SkillsConfig = Field(default_factory=SkillsConfig)
     skill_scan: SkillScanConfig = Field(default_factory=SkillScanConfig)
+    skill_evolution: SkillEvolutionConfig = Field(default_factory=SkillEvolutionConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     summarization: SummarizationConfig = Field(default_factory=SummarizationConfig)
     title: TitleConfig = Field(default_factory=TitleConfig)
@@ -650,6 +662,9 @@ class AppConfig(BaseModel):
             ref = getattr(self, section).model_name
             if ref is not None and ref not in names:
                 raise ValueError(f"{section}.model_name '{ref}' is not one of the configured models ({', '.join(names) or 'none'})")
+        ref = self.skill_evolution.moderation_model_name
+        if ref is not None and ref not in names:
+            raise ValueError(f"skill_evolution.moderation_model_name '{ref}' is not one of the configured models ({', '.join(names) or 'none'})")
         return self
 
     def get_model(self, name: str | None = None) -> ModelConfig | None:

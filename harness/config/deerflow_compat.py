@@ -73,9 +73,6 @@ TOP_LEVEL_ACCEPTED: dict[str, tuple[str, frozenset[str] | KeySpec | None]] = {
     "token_usage": ("token usage is always recorded per run (the Usage page and console read it)", frozenset({"enabled"})),
     "plugins": ("DeerFlow's extension packages hook its FastAPI gateway; here features are Django apps", None),
     "max_recursion_limit": ("a run's step limit is fixed by the engine (docs/runs.md) and not raised by clients", None),
-    "skill_evolution": ("the agent never writes into the skills folders here; a skill it writes is installed by the user from the chat "
-                        "and held off when its scan finds something high (docs/skills.md)",
-                        frozenset({"enabled", "moderation_model_name", "security_fail_closed"})),
     "extensions": ("MCP servers, skill toggles and middlewares are read from extensions_config.json only",
                    frozenset({"middlewares", "mcp_servers", "mcpServers", "skills"})),
     "agents_api": ("custom agents are always managed through the API and the Agents page, per user", frozenset({"enabled"})),

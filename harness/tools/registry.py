@@ -102,6 +102,10 @@ def get_available_tools(
         from harness.memory.tools import memory_tools
 
         tools += memory_tools()
+    if cfg.skill_evolution.enabled:
+        from harness.tools.skill_manage import skill_manage_tool
+
+        tools.append(skill_manage_tool)
     tools += list(extra_tools)
     if include_mcp:
         tools += _mcp_tools(cfg)

@@ -145,8 +145,45 @@
         h("button", { type: "button", class: "small-button", text: `Roll back to ${latest.version || "the previous version"}`,
           onclick: () => rollback(detail.name) }));
     }
+    renderHistory(detail);
     $("skill-detail").hidden = false;
     $("skill-detail").scrollIntoView({ block: "nearest" });
+  }
+
+  // The agent's changes (skill_manage), each with the file's text before and after.
+  function renderHistory(detail) {
+    const rows = $("history-rows");
+    const history = detail.history || [];
+    rows.replaceChildren();
+    $("detail-history").hidden = !history.length;
+    for (const r of history) {
+      const when = new Date(r.created_at).toLocaleString();
+      const where = r.thread_id ? h("a", { href: `/c/${encodeURIComponent(r.thread_id)}/`, text: "in a chat" }) : "by you";
+      const head = h("div", { class: "history-head" },
+        h("span", { class: "history-what" }, h("strong", { text: r.action_display }), " ", h("code", { text: r.file_path })),
+        h("span", { class: "muted small" }, `${when} · `, where));
+      if (r.restorable) {
+        head.append(h("button", { type: "button", class: "small-button", text: "Restore",
+          "aria-label": `Restore ${r.file_path} as it was before this change`, onclick: () => restore(detail.name, r) }));
+      }
+      const texts = h("details", { class: "history-texts" }, h("summary", { text: "Before and after" }),
+        h("div", { class: "history-diff" },
+          h("div", {}, h("p", { class: "muted small", text: "Before" }), h("pre", { text: r.prev_content ?? "(no file)" })),
+          h("div", {}, h("p", { class: "muted small", text: "After" }), h("pre", { text: r.new_content ?? "(removed)" }))));
+      rows.append(h("li", { class: "history-row" }, head, texts));
+    }
+  }
+
+  async function restore(name, row) {
+    if (!await window.dfUI.confirm({ title: `Restore ${row.file_path}?`, message: `It goes back to its text from before this change (${row.action_display}). The restore is recorded too, so you can undo it.`, confirmLabel: "Restore" })) return;
+    try {
+      const done = await api("POST", `${API}/${encodeURIComponent(name)}/history/${row.id}/restore`);
+      showResult(true, done.message);
+      await load();
+      await openDetail(name);
+    } catch (err) {
+      showError(`Could not restore ${row.file_path}: ${err.message}`);
+    }
   }
 
   async function rollback(name) {

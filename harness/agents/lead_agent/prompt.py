@@ -43,6 +43,15 @@ WEB_SECTION = """
 - Cite the pages you used as Markdown links, [title](url), where you use them, and end a research answer with a short list of those sources.
 """
 
+SKILL_MANAGE_SECTION = """
+## Keeping skills
+The `skill_manage` tool saves skills into the user's own library, for their later conversations.
+- Save one when you worked out a reusable procedure (several steps, a tricky fix, a way the user wants things done) and the user agrees; not for one-off tasks. Ask before creating one.
+- When a skill you followed was wrong or incomplete, fix it: prefer `patch` (find/replace) over rewriting it with `edit`; add references or scripts with `write_file`.
+- A skill is saved only through this tool, never as a SKILL.md in /mnt/user-data: files there are deliverables, not skills.
+- Every write is scanned; a refused one changes nothing and says why. Never work around a refusal.
+"""
+
 
 def build_system_prompt(*, agent_name: str | None = None, tool_names: Sequence[str] = (), subagent_enabled: bool = False,
                         max_concurrent_subagents: int = 3, soul: str | None = None, extra_sections: Sequence[str] = ()) -> str:
@@ -51,6 +60,8 @@ def build_system_prompt(*, agent_name: str | None = None, tool_names: Sequence[s
         prompt += SUBAGENT_SECTION.format(max_concurrent=max_concurrent_subagents)
     if "web_search" in tool_names or "web_fetch" in tool_names:
         prompt += WEB_SECTION
+    if "skill_manage" in tool_names:
+        prompt += SKILL_MANAGE_SECTION
     if soul:
         prompt += f"\n## Your persona\n{soul.strip()}\n"
     for section in extra_sections:

@@ -207,6 +207,17 @@ def owned_skill(user) -> Owned:
     return Owned(kwargs={"name": name}, marker=name)
 
 
+def owned_skill_revision(user) -> Owned:
+    """A custom skill of A's that the agent patched: one history row to restore."""
+    from apps.skills.models import SkillRevision
+
+    owned = owned_skill(user)
+    name = owned.kwargs["name"]
+    md = f"---\nname: {name}\ndescription: A's skill.\n---\nSteps.\n"
+    row = SkillRevision.objects.create(owner=user, name=name, action="patch", prev_content=md, new_content=md + "More.\n")
+    return Owned(kwargs={"name": name, "revision_id": row.pk}, marker=name)
+
+
 def owned_skill_archive(user) -> Owned:
     """A .skill archive in the outputs of A's thread."""
     from harness.config import thread_user_data_dir
@@ -378,6 +389,7 @@ OWNED_ROUTES = [
     OwnedRoute("DELETE", "/api/skills/<str:name>", owned_skill, owner_status=204),
     OwnedRoute("GET", "/api/skills/<str:name>/versions", owned_skill),
     OwnedRoute("POST", "/api/skills/<str:name>/rollback", owned_skill, body={}),
+    OwnedRoute("POST", "/api/skills/<str:name>/history/<int:revision_id>/restore", owned_skill_revision),
     OwnedRoute("POST", "/api/skills/install", owned_skill_archive,
                body=lambda o: {"thread_id": o.kwargs["thread_id"], "path": "/mnt/user-data/outputs/mine.skill"}),
     # Custom agents: by name in the caller's own namespace, by assistant id only when visible.

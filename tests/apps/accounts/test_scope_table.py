@@ -123,6 +123,7 @@ TOKEN_ROUTES = {
     ("PUT", "/api/skills/<str:name>"): "threads:write",
     ("DELETE", "/api/skills/<str:name>"): "threads:write",
     ("POST", "/api/skills/<str:name>/rollback"): "threads:write",
+    ("POST", "/api/skills/<str:name>/history/<int:revision_id>/restore"): "threads:write",
     # Memory.
     ("DELETE", "/api/memory"): "threads:write",
     ("POST", "/api/memory/import"): "threads:write",
