@@ -33,6 +33,7 @@ from apps.threads.selectors import thread_get_for_user
 from apps.threads.services import thread_create, thread_tags_set
 from deerflow_site.api_urls import LANGGRAPH_PREFIX, canonical_path
 from tests.apps.accounts.conftest import ALL_SCOPES
+from tests.support.waiting import HANG_SECONDS
 
 # Runs execute on the runtime's own loop and connections, so rows must be committed.
 pytestmark = [pytest.mark.django_db(transaction=True)]
@@ -218,6 +219,53 @@ def owned_skill_revision(user) -> Owned:
     return Owned(kwargs={"name": name, "revision_id": row.pk}, marker=name)
 
 
+def owned_kb_collection(user) -> Owned:
+    """A knowledge collection of A's (private)."""
+    from apps.knowledge.services import collection_create
+
+    collection = collection_create(user=user, name=f"kb-of-{user.username}-{uuid.uuid4().hex[:6]}")
+    return Owned(kwargs={"collection_id": str(collection.pk)}, marker=collection.name)
+
+
+def owned_kb_document(user) -> Owned:
+    """A document of A's, read and indexed: its passage holds a word nobody else has."""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from apps.knowledge import queue, selectors
+    from apps.knowledge.services import IncomingFile, document_add_uploads
+
+    collection = owned_kb_collection(user)
+    word = f"zebra{uuid.uuid4().hex[:8]}"
+    upload = SimpleUploadedFile(f"{word}.md", f"# Notes\n\nThe word {word} is in this passage.\n".encode())
+    [document] = document_add_uploads(user=user, collection_id=collection.kwargs["collection_id"],
+                                      files=[IncomingFile(name=upload.name, file=upload)])
+    assert queue.drain(timeout=HANG_SECONDS)
+    passage = selectors.passages_of(selectors.document_get_readable(user=user, document_id=str(document.pk)))[0]
+    return Owned(kwargs={**collection.kwargs, "document_id": str(document.pk), "citation_id": passage.citation_id}, marker=word)
+
+
+def owned_kb_thread_file(user) -> Owned:
+    """A's collection and a file in the outputs of A's chat, to add from there."""
+    from harness.config import thread_user_data_dir
+
+    collection = owned_kb_collection(user)
+    thread = owned_thread(user)
+    outputs = thread_user_data_dir(user.pk, thread.kwargs["thread_id"]) / "outputs"
+    outputs.mkdir(parents=True, exist_ok=True)
+    (outputs / "notes.md").write_text("# Notes\n\nA's notes.\n")
+    return Owned(kwargs={**collection.kwargs, **thread.kwargs}, marker=collection.marker)
+
+
+def owned_kb_attached(user) -> Owned:
+    """One of A's chats with A's collection attached."""
+    from apps.knowledge.services import thread_collections_set
+
+    collection = owned_kb_collection(user)
+    thread = owned_thread(user)
+    thread_collections_set(user=user, thread_id=thread.kwargs["thread_id"], collection_ids=[collection.kwargs["collection_id"]])
+    return Owned(kwargs={**collection.kwargs, **thread.kwargs}, marker=collection.marker)
+
+
 def owned_skill_archive(user) -> Owned:
     """A .skill archive in the outputs of A's thread."""
     from harness.config import thread_user_data_dir
@@ -383,6 +431,27 @@ OWNED_ROUTES = [
     OwnedRoute("GET", "/api/scheduled-tasks/<str:task_id>/runs", owned_scheduled_task),
     OwnedRoute("GET", "/api/threads/<str:thread_id>/scheduled-tasks", owned_scheduled_task),
     # Skills: a custom skill is its owner's alone; the install names a file in A's thread.
+    # Knowledge: collections, documents and passages of A's; a search never shows A's words.
+    OwnedRoute("GET", "/api/knowledge/collections", owned_kb_collection),
+    # (a new name per call: B posts as a session and as a token, and a name is unique per owner)
+    OwnedRoute("POST", "/api/knowledge/collections", owned_kb_collection, body=lambda o: {"name": f"fresh-{uuid.uuid4().hex[:6]}"},
+               owner_status=201, other_status=201, lists=False),
+    OwnedRoute("GET", "/api/knowledge/collections/<str:collection_id>", owned_kb_collection),
+    OwnedRoute("PATCH", "/api/knowledge/collections/<str:collection_id>", owned_kb_collection, body={"description": "changed"}),
+    OwnedRoute("DELETE", "/api/knowledge/collections/<str:collection_id>", owned_kb_collection, owner_status=204),
+    OwnedRoute("GET", "/api/knowledge/collections/<str:collection_id>/documents", owned_kb_document),
+    OwnedRoute("POST", "/api/knowledge/collections/<str:collection_id>/documents", owned_kb_thread_file,
+               body=lambda o: {"thread_id": o.kwargs["thread_id"], "path": "outputs/notes.md"}, owner_status=202),
+    OwnedRoute("GET", "/api/knowledge/documents/<str:document_id>", owned_kb_document),
+    OwnedRoute("DELETE", "/api/knowledge/documents/<str:document_id>", owned_kb_document, owner_status=204),
+    # A's document is read already, so A's retry is a 409 (found, nothing to retry).
+    OwnedRoute("POST", "/api/knowledge/documents/<str:document_id>/retry", owned_kb_document, owner_status=409),
+    OwnedRoute("GET", "/api/knowledge/documents/<str:document_id>/file", owned_kb_document),
+    OwnedRoute("GET", "/api/knowledge/citations/<str:citation_id>", owned_kb_document),
+    OwnedRoute("GET", "/api/knowledge/search", owned_kb_document, body=lambda o: {"q": o.marker}, lists=True),
+    OwnedRoute("GET", "/api/threads/<str:thread_id>/knowledge", owned_kb_attached),
+    OwnedRoute("PUT", "/api/threads/<str:thread_id>/knowledge", owned_kb_attached,
+               body=lambda o: {"collection_ids": [o.kwargs["collection_id"]]}),
     OwnedRoute("GET", "/api/skills", owned_skill),
     OwnedRoute("GET", "/api/skills/<str:name>", owned_skill),
     OwnedRoute("PUT", "/api/skills/<str:name>", owned_skill, body={"enabled": False}),

@@ -17,7 +17,7 @@ def test_the_hub_lists_the_sections_in_order_and_needs_a_sign_in(client, user):
     assert client.get("/settings/").status_code == 302
     client.force_login(user)
     html = client.get("/settings/").content.decode()
-    assert section_keys(html) == ["account", "tokens", "connections", "shares", "memory", "skills", "agents", "approvals", "usage", "appearance"]
+    assert section_keys(html) == ["account", "tokens", "connections", "shares", "memory", "knowledge", "skills", "agents", "approvals", "usage", "appearance"]
     assert 'href="/settings/connections"' in html
     assert 'href="/accounts/tokens/"' in html and 'href="/memory/"' in html and "data-theme-control" in html
     assert 'aria-current="page"' in html and 'href="/"' in html  # the top bar, with the way back to the chat
