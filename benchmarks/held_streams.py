@@ -63,8 +63,9 @@ class ModelProcess:
     """The loopback model in a process of its own: 500 answer threads sharing this process's
     GIL with 500 streaming clients measured the benchmark as much as the server."""
 
-    def __init__(self, seconds: float):
-        self.process = subprocess.Popen([sys.executable, "-c", _MODEL_PROCESS, str(seconds), ANSWER], cwd=ROOT,
+    def __init__(self, seconds: float, code: str = _MODEL_PROCESS, answer: str = ANSWER):
+        """``code``: the process's program, given the seconds and the answer as its arguments."""
+        self.process = subprocess.Popen([sys.executable, "-c", code, str(seconds), answer], cwd=ROOT,
                                         stdout=subprocess.PIPE, text=True)
         self.base_url = self.process.stdout.readline().strip()
         if not self.base_url:

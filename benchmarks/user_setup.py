@@ -31,7 +31,6 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -42,6 +41,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import held_streams  # noqa: E402
 from benchmarks.bench_support import process_cpu_seconds, start_make_run_stack  # noqa: E402
 
 ANSWER = "An answer from the benchmark model, a sentence or two long, as a chat model would give."
@@ -65,17 +65,9 @@ threading.Event().wait()
 """
 
 
-class ModelProcess:
+class ModelProcess(held_streams.ModelProcess):
     def __init__(self, seconds: float):
-        self.process = subprocess.Popen([sys.executable, "-c", _MODEL_PROCESS, str(seconds), ANSWER], cwd=ROOT,
-                                        stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
-        self.base_url = self.process.stdout.readline().strip()
-        if not self.base_url:
-            raise RuntimeError("the loopback model process did not start")
-
-    def stop(self) -> None:
-        self.process.kill()
-        self.process.wait(10)
+        super().__init__(seconds, code=_MODEL_PROCESS, answer=ANSWER)
 
 
 def load() -> float:

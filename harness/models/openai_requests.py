@@ -53,8 +53,8 @@ def _wrap(completions: Any, is_async: bool) -> bool:
         @functools.wraps(create)
         def wrapped(*args: Any, **kwargs: Any) -> Any:
             return create(*args, **(_moved(kwargs) or kwargs))
-    setattr(wrapped, _MARK, True)
-    setattr(completions, "create", wrapped)
+    wrapped._deerflow_messages_as_built = True  # type: ignore[attr-defined]
+    completions.create = wrapped
     return True
 
 

@@ -18,6 +18,6 @@ def test_the_count_is_the_encodings_and_the_package_is_not_imported():
         theirs = [len(bpe_openai.get_encoding("cl100k_base").encode_ordinary(t)) for t in texts]
         print(ours == theirs, ours, theirs)
     """)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("True"), out.stdout

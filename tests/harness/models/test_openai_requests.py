@@ -10,16 +10,7 @@ from harness.config import parse_config
 from harness.models import create_chat_model
 from harness.models.openai_requests import send_messages_as_built
 from harness.testing import LoopbackOpenAIServer, Reply
-
-CONFIG = """
-models:
-  - name: m
-    use: {use}
-    model: test-model
-    base_url: {base_url}
-    api_key: k
-    max_retries: 0
-"""
+from tests.harness.models.test_openai_chunks import _config
 
 HISTORY = [
     SystemMessage("Be brief."),
@@ -46,7 +37,7 @@ async def _async_paths(model):
 def test_the_request_is_the_stock_clients_on_every_path():
     for use in ("langchain_openai:ChatOpenAI", "harness.models.reasoning:ReasoningChatOpenAI"):
         with LoopbackOpenAIServer([Reply(text="A dog.")], loop=True) as server:
-            configured = create_chat_model("m", config=parse_config(CONFIG.format(use=use, base_url=server.base_url)))
+            configured = create_chat_model("m", config=parse_config(_config(server.base_url, use)))
             stock = type(configured)(model="test-model", base_url=server.base_url, api_key="k", max_retries=0, stream_usage=True)
             assert getattr(configured.root_client.chat.completions.create, "_deerflow_messages_as_built", False)
             for call in (lambda m: m.invoke(HISTORY), lambda m: list(m.stream(HISTORY))):
@@ -57,13 +48,13 @@ def test_the_request_is_the_stock_clients_on_every_path():
             # the async paths on one loop: both models share langchain_openai's cached async client
             before = len(server.requests)
 
-            async def on_one_loop():
-                await _async_paths(configured)
+            async def on_one_loop(first, second):
+                await _async_paths(first)
                 middle = len(server.requests)
-                await _async_paths(stock)
+                await _async_paths(second)
                 return middle
 
-            middle = asyncio.run(on_one_loop())
+            middle = asyncio.run(on_one_loop(configured, stock))
             assert server.requests[before:middle] == server.requests[middle:] and middle - before == 2
             assert configured.invoke(HISTORY).content == "A dog."
 
