@@ -102,7 +102,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    print(json.dumps([once(args) for _ in range(args.repeats)], indent=2))
+    for _ in range(args.repeats):  # each as it is read: a slow machine may stop the script midway
+        print(json.dumps(once(args)), flush=True)
 
 
 if __name__ == "__main__":
