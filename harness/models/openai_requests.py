@@ -12,8 +12,10 @@ the SDK as part of ``extra_body``, which the SDK merges over the walked body as 
 bytes sent are the same and only the walk of the messages is skipped. Every other parameter
 still goes through the SDK's transform.
 
-A call whose messages are not a list of dicts, or whose ``extra_body`` already names
-``messages``, goes through the SDK unchanged. An SDK whose client has no
+The tools' definitions go the same way (langchain_openai built them with
+``convert_to_openai_tool``; the walk would look at every key of every JSON schema). A call whose
+messages are not a list of dicts, or whose ``extra_body`` already names ``messages`` or
+``tools``, goes through the SDK unchanged. An SDK whose client has no
 ``chat.completions.create`` is left untouched: slower, never wrong.
 """
 
@@ -25,18 +27,28 @@ from typing import Any
 _MARK = "_deerflow_messages_as_built"
 
 
-def _plain(messages: Any) -> bool:
-    return isinstance(messages, list) and all(type(message) is dict for message in messages)
+# What langchain_openai hands over already as the API's plain JSON, and which declares no alias
+# or format in the SDK's types: the messages, and the tools' definitions (each schema walked
+# key by key otherwise, about 5,000 calls per request for the lead agent's tools).
+_AS_BUILT = ("messages", "tools")
+
+
+def _plain(value: Any) -> bool:
+    return isinstance(value, list) and all(type(item) is dict for item in value)
 
 
 def _moved(kwargs: dict[str, Any]) -> dict[str, Any] | None:
-    """The call's arguments with its messages in ``extra_body``, or None to leave it as is."""
-    messages = kwargs.get("messages")
+    """The call's arguments with its messages and tools in ``extra_body``, or None to leave it as is."""
     extra = kwargs.get("extra_body")
-    if not _plain(messages) or (extra is not None and (not isinstance(extra, dict) or "messages" in extra)):
+    if extra is not None and (not isinstance(extra, dict) or any(key in extra for key in _AS_BUILT)):
         return None
-    # The empty list is what the SDK walks; extra_body's "messages" replaces it in the body.
-    return {**kwargs, "messages": [], "extra_body": {**(extra or {}), "messages": messages}}
+    moved = {key: kwargs[key] for key in _AS_BUILT if _plain(kwargs.get(key))}
+    if "messages" not in moved:
+        return None
+    # An empty list is what the SDK walks for the messages (the parameter is required); the
+    # tools are left out of its walk. extra_body's values replace them in the body.
+    rest = {key: value for key, value in kwargs.items() if key not in moved}
+    return {**rest, "messages": [], "extra_body": {**(extra or {}), **moved}}
 
 
 def _wrap(completions: Any, is_async: bool) -> bool:

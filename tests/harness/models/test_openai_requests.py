@@ -2,8 +2,10 @@
 the stock client sends, without the SDK's typed walk of them."""
 
 import asyncio
+from typing import Literal
 
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
 from harness.config import parse_config
@@ -11,6 +13,12 @@ from harness.models import create_chat_model
 from harness.models.openai_requests import send_messages_as_built
 from harness.testing import LoopbackOpenAIServer, Reply
 from tests.harness.models.test_openai_chunks import _config
+
+@tool
+def look(detail: Literal["low", "high"], region: str | None = None) -> str:
+    """Look at the picture more closely."""
+    return "a cat"
+
 
 HISTORY = [
     SystemMessage("Be brief."),
@@ -57,6 +65,9 @@ def test_the_request_is_the_stock_clients_on_every_path():
             middle = asyncio.run(on_one_loop(configured, stock))
             assert server.requests[before:middle] == server.requests[middle:] and middle - before == 2
             assert configured.invoke(HISTORY).content == "A dog."
+            # with tools bound: their definitions are sent as the stock client sends them
+            ours, theirs = (_sent(model.bind_tools([look]), server, lambda m: m.invoke(HISTORY)) for model in (configured, stock))
+            assert ours == theirs and ours[0]["tools"][0]["function"]["parameters"]["properties"]["detail"]["enum"] == ["low", "high"]
 
 
 def test_a_callers_extra_body_is_kept_and_its_own_messages_win():
