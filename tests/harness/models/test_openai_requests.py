@@ -14,6 +14,7 @@ from harness.models.openai_requests import send_messages_as_built
 from harness.testing import LoopbackOpenAIServer, Reply
 from tests.harness.models.test_openai_chunks import _config
 
+
 @tool
 def look(detail: Literal["low", "high"], region: str | None = None) -> str:
     """Look at the picture more closely."""
