@@ -10,7 +10,10 @@ flight once the ramp is over. Prints:
 - overhead per run: request -> ``end`` minus S (p50, p99, max);
 - the server's resident memory before the runs, at its peak, and the growth per held run.
 
-    .venv/bin/python benchmarks/held_streams.py [--runs 500] [--seconds 5]
+    .venv/bin/python benchmarks/held_streams.py [--runs 500] [--seconds 5] [--at-once]
+
+``--at-once`` sends every run at the same moment instead (a burst of users, a script, a
+scheduler's firing); the overhead then includes the queueing that burst causes.
 
 Issue 18's budget: 500 runs of 5 s, 0 errors, overhead p99 <= 1.5 s, RSS growth <= 0.5 MB
 per held run.
@@ -22,6 +25,7 @@ import argparse
 import asyncio
 import itertools
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -59,8 +63,9 @@ class ModelProcess:
     """The loopback model in a process of its own: 500 answer threads sharing this process's
     GIL with 500 streaming clients measured the benchmark as much as the server."""
 
-    def __init__(self, seconds: float):
-        self.process = subprocess.Popen([sys.executable, "-c", _MODEL_PROCESS, str(seconds), ANSWER], cwd=ROOT,
+    def __init__(self, seconds: float, code: str = _MODEL_PROCESS, answer: str = ANSWER):
+        """``code``: the process's program, given the seconds and the answer as its arguments."""
+        self.process = subprocess.Popen([sys.executable, "-c", code, str(seconds), answer], cwd=ROOT,
                                         stdout=subprocess.PIPE, text=True)
         self.base_url = self.process.stdout.readline().strip()
         if not self.base_url:
@@ -149,13 +154,15 @@ async def run(args: argparse.Namespace, base_urls: list[str], token: str, pids: 
         if args.profile:  # py-spy (pip install py-spy): the server while it holds the GIL
             spy = subprocess.Popen([str(Path(sys.executable).parent / "py-spy"), "record", "--gil", "-r", "250", "-f", "raw",
                                     "-p", str(pid), "-o", args.profile], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        interval = args.seconds / args.runs
+        start_load = round(os.getloadavg()[0], 1)
+        interval = 0.0 if args.at_once else args.seconds / args.runs
         cpu_before, own_before = process_cpu_seconds(pids), time.process_time()
         each_before = [process_cpu_seconds([p]) for p in pids]
         started = time.perf_counter()
         tasks = []
         for i in range(args.runs):
-            await asyncio.sleep(max(0.0, started + i * interval - time.perf_counter()))
+            if interval:
+                await asyncio.sleep(max(0.0, started + i * interval - time.perf_counter()))
             tasks.append(asyncio.create_task(one_run(next_client(), args.seconds)))
         results = await asyncio.gather(*tasks)
         server_cpu, own_cpu = process_cpu_seconds(pids) - cpu_before, time.process_time() - own_before
@@ -172,6 +179,8 @@ async def run(args: argparse.Namespace, base_urls: list[str], token: str, pids: 
     errors = [r["error"] for r in results if "error" in r]
     return {
         "runs": args.runs,
+        "arrivals": "at once" if args.at_once else f"spread over {args.seconds} s",
+        "load": [start_load, round(os.getloadavg()[0], 1)],
         "server_processes": len(pids),
         "model_seconds": args.seconds,
         "errors": len(errors),
@@ -196,6 +205,7 @@ def main(argv: list[str] | None = None) -> dict:
     parser.add_argument("--seconds", type=float, default=5.0)
     parser.add_argument("--web-processes", default="auto", help="servers on one port, as WEB_PROCESSES takes it (default auto, as make run)")
     parser.add_argument("--servers", type=int, default=1, help="instead: this many Daphne processes on ports of their own (the client alternates)")
+    parser.add_argument("--at-once", action="store_true", help="send every run at the same moment instead of at N/S per second")
     parser.add_argument("--profile", default="", help="write a py-spy raw profile of the server during the runs here")
     parser.add_argument("--model-process", action=argparse.BooleanOptionalAction, default=True,
                         help="the loopback model in a process of its own, as a remote provider would be (default); "

@@ -274,6 +274,8 @@ def run_answer_events(*, run_id: str, newest_first: bool = False, limit: int | N
 
 # Bound parameters per IN list: far under every backend's limit, whatever the thread's length.
 _SEQ_LOOKUP_CHUNK = 500
+# From this many identities a lookup reads the thread's message rows whole.
+_SEQ_SCAN_FROM = 50
 
 
 def message_seqs(*, thread_id: str, identities) -> dict[str, int]:
@@ -289,13 +291,20 @@ def message_seqs(*, thread_id: str, identities) -> dict[str, int]:
     tool_ids = sorted(i.removeprefix("tool:") for i in wanted if i.startswith("tool:"))
     hidden = hidden_run_ids(thread_id=thread_id)
     found: dict[str, int] = {}
-    for key, values in (("content__id__in", ids), ("content__tool_call_id__in", tool_ids)):
-        for start in range(0, len(values), _SEQ_LOOKUP_CHUNK):
-            qs = RunEvent.objects.filter(thread_id=thread_id, category="message", **{key: values[start:start + _SEQ_LOOKUP_CHUNK]})
-            if hidden:
-                qs = qs.exclude(run_id__in=hidden)
-            for seq, message_id, tool_call_id in qs.values_list("seq", "content__id", "content__tool_call_id"):
-                identity = message_identity({"id": message_id, "tool_call_id": tool_call_id})
-                if identity in wanted and (identity not in found or seq < found[identity]):
-                    found[identity] = seq
+    if len(wanted) >= _SEQ_SCAN_FROM:
+        # Many at once (a long thread's first frame of a run): one read of the thread's message
+        # rows, matched here, instead of an IN list whose every value Django adapts as JSON.
+        lookups = [{}]
+    else:
+        lookups = [{key: values[start:start + _SEQ_LOOKUP_CHUNK]}
+                   for key, values in (("content__id__in", ids), ("content__tool_call_id__in", tool_ids))
+                   for start in range(0, len(values), _SEQ_LOOKUP_CHUNK)]
+    for lookup in lookups:
+        qs = RunEvent.objects.filter(thread_id=thread_id, category="message", **lookup)
+        if hidden:
+            qs = qs.exclude(run_id__in=hidden)
+        for seq, message_id, tool_call_id in qs.values_list("seq", "content__id", "content__tool_call_id"):
+            identity = message_identity({"id": message_id, "tool_call_id": tool_call_id})
+            if identity in wanted and (identity not in found or seq < found[identity]):
+                found[identity] = seq
     return found

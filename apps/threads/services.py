@@ -78,13 +78,15 @@ def thread_create(*, owner, thread_id: str | None = None, assistant_id: str = ""
         # A savepoint only inside a caller's transaction, where a failed insert would break it;
         # alone, the insert is its own transaction and holds SQLite's write lock for less time.
         with transaction.atomic() if transaction.get_connection().in_atomic_block else contextlib.nullcontext():
-            return _insert_thread.create(id=thread_id, owner=owner, assistant_id=assistant_id or "", metadata=clean_metadata)
+            thread = _insert_thread.create(id=thread_id, owner=owner, assistant_id=assistant_id or "", metadata=clean_metadata)
     except IntegrityError:
         # A concurrent create with the same id won the race.
         existing = Thread.objects.filter(pk=thread_id, owner=owner).first()
         if existing is None:
             raise NotFound(f"Thread {thread_id} not found") from None
         return existing
+    thread.tag_names = []  # a new thread has none: its JSON needs no query for them
+    return thread
 
 
 def thread_update(*, thread: Thread, metadata: dict | None) -> Thread:

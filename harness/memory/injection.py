@@ -9,12 +9,14 @@ denser. Either way the count is made only when there is memory to inject.
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import logging
 import re
 import threading
 import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from harness.agents.markers import neutralize_tags
 from harness.memory.retrieval import CJK_CLASS
@@ -36,18 +38,46 @@ def char_tokens(text: str) -> int:
 
 
 _encoding_lock = threading.Lock()
-_encoding: list = []  # [encoding or None] once loading was tried
+_encoding: list = []  # [count function or None] once loading was tried
 
 
-def _cl100k():
+def _backend_counter() -> Counter | None:
+    """bpe-openai's Rust tokenizer alone: ``import bpe_openai`` decodes three vocabularies
+    (cl100k, o200k, voyage3) into Python dicts at import time, about half a second of CPU and
+    70 MB per process that nothing here reads; the Rust backend has them built in. Loaded as
+    the package would load it, without running the package's ``__init__``."""
+    spec = importlib.util.find_spec("bpe_openai")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    for location in spec.submodule_search_locations:
+        for path in Path(location).glob("_bindings*.so"):
+            module_spec = importlib.util.spec_from_file_location("bpe_openai._bindings", path)
+            if module_spec is None or module_spec.loader is None:
+                continue
+            module = importlib.util.module_from_spec(module_spec)
+            module_spec.loader.exec_module(module)
+            return module.tokenizer_for_encoding("cl100k_base").count
+    return None
+
+
+def _full_counter() -> Counter:
+    with warnings.catch_warnings():  # its loader uses a deprecated importlib call
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import bpe_openai
+
+        encoding = bpe_openai.get_encoding("cl100k_base")
+    return lambda text: len(encoding.encode_ordinary(text))
+
+
+def _cl100k() -> Counter | None:
     with _encoding_lock:
         if not _encoding:
             try:
-                with warnings.catch_warnings():  # its loader uses a deprecated importlib call
-                    warnings.simplefilter("ignore", DeprecationWarning)
-                    import bpe_openai
-
-                    _encoding.append(bpe_openai.get_encoding("cl100k_base"))
+                try:
+                    counter = _backend_counter()
+                except Exception:  # a layout this does not know: the package's own way
+                    counter = None
+                _encoding.append(counter or _full_counter())
             except Exception:  # not installed or broken: budgets still hold, by estimate
                 logger.warning("memory.token_counting is tiktoken but cl100k_base cannot be loaded; using the char estimate",
                                exc_info=True)
@@ -58,9 +88,9 @@ def _cl100k():
 def token_counter(mode: str) -> Counter:
     """The counter for ``memory.token_counting`` *mode* (loads the encoding on first use)."""
     if mode == "tiktoken":
-        encoding = _cl100k()
-        if encoding is not None:
-            return lambda text: len(encoding.encode_ordinary(text))
+        counter = _cl100k()
+        if counter is not None:
+            return counter
     return char_tokens
 
 

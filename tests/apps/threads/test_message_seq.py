@@ -14,6 +14,16 @@ from tests.apps.threads.test_thread_actions import agent, ask  # noqa: F401 (the
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
 
+@pytest.fixture(params=["in_list", "whole_feed"])
+def seq_lookup(request, monkeypatch):
+    """Both ways the seqs are looked up: an IN list of identities, and (from a long thread's
+    many identities on) one read of the thread's message rows, matched in Python."""
+    import apps.runs.selectors
+
+    monkeypatch.setattr(apps.runs.selectors, "_SEQ_SCAN_FROM", 10**9 if request.param == "in_list" else 1)
+    return request.param
+
+
 def identity(message):
     return ("tool", message["tool_call_id"]) if message.get("tool_call_id") else ("message", message["id"])
 
@@ -54,7 +64,7 @@ def assert_exact(client, tid):
     return messages
 
 
-def test_state_and_history_place_every_message_after_regenerate_and_edit(user_client, agent):
+def test_state_and_history_place_every_message_after_regenerate_and_edit(user_client, agent, seq_lookup):
     agent(tool_reply(call("progress", note="looking")), "a1", "a2", "a2 again", "a2 edited")
     tid = new_thread(user_client)
     ask(user_client, tid, "q1")
@@ -121,7 +131,7 @@ def test_a_reload_with_a_short_page_places_the_older_state_messages_before_it(us
                                                      ("human", "q3"), ("ai", "a3")]
 
 
-def test_streamed_values_frames_carry_the_seqs_of_older_messages(user_client, agent):
+def test_streamed_values_frames_carry_the_seqs_of_older_messages(user_client, agent, seq_lookup):
     agent("a1", "a2")
     tid = new_thread(user_client)
     ask(user_client, tid, "q1")

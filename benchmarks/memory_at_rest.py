@@ -1,0 +1,110 @@
+"""`make run`'s processes at rest: proportional (PSS) and resident (RSS) memory, per process.
+
+Starts what scripts/run.sh starts, with config.example.yaml as it ships (its model pointed at
+an unused loopback address): the web processes' launcher and its Daphne servers
+(``WEB_PROCESSES`` auto), then the Celery worker with its embedded beat. Once every process
+has listened and ``--settle`` seconds have passed it reads ``/proc/<pid>/smaps_rollup``;
+``--runs N`` first sends N runs through the site (they fail at the unreachable model, which
+is enough to import and build what a run needs) and reads again after they settle.
+
+PSS shares each page among the processes mapping it, so the PSS column adds up to what the
+stack costs the machine; RSS counts shared pages once per process.
+
+    .venv/bin/python benchmarks/memory_at_rest.py [--settle 15] [--runs 5] [--repeats 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.bench_support import start_make_run_stack  # noqa: E402
+
+
+def smaps(pid: int) -> dict[str, float]:
+    fields = {}
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines()[1:]:
+        name, _, rest = line.partition(":")
+        fields[name.strip()] = int(rest.split()[0]) / 1024
+    return {"pss_mb": round(fields["Pss"], 1), "rss_mb": round(fields["Rss"], 1)}
+
+
+def command(pid: int) -> str:
+    parts = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    text = " ".join(p.decode(errors="replace") for p in parts if p)
+    for marker in ("web_processes", "celery", "daphne"):
+        if marker in text:
+            return marker
+    return text[:60]
+
+
+def descendants(pid: int) -> list[int]:
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            out += [int(child), *descendants(int(child))]
+    return out
+
+
+def reading(pids: list[int]) -> dict:
+    rows = []
+    for pid in pids:
+        try:
+            rows.append({"pid": pid, "process": command(pid), **smaps(pid)})
+        except FileNotFoundError:  # a short-lived child (a probe) that ended meanwhile
+            continue
+    return {"processes": rows, "pss_mb_total": round(sum(r["pss_mb"] for r in rows), 1),
+            "rss_mb_total": round(sum(r["rss_mb"] for r in rows), 1), "load": round(os.getloadavg()[0], 1)}
+
+
+def once(args: argparse.Namespace) -> dict:
+    home = Path(tempfile.mkdtemp(prefix="deerflow-rest-"))
+    env = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "unused", "DJANGO_DEBUG": "true"}
+    server = start_make_run_stack(home, config_text=(ROOT / "config.example.yaml").read_text(), extra_env=env)
+    worker = subprocess.Popen([str(Path(sys.executable).parent / "celery"), "-A", "deerflow_site", "worker", "--beat", "--pool", "threads",
+                               "--concurrency", "4", "--without-mingle", "--without-gossip", "--loglevel", "warning",
+                               "--hostname", f"bench{os.getpid()}@%h"], cwd=ROOT, env=server.env,
+                              stdout=open(home / "celery.log", "w"), stderr=subprocess.STDOUT)
+    try:
+        time.sleep(args.settle)
+        pids = [server.process.pid, *descendants(server.process.pid), worker.pid, *descendants(worker.pid)]
+        out = {"started": reading(pids)}
+        if args.runs:
+            token = server.create_user_token("bench")
+            with httpx.Client(base_url=f"{server.url}/api", headers={"Authorization": f"Bearer {token}"}, timeout=120) as client:
+                for _ in range(args.runs):
+                    thread = client.post("/threads", json={}).json()["thread_id"]
+                    client.post(f"/threads/{thread}/runs/wait", json={"assistant_id": "lead_agent",
+                                                                      "input": {"messages": [{"role": "user", "content": "hi"}]}})
+            time.sleep(args.settle)
+            out[f"after_{args.runs}_runs"] = reading(pids)
+        return out
+    finally:
+        worker.terminate()
+        worker.wait(30)
+        server.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--settle", type=float, default=15.0)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    for _ in range(args.repeats):  # each as it is read: a slow machine may stop the script midway
+        print(json.dumps(once(args)), flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""A Chat Completions request's messages sent as ``langchain_openai`` built them, for models on
+the OpenAI SDK.
+
+Before it sends a request the SDK walks the whole body against its typed-dict declarations
+(``openai._utils._transform``), to rename aliased keys and format dates and files. The chat
+message parameters declare none of those, so for the messages the walk changes nothing, but it
+looks every key of every message up in the typing machinery: with 600 messages it cost about
+100 ms of CPU per model call here, nineteen twentieths of what building the request cost, and
+the history of a long thread grew every turn by it. ``langchain_openai`` has already turned each
+message into the plain dict the API takes (``_convert_message_to_dict``); this hands that list to
+the SDK as part of ``extra_body``, which the SDK merges over the walked body as it is, so the
+bytes sent are the same and only the walk of the messages is skipped. Every other parameter
+still goes through the SDK's transform.
+
+The tools' definitions go the same way (langchain_openai built them with
+``convert_to_openai_tool``; the walk would look at every key of every JSON schema). A call whose
+messages are not a list of dicts, or whose ``extra_body`` already names ``messages`` or
+``tools``, goes through the SDK unchanged. An SDK whose client has no
+``chat.completions.create`` is left untouched: slower, never wrong.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+_MARK = "_deerflow_messages_as_built"
+
+
+# What langchain_openai hands over already as the API's plain JSON, and which declares no alias
+# or format in the SDK's types: the messages, and the tools' definitions (each schema walked
+# key by key otherwise, about 5,000 calls per request for the lead agent's tools).
+_AS_BUILT = ("messages", "tools")
+
+
+def _plain(value: Any) -> bool:
+    return isinstance(value, list) and all(type(item) is dict for item in value)
+
+
+def _moved(kwargs: dict[str, Any]) -> dict[str, Any] | None:
+    """The call's arguments with its messages and tools in ``extra_body``, or None to leave it as is."""
+    extra = kwargs.get("extra_body")
+    if extra is not None and (not isinstance(extra, dict) or any(key in extra for key in _AS_BUILT)):
+        return None
+    moved = {key: kwargs[key] for key in _AS_BUILT if _plain(kwargs.get(key))}
+    if "messages" not in moved:
+        return None
+    # An empty list is what the SDK walks for the messages (the parameter is required); the
+    # tools are left out of its walk. extra_body's values replace them in the body.
+    rest = {key: value for key, value in kwargs.items() if key not in moved}
+    return {**rest, "messages": [], "extra_body": {**(extra or {}), **moved}}
+
+
+def _wrap(completions: Any, is_async: bool) -> bool:
+    create = getattr(completions, "create", None)
+    if create is None:
+        return False
+    if getattr(create, _MARK, False):
+        return True
+    if is_async:
+        @functools.wraps(create)
+        async def wrapped(*args: Any, **kwargs: Any) -> Any:
+            return await create(*args, **(_moved(kwargs) or kwargs))
+    else:
+        @functools.wraps(create)
+        def wrapped(*args: Any, **kwargs: Any) -> Any:
+            return create(*args, **(_moved(kwargs) or kwargs))
+    wrapped._deerflow_messages_as_built = True  # type: ignore[attr-defined]
+    completions.create = wrapped
+    return True
+
+
+def send_messages_as_built(model: Any) -> bool:
+    """Install on ``model``'s SDK clients (sync and async); False when it has none."""
+    done = []
+    for attr, is_async in (("root_client", False), ("root_async_client", True)):
+        client = getattr(model, attr, None)
+        completions = getattr(getattr(client, "chat", None), "completions", None) if client is not None else None
+        if completions is not None:
+            done.append(_wrap(completions, is_async))
+    return bool(done) and all(done)
