@@ -6,8 +6,9 @@ is followed live from the web chat."""
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -17,7 +18,6 @@ import pytest
 from harness.testing import Reply, loopback_config_text
 from tests.support.fake_telegram import FakeTelegram
 from tests.support.live import ROOT, start_live_server
-from tests.support.zygote import ForkedProcess, start_module
 
 pytestmark = [pytest.mark.slow]
 
@@ -51,14 +51,12 @@ def _until(predicate, what: str, timeout: float = 60.0) -> None:
         time.sleep(0.2)
 
 
-def _start_worker(live) -> ForkedProcess:
-    """`manage.py run_channels`, forked from the zygote (tests/support/zygote.py): the process
-    runs manage.py as `python manage.py` does, without paying its libraries' imports again."""
-    with open(os.devnull, "w") as devnull:
-        return start_module("manage", ["run_channels"], cwd=ROOT, env=live.env, stdout=devnull)
+def _start_worker(live) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "manage.py", "run_channels"], cwd=ROOT, env=live.env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def _stop_worker(process: ForkedProcess) -> None:
+def _stop_worker(process: subprocess.Popen) -> None:
     process.send_signal(signal.SIGTERM)
     assert process.wait(timeout=60) == 0
 
