@@ -20,8 +20,10 @@ work=$(mktemp -d /tmp/deerflow-test.XXXXXX)
 chmod 755 "$work"
 PGDATA_DIR=""
 load_pids=()
+image_pid=""
 cleanup() {
   [ ${#load_pids[@]} -eq 0 ] || kill "${load_pids[@]}" 2>/dev/null || true
+  [ -z "$image_pid" ] || kill -- "-$image_pid" 2>/dev/null || true
   [ ! -f "$work/redis.pid" ] || kill "$(cat "$work/redis.pid")" 2>/dev/null || true
   if [ -n "${PGDATA_DIR:-}" ] && [ -f "$PGDATA_DIR/postmaster.pid" ]; then as_pg "$PG_BIN/pg_ctl" -D "$PGDATA_DIR" -m immediate stop >/dev/null 2>&1 || true; fi
   rm -rf "$work"
@@ -61,6 +63,18 @@ start_postgres() {
 if $under_load; then
   for _ in 1 2; do sha256sum /dev/zero >/dev/null 2>&1 & load_pids+=($!); done
   echo "note: two CPU-bound processes run beside the suite (--under-load)." >&2
+fi
+
+# The container sandbox's image: on a fresh machine its build takes minutes (debootstrap, the
+# toolbox's wheels), mostly waiting on downloads and disk. Started now, it overlaps with the
+# tests; the container tests wait for it (tests/support/container_engine.py). A built image
+# makes this a no-op. Targeted runs leave the build to the tests that need it.
+if [ $# -eq 0 ] && [ "$(id -u)" -eq 0 ] && command -v podman >/dev/null 2>&1 && command -v runc >/dev/null 2>&1 \
+   && command -v debootstrap >/dev/null 2>&1; then
+  # A process group of its own, so that the cleanup stops the whole build if the suite ends first.
+  setsid bash -c 'rc=0; scripts/build_sandbox_image.sh >"$1.log" 2>&1 || rc=$?; echo "$rc" >"$1.rc"' _ "$work/sandbox-image" &
+  image_pid=$!
+  export DEERFLOW_TEST_SANDBOX_IMAGE_BUILD="$work/sandbox-image"
 fi
 
 REDIS_TEST_URL=""

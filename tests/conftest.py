@@ -80,16 +80,49 @@ def _schedule_group(path: str) -> str:
 def pytest_xdist_make_scheduler(config, log):
     """`make test` runs the suite on pytest-xdist workers with ``--dist loadfile``: a file's
     tests, and the live servers its module fixtures start, stay on one worker, and so do the
-    groups of files `_schedule_group` names."""
+    groups of files `_schedule_group` names. The groups go out in the order the workers
+    collected them (`_costly_first`), not xdist's default of the most tests first, which left
+    the slow files of few tests (a site started as a user does, the migration journey) to the
+    end, where one worker ran them while the other had nothing left."""
     if config.getvalue("dist") != "loadfile":
         return None
     from xdist.scheduler import LoadFileScheduling
+
+    config.option.loadscopereorder = False
 
     class SharedSetupTogether(LoadFileScheduling):
         def _split_scope(self, nodeid: str) -> str:
             return _schedule_group(nodeid.split("::", 1)[0])
 
     return SharedSetupTogether(config, log)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """Tell the workers of a ``--dist loadfile`` run to collect in `_costly_first` order (a
+    worker's own options say ``dist=no``)."""
+    if node.config.getvalue("dist") == "loadfile":
+        node.workerinput["deerflow_costly_first"] = True
+
+
+def _costly_first(items) -> None:
+    """Order the schedule groups by what they cost, most first, as a longest-first schedule
+    does: the browser group (the largest unit), the SDK files' shared stacks, then files with
+    a test marked ``slow``, then the rest; each group's tests keep their order. The container
+    files come after the slow ones: on a fresh machine they wait for the sandbox image, whose
+    build scripts/test.sh starts as the suite starts."""
+    def groups_marked(marker: str) -> set[str]:
+        return {_schedule_group(item.nodeid.split("::", 1)[0]) for item in items if marker in item.keywords}
+
+    slow, container = groups_marked("slow"), groups_marked("container")
+
+    def cost_rank(item) -> int:
+        group = _schedule_group(item.nodeid.split("::", 1)[0])
+        if group in ("browser", "sdk"):
+            return 0 if group == "browser" else 1
+        return 3 if group in container else 2 if group in slow else 4
+
+    items.sort(key=cost_rank)  # stable: a group's tests stay together and in order
 
 
 def pytest_collection_modifyitems(config, items):
@@ -110,6 +143,8 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.skip(reason="needs PostgreSQL: runs in the second tier of `make test`"))
         if "redis" in item.keywords and not redis_url:
             item.add_marker(pytest.mark.skip(reason="needs a Redis server (DEERFLOW_TEST_REDIS_URL); `make test` starts one"))
+    if getattr(config, "workerinput", {}).get("deerflow_costly_first"):
+        _costly_first(items)
     listing = os.environ.get("DEERFLOW_TIER2_FILES")
     if listing:
         # Each xdist worker collects the same suite and writes the same list; replace, never append.

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.site.previous_release.make_db import load, table_counts, user_tables
+from tests.support.live import ShellSession
 
 pytestmark = pytest.mark.slow
 
@@ -119,8 +120,17 @@ class Snapshot:
         conn.close()
 
 
-def _orm_read(env: dict[str, str]) -> tuple[dict[str, list], str]:
-    out, error = _manage(env, "shell", "-c", READ_EVERY_MODEL)
+def _shell(shell: ShellSession, code: str) -> tuple[str, str]:
+    """``manage.py shell -c code`` as `_manage` reports it, in a process forked from one that has
+    set Django up once for the whole journey (the code runs on the database as it is then)."""
+    try:
+        return shell.run(code), ""
+    except RuntimeError as exc:
+        return "", f"manage.py shell failed:\n{str(exc)[-4000:]}"
+
+
+def _orm_read(shell: ShellSession) -> tuple[dict[str, list], str]:
+    out, error = _shell(shell, READ_EVERY_MODEL)
     line = next((line for line in out.splitlines() if line.startswith("ORM-READ ")), None)
     return (json.loads(line.removeprefix("ORM-READ ")) if line else {}), error
 
@@ -136,13 +146,18 @@ def journey(tmp_path_factory):
     env = _env(db, work / "home")
     steps: dict = {"release": Snapshot(db), "errors": {}}
     release_migrations = json.dumps(json.dumps(sorted(steps["release"].migrations)))
-    for step, command in (("upgraded", ["migrate", "--noinput"]),
-                          ("downgraded", ["shell", "-c", f"RELEASE = {release_migrations}\n{MIGRATE_BACK}"]),
-                          ("upgraded_again", ["migrate", "--noinput"])):
-        _, steps["errors"][step] = _manage(env, *command)
-        steps[step] = Snapshot(db)
-        if step.startswith("upgraded"):
-            steps[f"{step}_read"], steps["errors"][f"{step}_read"] = _orm_read(env)
+    shell = ShellSession(env)
+    try:
+        for step in ("upgraded", "downgraded", "upgraded_again"):
+            if step == "downgraded":
+                _, steps["errors"][step] = _shell(shell, f"RELEASE = {release_migrations}\n{MIGRATE_BACK}")
+            else:
+                _, steps["errors"][step] = _manage(env, "migrate", "--noinput")
+            steps[step] = Snapshot(db)
+            if step.startswith("upgraded"):
+                steps[f"{step}_read"], steps["errors"][f"{step}_read"] = _orm_read(shell)
+    finally:
+        shell.close()
     return steps
 
 

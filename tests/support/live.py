@@ -57,33 +57,22 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-@dataclass
-class LiveServer:
-    url: str
-    env: dict
-    process: ForkedProcess
-    log_path: Path
-    # The distributed stack's other processes: more Daphne servers (``urls[1:]``) and workers.
-    urls: list[str] = field(default_factory=list)
-    others: list[ForkedProcess] = field(default_factory=list)
-    # tests/support/shell_server.py for this stack, started at the first ``shell`` call.
-    _shell_server: ForkedProcess | None = None
-    _shell_lock: threading.Lock = field(default_factory=threading.Lock)
+class ShellSession:
+    """``manage.py shell -c`` on a stack's environment, many calls at the price of one Django
+    start-up: each call runs in a process of its own forked from one that has already set
+    Django up (tests/support/shell_server.py), itself forked from the zygote."""
 
-    def manage(self, *args: str) -> str:
-        result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=120)
-        if result.returncode != 0:
-            raise RuntimeError(f"manage.py {' '.join(args)} failed: {result.stderr}")
-        return result.stdout
+    def __init__(self, env: dict):
+        self.env = env
+        self._server: ForkedProcess | None = None
+        self._lock = threading.Lock()
 
-    def shell(self, code: str) -> str:
-        """Run ``code`` as ``manage.py shell -c`` does, in a process of its own on this stack's
-        database, and return what it printed. The process is forked from one that has already
-        set Django up (tests/support/shell_server.py), which saves each call the start-up."""
-        with self._shell_lock:
-            if self._shell_server is None or self._shell_server.poll() is not None:
-                self._shell_server = start_module("tests.support.shell_server", [], cwd=ROOT, env=self.env, pipes=True)
-            server = self._shell_server
+    def run(self, code: str) -> str:
+        """Run ``code`` and return what it printed."""
+        with self._lock:
+            if self._server is None or self._server.poll() is not None:
+                self._server = start_module("tests.support.shell_server", [], cwd=ROOT, env=self.env, pipes=True)
+            server = self._server
             server.stdin.write(json.dumps({"code": code}) + "\n")
             server.stdin.flush()
             # Django's setup may log to stdout first (a startup warning, e.g. config keys
@@ -100,6 +89,42 @@ class LiveServer:
         if result["rc"] != 0:
             raise RuntimeError(f"manage.py shell -c failed: {result['stderr']}")
         return result["stdout"].strip()
+
+    def close(self) -> None:
+        if self._server is not None:
+            self._server.stdin.close()  # its loop ends at end of input
+            try:
+                self._server.wait(10)
+            except subprocess.TimeoutExpired:
+                self._server.kill()
+            self._server = None
+
+
+@dataclass
+class LiveServer:
+    url: str
+    env: dict
+    process: ForkedProcess
+    log_path: Path
+    # The distributed stack's other processes: more Daphne servers (``urls[1:]``) and workers.
+    urls: list[str] = field(default_factory=list)
+    others: list[ForkedProcess] = field(default_factory=list)
+    # tests/support/shell_server.py for this stack, started at the first ``shell`` call.
+    _shell: ShellSession = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._shell = ShellSession(self.env)
+
+    def manage(self, *args: str) -> str:
+        result = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=120)
+        if result.returncode != 0:
+            raise RuntimeError(f"manage.py {' '.join(args)} failed: {result.stderr}")
+        return result.stdout
+
+    def shell(self, code: str) -> str:
+        """Run ``code`` as ``manage.py shell -c`` does, in a process of its own on this stack's
+        database, and return what it printed (``ShellSession``)."""
+        return self._shell.run(code)
 
     def create_user_token(self, username: str, scopes: str = "threads:read threads:write runs:read runs:create runs:cancel") -> str:
         return self.shell(
@@ -126,12 +151,7 @@ class LiveServer:
         _wait_healthy(self, self.url, self.process, time.monotonic() + 60)
 
     def stop(self) -> None:
-        if self._shell_server is not None:
-            self._shell_server.stdin.close()  # its loop ends at end of input
-            try:
-                self._shell_server.wait(10)
-            except subprocess.TimeoutExpired:
-                self._shell_server.kill()
+        self._shell.close()
         for process in [self.process, *self.others]:
             process.terminate()
         for process in [self.process, *self.others]:
@@ -178,7 +198,7 @@ def _drop_templates() -> None:
 atexit.register(_drop_templates)
 
 
-def _migrated_database(home: Path, env: dict) -> str:
+def migrated_database(home: Path, env: dict) -> str:
     """A database for the stack on ``home``, already migrated: a copy of this process's
     template (a file copy on SQLite, ``CREATE DATABASE … TEMPLATE`` on PostgreSQL)."""
     base = os.environ.get("DATABASE_URL", "")
@@ -263,7 +283,7 @@ def live_env(home: Path, *, config_text: str, extra_env: dict | None = None) -> 
         "CONFIG_RECHECK_SECONDS": "0",
         **(extra_env or {}),
     })
-    env["DATABASE_URL"] = _migrated_database(home, env)
+    env["DATABASE_URL"] = migrated_database(home, env)
     return env
 
 

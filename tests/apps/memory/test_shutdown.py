@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -18,7 +17,8 @@ import httpx
 import pytest
 
 from harness.testing import LoopbackOpenAIServer, Reply, loopback_config_text
-from tests.support.live import ROOT, free_port, live_env
+from tests.support.live import ROOT, ShellSession, free_port, live_env
+from tests.support.zygote import ForkedProcess, start_module
 
 pytestmark = [pytest.mark.slow]
 
@@ -67,14 +67,17 @@ class Site:
 
     def __init__(self, home: Path, env: dict, processes: int):
         self.home, self.env, self.processes = home, env, processes
-        self.process: subprocess.Popen | None = None
+        self._shell = ShellSession(env)  # manage.py shell -c, without a Django start-up per call
+        self.process: ForkedProcess | None = None
         self.url = ""
 
     def start(self) -> None:
         port, ready = free_port(), self.home / "web.ready"
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "deerflow_site.server.web_processes", "-b", "127.0.0.1", "-p", str(port), "--processes", str(self.processes),
-             "--ready-file", str(ready), "deerflow_site.asgi:application"],
+        # The launcher is forked from the zygote (python -m without its imports' start-up); the
+        # Daphne servers it starts are its own, from scratch, as under `make run`.
+        self.process = start_module(
+            "deerflow_site.server.web_processes", ["-b", "127.0.0.1", "-p", str(port), "--processes", str(self.processes),
+                                                   "--ready-file", str(ready), "deerflow_site.asgi:application"],
             cwd=ROOT, env=self.env, stdout=open(self.home / "site.log", "a"), stderr=subprocess.STDOUT)
         self.url = f"http://127.0.0.1:{port}"
         deadline = time.monotonic() + 120
@@ -94,15 +97,13 @@ class Site:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait(10)
+        self._shell.close()
 
     def log(self) -> str:
         return (self.home / "site.log").read_text(errors="replace")
 
     def shell(self, code: str) -> str:
-        result = subprocess.run([sys.executable, "manage.py", "shell", "-v0", "-c", code], cwd=ROOT, env=self.env,
-                                capture_output=True, text=True, timeout=120)
-        assert result.returncode == 0, result.stderr
-        return result.stdout.strip()
+        return self._shell.run(code)
 
     def stored(self, username: str) -> tuple[list[str], list[str]]:
         """From the database, with the site stopped: the user's facts, and the threads whose

@@ -17,6 +17,7 @@ from apps.runs.services import runs_recover_orphans
 from apps.threads.services import thread_create
 from harness.testing import call, tool_reply
 from tests.apps.runs.test_runs_api import body_of
+from tests.support.live import ShellSession, migrated_database
 
 ROOT = Path(__file__).resolve().parents[3]
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
@@ -50,15 +51,20 @@ def test_the_server_recovers_orphans_when_it_starts(tmp_path):
         assert result.returncode == 0, result.stderr
         return result.stdout.strip()
 
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True, timeout=120)
-    run_id = py(
-        "import django; django.setup()\n"
-        "from apps.accounts.models import User; from apps.threads.services import thread_create; from apps.runs.models import Run\n"
-        "u = User.objects.create_user('crash'); t = thread_create(owner=u, thread_id='t1')\n"
-        "print(Run.objects.create(thread=t, owner=u, status='running').pk)"
-    )
-    py("import deerflow_site.asgi")  # what Daphne does when it starts
-    assert py(f"import django; django.setup()\nfrom apps.runs.models import Run; r = Run.objects.get(pk='{run_id}'); print(r.status, r.stop_reason)") == "error orphan_recovered"
+    # A copy of the suite's migrated template, and the orphan made and read back by shell
+    # processes that skip Django's start-up: only the server's start is the one under test.
+    env["DATABASE_URL"] = migrated_database(tmp_path, env)
+    shell = ShellSession(env)
+    try:
+        run_id = shell.run(
+            "from apps.accounts.models import User; from apps.threads.services import thread_create; from apps.runs.models import Run\n"
+            "u = User.objects.create_user('crash'); t = thread_create(owner=u, thread_id='t1')\n"
+            "print(Run.objects.create(thread=t, owner=u, status='running').pk)"
+        )
+        py("import deerflow_site.asgi")  # what Daphne does when it starts
+        assert shell.run(f"from apps.runs.models import Run; r = Run.objects.get(pk='{run_id}'); print(r.status, r.stop_reason)") == "error orphan_recovered"
+    finally:
+        shell.close()
 
 
 def _wait_until(condition, what, timeout=10):
