@@ -16,7 +16,7 @@ from django.db.models import Q
 from django.db.models.signals import post_delete, post_save
 
 from apps.skills.models import SkillRevision, SkillState
-from apps.skills.selectors import skill_reviews
+from apps.skills.selectors import skill_history, skill_reviews
 from harness.skills.manage import SkillChange
 
 class OrmSkillStateStore:
@@ -70,3 +70,6 @@ class OrmSkillHistoryStore:
             owner_id=int(change.user_id), name=change.name, action=change.action, file_path=change.file_path,
             thread_id=change.thread_id or "", prev_content=change.prev_content, new_content=change.new_content,
             findings=change.findings, moderation=change.moderation)
+
+    def history(self, user_id: str, name: str) -> list[dict]:
+        return skill_history(user=int(user_id), name=name) if str(user_id).isdigit() else []

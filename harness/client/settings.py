@@ -18,6 +18,7 @@ from harness.mcp.settings import mcp_config_get, mcp_config_replace, mcp_server_
 from harness.models import api_model_entry
 from harness.skills.install import install_archive, install_json, list_versions
 from harness.skills.loader import CUSTOM, GLOBAL, global_skills_home, load_global_skills, load_public_skills
+from harness.skills.manage import get_skill_history_store
 from harness.skills.state import SkillEntry, SkillSet, get_skill_state_store, resolve_skill_set, skill_content, skill_json
 
 
@@ -78,16 +79,20 @@ class SettingsMixin:
         return {"skills": [self._skill_json(e, reviews) for e in entries]}
 
     def get_skill(self, name: str) -> dict[str, Any]:
-        """One skill with its SKILL.md (``content``) and the versions that can be rolled back to."""
+        """One skill with its SKILL.md (``content``), the versions that can be rolled back to and,
+        for the user's own, the agent's changes (``skill_manage``)."""
         entry = self._skill_entry(name)
         category = entry.skill.category
+        history: list[dict] = []
         if category == CUSTOM:
             versions = list_versions(user_id=self.user_id, name=name)
+            history = get_skill_history_store().history(self.user_id, name)
         elif category == GLOBAL and self.is_admin:
             versions = list_versions(user_id=None, name=name, home=global_skills_home())
         else:
             versions = []
-        return {**self._skill_json(entry, self._reviews([entry])), "content": skill_content(entry.skill), "versions": versions}
+        return {**self._skill_json(entry, self._reviews([entry])), "content": skill_content(entry.skill), "versions": versions,
+                "history": history}
 
     def update_skill(self, name: str, *, enabled: bool) -> dict[str, Any]:
         """Turn a skill on or off for this user. A skill its install scan held stays off here:

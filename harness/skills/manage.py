@@ -61,6 +61,11 @@ class SkillChange:
 class SkillHistoryStore(Protocol):
     def record(self, change: SkillChange) -> None: ...
 
+    def history(self, user_id: str, name: str) -> list[dict]:
+        """The changes to one of the user's skills, newest first, as ``GET /api/skills/{name}``
+        lists them."""
+        ...
+
 
 class MemorySkillHistoryStore:
     def __init__(self) -> None:
@@ -70,6 +75,14 @@ class MemorySkillHistoryStore:
     def record(self, change: SkillChange) -> None:
         with self._lock:
             self.changes.append(change)
+
+    def history(self, user_id: str, name: str) -> list[dict]:
+        # No rows to restore from in a process without the server's database: listed, not restorable.
+        with self._lock:
+            mine = [(n, c) for n, c in enumerate(self.changes, 1) if c.user_id == str(user_id) and c.name == name]
+        return [{"id": n, "action": c.action, "action_display": c.action, "file_path": c.file_path, "thread_id": c.thread_id,
+                 "created_at": None, "prev_content": c.prev_content, "new_content": c.new_content,
+                 "moderation": c.moderation, "restorable": False} for n, c in reversed(mine)]
 
 
 _history: SkillHistoryStore = MemorySkillHistoryStore()

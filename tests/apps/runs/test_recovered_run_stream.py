@@ -12,7 +12,8 @@ import pytest
 
 from apps.runs.recovery import ORPHAN_ERROR
 from harness.testing import LoopbackOpenAIServer, loopback_config_text
-from tests.apps.runs.test_crash_restart import _client, _run_status, _start_slow_run, _wait_for
+from tests.apps.runs.test_crash_restart import _client, _run_status, _start_slow_run
+from tests.support.waiting import wait_until
 from tests.apps.runs.test_runs_api import parse_sse
 from tests.support.live import start_live_server
 
@@ -41,8 +42,8 @@ def test_a_run_settled_after_a_crash_has_its_finish_time_and_streams_its_error_t
         server.crash()
         server.restart()
 
-        settled = _wait_for(lambda: (r := _run_status(server.url, token, tid, run_id))["status"] != "running" and r,
-                            "the dead process's run to be settled")
+        settled = wait_until(lambda: (r := _run_status(server.url, token, tid, run_id))["status"] != "running" and r,
+                             "the dead process's run to be settled")
         assert settled["status"] == "error" and settled["stop_reason"] == "orphan_recovered"
         assert settled["finished_at"] and settled["finished_at"] >= settled["created_at"]
 
