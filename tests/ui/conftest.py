@@ -18,6 +18,9 @@ import pytest
 from harness.testing import loopback_config_text
 from tests.support.live import start_live_server
 
+# Playwright's waits end on what they wait for; this bound only stops a hang (milliseconds).
+UI_HANG_MS = 60_000
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
@@ -45,10 +48,11 @@ def pytest_runtest_makereport(item, call):
 @pytest.fixture(scope="session", autouse=True)
 def _patient_expectations():
     """Runs are real (agent, sandbox, HTTP model): under a loaded CI machine an answer can
-    take longer than Playwright's 5 s default, which would be a flake, not a finding."""
+    take longer than Playwright's 5 s default, which would be a flake, not a finding. A
+    bound only ends a hang: 15 s was passed while an image built beside the suite."""
     from playwright.sync_api import expect
 
-    expect.set_options(timeout=15_000)
+    expect.set_options(timeout=UI_HANG_MS)
 
 
 @pytest.fixture(scope="session")
@@ -149,7 +153,7 @@ def _failure_dir() -> Path:
 
 def _open_page(request, browser, live, *, storage_state=None, viewport=None):
     context = browser.new_context(base_url=live.url, storage_state=storage_state, viewport=viewport or {"width": 1280, "height": 800})
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(UI_HANG_MS)
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
