@@ -11,18 +11,13 @@ import pytest
 from playwright.sync_api import expect
 
 from harness.testing import call, tool_reply
+from tests.ui.chat_page import send
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 
 def card(page, name):
     return page.locator(f'li.agent-card[data-agent="{name}"]')
-
-
-def send(page, text: str) -> None:
-    box = page.get_by_label("Message", exact=True)
-    box.fill(text)
-    box.press("Enter")
 
 
 def system_prompt(request) -> str:

@@ -6,17 +6,12 @@ from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
+from tests.ui.chat_page import send
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 VIEWS = [({"width": 1280, "height": 800}, "light"), ({"width": 375, "height": 740}, "light"),
          ({"width": 1280, "height": 800}, "dark"), ({"width": 375, "height": 740}, "dark")]
-
-
-def send(page, text: str) -> None:
-    box = page.get_by_label("Message", exact=True)
-    box.fill(text)
-    box.press("Enter")
 
 
 def idle(page):

@@ -15,17 +15,12 @@ from playwright.sync_api import expect
 
 from harness.testing.script import Reply, call, tool_reply
 from tests.support.fake_web import make_pdf
+from tests.ui.chat_page import send
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 AT_BOTTOM = "(() => { const c = document.getElementById('conversation'); return c.scrollHeight - c.scrollTop - c.clientHeight; })()"
 NO_SIDEWAYS = "document.documentElement.scrollWidth <= window.innerWidth"
-
-
-def send(page, text: str) -> None:
-    box = page.get_by_label("Message", exact=True)
-    box.fill(text)
-    box.press("Enter")
 
 
 def assistant(page):

@@ -11,6 +11,7 @@ import yaml
 from playwright.sync_api import expect
 
 from harness.testing.script import Reply
+from tests.ui.chat_page import send
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -25,12 +26,6 @@ def priced(live):
     live.config_path.write_text(yaml.safe_dump(data))
     yield
     live.config_path.write_text(original)
-
-
-def send(page, text: str) -> None:
-    box = page.get_by_label("Message", exact=True)
-    box.fill(text)
-    box.press("Enter")
 
 
 def fits_phone(page) -> None:

@@ -8,6 +8,7 @@ import re
 
 import pytest
 from playwright.sync_api import expect
+from tests.ui.chat_page import send
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -22,12 +23,6 @@ def memory_on(live):
     live.config_path.write_text(original + "memory:\n  enabled: true\n  debounce_seconds: 0\n")
     yield
     live.config_path.write_text(original)
-
-
-def send(page, text: str) -> None:
-    box = page.get_by_label("Message", exact=True)
-    box.fill(text)
-    box.press("Enter")
 
 
 def test_a_fact_learned_in_chat_is_shown_editable_and_used_in_a_new_chat(page, phone, live, script, model_server, memory_on, doc_shot):

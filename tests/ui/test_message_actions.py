@@ -11,14 +11,9 @@ import pytest
 from playwright.sync_api import expect
 
 from harness.testing.script import Reply, call, tool_reply
+from tests.ui.chat_page import send
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-
-def send(page, text: str) -> None:
-    box = page.get_by_label("Message", exact=True)
-    box.fill(text)
-    box.press("Enter")
 
 
 def answers(page):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
+from tests.ui.chat_page import send
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -15,12 +16,6 @@ VIEWS = [({"width": 1280, "height": 800}, "light"), ({"width": 375, "height": 74
 
 ANSWER = ("Three days in **Lisbon**:\n\n| day | where | budget |\n|---|---|---|\n| 1 | Alfama and the castle | 60 € |\n"
           "| 2 | Belém | 45 € |\n| 3 | Sintra | 70 € |\n\n```python\nprint('boa viagem')\n```\n")
-
-
-def send(page, text: str) -> None:
-    box = page.get_by_label("Message", exact=True)
-    box.fill(text)
-    box.press("Enter")
 
 
 def idle(page):

@@ -10,14 +10,9 @@ import time
 
 import pytest
 from playwright.sync_api import expect
+from tests.ui.chat_page import send
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-
-def send(page, text: str) -> None:
-    box = page.get_by_label("Message", exact=True)
-    box.fill(text)
-    box.press("Enter")
 
 
 def new_chat(page, text: str, answer_text: str) -> str:

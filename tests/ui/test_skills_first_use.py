@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from harness.testing.script import Reply, call, tool_reply
+from tests.ui.chat_page import send
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 PUBLIC = "/mnt/skills/public"
@@ -19,12 +20,6 @@ FIVE = ("deep-research", "data-analysis", "report-writer", "slide-deck", "skill-
 
 def bash(command: str):
     return tool_reply(call("bash", description="run the skill's script", command=command))
-
-
-def send(page, text: str) -> None:
-    box = page.get_by_label("Message", exact=True)
-    box.fill(text)
-    box.press("Enter")
 
 
 def thread_id(page) -> str:

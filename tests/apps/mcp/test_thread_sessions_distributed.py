@@ -2,7 +2,6 @@
 end when the thread is deleted through a server: the delete reaches every process over Redis."""
 
 import json
-import os
 import re
 import sys
 import time
@@ -27,7 +26,7 @@ def _alive(pid: int) -> bool:
     return state != "Z"
 
 
-def test_deleting_a_thread_closes_its_mcp_process_on_the_celery_worker(tmp_path_factory, model_server, script):
+def test_deleting_a_thread_closes_its_mcp_process_on_the_celery_worker(tmp_path_factory, model_server, script, own_redis_url):
     from langgraph_sdk import get_sync_client
 
     home = tmp_path_factory.mktemp("mcp-celery")
@@ -36,7 +35,9 @@ def test_deleting_a_thread_closes_its_mcp_process_on_the_celery_worker(tmp_path_
     extensions.write_text(json.dumps({"mcpServers": {"st": {
         "command": sys.executable, "args": [SERVERS, "stdio", "stateful"],
         "session_scope": "thread", "session_idle_timeout": 3600}}}))
-    redis_url = os.environ["DEERFLOW_TEST_REDIS_URL"]
+    # A Redis database of its own: the SDK's distributed stack keeps a Celery worker on the shared
+    # one, and it took this test's run once (and ran it against its own database).
+    redis_url = own_redis_url
     env = {"RUN_EXECUTOR": "celery", "REDIS_URL": redis_url, "CELERY_BROKER_URL": redis_url,
            "DEER_FLOW_EXTENSIONS_CONFIG_PATH": str(extensions)}
     config = loopback_config_text(model_server.base_url, timeout=30, extra_yaml=LOCAL_SANDBOX)
@@ -47,6 +48,7 @@ def test_deleting_a_thread_closes_its_mcp_process_on_the_celery_worker(tmp_path_
         script(tool_reply(call("count", {})), Reply(text="counted"))
         tid = sdk.threads.create()["thread_id"]
         run = sdk.runs.wait(tid, "lead_agent", input={"messages": [{"role": "user", "content": "count"}]})
+        assert "messages" in run, f"the run did not finish with a state: {run}\n{server.log()[-4000:]}"
         tool_output = next(m["content"] for m in run["messages"] if m["type"] == "tool")
         pid = int(re.search(r"pid=(\d+)", str(tool_output)).group(1))
         executed_by = server.shell(f"from apps.runs.models import Run; print(Run.objects.get(thread_id='{tid}').lease_owner)")
