@@ -7,8 +7,10 @@ from __future__ import annotations
 
 from django.db import transaction
 
+from apps.agents.selectors import model_list
 from apps.channels.base import ChatRef
 from apps.channels.models import ChannelConnection, ChannelConversation
+from apps.memory.selectors import memory_get_for_user
 from apps.runs.selectors import thread_active_run, thread_latest_run
 from apps.threads.selectors import thread_of_owner
 from apps.threads.services import thread_create, thread_title_set
@@ -146,7 +148,6 @@ MEMORY_FACTS_SHOWN = 5
 
 def models_text() -> str:
     """The configured models, as ``GET /api/models`` lists them; unusable ones say why."""
-    from apps.agents.selectors import model_list
 
     lines = []
     for model in model_list():
@@ -160,7 +161,6 @@ def models_text() -> str:
 
 def memory_text(*, user) -> str:
     """What the agent remembers about this user (their global memory), briefly."""
-    from apps.memory.selectors import memory_get_for_user
 
     doc = memory_get_for_user(user=user)
     facts = sorted(doc.facts, key=lambda f: -f.confidence)

@@ -26,7 +26,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from apps.agents.selectors import github_bound_agents
 from apps.channels.common import claim_delivery, release_delivery
+from apps.runs.schemas import RunCreate
+from apps.runs.services import start_run
+from apps.threads.services import thread_create, thread_title_set
 
 log = logging.getLogger(__name__)
 
@@ -157,9 +161,6 @@ def thread_id_for(repo: str, number: int, agent_id: str) -> str:
 def _start(match: Mapping[str, Any], event: str, payload: Mapping[str, Any], repo: str, number: int, delivery: str,
            token: str) -> str:
     """Admit the agent's run; its id. Raises what admission raises (busy thread, ...)."""
-    from apps.runs.schemas import RunCreate
-    from apps.runs.services import start_run
-    from apps.threads.services import thread_create, thread_title_set
 
     owner = match["owner"]
     thread_id = thread_id_for(repo, number, match["agent_id"])
@@ -185,7 +186,6 @@ def _start(match: Mapping[str, Any], event: str, payload: Mapping[str, Any], rep
 
 def fan_out(event: str, payload: Mapping[str, Any], *, delivery: str, default_login: str, token: str) -> FanOut:
     """Start a run for every bound agent the event fires. Blocking (ORM, start_run)."""
-    from apps.agents.selectors import github_bound_agents
 
     outcome = FanOut()
     where = target(event, payload)

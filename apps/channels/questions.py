@@ -25,6 +25,12 @@ from typing import Any
 
 from apps.channels.base import Choice
 from apps.errors import NotFound
+from apps.governance.services import approval_answer
+from apps.runs.schemas import parse_run_request
+from apps.runs.selectors import run_with_thread, thread_last_run_kwargs
+from apps.runs.services import start_run
+from apps.runs.state import thread_state_get
+from apps.threads.services import ThreadStatus
 
 PREFIX = "dfq"
 ANSWER_KEY = "question_answer"  # InboundMessage.extra key of a pressed button's answer
@@ -66,8 +72,6 @@ def _approval_question(value: dict) -> str:
 
 def pending_input(*, thread) -> Pending | None:
     """The question or approval ``thread`` waits on, or None. Blocking (ORM, checkpointer)."""
-    from apps.runs.state import thread_state_get
-    from apps.threads.services import ThreadStatus
 
     if thread is None or thread.status != ThreadStatus.INTERRUPTED:
         return None
@@ -97,7 +101,6 @@ def pending_input(*, thread) -> Pending | None:
 
 def pending_for_run(*, run_id: str) -> tuple[int, Pending] | None:
     """(owner id, what the run's thread waits for) after an interrupted run. Blocking."""
-    from apps.runs.selectors import run_with_thread
 
     run = run_with_thread(run_id=run_id)
     if run is None:
@@ -174,10 +177,6 @@ def resume(*, user, thread_id: str, pending: Pending, value: Any) -> str:
 
     Raises a domain error when the thread no longer waits (answered meanwhile): the caller
     tells the person their answer came too late."""
-    from apps.governance.services import approval_answer
-    from apps.runs.schemas import parse_run_request
-    from apps.runs.selectors import thread_last_run_kwargs
-    from apps.runs.services import start_run
 
     if pending.kind == "approval":
         return str(approval_answer(user=user, thread_id=thread_id, body=value).run.pk)
