@@ -41,6 +41,9 @@ CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--
                  "--disable-features=Translate,MediaRouter,OptimizationHints,AutofillServerCommunication,InterestFeedContentSuggestions", "--mute-audio"]
 
 
+CRASHED = "Error: the browser crashed; the next browser call starts a fresh one (pages, cookies and sign-ins are gone)."
+
+
 class BrowserError(Exception):
     """A browser call that could not be done; ``str()`` is the tool error's text."""
 
@@ -134,8 +137,12 @@ class BrowserService:
         key = (user_id, thread_id)
         session = self._sessions.get(key)
         if session is not None and (session.crashed or not session.browser.is_connected()):
+            # It died between steps. Saying so (rather than quietly opening a blank browser) keeps
+            # the model from reading an empty page as the page it had open; the call after this
+            # one starts fresh. Whether Playwright noticed the death before this call or during
+            # it, the model hears the same thing.
             await self._close(session)
-            session = None
+            raise BrowserError(CRASHED)
         if session is not None and run_id and session.run_id and session.run_id != run_id:
             # Left over from an earlier run that ended without closing it (a cancel, a crash).
             await self._close(session)

@@ -32,7 +32,7 @@ from harness.config.browser import BROWSER_FRAMES_DIRNAME, BrowserConfig
 from harness.net.guard import BlockedURL, GuardPolicy, check_url
 from harness.sandbox import SandboxError
 from harness.tools._context import get_sandbox, runtime_ids
-from harness.tools.browser.session import BrowserError, Session, Settings, host_port, get_browser_service
+from harness.tools.browser.session import CRASHED, BrowserError, Session, Settings, host_port, get_browser_service
 
 logger = logging.getLogger(__name__)
 
@@ -135,6 +135,12 @@ def _subresources_note(session: Session) -> str:
     return f"\n(The SSRF guard refused {len(blocked)} request(s) of this page, to: {', '.join(hosts)[:300]}.)"
 
 
+def _target_gone(exc: Exception) -> bool:
+    # Playwright's TargetClosedError lives in its private package; its text is stable.
+    text = str(exc)
+    return "has been closed" in text or "Target crashed" in text
+
+
 class _BrowserTool(BaseTool):
     model_config = ConfigDict(arbitrary_types_allowed=True, extra="allow")
     response_format: Literal["content", "content_and_artifact"] = "content_and_artifact"
@@ -190,9 +196,12 @@ class _BrowserTool(BaseTool):
                 except BrowserError:
                     raise
                 except Exception as exc:
-                    if session.crashed:
+                    # The step's own call can fail on the dead pipe before Playwright's
+                    # "disconnected" event has been delivered: a browser no longer connected
+                    # is a crash too.
+                    if session.crashed or not session.browser.is_connected() or session.page.is_closed() or _target_gone(exc):
                         await service._close(session)
-                        raise BrowserError("Error: the browser crashed during this step; the next browser call starts a fresh one.") from None
+                        raise BrowserError(CRASHED) from None
                     raise BrowserError(f"Error: {self.name} failed: {str(exc).splitlines()[0]}") from None
                 finally:
                     session.sink = None

@@ -25,6 +25,7 @@ from harness.tools.browser import (BrowserClickTool, BrowserCloseTool, BrowserGe
 from harness.sandbox import reset_sandbox_provider, set_sandbox_provider
 from harness.sandbox.local import LocalSandboxProvider
 from harness.tools.browser.session import get_browser_service
+from tests.support.waiting import HANG_SECONDS
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not os.path.exists("/usr/bin/chromium"), reason="needs Debian's chromium (make test installs it)")]
 
@@ -303,7 +304,8 @@ def chromium_pids_of(proxy_port: int) -> list[int]:
     return pids
 
 
-async def test_a_crashed_browser_is_a_tool_error_and_the_next_call_starts_a_fresh_one(site):
+@pytest.mark.parametrize("noticed", ["before the next call", "during the next call"])
+async def test_a_crashed_browser_is_a_tool_error_and_the_next_call_starts_a_fresh_one(site, noticed):
     import signal
 
     base, _, _ = site
@@ -316,6 +318,11 @@ async def test_a_crashed_browser_is_a_tool_error_and_the_next_call_starts_a_fres
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
+    if noticed == "before the next call":  # a busy machine: Playwright has already seen the death
+        deadline = asyncio.get_running_loop().time() + HANG_SECONDS
+        while not session.crashed and asyncio.get_running_loop().time() < deadline:
+            await asyncio.sleep(0.05)
+        assert session.crashed
     failed = await call(BrowserGetTextTool.from_app_config(app()), {}, thread="crash")
     assert failed.status == "error" and "crashed" in failed.content
     fresh = await call(nav, {"url": base + "/cookie"}, thread="crash")
