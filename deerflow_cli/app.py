@@ -71,6 +71,8 @@ class DeerFlowConsole(App):
         self.suggester = CommandSuggester()
         self.worker: Worker | None = None
         self.run_id: str | None = None
+        self.cancel_asked = False  # Ctrl-C pressed during this turn: its end reads "Cancelled.", however it ended
+        self.stream_open = False  # the turn still reads the run's stream (a worker past it is not cancelled)
         self.denying = False
         self.answers: dict[str, AnswerView] = {}
         self.cards: dict[str, ToolCard] = {}
@@ -323,6 +325,8 @@ class DeerFlowConsole(App):
 
     def start_turn(self, *, text: str | None = None, resume: Any = None) -> None:
         self.run_id = None
+        self.cancel_asked = False
+        self.stream_open = True
         self.log_view.anchor()  # follow the answer as it grows, until the user scrolls up
         self.status("● Working… Ctrl-C cancels")
         self.worker = self.run_worker(self.turn(text=text, resume=resume), group="turn", exclusive=True, exit_on_error=False)
@@ -333,6 +337,10 @@ class DeerFlowConsole(App):
             async for event in self.backend.turn(self.thread_id or "", text=text, resume=resume, model=self.model,
                                                  agent=None if self.agent == DEFAULT_AGENT else self.agent):
                 await self.apply(event)
+            self.stream_open = False
+            if self.cancel_asked:
+                # The server stopped the run and ended the stream before the worker was cancelled.
+                outcome = await self.show_cancelled()
         except BackendError as exc:
             outcome = "Failed."
             await self.say(str(exc), "error")
@@ -340,11 +348,7 @@ class DeerFlowConsole(App):
             outcome = "Failed."
             await self.say(f"{type(exc).__name__}: {exc}", "error")
         except asyncio.CancelledError:
-            for card in self.cards.values():
-                if card.title.startswith("…"):
-                    card.mark("■")
-            await self.say("Cancelled.")
-            outcome = "Ready."
+            outcome = await self.show_cancelled()
             raise
         finally:
             for view in self.answers.values():
@@ -353,6 +357,13 @@ class DeerFlowConsole(App):
             self.run_id = None
             if self.ask.value is None:
                 self.status(outcome)
+
+    async def show_cancelled(self) -> str:
+        for card in self.cards.values():
+            if card.title.startswith("…"):
+                card.mark("■")
+        await self.say("Cancelled.")
+        return "Ready."
 
     async def apply(self, event: Event) -> None:
         log = self.log_view
@@ -384,11 +395,12 @@ class DeerFlowConsole(App):
             self.status("Nothing is running. Ctrl-Q quits.")
             return
         self.status("Cancelling…")
+        self.cancel_asked = True
         try:
             await self.backend.cancel(self.thread_id or "", self.run_id)
         except BackendError as exc:
             await self.say(f"The server did not cancel: {exc}", "error")
-        if self.worker is not None:
+        if self.worker is not None and self.stream_open:
             self.worker.cancel()
 
     async def on_unmount(self) -> None:

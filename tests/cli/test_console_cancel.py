@@ -1,0 +1,91 @@
+"""Ctrl-C in the console, whichever comes first: the worker's cancellation or the end of the
+stream the server closed when it stopped the run. CI saw the second order on a busy machine
+(the run was interrupted on the server; the console said "Done.")."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, AsyncIterator
+
+import pytest
+from textual.widgets import Static
+
+from deerflow_cli.app import DeerFlowConsole
+from deerflow_cli.backend import Choice, Loaded, ThreadInfo
+from deerflow_cli.events import Event, Started, Text
+
+
+class StoppableBackend:
+    """A server whose cancel route stops the run and ends its stream before it answers."""
+
+    label = "a fake server"
+
+    def __init__(self, stream_ends_first: bool) -> None:
+        self.stream_ends_first = stream_ends_first
+        self.stopped = asyncio.Event()
+        self.stream_ended = asyncio.Event()
+        self.cancelled: list[str | None] = []
+
+    async def threads(self) -> list[ThreadInfo]:
+        return []
+
+    async def load(self, thread_id: str) -> Loaded:
+        return Loaded(title="", messages=[], asks=[])
+
+    async def new_thread(self) -> str:
+        return "t-1"
+
+    async def turn(self, thread_id: str, *, text: str | None = None, resume: Any = None, model: str | None = None,
+                   agent: str | None = None) -> AsyncIterator[Event]:
+        try:
+            yield Started("r-1")
+            yield Text("m-1", "Once upon")
+            await self.stopped.wait()
+        finally:
+            self.stream_ended.set()
+
+    async def cancel(self, thread_id: str, run_id: str | None) -> None:
+        self.cancelled.append(run_id)
+        self.stopped.set()
+        if self.stream_ends_first:
+            await self.stream_ended.wait()
+
+    async def models(self) -> list[Choice]:
+        return []
+
+    async def agents(self) -> list[Choice]:
+        return []
+
+    async def skills(self) -> list[Choice]:
+        return []
+
+    async def upload(self, thread_id: str, path: Any) -> str:
+        return ""
+
+    async def close(self) -> None:
+        pass
+
+
+def notices(app: DeerFlowConsole) -> list[str]:
+    return [str(widget.render()) for widget in app.query(".notice").results(Static)]
+
+
+@pytest.mark.parametrize("stream_ends_first", [True, False], ids=["stream ends first", "worker cancelled first"])
+def test_ctrl_c_reads_cancelled_however_the_turn_ended(stream_ends_first):
+    backend = StoppableBackend(stream_ends_first)
+
+    async def scenario() -> list[str]:
+        app = DeerFlowConsole(backend)
+        async with app.run_test() as pilot:
+            await pilot.press(*"Write a long essay", "enter")
+            while app.run_id is None:
+                await pilot.pause()
+            await pilot.press("ctrl+c")
+            while app.running:
+                await pilot.pause()
+            await pilot.pause()
+            return notices(app)
+
+    shown = asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert backend.cancelled == ["r-1"]
+    assert shown.count("Cancelled.") == 1, shown
