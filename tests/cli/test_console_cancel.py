@@ -5,7 +5,8 @@ stream the server closed when it stopped the run. CI saw the second order on a b
 from __future__ import annotations
 
 import asyncio
-from typing import Any, AsyncIterator
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from textual.widgets import Static

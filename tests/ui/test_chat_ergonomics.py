@@ -14,7 +14,7 @@ import pytest
 from playwright.sync_api import expect
 
 from harness.testing.script import Reply, call, tool_reply
-from tests.support.fake_web import make_pdf
+from tests.support.documents import one_page_pdf
 from tests.ui.chat_page import send
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -134,7 +134,7 @@ def make_png() -> bytes:
 
 
 FILES = [
-    {"name": "brief.pdf", "mimeType": "application/pdf", "buffer": make_pdf("Quarterly brief")},
+    {"name": "brief.pdf", "mimeType": "application/pdf", "buffer": one_page_pdf("Quarterly brief")},
     {"name": "minutes.docx", "mimeType": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
      "buffer": make_docx("Meeting minutes", "The budget was approved.")},
     {"name": "sales.xlsx", "mimeType": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "buffer": make_xlsx()},

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.apps.knowledge.documents import make_docx, make_pdf
+from tests.support.documents import make_docx, make_pdf
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 

@@ -13,11 +13,12 @@ import openpyxl
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from harness.uploads import files as uploads
 from apps.threads.models import Thread
 from harness.agents.middlewares.uploads import UploadsMiddleware
 from harness.config import thread_user_data_dir
-from tests.apps.threads.conftest import make_pdf, read_body
+from harness.uploads import files as uploads
+from tests.apps.threads.conftest import read_body
+from tests.support.documents import one_page_pdf
 
 pytestmark = pytest.mark.django_db
 
@@ -242,7 +243,7 @@ def test_another_users_thread_is_404_on_every_upload_route(user_client, other_us
 
 def test_documents_get_a_markdown_companion(user_client, user, thread_of):
     tid = thread_of()
-    response = post(user_client, tid, up("report.pdf", make_pdf("Quarterly revenue grew"), "application/pdf"), up("sheet.xlsx", xlsx_bytes()),
+    response = post(user_client, tid, up("report.pdf", one_page_pdf("Quarterly revenue grew"), "application/pdf"), up("sheet.xlsx", xlsx_bytes()),
                     up("plain.txt", b"not converted"))
     assert response.status_code == 200, response.content
     pdf, sheet, plain = response.json()["files"]
@@ -273,7 +274,7 @@ def test_corrupt_pdf_uploads_without_a_companion_and_says_why(user_client, user,
 def test_conversion_can_be_switched_off(user_client, user, thread_of, uploads_config):
     uploads_config(convert_documents=False)
     tid = thread_of()
-    assert post(user_client, tid, up("report.pdf", make_pdf("hi"))).status_code == 200
+    assert post(user_client, tid, up("report.pdf", one_page_pdf("hi"))).status_code == 200
     assert names_in(upload_dir(user, tid)) == ["report.pdf"]
 
 
@@ -282,7 +283,7 @@ def test_conversion_runs_on_one_worker_thread_per_request(user, thread_of, monke
     seen = []
     real = uploads.convert_to_markdown
     monkeypatch.setattr(uploads, "convert_to_markdown", lambda path: seen.append(threading.current_thread().name) or real(path))
-    files = [uploads.IncomingFile(f"r{i}.pdf", up(f"r{i}.pdf", make_pdf(f"page {i}"))) for i in range(3)]
+    files = [uploads.IncomingFile(f"r{i}.pdf", up(f"r{i}.pdf", one_page_pdf(f"page {i}"))) for i in range(3)]
     result = uploads.upload_files(thread=thread, files=files)
     assert [f["markdown_file"] for f in result["files"]] == ["r0.pdf.md", "r1.pdf.md", "r2.pdf.md"]
     assert len(seen) == 3 and len(set(seen)) == 1
@@ -294,7 +295,7 @@ def test_conversion_runs_on_one_worker_thread_per_request(user, thread_of, monke
 
 def test_delete_removes_the_file_and_its_companion(user_client, user, thread_of):
     tid = thread_of()
-    post(user_client, tid, up("report.pdf", make_pdf("bye")), up("keep.txt", b"k"))
+    post(user_client, tid, up("report.pdf", one_page_pdf("bye")), up("keep.txt", b"k"))
     response = user_client.delete(f"/api/threads/{tid}/uploads/report.pdf")
     assert response.status_code == 200 and response.json() == {"success": True, "message": "Deleted report.pdf, report.pdf.md"}
     assert names_in(upload_dir(user, tid)) == ["keep.txt"]
@@ -346,7 +347,7 @@ def test_agent_learns_about_new_uploads_and_companions_on_its_next_turn(user_cli
     state = {"thread_data": {"uploads_path": str(d)}, "messages": []}
     state.update(middleware.before_agent(state, None))
     assert middleware.before_agent(state, None) is None  # nothing new: nothing said
-    post(user_client, tid, up("deck.pdf", make_pdf("slides")))
+    post(user_client, tid, up("deck.pdf", one_page_pdf("slides")))
     update = middleware.before_agent(state, None)
     text = update["messages"][0].content
     assert "/mnt/user-data/uploads/deck.pdf" in text and "/mnt/user-data/uploads/deck.pdf.md" in text
@@ -412,10 +413,10 @@ def test_each_format_uses_its_own_converter(user_client, thread_of, name, error)
 
 def test_replacing_a_document_never_keeps_a_stale_companion(user_client, user, thread_of):
     tid = thread_of()
-    post(user_client, tid, up("r.pdf", make_pdf("first version")))
+    post(user_client, tid, up("r.pdf", one_page_pdf("first version")))
     d = upload_dir(user, tid)
     assert "first version" in (d / "r.pdf.md").read_text()
-    post(user_client, tid, up("r.pdf", make_pdf("second version")))
+    post(user_client, tid, up("r.pdf", one_page_pdf("second version")))
     assert "second version" in (d / "r.pdf.md").read_text()
     broken = post(user_client, tid, up("r.pdf", b"%PDF-1.4 broken")).json()["files"][0]
     assert "markdown_error" in broken and names_in(d) == ["r.pdf"]

@@ -1,5 +1,5 @@
-"""Small real documents for the ingestion tests: a paged PDF (pdfminer reads it), a DOCX
-(a Word package mammoth reads), Markdown and HTML."""
+"""Small real documents for tests that upload, fetch or ingest them: a paged PDF (pdfminer
+reads it) and a DOCX (a Word package mammoth reads)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,11 @@ def make_pdf(pages: list[list[str]]) -> bytes:
         out += b"%010d 00000 n \n" % offset
     out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
     return bytes(out)
+
+
+def one_page_pdf(text: str) -> bytes:
+    """A PDF of one page showing ``text`` on one line."""
+    return make_pdf([[text]])
 
 
 def make_docx(blocks: list[tuple[str, str]]) -> bytes:
