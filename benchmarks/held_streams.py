@@ -128,14 +128,17 @@ async def one_run(client: httpx.AsyncClient, delay_s: float) -> dict:
     if status != 200 or not ended:
         return {"error": f"status {status}, end seen: {ended}"}
     phases["end"] = time.perf_counter() - start - delay_s
+    phases["thread_to_end"] = phases["thread"] + phases["end"]
     return {"overhead": phases["end"], "phases": phases}
 
 
 # Where a run's overhead goes, each a p50/p99 over the runs: ``thread`` its thread's creation
 # (before the run's request, so not in the overhead); from the run's request: ``accepted`` its
 # answer's headers, ``first_event`` the stream's first event, ``model_answered`` the model's
-# first token minus S (how late the model was called), ``end`` the overhead itself.
-PHASES = ("thread", "accepted", "first_event", "model_answered", "end")
+# first token minus S (how late the model was called), ``end`` the overhead itself; and
+# ``thread_to_end``, from the thread's request to ``end`` minus S: what a user who opens a new
+# chat in the burst waits beyond the model.
+PHASES = ("thread", "accepted", "first_event", "model_answered", "end", "thread_to_end")
 
 
 def pct(values: list[float], q: float) -> float:
