@@ -7,7 +7,9 @@ per second, each streaming its events (``values`` and ``messages-tuple``), so N 
 flight once the ramp is over. Prints:
 
 - errors (non-200 answers, streams without ``end``, runs that ended in error);
-- overhead per run: request -> ``end`` minus S (p50, p99, max);
+- overhead per run: request -> ``end`` minus S (p50, p99, max), and where it went: the p50
+  and p99 of each phase (``PHASES``: the run's thread created, its request accepted, its
+  first event, the model's first token, ``end``);
 - the server's resident memory before the runs, at its peak, and the growth per held run.
 
     .venv/bin/python benchmarks/held_streams.py [--runs 500] [--seconds 5] [--at-once]
@@ -99,17 +101,24 @@ def rss_kb(pid: int) -> tuple[int, int]:
 
 
 async def one_run(client: httpx.AsyncClient, delay_s: float) -> dict:
+    begun = time.perf_counter()
     thread = (await client.post("/threads", json={})).json()["thread_id"]
     start = time.perf_counter()
     ended = False
     status = None
+    # Seconds from the run's request to each phase (see PHASES).
+    phases = {"thread": start - begun}
     try:
         async with client.stream("POST", f"/threads/{thread}/runs/stream", json=BODY) as response:
             status = response.status_code
+            phases["accepted"] = time.perf_counter() - start
             event = None
             async for line in response.aiter_lines():
                 if line.startswith("event: "):
                     event = line[7:]
+                    phases.setdefault("first_event", time.perf_counter() - start)
+                    if event == "messages" and "model_answered" not in phases:
+                        phases["model_answered"] = time.perf_counter() - start - delay_s
                     if event == "end":
                         ended = True
                 elif line.startswith("data: ") and event == "error":
@@ -118,7 +127,18 @@ async def one_run(client: httpx.AsyncClient, delay_s: float) -> dict:
         return {"error": f"{type(exc).__name__}: {exc}"}
     if status != 200 or not ended:
         return {"error": f"status {status}, end seen: {ended}"}
-    return {"overhead": time.perf_counter() - start - delay_s}
+    phases["end"] = time.perf_counter() - start - delay_s
+    phases["thread_to_end"] = phases["thread"] + phases["end"]
+    return {"overhead": phases["end"], "phases": phases}
+
+
+# Where a run's overhead goes, each a p50/p99 over the runs: ``thread`` its thread's creation
+# (before the run's request, so not in the overhead); from the run's request: ``accepted`` its
+# answer's headers, ``first_event`` the stream's first event, ``model_answered`` the model's
+# first token minus S (how late the model was called), ``end`` the overhead itself; and
+# ``thread_to_end``, from the thread's request to ``end`` minus S: what a user who opens a new
+# chat in the burst waits beyond the model.
+PHASES = ("thread", "accepted", "first_event", "model_answered", "end", "thread_to_end")
 
 
 def pct(values: list[float], q: float) -> float:
@@ -188,6 +208,8 @@ async def run(args: argparse.Namespace, base_urls: list[str], token: str, pids: 
         "overhead_s_p50": round(statistics.median(good), 3) if good else None,
         "overhead_s_p99": round(pct(good, 99), 3) if good else None,
         "overhead_s_max": round(max(good), 3) if good else None,
+        "phases_s_p50_p99": {phase: [round(statistics.median(values), 3), round(pct(values, 99), 3)]
+                             for phase in PHASES if (values := [r["phases"][phase] for r in results if phase in r.get("phases", {})])},
         "rss_mb_before": round(rss_before / 1024, 1),
         "rss_mb_peak": round(peak[0] / 1024, 1),
         "rss_mb_growth_per_held_run": round((peak[0] - rss_before) / 1024 / args.runs, 3),

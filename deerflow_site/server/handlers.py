@@ -23,12 +23,28 @@ The chain gives the thread's database connection back as soon as the view has an
 Django would do it at ``request_finished``, which for a streamed body (an SSE run stream)
 comes only when the stream ends: with pooled PostgreSQL connections every open stream would
 hold one, and a few dozen long runs would drain the pool.
+
+At most ``CHAIN_TURNS`` requests of a process are in the sync chain at once; the others wait
+on the loop for a turn, run starts (``POST …/runs``, ``…/runs/stream``, ``…/runs/wait``, a
+regenerate) ahead of the rest. Without the gate a burst (500 runs sent at once) put every
+request's thread into the chain together: hundreds of threads took turns at the GIL (one
+switch every 5 ms), each request took about as long as the whole burst, and the runs already
+admitted, executing on the runs loop's one thread, got one turn in hundreds: their model calls
+went out up to 20 s late. With a few at a time, requests finish in the order they are let in, the
+runs loop keeps its share of the GIL, and a run start waits only for the turns and the run
+starts before it. The price is paid by plain requests in a burst (a new thread's ``POST``
+waits behind the run starts), not by the runs. A request that holds its turn for
+``LEND_AFTER_SECONDS`` (a slow view: a cancel that waits for its run, a large upload) lends it
+to the next request and runs on, so slow views cannot close the gate; the turn is not taken
+back. Figures: benchmarks/HISTORY.md, Round 15.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextvars
+import re
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
@@ -45,6 +61,78 @@ from django.utils.log import log_response
 # Idle request threads kept for reuse; a burst beyond this gets threads that end with it.
 IDLE_REQUEST_THREADS = 32
 
+# Requests in the sync chain at once, per process: enough to overlap a request's database
+# waits with another's Python, few enough that the GIL is not shared out among hundreds.
+CHAIN_TURNS = 4
+# A request in the chain this long lends its turn to the next one (see the module docstring).
+LEND_AFTER_SECONDS = 1.0
+# The requests that start a run: a user waits on each, so they are let in first.
+_RUN_START_PATH = re.compile(r"/runs(?:/stream|/wait|/regenerate|/edit-regenerate)?/?$")
+
+
+def starts_a_run(method: str, path: str) -> bool:
+    return method == "POST" and _RUN_START_PATH.search(path) is not None
+
+
+class _Turn:
+    __slots__ = ("gate", "held", "timer")
+
+    def __init__(self, gate: ChainGate) -> None:
+        self.gate = gate
+        self.held = True
+        self.timer = gate.loop.call_later(gate.lend_after, self.lend)
+
+    def lend(self) -> None:
+        if self.held:
+            self.held = False
+            self.gate._pass_on()
+
+    def leave(self) -> None:
+        self.timer.cancel()
+        if self.held:
+            self.held = False
+            self.gate._pass_on()
+
+
+class ChainGate:
+    """Turns in the sync chain for one event loop: ``turns`` at a time, run starts first, each
+    queue first come first served. Loop-side only: no lock, no thread."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, turns: int = CHAIN_TURNS, lend_after: float = LEND_AFTER_SECONDS) -> None:
+        self.loop = loop
+        self.free = turns
+        self.lend_after = lend_after
+        self._run_starts: collections.deque[asyncio.Future] = collections.deque()
+        self._others: collections.deque[asyncio.Future] = collections.deque()
+
+    @property
+    def waiting(self) -> int:
+        """Requests waiting for a turn."""
+        return sum(not f.done() for f in self._run_starts) + sum(not f.done() for f in self._others)
+
+    async def enter(self, *, run_start: bool) -> _Turn:
+        if self.free:  # a free turn means nobody is waiting: _pass_on hands turns to waiters first
+            self.free -= 1
+            return _Turn(self)
+        waiter = self.loop.create_future()
+        (self._run_starts if run_start else self._others).append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self._pass_on()  # given a turn as it was cancelled: the next one takes it
+            raise
+        return _Turn(self)
+
+    def _pass_on(self) -> None:
+        for queue in (self._run_starts, self._others):
+            while queue:
+                waiter = queue.popleft()
+                if not waiter.done():  # a cancelled waiter left its place empty
+                    waiter.set_result(None)
+                    return
+        self.free += 1
+
 
 @dataclass
 class _Borrowed:
@@ -58,9 +146,13 @@ _borrowed: contextvars.ContextVar[_Borrowed | None] = contextvars.ContextVar("de
 
 
 class SyncChainASGIHandler(ASGIHandler):
+    chain_turns = CHAIN_TURNS
+    lend_after_seconds = LEND_AFTER_SECONDS
+
     def __init__(self) -> None:
         super().__init__()
         self._idle_threads: list[ThreadPoolExecutor] = []
+        self._gate: ChainGate | None = None
 
     def load_middleware(self, is_async: bool = False) -> None:
         super().load_middleware(is_async=False)
@@ -90,8 +182,19 @@ class SyncChainASGIHandler(ASGIHandler):
 
         self._middleware_chain = sync_to_async(respond, thread_sensitive=True)
 
+    def gate(self) -> ChainGate:
+        """This process's gate (one per event loop: tests run the handler on several loops)."""
+        loop = asyncio.get_running_loop()
+        if self._gate is None or self._gate.loop is not loop:
+            self._gate = ChainGate(loop, self.chain_turns, self.lend_after_seconds)
+        return self._gate
+
     async def get_response_async(self, request):
-        return await self._middleware_chain(request)
+        turn = await self.gate().enter(run_start=starts_a_run(request.method, request.path))
+        try:
+            return await self._middleware_chain(request)
+        finally:
+            turn.leave()
 
     async def handle(self, scope, receive, send):
         """Django's ``ASGIHandler.handle`` without the hops ``respond`` makes unneeded."""

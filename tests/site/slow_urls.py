@@ -5,6 +5,9 @@ import threading
 
 from django.http import HttpResponse, StreamingHttpResponse
 from django.urls import path
+from django.views.decorators.csrf import csrf_exempt
+
+from tests.support.waiting import HANG_SECONDS
 
 entered = threading.Event()
 release = threading.Event()
@@ -36,4 +39,28 @@ def held_stream(request):
     return response
 
 
-urlpatterns = [path("slow/", slow), path("fast/", fast), path("stream/", held_stream)]
+held_paths: list[str] = []  # each held view's path, as it starts
+let_one_go = threading.Semaphore(0)  # release() lets one held view answer; a test's own, fresh
+served: list[str] = []  # the other views below, in the order they ran
+
+
+def held(request, name):
+    held_paths.append(request.path)
+    let_one_go.acquire(timeout=HANG_SECONDS)
+    return HttpResponse("held")
+
+
+def plain(request):
+    served.append("plain")
+    return HttpResponse("plain")
+
+
+@csrf_exempt  # the API's views authenticate by token, without CSRF
+def run_start(request, thread_id):
+    """Answers on a run start's path (the handler lets these in first)."""
+    served.append("run start")
+    return HttpResponse("run start")
+
+
+urlpatterns = [path("slow/", slow), path("fast/", fast), path("stream/", held_stream), path("held/<str:name>/", held),
+               path("plain/", plain), path("threads/<str:thread_id>/runs/stream", run_start)]

@@ -12,7 +12,8 @@ import pytest
 from asgiref.sync import async_to_sync
 
 from apps.accounts.services import token_create
-from deerflow_site.server.handlers import SyncChainASGIHandler
+from deerflow_site.server.handlers import SyncChainASGIHandler, starts_a_run
+from tests.support.waiting import HANG_SECONDS, wait_until
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -127,8 +128,8 @@ def test_concurrent_requests_each_get_a_thread(user):
     assert len({id(thread) for thread, _ in seen}) == 3
 
 
-def _scope(path: str) -> dict:
-    return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http", "path": path,
+def _scope(path: str, method: str = "GET") -> dict:
+    return {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method, "scheme": "http", "path": path,
             "raw_path": path.encode(), "query_string": b"", "root_path": "", "headers": [(b"host", b"testserver")],
             "client": ("127.0.0.1", 5000), "server": ("testserver", 80)}
 
@@ -211,6 +212,112 @@ def test_a_held_event_stream_gives_its_request_thread_back(settings):
     assert idle_while_streaming == 1  # the stream's thread, back before the stream ended
     assert streamed == b"data: first\n\ndata: last\n\n" and fast == b"fast"
     assert idle_after == 1  # the fast request borrowed that same thread: none was made
+
+
+def _hold_every_turn(handler: SyncChainASGIHandler) -> list:
+    """Tasks of requests to views that keep their turn in the sync chain until
+    ``slow_urls.let_one_go`` lets them answer; run on the loop, wait for ``_until_held``."""
+    import asyncio
+
+    tasks = []
+    for i in range(handler.chain_turns):
+        receive, send, _ = _client()
+        tasks.append(asyncio.create_task(handler(_scope(f"/held/{i}/"), receive, send)))
+    return tasks
+
+
+async def _until(condition, what: str) -> None:
+    """Waits off the loop, so the requests on it go on; a deque read while the loop changes it
+    counts as not yet."""
+    import asyncio
+
+    await asyncio.to_thread(wait_until, condition, what, interval=0.01, ignore=(RuntimeError,))
+
+
+@pytest.fixture
+def gated(settings):
+    """A handler on the URLconf of held views, and the views' records cleared; every held view
+    is let go at the end."""
+    import threading
+
+    from tests.site import slow_urls
+
+    settings.ROOT_URLCONF = "tests.site.slow_urls"
+    slow_urls.held_paths.clear()
+    slow_urls.served.clear()
+    slow_urls.let_one_go = threading.Semaphore(0)  # no release left over from another test
+    handler = SyncChainASGIHandler()
+    yield handler, slow_urls
+    slow_urls.let_one_go.release(handler.chain_turns)
+
+
+def test_a_run_start_gets_the_next_turn_before_requests_queued_earlier(gated):
+    """A burst (500 new threads, then each its run) fills the sync chain's turns: a run start
+    that arrives then is let in before the plain requests already waiting, so the user whose
+    run it is does not wait for the whole burst."""
+    import asyncio
+
+    handler, slow_urls = gated
+    handler.lend_after_seconds = HANG_SECONDS  # the held views keep their turns: only the order is tested
+
+    async def go():
+        gate = handler.gate()
+        held = _hold_every_turn(handler)
+        await _until(lambda: len(slow_urls.held_paths) == handler.chain_turns, "every turn held")
+        receive, send, _ = _client()
+        plain = asyncio.create_task(handler(_scope("/plain/"), receive, send))
+        await _until(lambda: gate.waiting == 1, "the plain request waiting")
+        receive, send, body = _client()
+        run_start = asyncio.create_task(handler(_scope("/threads/t1/runs/stream", "POST"), receive, send))
+        await _until(lambda: gate.waiting == 2, "the run start waiting")
+        # One turn comes free. The plain request can have one only when the run start leaves
+        # its turn (the other views keep theirs until the run start has answered).
+        slow_urls.let_one_go.release()
+        await asyncio.wait_for(run_start, HANG_SECONDS)
+        slow_urls.let_one_go.release(handler.chain_turns)
+        await asyncio.wait_for(asyncio.gather(plain, *held), HANG_SECONDS)
+        return b"".join(body), list(slow_urls.served)
+
+    body, served = async_to_sync(go)()
+    assert body == b"run start"
+    assert served == ["run start", "plain"]  # the plain request, there first, waited
+
+
+def test_slow_views_holding_every_turn_do_not_keep_other_requests_out(gated):
+    """Views that take long (a cancel waiting for its run, an upload) lend their turn to the
+    next request; they still answer when done."""
+    import asyncio
+
+    handler, slow_urls = gated
+
+    async def go():
+        held = _hold_every_turn(handler)
+        await _until(lambda: len(slow_urls.held_paths) == handler.chain_turns, "every turn held")
+        receive, send, body = _client()
+        await asyncio.wait_for(handler(_scope("/plain/"), receive, send), HANG_SECONDS)
+        still_held = [not task.done() for task in held]
+        slow_urls.let_one_go.release(handler.chain_turns)
+        await asyncio.wait_for(asyncio.gather(*held), HANG_SECONDS)
+        return b"".join(body), still_held
+
+    body, still_held = async_to_sync(go)()
+    assert body == b"plain"
+    assert still_held == [True] * handler.chain_turns  # served while every slow view still ran
+
+
+@pytest.mark.parametrize(("method", "path", "run_start"), [
+    ("POST", "/api/threads/t1/runs", True),
+    ("POST", "/api/threads/t1/runs/stream", True),
+    ("POST", "/api/langgraph/threads/t1/runs/wait", True),
+    ("POST", "/api/runs/stream", True),
+    ("POST", "/api/threads/t1/runs/regenerate", True),
+    ("GET", "/api/threads/t1/runs", False),
+    ("POST", "/api/threads", False),
+    ("POST", "/api/threads/t1/runs/r1/cancel", False),
+    ("GET", "/api/threads/t1/runs/r1/stream", False),
+])
+def test_run_starts_are_told_from_other_requests_by_method_and_path(method, path, run_start):
+    assert starts_a_run(method, path) is run_start
 
 
 def test_a_query_string_that_is_not_utf8_is_422(user):
