@@ -5,32 +5,40 @@ Messages are JSON objects with a ``type``:
 - client ``{"type": "subscribe", "run_id"?: str, "after"?: event id}`` — follow the given run,
   or the thread's active one; events already sent (up to ``after``) are not repeated.
 - client ``{"type": "run", "payload": <run request>}`` — start a run (same validation as
-  ``POST /runs``) and follow it; answered with ``{"type": "run_created", "run": …}``.
+  ``POST /runs``) and follow it; answered with ``{"type": "run_created", "run": …}``. With
+  ``"thread": {"metadata"?: {…}}`` as well, the thread is created with that metadata if it does
+  not exist yet, in one transaction with the run (a new chat's first message).
 - client ``{"type": "cancel", "run_id"?: str, "action"?: "interrupt"|"rollback"}``.
 - server ``{"type": "event", "run_id", "id", "event", "data"}`` for each stream event (``end``
   included), ``{"type": "idle"}`` when there is no active run to follow, and
   ``{"type": "error", "status", "detail"}`` when a request is refused.
 
 The session authenticates the socket: without one the socket is accepted and closed with 4401,
-and a thread that is not the user's closes it with 4404.
+and a thread that is not the user's closes it with 4404 — unless the socket was opened with
+``?new=1``: the chat page opens it for the thread id it made up, before the first message
+creates that thread, so the socket is ready when the user presses Enter. Such a socket is
+accepted whether the id is free or another user's (the two must look the same); the first
+``run`` with ``thread`` then creates it, or answers 404 for another user's id.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from urllib.parse import parse_qs
 
 from channels.db import database_sync_to_async
 from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
-from apps.errors import DomainError, NotFound
+from apps.errors import DomainError, InvalidRequest, NotFound
 from apps.runs.models import Run
 from apps.runs.runtime import get_runtime
 from apps.runs.schemas import parse_run_request
 from apps.runs.serializers import run_json
-from apps.runs.services import run_cancel, start_run
+from apps.runs.services import run_cancel, start_run, start_run_in_new_thread
 from apps.runs.sse import with_failure_before_lone_end
 from apps.threads.selectors import thread_get_for_user
+from apps.threads.services import validate_thread_id
 from deerflow_site.errors import http_status
 from deerflow_site.json_input import load_json
 from harness.observability import metrics
@@ -64,10 +72,11 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
             await self._refuse(CLOSE_UNAUTHENTICATED)
             return
         try:
-            self.thread = await database_sync_to_async(thread_get_for_user)(user=self.user, thread_id=self.thread_id)
+            await database_sync_to_async(thread_get_for_user)(user=self.user, thread_id=self.thread_id)
         except NotFound:
-            await self._refuse(CLOSE_NOT_FOUND)
-            return
+            if not (_opened_for_new_thread(self.scope) and _valid_thread_id(self.thread_id)):
+                await self._refuse(CLOSE_NOT_FOUND)
+                return
         await self.accept()
 
     async def _refuse(self, code: int) -> None:
@@ -95,7 +104,7 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
             if kind == "subscribe":
                 await self._subscribe(content.get("run_id"), content.get("after"))
             elif kind == "run":
-                run = await database_sync_to_async(self._start)(content.get("payload") or {})
+                run = await database_sync_to_async(self._start)(content.get("payload") or {}, _new_thread(content))
                 await self.send_json({"type": "run_created", "run": run})
                 await self._subscribe(run["run_id"], None)
             elif kind == "cancel":
@@ -107,10 +116,15 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
 
     # -- actions ------------------------------------------------------------------------
 
-    def _start(self, payload: dict) -> dict:
+    def _start(self, payload: dict, new_thread: dict | None) -> dict:
         tokens = (request_id_var.set(self.request_id), trace_id_var.set(self.trace[0]), traceparent_var.set(self.trace[1]))
         try:
-            admitted = start_run(user=self.user, thread_id=self.thread_id, request=parse_run_request(payload))
+            request = parse_run_request(payload)
+            if new_thread is None:
+                admitted = start_run(user=self.user, thread_id=self.thread_id, request=request)
+            else:
+                admitted = start_run_in_new_thread(user=self.user, thread_id=self.thread_id, request=request,
+                                                   metadata=new_thread.get("metadata"))
         finally:
             for var, token in zip((request_id_var, trace_id_var, traceparent_var), tokens, strict=True):
                 var.reset(token)
@@ -152,6 +166,33 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
                     await self.send_json({"type": "event", "run_id": run_id, "id": item.id, "event": item.event, "data": item.data})
         finally:
             metrics.subscriber("websocket", -1)
+
+
+def _opened_for_new_thread(scope) -> bool:
+    return parse_qs((scope.get("query_string") or b"").decode("latin-1")).get("new") == ["1"]
+
+
+def _valid_thread_id(thread_id: str) -> bool:
+    try:
+        validate_thread_id(thread_id)
+    except InvalidRequest:
+        return False
+    return True
+
+
+def _new_thread(content: dict) -> dict | None:
+    """The ``thread`` of a ``run`` message: what the thread is created with, checked before anything is written."""
+    if "thread" not in content:
+        return None
+    thread = content["thread"]
+    if not isinstance(thread, dict):
+        raise InvalidRequest("thread: must be an object, e.g. {\"metadata\": {}}")
+    unknown = sorted(set(thread) - {"metadata"})
+    if unknown:
+        raise InvalidRequest(f"thread: unknown key {unknown[0]!r} (only metadata is taken)")
+    if thread.get("metadata") is not None and not isinstance(thread["metadata"], dict):
+        raise InvalidRequest("thread.metadata: must be an object")
+    return thread
 
 
 def _is_uuid(value: str) -> bool:

@@ -196,6 +196,25 @@ def start_run(*, user, thread_id: str | None, request: RunCreate, stateless: boo
     return AdmittedRun(run=run, thread=thread)
 
 
+def start_run_in_new_thread(*, user, thread_id: str, request: RunCreate, metadata: dict | None) -> AdmittedRun:
+    """A new chat's first message (the websocket's ``run`` with ``thread``): the thread, named
+    by the client, and its first run in one transaction, so a refused run leaves no thread
+    behind. A thread that is already the caller's just gets the run (``metadata`` is not
+    applied, as a repeated ``POST /threads`` would not); another user's id is NotFound, as a
+    missing one is everywhere else."""
+    try:
+        thread_get_for_user(user=user, thread_id=thread_id)
+    except NotFound:
+        pass
+    else:
+        # Outside the transaction: admission may wait for an active run to stop, which must
+        # not hold the database's write lock meanwhile.
+        return start_run(user=user, thread_id=thread_id, request=request)
+    with transaction.atomic():
+        thread_create(owner=user, thread_id=thread_id, assistant_id=request.assistant_id or graphs.LEAD_AGENT, metadata=metadata)
+        return start_run(user=user, thread_id=thread_id, request=request)
+
+
 def _submit(executor, run: Run) -> None:
     # The run's request id, bound for the hand-off: a Celery executor sends it along, and a
     # run admitted outside any request (a schedule) still hands over the id it was given.

@@ -36,7 +36,7 @@ starts before it. The price is paid by plain requests in a burst (a new thread's
 waits behind the run starts), not by the runs. A request that holds its turn for
 ``LEND_AFTER_SECONDS`` (a slow view: a cancel that waits for its run, a large upload) lends it
 to the next request and runs on, so slow views cannot close the gate; the turn is not taken
-back. Figures: benchmarks/HISTORY.md, Round 15.
+back. Figures: benchmarks/HISTORY.md, Round 14.
 """
 
 from __future__ import annotations

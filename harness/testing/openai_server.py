@@ -56,6 +56,9 @@ class LoopbackOpenAIServer:
         self._script = Script(script, loop=loop)
         self.model_ids = list(model_ids)
         self.requests: list[dict[str, Any]] = []
+        # Wall-clock time (time.time()) each request of ``requests`` arrived, before its body
+        # was read: benchmarks compare it with a browser's clock (benchmarks/first_message.py).
+        self.request_times: list[float] = []
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -104,13 +107,18 @@ class LoopbackOpenAIServer:
         """Replace the script and forget recorded requests (one server shared by many tests)."""
         self._script = Script(list(items))
         self.requests.clear()
+        self.request_times.clear()
 
     @property
     def remaining(self) -> int:
         return self._script.remaining
 
-    def _next(self, body: dict[str, Any]) -> Reply | None:
+    def _record(self, body: dict[str, Any], arrived: float) -> None:
+        self.request_times.append(arrived)
         self.requests.append(body)
+
+    def _next(self, body: dict[str, Any], arrived: float) -> Reply | None:
+        self._record(body, arrived)
         return self._script.next(body.get("messages") or [])
 
     def _wait(self, seconds: float) -> None:
@@ -162,6 +170,7 @@ def _make_handler(server: LoopbackOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 self._json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
 
         def do_POST(self) -> None:
+            arrived = time.time()
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
             if not self.path.rstrip("/").endswith("/chat/completions"):
@@ -174,11 +183,11 @@ def _make_handler(server: LoopbackOpenAIServer) -> type[BaseHTTPRequestHandler]:
                 return
             if "requires_reasoning_content" in server.quirks and any(
                     m.get("role") == "assistant" and not m.get("reasoning_content") for m in body.get("messages") or []):
-                server.requests.append(body)
+                server._record(body, arrived)
                 self._json(400, {"error": {"message": "The reasoning_content in the thinking mode must be passed back to the API.",
                                            "type": "invalid_request_error", "code": "invalid_request_error"}})
                 return
-            reply = server._next(body)
+            reply = server._next(body, arrived)
             if reply is None:
                 self._json(500, {"error": {"message": "loopback server: the script has no reply left", "type": "server_error"}})
                 return

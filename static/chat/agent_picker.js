@@ -83,6 +83,7 @@
       select.disabled = true;
     },
     lock() { select.disabled = true; },
+    unlock() { select.disabled = false; }, // the new chat's first message was refused: nothing was created
     bootstrap() { return bootstrap; },
     // The sidebar's mark for a thread of a custom agent (null for the built-in one).
     tagFor(id) {

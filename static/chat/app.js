@@ -15,8 +15,24 @@
   const viewer = () => window.DFViewer; // viewer.js: the files panel and the file viewer
   const STREAM_MODES = ["messages-tuple", "values", "updates", "custom"];
 
+  // A uuid4 of the page's own: crypto.randomUUID exists only on https and localhost.
+  function newThreadId() {
+    if (window.crypto.randomUUID) return window.crypto.randomUUID();
+    const b = window.crypto.getRandomValues(new Uint8Array(16));
+    b[6] = (b[6] & 0x0f) | 0x40;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    const hex = Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+    return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+  }
+
   const S = {
     threadId: boot.thread_id,
+    // A new chat names its thread before it exists, so its socket can open at page load and
+    // the first message creates the thread and starts the run in one step (docs/api.md#websocket).
+    newThreadId: boot.thread_id ? null : newThreadId(),
+    threadSaved: !!boot.thread_id, // the server has the thread (false while the first message is on its way)
+    creating: null, // {promise, resolve, reject} while the first message creates the thread
+    listStale: false, // the sidebar is refreshed at a new run's first chunk, not before its model request
     runId: null,
     lastEventId: null,
     running: false,
@@ -104,17 +120,57 @@
     return picker() ? picker().context(ctx) : ctx;
   }
 
+  function newThreadMetadata() {
+    return { ...modes().threadMetadata(), ...(picker() ? picker().threadMetadata() : {}) };
+  }
+
+  function adoptThread(threadId) {
+    if (picker()) picker().lock();
+    S.threadId = threadId;
+    history.replaceState(null, "", `/c/${encodeURIComponent(S.threadId)}/`);
+  }
+
+  /* The thread, created now over HTTP if the page has none yet (an upload before the first
+   * message, a goal); it takes the id the page's socket is already open for. */
   async function ensureThread() {
+    if (S.creating) return S.creating.promise;
     if (S.threadId) return S.threadId;
     const thread = await api("POST", "/threads", {
-      metadata: { ...modes().threadMetadata(), ...(picker() ? picker().threadMetadata() : {}) },
+      thread_id: S.newThreadId,
+      metadata: newThreadMetadata(),
       assistant_id: picker() ? picker().assistantId() : "lead_agent",
     });
-    if (picker()) picker().lock();
-    S.threadId = thread.thread_id;
-    history.replaceState(null, "", `/c/${encodeURIComponent(S.threadId)}/`);
+    S.threadSaved = true;
+    adoptThread(thread.thread_id);
     loadThreads();
     return S.threadId;
+  }
+
+  // The first message's run message carries the thread's creation; the page shows the chat's
+  // address at once, and takes it back if the server refuses (then nothing was created).
+  function beginCreating() {
+    let resolve, reject;
+    const promise = new Promise((res, rej) => { resolve = res; reject = rej; });
+    promise.catch(() => {});
+    S.creating = { promise, resolve, reject };
+    adoptThread(S.newThreadId);
+    return { metadata: newThreadMetadata() };
+  }
+
+  function creationDone(error) {
+    const creating = S.creating;
+    if (!creating) return;
+    S.creating = null;
+    if (!error) {
+      S.threadSaved = true;
+      creating.resolve(S.threadId);
+      return;
+    }
+    S.threadId = null;
+    history.replaceState(null, "", "/");
+    if (picker() && picker().unlock) picker().unlock();
+    if (error.status === 404) { S.newThreadId = newThreadId(); connect(); } // the id was taken: the retry gets another
+    creating.reject(new Error(error.detail || "The chat could not be created."));
   }
 
   function setRunning(running) {
@@ -173,11 +229,10 @@
     setNote("");
     removeErrors();
     if (acts()) acts().clearSuggestions();
-    try {
-      await ensureThread();
-    } catch (e) {
-      showError(e.message);
-      return;
+    let creation = null;
+    if (!S.threadId) creation = beginCreating();
+    else if (S.creating) {
+      try { await S.creating.promise; } catch (e) { showError(e.message); return; }
     }
     setRunning(true);
     S.runId = null;
@@ -190,7 +245,7 @@
       context: context(),
       config: { recursion_limit: 1000 },
     }, part);
-    wsSend({ type: "run", payload });
+    wsSend(creation ? { type: "run", payload, thread: creation } : { type: "run", payload });
   }
 
   function stopRun() {
@@ -203,8 +258,13 @@
   // after the last event seen, or to whatever runs now when no run is being started
   const sock = window.DFSocket.create({
     path: boot.ws_path,
-    threadId: () => S.threadId,
-    hello: (starting) => S.runId ? { type: "subscribe", run_id: S.runId, after: S.lastEventId || undefined } : (starting ? null : { type: "subscribe" }),
+    threadId: () => S.threadId || S.newThreadId,
+    query: () => (S.threadSaved ? "" : "?new=1"),
+    // A thread not created yet has nothing to subscribe to (and an "idle" answer arriving after
+    // the first message went out would end its run on the page); a dropped socket while the
+    // first message is on its way re-subscribes to learn whether its run started.
+    hello: (starting) => S.runId ? { type: "subscribe", run_id: S.runId, after: S.lastEventId || undefined }
+      : (starting || !(S.threadSaved || S.creating) ? null : { type: "subscribe" }),
     onMessage: (msg) => onServerMessage(msg),
     onStatus: (text, error) => showConnection(text, error),
     onFinal: () => setRunning(false),
@@ -223,7 +283,10 @@
       S.runId = msg.run.run_id;
       if (S.pendingHuman) S.pendingHuman.el.dataset.run = S.runId;
       S.lastEventId = null;
-      loadThreads(); // a new chat is listed from its first run on (drafts are not)
+      creationDone(null);
+      // A new chat is listed from its first run on (drafts are not); the list is asked for at
+      // the run's first chunk, so that its query does not delay the model request.
+      S.listStale = true;
       return;
     }
     if (msg.type === "idle") {
@@ -231,6 +294,7 @@
       return;
     }
     if (msg.type === "error") {
+      if (S.creating && S.running && !S.runId) creationDone(msg);
       if (S.running && !S.runId) {
         setRunning(false);
         if (S.pendingHuman) { S.pendingHuman.el.remove(); S.messages.delete(S.pendingHuman.id); S.pendingHuman = null; }
@@ -243,6 +307,7 @@
     if (!S.runId) { S.runId = msg.run_id; }
     if (!S.running && msg.event !== "end") setRunning(true);
     S.lastEventId = msg.id;
+    if (S.listStale && msg.event !== "metadata") { S.listStale = false; if (msg.event !== "end") loadThreads(); } // finishRun lists at the end
     handleEvent(msg.event, msg.data);
   }
 
@@ -402,6 +467,9 @@
     try { await api("DELETE", `/threads/${encodeURIComponent(draft)}`); } catch (e) { return; }
     if (S.threadId !== draft) return;
     S.threadId = null;
+    S.threadSaved = false;
+    S.newThreadId = newThreadId(); // a fresh id, and a socket for it, for the next first message
+    connect();
     window.DFAttach.forgetLimits();
     history.replaceState(null, "", "/");
     viewer().clear();
@@ -500,6 +568,7 @@
       connect(); // subscribes: re-attaches to a run still in progress
     } else {
       updateWelcome();
+      connect(); // opened now for the id the first message will create (?new=1): ready by Enter
     }
     // the composer gets the focus unless the user already put it somewhere while the thread loaded
     const idle = !document.activeElement || document.activeElement === document.body;

@@ -1,8 +1,9 @@
 /* The thread websocket as a transport: one socket per thread, messages sent while it is not
  * open wait in an outbox and go out on open (after the caller's hello, which re-subscribes
  * after the last event seen), and a dropped socket reconnects with backoff (0.5 s doubling
- * to 8 s). Close codes 4401 (signed out) and 4404 (no such thread) are final. What the
- * messages mean is app.js's business. */
+ * to 8 s). Close codes 4401 (signed out) and 4404 (no such thread) are final. A socket for
+ * another thread id is closed when one for the new id opens. opts.query() adds a query
+ * string (a new chat's "?new=1"). What the messages mean is app.js's business. */
 (function () {
   "use strict";
 
@@ -15,7 +16,7 @@
 
     function url() {
       const proto = location.protocol === "https:" ? "wss:" : "ws:";
-      return `${proto}//${location.host}${opts.path}${encodeURIComponent(opts.threadId())}/`;
+      return `${proto}//${location.host}${opts.path}${encodeURIComponent(opts.threadId())}/${opts.query ? opts.query() : ""}`;
     }
 
     function send(msg) {
@@ -28,6 +29,7 @@
       if (ws && ws.threadId === opts.threadId() && (ws.readyState === WebSocket.OPEN || ws.readyState === WebSocket.CONNECTING)) return;
       clearTimeout(timer);
       wanted = true;
+      if (ws) { const old = ws; ws = null; old.close(1000, "another thread"); }
       const sock = new WebSocket(url());
       sock.threadId = opts.threadId();
       ws = sock;

@@ -68,6 +68,29 @@ def test_send_a_message_and_see_the_streamed_answer(page, script, doc_shot):
     assert page.js_errors == []
 
 
+def test_a_new_chats_socket_opens_with_the_page_and_its_first_message_creates_the_thread(page, script):
+    script(Reply(text="Created and answered in one step."))
+    posts, sockets = [], []
+    page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
+    page.on("websocket", lambda ws: sockets.append(ws.url))
+    # The socket opens as the page loads, for an id the page made up: nothing exists yet.
+    with page.expect_websocket() as opened:
+        page.goto("/")
+    match = re.search(r"/ws/threads/([0-9a-f-]{36})/\?new=1$", opened.value.url)
+    assert match, opened.value.url
+    thread_id = match.group(1)
+    expect(page).to_have_url(re.compile(r"/$"))
+    send(page, "Create me with my first message")
+    expect(page).to_have_url(re.compile(f"/c/{thread_id}/$"))
+    expect(assistant(page).last).to_contain_text("Created and answered in one step.")
+    # Listed once its run streams, under the id the socket was opened for.
+    expect(page.locator(f'.thread-item[data-thread="{thread_id}"]')).to_have_count(1)
+    # One socket, and no thread created over HTTP: the run message carried the thread.
+    assert sockets == [opened.value.url]
+    assert not [url for url in posts if url.rstrip("/").endswith("/api/threads")], posts
+    assert page.js_errors == []
+
+
 def test_reasoning_is_shown_collapsed(page, script):
     script(Reply(text="The answer is 42.", reasoning="Let me think about life, the universe and everything."))
     page.goto("/")

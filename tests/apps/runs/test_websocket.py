@@ -15,8 +15,8 @@ pytestmark = [pytest.mark.django_db(transaction=True)]
 APP = URLRouter(websocket_urlpatterns)
 
 
-async def connect(user, thread_id):
-    communicator = WebsocketCommunicator(APP, f"/ws/threads/{thread_id}/")
+async def connect(user, thread_id, query=""):
+    communicator = WebsocketCommunicator(APP, f"/ws/threads/{thread_id}/{query}")
     communicator.scope["user"] = user
     connected, code = await communicator.connect()
     return communicator, connected, code
@@ -83,3 +83,103 @@ async def test_refusals(user, other_user):
     await ws.send_json_to({"type": "cancel"})
     assert (await ws.receive_json_from())["detail"] == "Thread alice-only has no active run"
     await ws.disconnect()
+
+
+def _thread_row(thread_id):
+    from apps.threads.models import Thread
+
+    return Thread.objects.filter(pk=thread_id).values("owner_id", "assistant_id", "metadata").first()
+
+
+def _runs_on(thread_id):
+    from apps.runs.models import Run
+
+    return Run.objects.filter(thread_id=thread_id).count()
+
+
+HI = {"input": {"messages": [{"role": "user", "content": "hi"}]}, "stream_mode": ["messages-tuple", "values"]}
+
+
+async def test_a_new_chat_socket_creates_its_thread_with_the_first_run(user, scripted_agent):
+    scripted_agent("the first answer")
+    ws, connected, _ = await connect(user, "fresh-chat", "?new=1")
+    assert connected
+    await ws.send_json_to({"type": "run", "payload": HI, "thread": {"metadata": {"mode": "pro", "owner_id": 99}}})
+    created = await ws.receive_json_from(timeout=10)
+    assert created["type"] == "run_created" and created["run"]["thread_id"] == "fresh-chat"
+    events = await events_until_end(ws)
+    assert "".join(e["data"][0]["content"] for e in events if e["event"] == "messages") == "the first answer"
+    row = await database_sync_to_async(_thread_row)("fresh-chat")
+    # Ownership stays the server's, whatever the metadata says.
+    assert row == {"owner_id": user.pk, "assistant_id": "lead_agent", "metadata": {"mode": "pro"}}
+
+    # The thread exists now: a later run on the same socket needs no "thread", and one that
+    # still sends it (a retried first message) gets a run on the same thread, metadata untouched.
+    scripted_agent("second", "third")
+    await ws.send_json_to({"type": "run", "payload": HI})
+    assert (await ws.receive_json_from(timeout=10))["type"] == "run_created"
+    await events_until_end(ws)
+    await ws.send_json_to({"type": "run", "payload": HI, "thread": {"metadata": {"mode": "fast"}}})
+    assert (await ws.receive_json_from(timeout=10))["type"] == "run_created"
+    await events_until_end(ws)
+    assert (await database_sync_to_async(_thread_row)("fresh-chat"))["metadata"] == {"mode": "pro"}
+    assert await database_sync_to_async(_runs_on)("fresh-chat") == 3
+    await ws.disconnect()
+
+
+async def test_a_new_chat_socket_refuses_bad_input_and_writes_nothing(user, scripted_agent):
+    scripted_agent("never")
+    ws, connected, _ = await connect(user, "draft-chat", "?new=1")
+    assert connected
+    # Nothing to follow on a thread that does not exist yet.
+    await ws.send_json_to({"type": "subscribe"})
+    assert await ws.receive_json_from() == {"type": "idle"}
+    refusals = [
+        ({"thread": "yes"}, "thread: must be an object"),
+        ({"thread": {"metadata": ["mode", "pro"]}}, "thread.metadata: must be an object"),
+        ({"thread": {"metadata": {}, "owner": 3}}, "thread: unknown key 'owner'"),
+        ({"thread": {"metadata": {"mode": "turbo"}}}, "metadata.mode: one of fast, thinking, plan, pro"),
+        ({"thread": {}, "payload": {**HI, "stream_mode": "events"}}, "unsupported stream mode 'events'"),
+        # Refused after the thread's insert (a resume on a thread that asked nothing): the
+        # insert is rolled back with the run.
+        ({"thread": {}, "payload": {"command": {"resume": "yes"}}}, "is not waiting for input"),
+    ]
+    for extra, detail in refusals:
+        await ws.send_json_to({"type": "run", "payload": HI, **extra})
+        error = await ws.receive_json_from(timeout=10)
+        assert error["type"] == "error" and error["status"] == 422 and detail in error["detail"], (extra, error)
+    assert await database_sync_to_async(_thread_row)("draft-chat") is None
+    # Without "thread", a run on a thread that does not exist is not found, as before.
+    await ws.send_json_to({"type": "run", "payload": HI})
+    assert await ws.receive_json_from(timeout=10) == {"type": "error", "status": 404, "detail": "Thread draft-chat not found"}
+    assert await database_sync_to_async(_thread_row)("draft-chat") is None
+    await ws.disconnect()
+
+    # An id that can never name a thread is refused at once, like a missing thread without ?new=1.
+    for thread_id, query in (("no.dots", "?new=1"), ("missing-chat", "")):
+        ws, connected, _ = await connect(user, thread_id, query)
+        assert connected
+        assert await ws.receive_output() == {"type": "websocket.close", "code": 4404}
+
+
+async def test_someone_elses_thread_id_looks_like_a_free_one_and_is_not_found(user, other_user, scripted_agent):
+    scripted_agent("never")
+    await database_sync_to_async(thread_create)(owner=other_user, thread_id="bobs-chat", metadata={"mode": "fast"})
+    answers = []
+    for thread_id in ("bobs-chat", "nobodys-chat"):
+        ws, connected, _ = await connect(user, thread_id, "?new=1")
+        assert connected  # both accepted: the socket does not tell a taken id from a free one
+        await ws.send_json_to({"type": "subscribe"})
+        answers.append(await ws.receive_json_from())
+        await ws.send_json_to({"type": "cancel"})
+        answers.append((await ws.receive_json_from())["status"])
+        await ws.disconnect()
+    assert answers == [{"type": "idle"}, 404] * 2
+
+    ws, _, _ = await connect(user, "bobs-chat", "?new=1")
+    await ws.send_json_to({"type": "run", "payload": HI, "thread": {"metadata": {"mode": "pro"}}})
+    assert await ws.receive_json_from(timeout=10) == {"type": "error", "status": 404, "detail": "Thread bobs-chat not found"}
+    await ws.disconnect()
+    # Bob's thread is as it was: no run of Alice's, his metadata and ownership kept.
+    assert await database_sync_to_async(_thread_row)("bobs-chat") == {"owner_id": other_user.pk, "assistant_id": "", "metadata": {"mode": "fast"}}
+    assert await database_sync_to_async(_runs_on)("bobs-chat") == 0
