@@ -9,6 +9,7 @@ from django.contrib.auth.models import AnonymousUser
 from apps.runs.routing import websocket_urlpatterns
 from apps.threads.services import thread_create
 from harness.testing import call, tool_reply
+from tests.support.waiting import HANG_SECONDS
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -18,14 +19,14 @@ APP = URLRouter(websocket_urlpatterns)
 async def connect(user, thread_id):
     communicator = WebsocketCommunicator(APP, f"/ws/threads/{thread_id}/")
     communicator.scope["user"] = user
-    connected, code = await communicator.connect()
+    connected, code = await communicator.connect(timeout=HANG_SECONDS)
     return communicator, connected, code
 
 
 async def events_until_end(communicator):
     events = []
     while True:
-        message = await communicator.receive_json_from(timeout=10)
+        message = await communicator.receive_json_from(timeout=HANG_SECONDS)
         if message["type"] == "event":
             events.append(message)
             if message["event"] == "end":
@@ -39,10 +40,10 @@ async def test_run_subscribe_resume_and_cancel(user, scripted_agent):
     assert connected
 
     await ws.send_json_to({"type": "subscribe"})
-    assert await ws.receive_json_from() == {"type": "idle"}
+    assert await ws.receive_json_from(timeout=HANG_SECONDS) == {"type": "idle"}
 
     await ws.send_json_to({"type": "run", "payload": {"input": {"messages": [{"role": "user", "content": "hi"}]}, "stream_mode": ["messages-tuple", "values"]}})
-    created = await ws.receive_json_from(timeout=10)
+    created = await ws.receive_json_from(timeout=HANG_SECONDS)
     assert created["type"] == "run_created"
     run_id = created["run"]["run_id"]
     events = await events_until_end(ws)
@@ -57,8 +58,8 @@ async def test_run_subscribe_resume_and_cancel(user, scripted_agent):
     assert [e["id"] for e in resumed] == [e["id"] for e in events[3:]]
 
     await ws.send_json_to({"type": "run", "payload": {"input": {"messages": [{"role": "user", "content": "slow please"}]}}})
-    second = (await ws.receive_json_from(timeout=10))["run"]["run_id"]
-    await ws.receive_json_from(timeout=10)  # metadata
+    second = (await ws.receive_json_from(timeout=HANG_SECONDS))["run"]["run_id"]
+    await ws.receive_json_from(timeout=HANG_SECONDS)  # metadata
     await ws.send_json_to({"type": "cancel"})
     rest = await events_until_end(ws)
     assert rest[-1]["event"] == "end"
@@ -66,7 +67,7 @@ async def test_run_subscribe_resume_and_cancel(user, scripted_agent):
 
     run = await database_sync_to_async(Run.objects.get)(pk=second)
     assert run.status == "interrupted"
-    await ws.disconnect()
+    await ws.disconnect(timeout=HANG_SECONDS)
 
 
 async def test_refusals(user, other_user):
@@ -75,11 +76,11 @@ async def test_refusals(user, other_user):
         ws, connected, _ = await connect(who, "alice-only")
         # Accepted, then closed: a client sees the code only after the handshake.
         assert connected
-        assert await ws.receive_output() == {"type": "websocket.close", "code": expected}
+        assert await ws.receive_output(timeout=HANG_SECONDS) == {"type": "websocket.close", "code": expected}
     ws, connected, _ = await connect(user, "alice-only")
     await ws.send_json_to({"type": "run", "payload": {"stream_mode": "events"}})
-    error = await ws.receive_json_from()
+    error = await ws.receive_json_from(timeout=HANG_SECONDS)
     assert error["type"] == "error" and error["status"] == 422 and "unsupported stream mode 'events'" in error["detail"]
     await ws.send_json_to({"type": "cancel"})
-    assert (await ws.receive_json_from())["detail"] == "Thread alice-only has no active run"
-    await ws.disconnect()
+    assert (await ws.receive_json_from(timeout=HANG_SECONDS))["detail"] == "Thread alice-only has no active run"
+    await ws.disconnect(timeout=HANG_SECONDS)
