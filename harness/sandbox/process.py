@@ -8,12 +8,17 @@
 - Output (stdout and stderr interleaved, as in a terminal) is drained by a thread into a
   bounded buffer. The call returns when the command's own process exits, not when the pipe
   reaches EOF: a backgrounded server keeps the pipe's write end open forever, and waiting
-  for EOF would block the turn until the timeout.
+  for EOF would block the turn until the timeout. What the command wrote before it exited
+  is still all kept: after the exit the reader goes on until EOF or until the pipe has been
+  empty for a moment, counted from when the reader itself looks (a fixed wait counted by the
+  caller lost the end of the output whenever a busy machine did not schedule the reader in
+  time). A background process that never stops writing is cut off after a bounded while.
 """
 
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
 import threading
@@ -25,9 +30,12 @@ from harness.observability import metrics
 from harness.runtime.cpu_affinity import original_cpus_for_children
 from harness.sandbox.output import BoundedText, OutputCapture
 
-# How long to keep reading after the command exited, for output still in the pipe. Only
-# reached when a background child holds the pipe open; otherwise EOF ends the wait at once.
+# After the command exited: the pipe counts as drained once it has been empty this long while
+# the reader watched it. Only reached when a background child holds the pipe open; otherwise
+# EOF ends the wait at once.
 _DRAIN_GRACE_SECONDS = 0.1
+# ... and a background process that keeps writing is cut off after this long.
+_DRAIN_LIMIT_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -42,19 +50,45 @@ class CommandResult:
     limit_message: str | None = None
 
 
-def _drain(fd: int, capture: OutputCapture) -> None:
-    # Keeps reading even after the capture is frozen, so a background process writing to
-    # an inherited pipe never blocks on a full buffer.
+def _drain(fd: int, wake_fd: int, capture: OutputCapture, caught_up: threading.Event) -> None:
+    """Feed the pipe into ``capture``; set ``caught_up`` once what the command wrote is in.
+
+    ``wake_fd`` becomes readable when the command has exited. From then on the pipe is read
+    until EOF, until it stays empty for the grace period, or until the drain limit. After
+    that the reader keeps draining, discarding, so a background process writing to an
+    inherited pipe never blocks on a full buffer.
+    """
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    poller.register(wake_fd, select.POLLIN)
+    exited_at: float | None = None
     try:
         while True:
-            chunk = os.read(fd, 65536)
-            if not chunk:
-                break
-            capture.feed(chunk)
+            if caught_up.is_set():
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                continue
+            timeout_ms = None if exited_at is None else int(_DRAIN_GRACE_SECONDS * 1000)
+            ready = {ready_fd for ready_fd, _ in poller.poll(timeout_ms)}
+            if wake_fd in ready:
+                poller.unregister(wake_fd)
+                exited_at = time.monotonic()
+            if fd in ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                capture.feed(chunk)
+            elif exited_at is not None and wake_fd not in ready:
+                caught_up.set()  # empty for the whole grace period after the exit
+            if exited_at is not None and time.monotonic() - exited_at > _DRAIN_LIMIT_SECONDS:
+                caught_up.set()
     except OSError:
         pass
     finally:
+        caught_up.set()
         os.close(fd)
+        os.close(wake_fd)
 
 
 def _kill_group(pgid: int) -> None:
@@ -98,7 +132,10 @@ def run_command(argv: Sequence[str], *, cwd: str, env: dict[str, str], timeout: 
     # Our copy of the write end must go, or the reader would never see EOF.
     os.close(write_fd)
     capture = OutputCapture(max_chars)
-    reader = threading.Thread(target=_drain, args=(read_fd, capture), name=f"sandbox-drain-{proc.pid}", daemon=True)
+    caught_up = threading.Event()
+    wake_read, wake_write = os.pipe()
+    reader = threading.Thread(target=_drain, args=(read_fd, wake_read, capture, caught_up),
+                              name=f"sandbox-drain-{proc.pid}", daemon=True)
     reader.start()
 
     # The watchdog kills the group on timeout or cancel. It only ever signals while the
@@ -158,9 +195,16 @@ def run_command(argv: Sequence[str], *, cwd: str, env: dict[str, str], timeout: 
     finally:
         with lock:
             finished.set()
+        # The command is gone: tell the reader, which decides when the pipe is drained, since
+        # only it knows whether it has been scheduled to look (see the module docstring).
+        try:
+            os.write(wake_write, b"x")
+        except BrokenPipeError:
+            pass  # the reader already saw EOF and left
+        os.close(wake_write)
     proc.wait()
     guard.join()
-    reader.join(_DRAIN_GRACE_SECONDS)
+    caught_up.wait()
     output = capture.close()
     killed = bool(reason)
     duration = time.monotonic() - started

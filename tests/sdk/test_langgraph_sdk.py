@@ -9,13 +9,14 @@ import pytest
 from langgraph_sdk.schema import Command
 
 from harness.testing import Reply, call, tool_reply
+from tests.support.waiting import HANG_SECONDS
 
 pytestmark = [pytest.mark.slow]
 
 USER = {"messages": [{"role": "user", "content": "hello"}]}
 
 
-def wait_status(sdk, thread_id, run_id, statuses, timeout=20):
+def wait_status(sdk, thread_id, run_id, statuses, timeout=HANG_SECONDS):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         run = sdk.runs.get(thread_id, run_id)
@@ -32,7 +33,7 @@ def live_logs(live, lines=80) -> str:
                      for path in sorted(home.glob("*.log")))
 
 
-def wait_requests(model_server, count, timeout=20):
+def wait_requests(model_server, count, timeout=HANG_SECONDS):
     """Until the model server has received ``count`` requests since the script was set."""
     deadline = time.monotonic() + timeout
     while len(model_server.requests) < count:
@@ -291,7 +292,7 @@ def test_disconnect_cancels_by_default_and_continue_finishes(sdk, script, live):
     tid = sdk.threads.create()["thread_id"]
 
     def stream_and_drop(body):
-        with httpx.Client(base_url=f"{live.url}/api", headers=headers, timeout=10) as raw:
+        with httpx.Client(base_url=f"{live.url}/api", headers=headers, timeout=HANG_SECONDS) as raw:
             with raw.stream("POST", f"/threads/{tid}/runs/stream", json=body) as response:
                 assert response.status_code == 200
                 for line in response.iter_lines():
@@ -299,7 +300,7 @@ def test_disconnect_cancels_by_default_and_continue_finishes(sdk, script, live):
                         return line.split('"run_id":"')[1].split('"')[0]
 
     run_id = stream_and_drop({"assistant_id": "lead_agent", "input": USER})
-    run = wait_status(sdk, tid, run_id, {"interrupted", "success", "error"}, timeout=70)
+    run = wait_status(sdk, tid, run_id, {"interrupted", "success", "error"})
     assert run["status"] == "interrupted", f"run {run_id} was not cancelled; the servers said:\n{live_logs(live)}"
 
     script(Reply(text="finished anyway", delay=1))

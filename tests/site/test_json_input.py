@@ -9,6 +9,7 @@ from channels.testing import WebsocketCommunicator
 
 from apps.runs.models import Run, RunEvent
 from apps.threads.models import Thread
+from tests.support.waiting import HANG_SECONDS
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -70,13 +71,13 @@ def test_a_websocket_run_with_a_lone_surrogate_is_refused(user, tid):
     async def go():
         communicator = WebsocketCommunicator(application, f"/ws/threads/{tid}/", headers=[(b"origin", b"http://localhost")])
         communicator.scope["user"] = user
-        connected, _ = await communicator.connect()
+        connected, _ = await communicator.connect(timeout=HANG_SECONDS)
         assert connected
         await communicator.send_to(text_data='{"type": "run", "payload": {"input": {"messages": [{"role": "user", "content": "\\ud800"}]}}}')
-        first = await communicator.receive_json_from(timeout=5)
+        first = await communicator.receive_json_from(timeout=HANG_SECONDS)
         await communicator.send_to(text_data='{"type": "run", "payload": ' + DEEP + "}")
-        second = await communicator.receive_json_from(timeout=5)
-        await communicator.disconnect()
+        second = await communicator.receive_json_from(timeout=HANG_SECONDS)
+        await communicator.disconnect(timeout=HANG_SECONDS)
         return first, second
 
     first, second = async_to_sync(go)()

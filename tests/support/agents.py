@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 
 from langchain.agents import create_agent
 from langchain_core.tools import tool
@@ -12,20 +13,38 @@ from langgraph.config import get_stream_writer
 from langgraph.types import interrupt
 
 from harness.testing import ScriptedChatModel
+from tests.support.waiting import wait_until
 
 # Tests replace this; graphs built for state reads share it without consuming the script.
 MODEL = ScriptedChatModel(script=["hello"], loop=True)
 
 
+# Calls of the slow tool begun in this process since the last set_script: a test that must
+# act while a run is inside its tool waits on this, not on a pause after the model's answer
+# (under load the step between the two took longer than any pause).
+_slow_started = 0
+_slow_lock = threading.Lock()
+
+
 def set_script(*items, loop: bool = False) -> ScriptedChatModel:
-    global MODEL
+    global MODEL, _slow_started
     MODEL = ScriptedChatModel(script=list(items), loop=loop)
+    with _slow_lock:
+        _slow_started = 0
     return MODEL
+
+
+def wait_for_slow_tool(count: int = 1) -> None:
+    """Until ``count`` calls of the slow tool have begun here (runs executed in this process)."""
+    wait_until(lambda: _slow_started >= count, f"{count} slow tool call(s) to begin", interval=0.02)
 
 
 @tool
 async def slow(seconds: float) -> str:
     """Wait for the given number of seconds."""
+    global _slow_started
+    with _slow_lock:
+        _slow_started += 1
     await asyncio.sleep(seconds)
     return f"waited {seconds}s"
 

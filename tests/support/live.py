@@ -31,6 +31,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tests.support.waiting import HANG_SECONDS
 from tests.support.zygote import ForkedProcess, start_module
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -145,10 +146,8 @@ class LiveServer:
     def restart(self) -> None:
         """Start the first Daphne process again after ``crash``, on the same database and
         home (on a new port: the old one may linger in TIME_WAIT)."""
-        port = free_port()
-        self.process = _daphne(self.env, port, open(self.log_path, "a"))
-        self.url = self.urls[0] = f"http://127.0.0.1:{port}"
-        _wait_healthy(self, self.url, self.process, time.monotonic() + 60)
+        self.process, self.url = _start_daphne(self, open(self.log_path, "a"), time.monotonic() + HANG_SECONDS)
+        self.urls[0] = self.url
 
     def stop(self) -> None:
         self._shell.close()
@@ -234,18 +233,63 @@ def _daphne(env: dict, port: int, log) -> ForkedProcess:
                         cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
 
 
-def _wait_healthy(server: LiveServer, url: str, process: ForkedProcess, deadline: float) -> None:
+class _PortTaken(Exception):
+    pass
+
+
+def _listens_on(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds the listening socket on loopback ``port``: the health
+    answer came from this stack's server, not from another one that took the port."""
+    inodes = set()
+    try:
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if target.startswith("socket:["):
+                    inodes.add(target[8:-1])
+    except OSError:
+        return False
+    with open("/proc/net/tcp") as table:
+        for line in table.readlines()[1:]:
+            fields = line.split()
+            if int(fields[1].rsplit(":", 1)[1], 16) == port and fields[3] == "0A" and fields[9] in inodes:
+                return True
+    return False
+
+
+def _wait_healthy(server: LiveServer, url: str, process: ForkedProcess, deadline: float, log_from: int = 0) -> None:
+    port = int(url.rsplit(":", 1)[1])
     while time.monotonic() < deadline:
         if process.poll() is not None:
+            if "Address already in use" in server.log()[log_from:]:
+                raise _PortTaken(url)
             raise RuntimeError(f"daphne exited: {server.log()}")
         try:
             with urllib.request.urlopen(f"{url}/api/health", timeout=2) as response:
-                if response.status == 200:
+                if response.status == 200 and _listens_on(process.pid, port):
                     return
         except OSError:
-            time.sleep(0.2)
+            pass
+        time.sleep(0.2)
     server.stop()
     raise RuntimeError(f"daphne did not become healthy: {server.log()}")
+
+
+def _start_daphne(server: LiveServer, log, deadline: float) -> tuple[ForkedProcess, str]:
+    """A Daphne process of this stack, healthy, and its URL. The port is free when chosen but
+    bound only when the server is up, seconds later under load: another xdist worker's
+    server can take it in between, and then this one is started again on another port."""
+    while True:
+        port = free_port()
+        log.flush()
+        log_from = server.log_path.stat().st_size if server.log_path.exists() else 0
+        process = _daphne(server.env, port, log)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            _wait_healthy(server, url, process, deadline, log_from)
+        except _PortTaken:
+            continue
+        return process, url
 
 
 def _start_celery_worker(server: LiveServer, home: Path, index: int, concurrency: int, deadline: float) -> None:
@@ -290,20 +334,16 @@ def live_env(home: Path, *, config_text: str, extra_env: dict | None = None) -> 
 def start_live_server(home: Path, *, config_text: str, extra_env: dict | None = None, servers: int = 1, celery_workers: int = 0,
                       celery_concurrency: int = 8) -> LiveServer:
     env = live_env(home, config_text=config_text, extra_env=extra_env)
-    port = free_port()
     log_path = home / "server.log"
-    server = LiveServer(url=f"http://127.0.0.1:{port}", env=env, process=None, log_path=log_path)  # type: ignore[arg-type]
+    server = LiveServer(url="", env=env, process=None, log_path=log_path)  # type: ignore[arg-type]
     log = open(log_path, "w")
-    server.process = _daphne(env, port, log)
+    deadline = time.monotonic() + HANG_SECONDS
+    server.process, server.url = _start_daphne(server, log, deadline)
     server.urls.append(server.url)
-    deadline = time.monotonic() + 60
-    _wait_healthy(server, server.url, server.process, deadline)
     for _ in range(servers - 1):
-        other_port = free_port()
-        process = _daphne(env, other_port, log)
+        process, url = _start_daphne(server, log, deadline)
         server.others.append(process)
-        server.urls.append(f"http://127.0.0.1:{other_port}")
-        _wait_healthy(server, server.urls[-1], process, deadline)
+        server.urls.append(url)
     for index in range(celery_workers):
         _start_celery_worker(server, home, index, celery_concurrency, deadline)
     return server

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
+from tests.ui.conftest import UI_HANG_MS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -16,7 +17,7 @@ VIEWPORTS = [({"width": 1280, "height": 800}, "light"), ({"width": 1280, "height
 @pytest.mark.parametrize("viewport,scheme", VIEWPORTS, ids=["desktop-light", "desktop-dark", "phone-light", "phone-dark"])
 def test_the_github_block_is_edited_in_the_agent_editor(viewport, scheme, browser, live, signed_in_state, doc_shot):
     context = browser.new_context(base_url=live.url, storage_state=signed_in_state, color_scheme=scheme, viewport=viewport)
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(UI_HANG_MS)
     phone = viewport["width"] == 375
     name = f"gh-{'phone' if phone else 'desk'}-{scheme}"
     try:

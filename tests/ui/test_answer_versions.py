@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 from tests.ui.chat_page import send
+from tests.ui.conftest import UI_HANG_MS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -26,7 +27,7 @@ def answers(page):
 def test_arrows_switch_between_regenerated_answers_and_a_reload_keeps_the_choice(viewport, scheme, browser, live, signed_in_state,
                                                                                  script, doc_shot):
     context = browser.new_context(base_url=live.url, storage_state=signed_in_state, color_scheme=scheme, viewport=viewport)
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(UI_HANG_MS)
     suffix = ("-phone" if viewport["width"] == 375 else "") + ("-dark" if scheme == "dark" else "")
     try:
         page = context.new_page()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
+from tests.ui.conftest import UI_HANG_MS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -18,7 +19,7 @@ LUMINANCE = """sel => {
                          ids=["desktop-light", "phone-dark"])
 def test_the_api_docs_follow_the_theme_and_lead_back(viewport, scheme, browser, live, signed_in_state, doc_shot):
     context = browser.new_context(base_url=live.url, storage_state=signed_in_state, color_scheme=scheme, viewport=viewport)
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(UI_HANG_MS)
     try:
         page = context.new_page()
         page.goto("/api/docs/")

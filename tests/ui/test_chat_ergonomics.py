@@ -32,7 +32,7 @@ def table(rows: int, tag: str) -> str:
 
 
 def idle(page) -> None:
-    expect(page.get_by_role("button", name="Send")).to_be_visible(timeout=20_000)
+    expect(page.get_by_role("button", name="Send")).to_be_visible()
 
 
 # ------------------------------------------------------------------ working state
@@ -161,7 +161,7 @@ def test_the_viewer_shows_pdf_docx_xlsx_csv_images_and_markdown(device, request,
     page = request.getfixturevalue(device)
     page.goto("/")
     page.locator("#file-input").set_input_files(FILES)
-    expect(page.locator(".attachment.done")).to_have_count(len(FILES), timeout=30_000)
+    expect(page.locator(".attachment.done")).to_have_count(len(FILES))
     page.get_by_role("button", name="Files", exact=True).click()
     uploads = page.locator("#upload-list")
     # converted companions sit under their original, not in the list beside it

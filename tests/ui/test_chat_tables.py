@@ -8,6 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from harness.testing.script import Reply
+from tests.ui.conftest import UI_HANG_MS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -29,7 +30,7 @@ BROKEN_WORDS = """() => [...document.querySelectorAll('article.msg.assistant .md
 def test_a_wide_table_scrolls_in_its_box_with_whole_words_and_a_sticky_header(viewport, scheme, browser, live, signed_in_state, script,
                                                                                doc_shot):
     context = browser.new_context(base_url=live.url, storage_state=signed_in_state, color_scheme=scheme, viewport=viewport)
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(UI_HANG_MS)
     try:
         page = context.new_page()
         script(Reply(text="Here is the table:\n\n" + TABLE))

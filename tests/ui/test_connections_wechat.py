@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
+from tests.ui.conftest import UI_HANG_MS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -39,7 +40,7 @@ def test_the_wechat_login_qr_is_shown_to_admins_until_scanned(width, scheme, bro
     _waiting(wechat_live)
     context = browser.new_context(base_url=wechat_live.url, storage_state=signed_in_state, color_scheme=scheme,
                                   viewport={"width": width, "height": 800})
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(UI_HANG_MS)
     errors: list[str] = []
     try:
         page = context.new_page()

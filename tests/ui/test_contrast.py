@@ -8,6 +8,7 @@ controls are exempt (WCAG's inactive components), as are elements hidden from vi
 from __future__ import annotations
 
 import pytest
+from tests.ui.conftest import UI_HANG_MS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -59,7 +60,7 @@ AUDIT = r"""() => {
 
 def _audit(browser, live, state, paths, scheme):
     context = browser.new_context(base_url=live.url, storage_state=state, color_scheme=scheme, viewport={"width": 1280, "height": 800})
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(UI_HANG_MS)
     failures = []
     try:
         page = context.new_page()
@@ -87,7 +88,7 @@ AUDIT_WITH_OPTIONS = AUDIT.replace('summary, select")', 'summary, select, [role=
 @pytest.mark.parametrize("scheme", ["light", "dark"])
 def test_the_palette_and_the_tag_controls_meet_wcag_aa(scheme, browser, live, signed_in_state):
     context = browser.new_context(base_url=live.url, storage_state=signed_in_state, color_scheme=scheme, viewport={"width": 1280, "height": 800})
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(UI_HANG_MS)
     try:
         page = context.new_page()
         live.shell("from apps.accounts.models import User\nfrom apps.threads.models import Thread\nfrom apps.runs.models import Run\n"

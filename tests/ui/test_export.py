@@ -7,6 +7,7 @@ import json
 
 import pytest
 from playwright.sync_api import expect
+from tests.ui.conftest import UI_HANG_MS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -15,7 +16,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
                          ids=["desktop-light", "phone-dark"])
 def test_export_downloads_markdown_and_json_and_prints_the_conversation(viewport, scheme, browser, live, signed_in_state, script, doc_shot):
     context = browser.new_context(base_url=live.url, storage_state=signed_in_state, color_scheme=scheme, viewport=viewport, accept_downloads=True)
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(UI_HANG_MS)
     try:
         page = context.new_page()
         script("Leek and potato soup goes well with rye bread.")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
+from tests.ui.conftest import UI_HANG_MS
 
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -28,7 +29,7 @@ def member_state(live, sign_in):
                          ids=["desktop-light", "desktop-dark", "phone-light", "phone-dark"])
 def test_staff_pages_tell_a_member_why_and_lead_back(viewport, scheme, browser, live, member_state, doc_shot):
     context = browser.new_context(base_url=live.url, storage_state=member_state, color_scheme=scheme, viewport=viewport)
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(UI_HANG_MS)
     try:
         page = context.new_page()
         for path, what in STAFF_PAGES.items():

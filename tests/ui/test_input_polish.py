@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
+from tests.ui.conftest import UI_HANG_MS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -15,7 +16,7 @@ VIEWPORTS = [({"width": 1280, "height": 800}, "light"), ({"width": 375, "height"
 @pytest.mark.parametrize("viewport,scheme", VIEWPORTS, ids=["desktop-light", "phone-dark"])
 def test_polish_rewrites_the_draft_and_undo_restores_it(viewport, scheme, browser, live, signed_in_state, script, doc_shot):
     context = browser.new_context(base_url=live.url, storage_state=signed_in_state, color_scheme=scheme, viewport=viewport)
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(UI_HANG_MS)
     suffix = "" if viewport["width"] > 375 else "-phone"
     try:
         page = context.new_page()

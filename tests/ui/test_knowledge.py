@@ -12,6 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from harness.testing import call, tool_reply
+from tests.ui.conftest import UI_HANG_MS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -92,7 +93,7 @@ def test_a_document_added_on_the_knowledge_page_is_cited_in_chat_and_the_citatio
 @pytest.mark.parametrize("viewport,scheme", VIEWS[1:], ids=["phone-light", "desktop-dark", "phone-dark"])
 def test_the_knowledge_page_fits_each_screen_and_theme(viewport, scheme, browser, live, signed_in_state, doc_shot):
     context = browser.new_context(base_url=live.url, storage_state=signed_in_state, color_scheme=scheme, viewport=viewport)
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(UI_HANG_MS)
     suffix = ("-phone" if viewport["width"] == 375 else "") + ("-dark" if scheme == "dark" else "")
     try:
         page = context.new_page()

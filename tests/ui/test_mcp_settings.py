@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from playwright.sync_api import expect
+from tests.ui.conftest import UI_HANG_MS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 SERVERS = str(Path(__file__).parents[1] / "harness" / "mcp" / "servers.py")
@@ -70,7 +71,7 @@ def test_mcp_settings_on_a_phone(phone, mcp_live, doc_shot):
 def test_mcp_settings_on_a_phone_in_the_dark(browser, live, signed_in_state, mcp_live, doc_shot):
     context = browser.new_context(base_url=live.url, storage_state=signed_in_state, color_scheme="dark",
                                   viewport={"width": 375, "height": 740})
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(UI_HANG_MS)
     try:
         phone = context.new_page()
         _check_page(phone)

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import json
 import re
+import time
 
 import pytest
 from playwright.sync_api import expect
 from tests.ui.chat_page import send
+from tests.support.waiting import HANG_SECONDS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -35,9 +37,8 @@ def test_a_fact_learned_in_chat_is_shown_editable_and_used_in_a_new_chat(page, p
 
     page.goto("/memory/")
     row = page.locator("#fact-rows tr", has_text="Prefers metric units in recipes")
-    for _ in range(100):  # the updater runs after the chat; reload until it has
-        if row.count():
-            break
+    deadline = time.monotonic() + HANG_SECONDS
+    while not row.count() and time.monotonic() < deadline:  # the updater runs after the chat; reload until it has
         page.wait_for_timeout(200)
         page.reload()
     expect(row).to_be_visible()

@@ -8,6 +8,7 @@ import re
 
 import pytest
 from playwright.sync_api import expect
+from tests.ui.conftest import UI_HANG_MS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -16,7 +17,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
                          ids=["desktop-light", "phone-dark"])
 def test_each_message_shows_when_and_each_answer_which_model(viewport, scheme, browser, live, signed_in_state, script, doc_shot):
     context = browser.new_context(base_url=live.url, storage_state=signed_in_state, color_scheme=scheme, viewport=viewport)
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(UI_HANG_MS)
     try:
         page = context.new_page()
         script("Timestamps are on.")

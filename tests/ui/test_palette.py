@@ -14,6 +14,7 @@ import pytest
 from playwright.sync_api import expect
 
 from tests.ui.test_chat import send
+from tests.ui.conftest import UI_HANG_MS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -51,7 +52,7 @@ def test_the_palette_jumps_to_a_chat_by_a_fuzzy_title_from_the_keyboard(viewport
     ids = chats(live, "tester", TITLES)
     phone = viewport["width"] == 375
     context = browser.new_context(base_url=live.url, storage_state=signed_in_state, color_scheme=scheme, viewport=viewport)
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(UI_HANG_MS)
     try:
         page = context.new_page()
         errors: list[str] = []

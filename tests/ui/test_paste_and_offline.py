@@ -8,6 +8,7 @@ import base64
 
 import pytest
 from playwright.sync_api import expect
+from tests.ui.conftest import UI_HANG_MS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -33,7 +34,7 @@ CASES = [({"width": 1280, "height": 800}, "light"), ({"width": 375, "height": 74
 
 def _page(browser, live, state, viewport, scheme):
     context = browser.new_context(base_url=live.url, storage_state=state, color_scheme=scheme, viewport=viewport)
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(UI_HANG_MS)
     return context, context.new_page()
 
 
@@ -76,7 +77,7 @@ def test_offline_is_said_at_once_and_a_message_waits_for_the_network(viewport, s
         box.fill("Are you still there?")
         box.press("Enter")
         context.set_offline(False)
-        expect(page.locator("article.msg.assistant").last).to_contain_text("Sent once the network was back.", timeout=30_000)
+        expect(page.locator("article.msg.assistant").last).to_contain_text("Sent once the network was back.")
         expect(page.get_by_role("status").filter(has_text="offline")).to_have_count(0)
         assert page.locator("#messages").inner_text().count("Sent once the network was back.") == 1
     finally:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 from playwright.sync_api import expect
 from tests.ui.chat_page import send
+from tests.ui.conftest import UI_HANG_MS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -24,7 +25,7 @@ def idle(page):
 
 def _context(browser, live, viewport, scheme, storage_state=None):
     context = browser.new_context(base_url=live.url, storage_state=storage_state, color_scheme=scheme, viewport=viewport)
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(UI_HANG_MS)
     return context
 
 

@@ -11,6 +11,7 @@ import time
 import pytest
 from playwright.sync_api import expect
 from tests.ui.chat_page import send
+from tests.support.waiting import HANG_SECONDS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -158,7 +159,7 @@ def test_no_empty_chat_is_left_behind_by_an_upload_taken_back(page, live):
     expect(page).to_have_url(re.compile(r"/$"))
     # The page deletes the draft as it leaves it: wait for the row to go (a generous deadline,
     # not a guess at how long the request takes).
-    deadline = time.monotonic() + 30
+    deadline = time.monotonic() + HANG_SECONDS
     while live.shell(f"from apps.threads.models import Thread; print(Thread.objects.filter(pk={draft!r}).exists())") != "False":
         assert time.monotonic() < deadline, f"the draft thread {draft} was never deleted"
         time.sleep(0.1)

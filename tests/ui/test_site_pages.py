@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
+from tests.ui.conftest import UI_HANG_MS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -35,7 +36,7 @@ DOC_SHOTS = {"settings", "schedules", "tokens", "chat", "skills"}
 
 def open_context(browser, live, state, *, viewport, scheme):
     context = browser.new_context(base_url=live.url, storage_state=state, viewport=viewport, color_scheme=scheme)
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(UI_HANG_MS)
     page = context.new_page()
     page.missing = []
     page.js_errors = []

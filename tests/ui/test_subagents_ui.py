@@ -77,7 +77,7 @@ def test_subagent_card_after_a_reload_mid_run(page, script):
     expect(card).to_have_attribute("data-subagent-status", "running")
     page.reload()  # the resumed stream replays the task events into the rebuilt card
     card = page.locator(".tool-card.subagent-card")
-    expect(assistant(page).last).to_contain_text("The subagent waited.", timeout=20_000)
+    expect(assistant(page).last).to_contain_text("The subagent waited.")
     expect(card).to_have_attribute("data-subagent-status", "completed")
     card.locator("summary").click()
     expect(card.locator(".subagent-step")).to_have_count(3)  # replayed and loaded steps are not doubled

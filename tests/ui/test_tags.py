@@ -8,6 +8,7 @@ import json
 
 import pytest
 from playwright.sync_api import expect
+from tests.ui.conftest import UI_HANG_MS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -45,7 +46,7 @@ def test_tag_chats_from_the_header_and_the_sidebar_and_filter_by_them(viewport, 
     username = "tagger-phone" if phone else "tagger"
     ids = user_with_chats(live, username)
     context = browser.new_context(base_url=live.url, storage_state=sign_in(username, "pw-tags-123"), color_scheme=scheme, viewport=viewport)
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(UI_HANG_MS)
     suffix = f"-{scheme}" + ("-phone" if phone else "")
     try:
         page = context.new_page()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import pytest
 from playwright.sync_api import expect
+from tests.ui.conftest import UI_HANG_MS
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -75,7 +76,7 @@ def ask(page, text):
 def test_dictation_fills_the_composer_and_read_aloud_speaks_the_answer_without_markdown(
         viewport, scheme, browser, live, signed_in_state, script, doc_shot):
     context = browser.new_context(base_url=live.url, storage_state=signed_in_state, color_scheme=scheme, viewport=viewport)
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(UI_HANG_MS)
     context.add_init_script(FAKE_SPEECH)
     suffix = f"-{scheme}" + ("-phone" if viewport["width"] == 375 else "")
     try:
@@ -123,7 +124,7 @@ def test_dictation_fills_the_composer_and_read_aloud_speaks_the_answer_without_m
 @pytest.mark.parametrize("viewport,scheme", VIEWS, ids=["desktop-light", "phone-dark"])
 def test_without_speech_apis_neither_control_is_shown(viewport, scheme, browser, live, signed_in_state, script):
     context = browser.new_context(base_url=live.url, storage_state=signed_in_state, color_scheme=scheme, viewport=viewport)
-    context.set_default_timeout(15_000)
+    context.set_default_timeout(UI_HANG_MS)
     context.add_init_script(NO_SPEECH)
     try:
         page = context.new_page()

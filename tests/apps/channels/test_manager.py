@@ -139,12 +139,16 @@ async def test_two_users_on_one_bot_never_share_a_thread(channel_kit, scripted_a
     assert [h.content for h in humans] == ["what did alice say?"]
 
 
-async def test_a_follow_up_during_a_run_is_queued_and_runs_next(channel_kit, scripted_agent, user):
-    scripted_agent(tool_reply(call("slow", seconds=1.5)), "first done", "second done")
+async def test_a_follow_up_during_a_run_is_queued_and_runs_next(channel_kit, gated_agent, user):
+    # The first run holds at the gate until the follow-up is queued: with a 1.5 s tool a busy
+    # machine sometimes finished it before the follow-up arrived, which then was no follow-up.
+    set_script, gate = gated_agent
+    set_script(tool_reply(call("wait_for_gate")), "first done", "second done")
     await channel_kit.connect(user, sender="u")
     await channel_kit.adapter.say("long task", sender="u")
     await channel_kit.adapter.say("and then this", sender="u")
     assert channel_kit.adapter.final_texts()[-1].startswith("Queued: it runs after the current one (1 waiting)")
+    gate.set()
     await channel_kit.manager.idle()
     texts = channel_kit.adapter.final_texts()
     assert "first done" in texts and texts[-1] == "second done"
@@ -152,18 +156,20 @@ async def test_a_follow_up_during_a_run_is_queued_and_runs_next(channel_kit, scr
     assert [r.status for r in runs] == ["success", "success"] and runs[0].thread_id == runs[1].thread_id
 
 
-async def test_the_queue_is_bounded(scripted_agent, user):
+async def test_the_queue_is_bounded(gated_agent, user):
     from tests.support.channels import ChannelKit, FakeAdapter, make_manager, make_settings
 
     manager, adapter = make_manager(FakeAdapter, make_settings("fake", queue_size=1))
     kit = ChannelKit(manager=manager, adapter=adapter)
-    scripted_agent(tool_reply(call("slow", seconds=1.5)), "a", "b")
+    set_script, gate = gated_agent
+    set_script(tool_reply(call("wait_for_gate")), "a", "b")
     try:
         await kit.connect(user, sender="u")
         await adapter.say("one", sender="u")
         await adapter.say("two", sender="u")
         await adapter.say("three", sender="u")
         assert adapter.final_texts()[-1].startswith("Still working, and 1 message(s) are already waiting")
+        gate.set()
         await manager.idle()
         assert len(await database_sync_to_async(_runs)()) == 2
     finally:

@@ -15,6 +15,7 @@ from apps.runs.models import Run
 from apps.schedules.models import ScheduledTask
 from apps.threads.models import Thread
 from harness.testing import call, tool_reply
+from tests.support.waiting import HANG_SECONDS
 
 
 
@@ -24,7 +25,7 @@ def act(client, model: str, action: str, ids) -> str:
     return response.content.decode()
 
 
-def wait_for(predicate, timeout=15):
+def wait_for(predicate, timeout=HANG_SECONDS):
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, "timed out waiting"

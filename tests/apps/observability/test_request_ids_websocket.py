@@ -7,6 +7,7 @@ from channels.testing import WebsocketCommunicator
 from apps.runs.models import Run
 from apps.threads.services import thread_create
 from tests.apps.runs.test_websocket import APP, events_until_end
+from tests.support.waiting import HANG_SECONDS
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -14,12 +15,12 @@ pytestmark = [pytest.mark.django_db(transaction=True)]
 async def _run_over_socket(user, thread_id, headers):
     ws = WebsocketCommunicator(APP, f"/ws/threads/{thread_id}/", headers=headers)
     ws.scope["user"] = user
-    connected, _ = await ws.connect()
+    connected, _ = await ws.connect(timeout=HANG_SECONDS)
     assert connected
     await ws.send_json_to({"type": "run", "payload": {"input": {"messages": [{"role": "user", "content": "hi"}]}}})
-    created = await ws.receive_json_from(timeout=10)
+    created = await ws.receive_json_from(timeout=HANG_SECONDS)
     await events_until_end(ws)
-    await ws.disconnect()
+    await ws.disconnect(timeout=HANG_SECONDS)
     return await database_sync_to_async(Run.objects.get)(pk=created["run"]["run_id"])
 
 

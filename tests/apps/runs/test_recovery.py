@@ -18,6 +18,7 @@ from apps.threads.services import thread_create
 from harness.testing import call, tool_reply
 from tests.apps.runs.test_runs_api import body_of
 from tests.support.live import ShellSession, migrated_database
+from tests.support.waiting import HANG_SECONDS
 
 ROOT = Path(__file__).resolve().parents[3]
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
@@ -67,7 +68,7 @@ def test_the_server_recovers_orphans_when_it_starts(tmp_path):
         shell.close()
 
 
-def _wait_until(condition, what, timeout=10):
+def _wait_until(condition, what, timeout=HANG_SECONDS):
     deadline = time.monotonic() + timeout
     while not condition():
         assert time.monotonic() < deadline, f"gave up waiting for {what}"

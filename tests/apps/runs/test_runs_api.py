@@ -7,6 +7,7 @@ import pytest
 
 from apps.runs.models import Run, RunEvent
 from harness.testing import call, tool_reply
+from tests.support.agents import wait_for_slow_tool
 from tests.support.waiting import HANG_SECONDS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
@@ -45,7 +46,7 @@ def stream(client, path, body):
     return response, parse_sse(body_of(response))
 
 
-def wait_for_status(run_id, statuses, timeout=10):
+def wait_for_status(run_id, statuses, timeout=HANG_SECONDS):
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         run = Run.objects.get(pk=run_id)
@@ -55,13 +56,13 @@ def wait_for_status(run_id, statuses, timeout=10):
     raise AssertionError(f"run {run_id} stayed {Run.objects.get(pk=run_id).status}")
 
 
-def wait_for_model_calls(model, count, timeout=10):
-    """Until the scripted model has answered ``count`` requests: a run is really under way."""
+def wait_for_model_calls(model, count, timeout=HANG_SECONDS):
+    """Until the scripted model has answered ``count`` requests: a run is really under way.
+    A test that needs the run inside its slow tool waits with ``wait_for_slow_tool``."""
     deadline = time.monotonic() + timeout
     while len(model.requests) < count:
         assert time.monotonic() < deadline, f"the model got {len(model.requests)} requests, expected {count}"
         time.sleep(0.02)
-    time.sleep(0.1)  # let the tool call start
 
 
 def new_thread(client, thread_id=None):
@@ -130,10 +131,10 @@ def test_wait_returns_final_values_and_join_after_create(user_client, scripted_a
 
 
 def test_busy_thread_rejects_and_interrupt_replaces(user_client, scripted_agent):
-    model = scripted_agent(tool_reply(call("slow", seconds=30)), "replaced answer")
+    scripted_agent(tool_reply(call("slow", seconds=30)), "replaced answer")
     tid = new_thread(user_client)
     first = user_client.post(f"/api/threads/{tid}/runs", {"assistant_id": "lead_agent", "input": {"messages": [{"role": "user", "content": "slow"}]}}, format="json").json()
-    wait_for_model_calls(model, 1)
+    wait_for_slow_tool()
     busy = user_client.post(f"/api/threads/{tid}/runs", {"input": {"messages": [{"role": "user", "content": "again"}]}}, format="json")
     assert busy.status_code == 409 and busy.json() == {"detail": f"Thread {tid} already has an active run"}
 
@@ -145,14 +146,14 @@ def test_busy_thread_rejects_and_interrupt_replaces(user_client, scripted_agent)
 
 
 def test_cancel_with_rollback_restores_the_previous_state(user_client, scripted_agent):
-    model = scripted_agent("kept answer", tool_reply(call("slow", seconds=30)))
+    scripted_agent("kept answer", tool_reply(call("slow", seconds=30)))
     tid = new_thread(user_client)
     user_client.post(f"/api/threads/{tid}/runs/wait", {"input": {"messages": [{"role": "user", "content": "keep me"}]}}, format="json")
     wait_for_status(Run.objects.get(thread_id=tid).pk, {"success"})
     before = user_client.get(f"/api/threads/{tid}/state").json()["values"]["messages"]
 
     run = user_client.post(f"/api/threads/{tid}/runs", {"input": {"messages": [{"role": "user", "content": "drop me"}]}}, format="json").json()
-    wait_for_model_calls(model, 2)
+    wait_for_slow_tool()
     response = user_client.post(f"/api/threads/{tid}/runs/{run['run_id']}/cancel?action=rollback&wait=1")
     assert response.status_code == 204
     assert Run.objects.get(pk=run["run_id"]).status == "interrupted"
@@ -163,10 +164,10 @@ def test_cancel_with_rollback_restores_the_previous_state(user_client, scripted_
 
 
 def test_cancel_with_interrupt_keeps_what_was_done(user_client, scripted_agent):
-    model = scripted_agent(tool_reply(call("slow", seconds=30)))
+    scripted_agent(tool_reply(call("slow", seconds=30)))
     tid = new_thread(user_client)
     run = user_client.post(f"/api/threads/{tid}/runs", {"input": {"messages": [{"role": "user", "content": "work"}]}}, format="json").json()
-    wait_for_model_calls(model, 1)
+    wait_for_slow_tool()
     assert user_client.post(f"/api/threads/{tid}/runs/{run['run_id']}/cancel?wait=true").status_code == 204
     messages = user_client.get(f"/api/threads/{tid}/state").json()["values"]["messages"]
     assert messages[0]["content"] == "work" and messages[1]["tool_calls"][0]["name"] == "slow"
@@ -389,12 +390,12 @@ def test_a_worker_acts_on_a_cancel_flag_it_was_not_signalled(user_client, script
     from apps.runs import worker
 
     monkeypatch.setattr(worker, "CANCEL_POLL_SECONDS", 0.05)
-    model = scripted_agent(tool_reply(call("slow", seconds=30)))
+    scripted_agent(tool_reply(call("slow", seconds=30)))
     tid = new_thread(user_client)
     run = user_client.post(f"/api/threads/{tid}/runs", {"input": {"messages": [{"role": "user", "content": "work"}]}}, format="json").json()
-    wait_for_model_calls(model, 1)
+    wait_for_slow_tool()
     Run.objects.filter(pk=run["run_id"]).update(cancel_requested_at=timezone.now(), cancel_action="interrupt")
-    done = wait_for_status(run["run_id"], {"interrupted", "success", "error"}, timeout=5)
+    done = wait_for_status(run["run_id"], {"interrupted", "success", "error"})
     assert done.status == "interrupted" and done.stop_reason == "cancelled"
     assert done.thread.status == "idle"
 
@@ -416,13 +417,13 @@ def test_one_lease_keeper_renews_and_polls_every_run_of_the_process(user_client,
         return await original(run_ids, renew=renew)
 
     monkeypatch.setattr(worker, "_leases_tick", recording)
-    model = scripted_agent(tool_reply(call("slow", seconds=30)), loop=True)
+    scripted_agent(tool_reply(call("slow", seconds=30)), loop=True)
     runs = []
     for _ in range(2):
         tid = new_thread(user_client)
         runs.append(user_client.post(f"/api/threads/{tid}/runs", {"input": {"messages": [{"role": "user", "content": "x"}]}},
                                      format="json").json()["run_id"])
-    wait_for_model_calls(model, 2)
+    wait_for_slow_tool(2)
     first_expiry = {r.pk: r.lease_expires_at for r in Run.objects.filter(pk__in=runs)}
     deadline = time.monotonic() + HANG_SECONDS
     while time.monotonic() < deadline and not any(tick >= set(runs) for tick in ticks[-3:]):
@@ -437,10 +438,10 @@ def test_one_lease_keeper_renews_and_polls_every_run_of_the_process(user_client,
         time.sleep(0.05)
     assert renewed()
     Run.objects.filter(pk=runs[0]).update(cancel_requested_at=timezone.now(), cancel_action="interrupt")
-    assert wait_for_status(runs[0], {"interrupted", "success", "error"}, timeout=5).status == "interrupted"
+    assert wait_for_status(runs[0], {"interrupted", "success", "error"}).status == "interrupted"
     assert Run.objects.get(pk=runs[1]).status == "running"  # only the flagged one
     assert user_client.post(f"/api/threads/{Run.objects.get(pk=runs[1]).thread_id}/runs/{runs[1]}/cancel").status_code == 202
-    assert wait_for_status(runs[1], {"interrupted", "success", "error"}, timeout=5).status == "interrupted"
+    assert wait_for_status(runs[1], {"interrupted", "success", "error"}).status == "interrupted"
 
 
 def _stream_then_leave_mid_write(user, tid, body: dict) -> str:
@@ -507,10 +508,10 @@ def test_a_cancel_that_got_swallowed_is_delivered_again(user_client, scripted_ag
     from apps.runs.runtime import get_runtime
 
     monkeypatch.setattr(worker, "CANCEL_POLL_SECONDS", 0.05)
-    model = scripted_agent(tool_reply(call("slow", seconds=30)))
+    scripted_agent(tool_reply(call("slow", seconds=30)))
     tid = new_thread(user_client)
     run = user_client.post(f"/api/threads/{tid}/runs", {"input": {"messages": [{"role": "user", "content": "x"}]}}, format="json").json()
-    wait_for_model_calls(model, 1)
+    wait_for_slow_tool()
     runtime = get_runtime()
 
     async def swallowed():  # what is left of a cancel whose CancelledError was eaten
@@ -518,7 +519,7 @@ def test_a_cancel_that_got_swallowed_is_delivered_again(user_client, scripted_ag
 
     runtime.call(swallowed)
     Run.objects.filter(pk=run["run_id"]).update(cancel_requested_at=timezone.now(), cancel_action="interrupt")
-    done = wait_for_status(run["run_id"], {"interrupted", "success", "error"}, timeout=5)
+    done = wait_for_status(run["run_id"], {"interrupted", "success", "error"})
     assert done.status == "interrupted" and done.thread.status == "idle"
 
 

@@ -9,6 +9,7 @@ from django.contrib.auth.models import AnonymousUser
 from apps.runs.routing import websocket_urlpatterns
 from apps.threads.services import thread_create
 from harness.testing import call, tool_reply
+from tests.support.waiting import HANG_SECONDS
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -18,14 +19,14 @@ APP = URLRouter(websocket_urlpatterns)
 async def connect(user, thread_id, query=""):
     communicator = WebsocketCommunicator(APP, f"/ws/threads/{thread_id}/{query}")
     communicator.scope["user"] = user
-    connected, code = await communicator.connect()
+    connected, code = await communicator.connect(timeout=HANG_SECONDS)
     return communicator, connected, code
 
 
 async def events_until_end(communicator):
     events = []
     while True:
-        message = await communicator.receive_json_from(timeout=10)
+        message = await communicator.receive_json_from(timeout=HANG_SECONDS)
         if message["type"] == "event":
             events.append(message)
             if message["event"] == "end":
@@ -39,10 +40,10 @@ async def test_run_subscribe_resume_and_cancel(user, scripted_agent):
     assert connected
 
     await ws.send_json_to({"type": "subscribe"})
-    assert await ws.receive_json_from() == {"type": "idle"}
+    assert await ws.receive_json_from(timeout=HANG_SECONDS) == {"type": "idle"}
 
     await ws.send_json_to({"type": "run", "payload": {"input": {"messages": [{"role": "user", "content": "hi"}]}, "stream_mode": ["messages-tuple", "values"]}})
-    created = await ws.receive_json_from(timeout=10)
+    created = await ws.receive_json_from(timeout=HANG_SECONDS)
     assert created["type"] == "run_created"
     run_id = created["run"]["run_id"]
     events = await events_until_end(ws)
@@ -57,8 +58,8 @@ async def test_run_subscribe_resume_and_cancel(user, scripted_agent):
     assert [e["id"] for e in resumed] == [e["id"] for e in events[3:]]
 
     await ws.send_json_to({"type": "run", "payload": {"input": {"messages": [{"role": "user", "content": "slow please"}]}}})
-    second = (await ws.receive_json_from(timeout=10))["run"]["run_id"]
-    await ws.receive_json_from(timeout=10)  # metadata
+    second = (await ws.receive_json_from(timeout=HANG_SECONDS))["run"]["run_id"]
+    await ws.receive_json_from(timeout=HANG_SECONDS)  # metadata
     await ws.send_json_to({"type": "cancel"})
     rest = await events_until_end(ws)
     assert rest[-1]["event"] == "end"
@@ -66,7 +67,7 @@ async def test_run_subscribe_resume_and_cancel(user, scripted_agent):
 
     run = await database_sync_to_async(Run.objects.get)(pk=second)
     assert run.status == "interrupted"
-    await ws.disconnect()
+    await ws.disconnect(timeout=HANG_SECONDS)
 
 
 async def test_refusals(user, other_user):
@@ -75,14 +76,14 @@ async def test_refusals(user, other_user):
         ws, connected, _ = await connect(who, "alice-only")
         # Accepted, then closed: a client sees the code only after the handshake.
         assert connected
-        assert await ws.receive_output() == {"type": "websocket.close", "code": expected}
+        assert await ws.receive_output(timeout=HANG_SECONDS) == {"type": "websocket.close", "code": expected}
     ws, connected, _ = await connect(user, "alice-only")
     await ws.send_json_to({"type": "run", "payload": {"stream_mode": "events"}})
-    error = await ws.receive_json_from()
+    error = await ws.receive_json_from(timeout=HANG_SECONDS)
     assert error["type"] == "error" and error["status"] == 422 and "unsupported stream mode 'events'" in error["detail"]
     await ws.send_json_to({"type": "cancel"})
-    assert (await ws.receive_json_from())["detail"] == "Thread alice-only has no active run"
-    await ws.disconnect()
+    assert (await ws.receive_json_from(timeout=HANG_SECONDS))["detail"] == "Thread alice-only has no active run"
+    await ws.disconnect(timeout=HANG_SECONDS)
 
 
 def _thread_row(thread_id):
@@ -105,7 +106,7 @@ async def test_a_new_chat_socket_creates_its_thread_with_the_first_run(user, scr
     ws, connected, _ = await connect(user, "fresh-chat", "?new=1")
     assert connected
     await ws.send_json_to({"type": "run", "payload": HI, "thread": {"metadata": {"mode": "pro", "owner_id": 99}}})
-    created = await ws.receive_json_from(timeout=10)
+    created = await ws.receive_json_from(timeout=HANG_SECONDS)
     assert created["type"] == "run_created" and created["run"]["thread_id"] == "fresh-chat"
     events = await events_until_end(ws)
     assert "".join(e["data"][0]["content"] for e in events if e["event"] == "messages") == "the first answer"
@@ -117,14 +118,14 @@ async def test_a_new_chat_socket_creates_its_thread_with_the_first_run(user, scr
     # still sends it (a retried first message) gets a run on the same thread, metadata untouched.
     scripted_agent("second", "third")
     await ws.send_json_to({"type": "run", "payload": HI})
-    assert (await ws.receive_json_from(timeout=10))["type"] == "run_created"
+    assert (await ws.receive_json_from(timeout=HANG_SECONDS))["type"] == "run_created"
     await events_until_end(ws)
     await ws.send_json_to({"type": "run", "payload": HI, "thread": {"metadata": {"mode": "fast"}}})
-    assert (await ws.receive_json_from(timeout=10))["type"] == "run_created"
+    assert (await ws.receive_json_from(timeout=HANG_SECONDS))["type"] == "run_created"
     await events_until_end(ws)
     assert (await database_sync_to_async(_thread_row)("fresh-chat"))["metadata"] == {"mode": "pro"}
     assert await database_sync_to_async(_runs_on)("fresh-chat") == 3
-    await ws.disconnect()
+    await ws.disconnect(timeout=HANG_SECONDS)
 
 
 async def test_a_new_chat_socket_refuses_bad_input_and_writes_nothing(user, scripted_agent):
@@ -133,7 +134,7 @@ async def test_a_new_chat_socket_refuses_bad_input_and_writes_nothing(user, scri
     assert connected
     # Nothing to follow on a thread that does not exist yet.
     await ws.send_json_to({"type": "subscribe"})
-    assert await ws.receive_json_from() == {"type": "idle"}
+    assert await ws.receive_json_from(timeout=HANG_SECONDS) == {"type": "idle"}
     refusals = [
         ({"thread": "yes"}, "thread: must be an object"),
         ({"thread": {"metadata": ["mode", "pro"]}}, "thread.metadata: must be an object"),
@@ -146,20 +147,20 @@ async def test_a_new_chat_socket_refuses_bad_input_and_writes_nothing(user, scri
     ]
     for extra, detail in refusals:
         await ws.send_json_to({"type": "run", "payload": HI, **extra})
-        error = await ws.receive_json_from(timeout=10)
+        error = await ws.receive_json_from(timeout=HANG_SECONDS)
         assert error["type"] == "error" and error["status"] == 422 and detail in error["detail"], (extra, error)
     assert await database_sync_to_async(_thread_row)("draft-chat") is None
     # Without "thread", a run on a thread that does not exist is not found, as before.
     await ws.send_json_to({"type": "run", "payload": HI})
-    assert await ws.receive_json_from(timeout=10) == {"type": "error", "status": 404, "detail": "Thread draft-chat not found"}
+    assert await ws.receive_json_from(timeout=HANG_SECONDS) == {"type": "error", "status": 404, "detail": "Thread draft-chat not found"}
     assert await database_sync_to_async(_thread_row)("draft-chat") is None
-    await ws.disconnect()
+    await ws.disconnect(timeout=HANG_SECONDS)
 
     # An id that can never name a thread is refused at once, like a missing thread without ?new=1.
     for thread_id, query in (("no.dots", "?new=1"), ("missing-chat", "")):
         ws, connected, _ = await connect(user, thread_id, query)
         assert connected
-        assert await ws.receive_output() == {"type": "websocket.close", "code": 4404}
+        assert await ws.receive_output(timeout=HANG_SECONDS) == {"type": "websocket.close", "code": 4404}
 
 
 async def test_someone_elses_thread_id_looks_like_a_free_one_and_is_not_found(user, other_user, scripted_agent):
@@ -170,16 +171,16 @@ async def test_someone_elses_thread_id_looks_like_a_free_one_and_is_not_found(us
         ws, connected, _ = await connect(user, thread_id, "?new=1")
         assert connected  # both accepted: the socket does not tell a taken id from a free one
         await ws.send_json_to({"type": "subscribe"})
-        answers.append(await ws.receive_json_from())
+        answers.append(await ws.receive_json_from(timeout=HANG_SECONDS))
         await ws.send_json_to({"type": "cancel"})
-        answers.append((await ws.receive_json_from())["status"])
-        await ws.disconnect()
+        answers.append((await ws.receive_json_from(timeout=HANG_SECONDS))["status"])
+        await ws.disconnect(timeout=HANG_SECONDS)
     assert answers == [{"type": "idle"}, 404] * 2
 
     ws, _, _ = await connect(user, "bobs-chat", "?new=1")
     await ws.send_json_to({"type": "run", "payload": HI, "thread": {"metadata": {"mode": "pro"}}})
-    assert await ws.receive_json_from(timeout=10) == {"type": "error", "status": 404, "detail": "Thread bobs-chat not found"}
-    await ws.disconnect()
+    assert await ws.receive_json_from(timeout=HANG_SECONDS) == {"type": "error", "status": 404, "detail": "Thread bobs-chat not found"}
+    await ws.disconnect(timeout=HANG_SECONDS)
     # Bob's thread is as it was: no run of Alice's, his metadata and ownership kept.
     assert await database_sync_to_async(_thread_row)("bobs-chat") == {"owner_id": other_user.pk, "assistant_id": "", "metadata": {"mode": "fast"}}
     assert await database_sync_to_async(_runs_on)("bobs-chat") == 0

@@ -17,6 +17,7 @@ from apps.schedules import services
 from apps.schedules.dispatch import DispatchFailed, TaskRunConflict, dispatch
 from apps.schedules.tasks import dispatch_scheduled_task
 from harness.testing import call, tool_reply
+from tests.support.waiting import HANG_SECONDS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
 
@@ -25,7 +26,7 @@ def make_task(user, **data):
     return services.scheduled_task_create(user=user, data={"title": "digest", "prompt": "Summarize the news", "cron": "0 7 * * *", **data})
 
 
-def settled(task_run_id, timeout=15) -> ScheduledTaskRun:
+def settled(task_run_id, timeout=HANG_SECONDS) -> ScheduledTaskRun:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         row = ScheduledTaskRun.objects.get(pk=task_run_id)
@@ -35,7 +36,7 @@ def settled(task_run_id, timeout=15) -> ScheduledTaskRun:
     raise AssertionError(f"task run {task_run_id} stayed {ScheduledTaskRun.objects.get(pk=task_run_id).status}")
 
 
-def wait_until(predicate, timeout=10):
+def wait_until(predicate, timeout=HANG_SECONDS):
     deadline = time.monotonic() + timeout
     while not predicate():
         assert time.monotonic() < deadline, "condition not reached"

@@ -11,6 +11,7 @@ from django_celery_beat.models import PeriodicTask
 from apps.schedules.models import ScheduledTask, ScheduledTaskRun
 from apps.schedules.beat import entry_name
 from apps.schedules.dispatch import dispatch
+from tests.support.waiting import HANG_SECONDS
 
 pytestmark = [pytest.mark.django_db(transaction=True)]
 
@@ -21,7 +22,7 @@ def create(client, **data):
     return client.post("/api/scheduled-tasks", body, format="json")
 
 
-def settled(task, timeout=15) -> ScheduledTaskRun:
+def settled(task, timeout=HANG_SECONDS) -> ScheduledTaskRun:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         rows = list(ScheduledTaskRun.objects.filter(task_id=task["id"] if isinstance(task, dict) else task.pk))

@@ -68,7 +68,7 @@ def test_run_script_starts_daphne_and_a_worker_with_beat_and_stops_both(tmp_path
         children = _children(script.pid)
         commands = " ".join(args for _, args in children)
         # Embedded beat is a child of the worker: it must stop with everything else.
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + HANG_SECONDS
         while True:
             descendants = children + [grandchild for pid, _ in children for grandchild in _children(pid)]
             if len(descendants) > len(children) or time.monotonic() > deadline:
@@ -80,7 +80,7 @@ def test_run_script_starts_daphne_and_a_worker_with_beat_and_stops_both(tmp_path
         assert (tmp_path / "home" / "celery-broker" / "queue").is_dir()
 
         script.send_signal(signal.SIGTERM)
-        script.wait(30)
+        script.wait(HANG_SECONDS)
         deadline = time.monotonic() + HANG_SECONDS
         while any(_alive(pid) for pid, _ in descendants):
             assert time.monotonic() < deadline, f"still running after the script stopped: {descendants}"

@@ -10,7 +10,7 @@ from apps.runs.graphs import clear_graph_cache
 from apps.runs.models import Run
 from harness.config.loader import reset_config_cache
 from harness.testing import call, tool_reply
-from tests.apps.runs.test_runs_api import new_thread, wait_for_model_calls, wait_for_status
+from tests.apps.runs.test_runs_api import new_thread, wait_for_status
 from tests.support import agents
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
@@ -82,12 +82,12 @@ def test_turns_read_back_whole_with_stable_ids_and_history(user_client, storage,
 
 @pytest.mark.parametrize("mode", ["delta", "full"])
 def test_cancel_with_rollback_restores_the_state_before_the_run(user_client, storage, mode):
-    model = storage(mode, "kept answer", tool_reply(call("slow", seconds=30)))
+    storage(mode, "kept answer", tool_reply(call("slow", seconds=30)))
     tid = new_thread(user_client)
     turn(user_client, tid, "keep me")
     run = user_client.post(f"/api/threads/{tid}/runs", {"input": {"messages": [{"role": "user", "content": "drop me"}]}},
                            format="json").json()
-    wait_for_model_calls(model, 2)
+    agents.wait_for_slow_tool()
     assert user_client.post(f"/api/threads/{tid}/runs/{run['run_id']}/cancel?action=rollback&wait=1").status_code == 204
     assert contents(state(user_client, tid)["values"]["messages"]) == ["keep me", "kept answer"]
 

@@ -7,7 +7,7 @@ from apps.runs.graphs import clear_graph_cache
 from apps.runs.models import Run, RunEvent
 from harness.config import thread_user_data_dir
 from harness.testing import Reply, call, tool_reply
-from tests.apps.runs.test_runs_api import new_thread, wait_for_model_calls, wait_for_status
+from tests.apps.runs.test_runs_api import new_thread, wait_for_status
 from tests.support import agents
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.db_tier]
@@ -122,12 +122,12 @@ def test_a_failed_edit_restores_the_conversation_and_says_so(user_client, agent)
 
 
 def test_a_cancelled_edit_restores_the_conversation(user_client, agent):
-    model = agent("a1", tool_reply(call("slow", seconds=30)))
+    agent("a1", tool_reply(call("slow", seconds=30)))
     tid = new_thread(user_client)
     ask(user_client, tid, "q1")
     before = state_texts(user_client, tid)
     run = user_client.post(f"/api/threads/{tid}/runs/edit-regenerate", {"content": "q1 slowly"}, format="json").json()
-    wait_for_model_calls(model, 2)
+    agents.wait_for_slow_tool()
     assert user_client.post(f"/api/threads/{tid}/runs/{run['run_id']}/cancel?wait=1").status_code == 204
     assert Run.objects.get(pk=run["run_id"]).stop_reason == "cancelled"
     assert state_texts(user_client, tid) == before == [("human", "q1"), ("ai", "a1")]

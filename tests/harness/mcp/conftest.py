@@ -8,13 +8,16 @@ import pytest
 
 from harness.config import parse_config
 from tests.support.lead_agent import MODEL_YAML
+from tests.support.waiting import HANG_SECONDS
 
 SERVERS = str(Path(__file__).with_name("servers.py"))
 BASE = MODEL_YAML
 
 
 def stdio_server(kind: str = "calc", **extra) -> dict:
-    return {"type": "stdio", "command": sys.executable, "args": [SERVERS, "stdio", kind], **extra}
+    # The product's 30 s to start is too short for a Python server importing FastMCP on a busy
+    # machine; here it only guards against a hang (a test of the timeout sets its own).
+    return {"type": "stdio", "command": sys.executable, "args": [SERVERS, "stdio", kind], "connect_timeout": HANG_SECONDS, **extra}
 
 
 def app(allow_loopback: bool = True):

@@ -101,10 +101,6 @@ def serve_http(kind: str = "calc", *, auth_check=None, transport: str = "http"):
 
 if __name__ == "__main__":
     mode, kind = sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else "calc"
-    if kind == "mute":  # starts, then never answers the handshake
-        with open(sys.argv[3], "w") as fh:
-            fh.write(str(os.getpid()))
-        time.sleep(3600)
     if kind == "crash":
         sys.stderr.write("boom: this server cannot start\n")
         sys.exit(3)

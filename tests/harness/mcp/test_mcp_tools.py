@@ -13,6 +13,7 @@ from harness.testing import call, tool_reply
 from tests.harness.mcp.conftest import app, stdio_server
 from tests.harness.mcp.servers import serve_http
 from tests.support.lead_agent import AgentHarness
+from tests.support.waiting import wait_until
 
 
 async def run_agent(script, app_config, user_id="tester"):
@@ -97,11 +98,7 @@ async def test_a_hung_tool_call_times_out_and_kills_the_servers_process_group(ex
     assert "did not answer within 2 seconds" in results[0].content
     assert results[1].content == "sum=2"  # the next call reconnected
     server_pid, child_pid = map(int, pid_file.read_text().split())
-    for _ in range(200):
-        if not (_alive(server_pid) or _alive(child_pid)):
-            break
-        await asyncio.sleep(0.05)
-    assert not _alive(server_pid) and not _alive(child_pid)
+    await asyncio.to_thread(wait_until, lambda: not (_alive(server_pid) or _alive(child_pid)), "the server and its child to die")
 
 
 async def test_stdio_servers_get_a_scrubbed_environment_and_a_private_temp_dir(ext, monkeypatch):
@@ -156,19 +153,17 @@ async def test_no_server_costs_nothing_and_an_unchanged_file_returns_the_same_to
 
 async def test_a_server_that_never_answers_times_out_is_killed_and_does_not_hold_up_the_others(ext, tmp_path):
     pid_file = tmp_path / "mute.pid"
-    mute = stdio_server("mute", connect_timeout=2)
-    mute["args"].append(str(pid_file))
+    # A shell that reads the handshake and never answers: it is up at once, where a Python
+    # server importing FastMCP on a busy machine had not yet written its pid at the timeout.
+    mute = {"type": "stdio", "command": "/bin/sh", "args": ["-c", 'echo $$ > "$0"; while read -r line; do :; done', str(pid_file)],
+            "connect_timeout": 2}
     ext.write({"mute": mute, "calc": stdio_server()})
     tools = await asyncio.to_thread(get_mcp_tools, app_config=app())
     assert "add" in [t.name for t in tools]
     state = status_of("mute")
     assert state["status"] == "error" and state["last_error"] == "no answer within 2 seconds"
     pid = int(pid_file.read_text())
-    for _ in range(200):
-        if not _alive(pid):
-            break
-        await asyncio.sleep(0.05)
-    assert not _alive(pid)
+    await asyncio.to_thread(wait_until, lambda: not _alive(pid), "the mute server to die")
 
 
 async def test_a_failed_server_is_retried_in_the_background_and_its_tools_join_later(ext, tmp_path, monkeypatch):
@@ -186,10 +181,7 @@ async def test_a_failed_server_is_retried_in_the_background_and_its_tools_join_l
     # this build starts the retry and does not wait for it
     during = await asyncio.to_thread(get_mcp_tools, app_config=app())
     assert not [t for t in during if t.metadata["mcp_server"] == "late"]
-    for _ in range(400):
-        if status_of("late")["status"] == "ready":
-            break
-        await asyncio.sleep(0.05)
+    await asyncio.to_thread(wait_until, lambda: status_of("late")["status"] == "ready", "the late server to be ready")
     after = await asyncio.to_thread(get_mcp_tools, app_config=app())
     assert "add" in [t.name for t in after if t.metadata["mcp_server"] == "late"]
     assert after is not first

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.harness.sandbox.conftest import make_provider
+from tests.support.waiting import HANG_SECONDS, wait_until
 
 
 def _run(sandbox, command, **kwargs):
@@ -60,9 +61,8 @@ def test_missing_command_is_a_result(sandbox):
 
 
 def test_stdin_is_empty(sandbox):
-    start = time.monotonic()
+    # A command left waiting for input would be killed at the timeout, with no exit code.
     result, out = _run(sandbox, 'cat; read -r line; echo "got:[$line]"')
-    assert time.monotonic() - start < 5
     assert "got:[]" in out and result.exit_code == 0
 
 
@@ -79,36 +79,34 @@ def test_virtual_paths_work_in_commands(sandbox):
 
 def test_timeout_kills_the_whole_process_group(sandbox):
     marker = f"{uuid.uuid4().int % 10**6}.{uuid.uuid4().int % 10**6}"
-    start = time.monotonic()
     outcome = {}
+    # The timeout must leave a busy machine time to start the shell and its sleeps (bwrap
+    # sets up namespaces first): at 1.5 s the sleeps were sometimes not up yet.
     worker = threading.Thread(target=lambda: outcome.update(
-        zip(("result", "out"), _run(sandbox, f"echo begun; sleep {marker} & sleep {marker}1 & sleep {marker}2", timeout=1.5))
+        zip(("result", "out"), _run(sandbox, f"echo begun; sleep {marker} & sleep {marker}1 & sleep {marker}2", timeout=5))
     ))
     worker.start()
     seen = []
     while not seen and worker.is_alive():
         seen = _processes_with(f"sleep {marker}")
         time.sleep(0.01)
-    worker.join(10)
+    worker.join(HANG_SECONDS)
     assert seen, "the sleeps never started, so this test proves nothing"
     result, out = outcome["result"], outcome["out"]
     assert result.timed_out and result.exit_code is None
-    assert time.monotonic() - start < 8
     assert "begun" in out
     assert _wait_gone(marker) == [], "child processes survived the timeout"
 
 
 def test_backgrounded_server_returns_at_once(sandbox, provider_kind):
     marker = f"srv-{uuid.uuid4().hex[:8]}"
-    start = time.monotonic()
     result, out = _run(
         sandbox,
         f"(exec -a {marker} python3 -m http.server --bind 127.0.0.1 0) & echo $! > server.pid; echo started",
     )
-    elapsed = time.monotonic() - start
     try:
-        assert result.exit_code == 0 and "started" in out
-        assert elapsed < 3, f"a backgrounded server held the call for {elapsed:.1f}s"
+        # Held until the server ended, the call would have been killed at the timeout instead.
+        assert result.exit_code == 0 and not result.timed_out and "started" in out
         if provider_kind == "bwrap":
             # Processes do not outlive their command in the isolated sandbox.
             assert _wait_gone(marker) == []
@@ -169,15 +167,12 @@ def test_cancel_kills_the_command_at_once(sandbox):
     cancel = threading.Event()
     outcome = {}
     worker = threading.Thread(target=lambda: outcome.update(r=sandbox.execute_command(f"sleep {marker} & sleep {marker}9", cancel=cancel)))
-    start = time.monotonic()
     worker.start()
-    deadline = time.monotonic() + 10
-    while not _processes_with(f"sleep {marker}") and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: _processes_with(f"sleep {marker}"), "the sleeps to start", interval=0.01)
     cancel.set()
-    worker.join(5)
+    worker.join(HANG_SECONDS)
     assert not worker.is_alive()
     result = outcome["r"]
+    # Not acted on, the cancel would have left the command to the sandbox's timeout.
     assert result.cancelled and not result.timed_out and result.exit_code is None
-    assert time.monotonic() - start < 5
     assert _wait_gone(marker) == []

@@ -16,6 +16,7 @@ from harness.sandbox import reset_sandbox_provider, set_sandbox_provider
 from harness.tools.builtins import get_builtin_tools
 from harness.tools.sandbox_tools import get_sandbox_tools
 from tests.harness.sandbox.conftest import make_provider
+from tests.support.waiting import wait_until
 
 # LangGraph serialises the tool runtime with a schema that types ``context`` as None.
 pytestmark = pytest.mark.filterwarnings("ignore:Pydantic serializer warnings:UserWarning")
@@ -277,12 +278,7 @@ async def test_cancelling_the_run_stops_a_running_command(provider):
     marker = f"{uuid.uuid4().int % 10**6}.{uuid.uuid4().int % 10**5}"
     message = AIMessage("", tool_calls=[{"name": "bash", "args": {"description": "wait", "command": f"sleep {marker}"}, "id": "c"}])
     task = asyncio.create_task(GRAPH.ainvoke({"messages": [message]}, context={"user_id": "alice", "thread_id": "t-cancel"}))
-    for _ in range(500):
-        if await asyncio.to_thread(_processes_with, f"sleep {marker}"):
-            break
-        await asyncio.sleep(0.01)
-    else:
-        pytest.fail("the command never started")
+    await asyncio.to_thread(wait_until, lambda: _processes_with(f"sleep {marker}"), "the command to start", interval=0.01)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
