@@ -13,6 +13,7 @@ group with a second exec: the Engine API has no way to signal an exec.
 from __future__ import annotations
 
 import os
+import select
 import socket
 import threading
 import time
@@ -105,6 +106,39 @@ while True:
 INIT = ["/usr/bin/python3", "-c", _INIT_SOURCE]
 
 _ENGINE_ERRORS = (docker.errors.DockerException, requests.exceptions.RequestException, ConnectionError, OSError)
+
+# After the command ended: its output stream ends (EOF) when the last holder of its output
+# closes it. A background child may hold it open: then the socket counts as read once nothing
+# has been left unread on it for the grace period, and a child that keeps writing is cut off
+# at the limit. Counted here, not by a fixed wait: a busy machine can leave the reader thread
+# unscheduled for longer than any fixed wait, and its output would be lost.
+_DRAIN_GRACE_SECONDS = 0.1
+_DRAIN_LIMIT_SECONDS = 2.0
+# How long the reader may take to feed what it holds once the socket is shut (a hang bound).
+_READER_JOIN_SECONDS = 30.0
+
+
+def _unread(raw) -> bool:
+    try:
+        readable, _, _ = select.select([raw], [], [], 0)
+    except (OSError, ValueError):
+        return False
+    return bool(readable)
+
+
+def _wait_until_read(raw, stream_done: threading.Event) -> None:
+    deadline = time.monotonic() + _DRAIN_LIMIT_SECONDS
+    quiet_since = None
+    while not stream_done.wait(_DRAIN_GRACE_SECONDS / 2):
+        now = time.monotonic()
+        if _unread(raw):
+            quiet_since = None
+        elif quiet_since is None:
+            quiet_since = now
+        elif now - quiet_since >= _DRAIN_GRACE_SECONDS:
+            return
+        if now >= deadline:
+            return
 
 
 def default_engine_url() -> str:
@@ -290,17 +324,19 @@ class Engine:
                     gone = True
                     break
                 if not info.get("Running"):
-                    stream_done.wait(0.1)
+                    _wait_until_read(raw, stream_done)
                     break
         try:
             raw.shutdown(socket.SHUT_RDWR)
         except OSError:
             pass
+        # Shut, not closed: the reader still gets what was sent before, then the end, and
+        # stops; closed under it, it would lose what it had not read yet.
+        reader.join(_READER_JOIN_SECONDS)
         try:
             sock.close()
         except OSError:
             pass
-        reader.join(1.0)
         code = None
         if not reason:
             try:

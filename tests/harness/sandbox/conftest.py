@@ -6,6 +6,8 @@ provider; the bubblewrap run skips with the probe's reason where bwrap cannot ru
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from harness.config.app_config import SandboxConfig
@@ -13,6 +15,7 @@ from harness.sandbox import reset_sandbox_provider, set_sandbox_provider
 from harness.sandbox.bwrap import BwrapSandboxProvider, probe_bwrap
 from harness.sandbox.container import ContainerSandboxProvider
 from harness.sandbox.local import LocalSandboxProvider
+from harness.sandbox.output import OutputCapture
 from harness.sandbox.ownership import MemoryOwnershipStore
 from tests.support import container_engine
 
@@ -80,3 +83,26 @@ def provider(provider_kind, home, skills_dir):
 @pytest.fixture
 def sandbox(provider):
     return provider.get(provider.acquire("alice", "thread-1"))
+
+
+class LateReader(OutputCapture):
+    """A capture whose first chunk arrives late, as when a busy machine leaves the reader
+    thread unscheduled after the command exited: it waits until the caller freezes the
+    capture, or for ``first_wait`` seconds when the caller waits for the reader as it should."""
+
+    first_wait = 1.0
+
+    def __init__(self, limit):
+        super().__init__(limit)
+        self.frozen = threading.Event()
+        self.first = True
+
+    def feed(self, data, final=False):
+        if self.first:
+            self.first = False
+            self.frozen.wait(self.first_wait)
+        super().feed(data, final)
+
+    def close(self):
+        self.frozen.set()
+        return super().close()

@@ -24,14 +24,14 @@ import pytest
 from harness.agents.markers import TOOL_META_KEY
 from harness.config import parse_config
 from harness.config.app_config import SandboxConfig
-from harness.sandbox import disk, sandbox_thread_deleted, set_sandbox_provider
+from harness.sandbox import disk, engine, sandbox_thread_deleted, set_sandbox_provider
 from harness.sandbox.container import ContainerSandboxProvider
 from harness.sandbox.errors import SandboxError, SandboxUnavailable
 from harness.sandbox.ownership import MemoryOwnershipStore
 from harness.testing import call, tool_reply
 from harness.tools.registry import get_available_tools
 from tests.harness.agents.conftest import BASE_CONFIG, AgentHarness
-from tests.harness.sandbox.conftest import make_provider
+from tests.harness.sandbox.conftest import LateReader, make_provider
 from tests.support import container_engine
 from tests.support.fake_web import FakeWeb
 
@@ -161,6 +161,19 @@ def test_a_timeout_kills_the_whole_command(make):
     assert result.timed_out and result.exit_code is None
     _, out = run(sandbox, "ps -eo args | grep -c '^sleep 120' || true")
     assert out.strip() == "0"
+
+
+class SlowLateReader(LateReader):
+    # Longer than the engine's once-a-second look at the command and a fixed wait after it.
+    first_wait = 3.0
+
+
+def test_output_the_reader_has_not_taken_yet_is_kept(make, monkeypatch):
+    sandbox = sandbox_of(make())
+    monkeypatch.setattr(engine, "OutputCapture", SlowLateReader)
+    result, out = run(sandbox, "echo first; echo last")
+    assert result.exit_code == 0
+    assert out == "first\nlast\n"
 
 
 def test_cancel_stops_a_running_command(make):

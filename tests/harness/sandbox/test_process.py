@@ -9,8 +9,8 @@ import threading
 import uuid
 
 from harness.sandbox import process
-from harness.sandbox.output import OutputCapture
 from harness.sandbox.process import run_command
+from tests.harness.sandbox.conftest import LateReader
 from tests.support.waiting import HANG_SECONDS, wait_until
 
 
@@ -19,29 +19,8 @@ def _run(argv, **kwargs):
     return run_command(argv, cwd="/", env={"PATH": os.environ["PATH"]}, max_chars=100_000, **kwargs)
 
 
-class _LateReader(OutputCapture):
-    """A capture whose first chunk arrives late, as when a busy machine leaves the reader
-    thread unscheduled after the command exited: it waits until the caller freezes the
-    capture, or for a second when the caller waits for the reader as it should."""
-
-    def __init__(self, limit):
-        super().__init__(limit)
-        self.frozen = threading.Event()
-        self.first = True
-
-    def feed(self, data, final=False):
-        if self.first:
-            self.first = False
-            self.frozen.wait(1.0)
-        super().feed(data, final)
-
-    def close(self):
-        self.frozen.set()
-        return super().close()
-
-
 def test_output_the_reader_has_not_taken_yet_is_kept(monkeypatch):
-    monkeypatch.setattr(process, "OutputCapture", _LateReader)
+    monkeypatch.setattr(process, "OutputCapture", LateReader)
     result = _run(["/bin/sh", "-c", "echo first; echo last"])
     assert result.exit_code == 0
     assert result.output.render() == "first\nlast\n"
