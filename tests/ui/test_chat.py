@@ -9,6 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from harness.testing.script import Reply, call, tool_reply
+from tests.support.waiting import wait_until
 from tests.ui.chat_page import send
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -223,7 +224,7 @@ def test_stop_a_slow_run(page, script, model_server):
     send(page, "Take your time")
     stop = page.get_by_role("button", name="Stop")
     expect(stop).to_be_visible()
-    page.wait_for_timeout(500)
+    wait_until(lambda: model_server.requests, "the run's model request")  # stopped mid-answer, not before it began
     page.keyboard.press("Escape")  # Esc stops, like the button
     expect(page.get_by_role("button", name="Send")).to_be_visible()
     expect(page.locator(".thread-item.active")).not_to_have_class(re.compile("busy"))

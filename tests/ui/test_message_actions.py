@@ -11,6 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from harness.testing.script import Reply, call, tool_reply
+from tests.support.waiting import wait_until
 from tests.ui.chat_page import send
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -122,12 +123,12 @@ def test_copy_markdown_plain_and_the_shortcut(page, script):
     assert page.evaluate("navigator.clipboard.readText()") == "Some **bold** words."
 
 
-def test_a_stopped_run_is_marked_and_stays_marked_after_reload(page, script):
+def test_a_stopped_run_is_marked_and_stays_marked_after_reload(page, script, model_server):
     script(Reply(text="Too late.", delay=20))
     page.goto("/")
     send(page, "Take your time")
     expect(page.get_by_role("button", name="Stop")).to_be_visible()
-    page.wait_for_timeout(500)
+    wait_until(lambda: model_server.requests, "the run's model request")  # stopped mid-answer, not before it began
     page.get_by_role("button", name="Stop").click()
     expect(page.locator(".stopped-marker")).to_contain_text("Stopped")
     idle(page)
