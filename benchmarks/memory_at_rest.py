@@ -79,7 +79,7 @@ def once(args: argparse.Namespace) -> dict:
     home = Path(tempfile.mkdtemp(prefix="deerflow-rest-"))
     env = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "unused", "DJANGO_DEBUG": "true"}
     server = start_make_run_stack(home, config_text=(ROOT / "config.example.yaml").read_text(), extra_env=env)
-    worker = subprocess.Popen([str(Path(sys.executable).parent / "celery"), "-A", "deerflow_site", "worker", "--beat-thread", "--pool", "threads",
+    worker = subprocess.Popen([str(Path(sys.executable).parent / "celery"), "-A", "deerflow_site", "worker", "--beat", "--pool", "threads",
                                "--concurrency", "4", "--without-mingle", "--without-gossip", "--loglevel", "warning",
                                "--hostname", f"bench{os.getpid()}@%h"], cwd=ROOT, env=server.env,
                               stdout=open(home / "celery.log", "w"), stderr=subprocess.STDOUT)

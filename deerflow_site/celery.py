@@ -7,9 +7,7 @@ chosen in ``deerflow_site/settings/services.py``.
 
 import os
 
-import click
-from celery import Celery, bootsteps
-from celery.beat import EmbeddedService
+from celery import Celery
 from celery.signals import after_setup_logger, after_setup_task_logger, worker_init
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deerflow_site.settings")
@@ -17,29 +15,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deerflow_site.settings")
 app = Celery("deerflow")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
-
-
-class BeatThread(bootsteps.StartStopStep):
-    """``worker --beat-thread``: beat embedded as a thread of the worker. Celery's ``--beat``
-    forks it a process of its own, which then loads Django and the apps over again: about
-    90 MB of ``make run``'s memory at rest (issue 55) for a loop that wakes once a second."""
-
-    label = "Beat thread"
-    conditional = True
-
-    def __init__(self, w, beat_thread=False, **kwargs):
-        self.enabled = bool(beat_thread)
-        super().__init__(w, **kwargs)
-
-    def create(self, w):
-        # Celery's threaded beat ticks at least once a second, so that it stops within one
-        # when the worker does.
-        return EmbeddedService(w.app, thread=True, schedule_filename=w.schedule_filename, scheduler_cls=w.scheduler)
-
-
-app.user_options["worker"].add(click.Option(["--beat-thread"], is_flag=True, default=False,
-                                            help="Embed beat as a thread of this worker (instead of --beat's process)."))
-app.steps["worker"].add(BeatThread)
 
 
 @worker_init.connect

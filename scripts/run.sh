@@ -56,7 +56,7 @@ if ! .venv/bin/python manage.py shell -v0 -c 'from django.contrib.auth import ge
 fi
 
 if [ "${RUN_CELERY:-true}" = true ]; then
-  .venv/bin/celery -A deerflow_site worker --beat-thread --pool threads --concurrency "${CELERY_CONCURRENCY:-4}" \
+  .venv/bin/celery -A deerflow_site worker --beat --pool threads --concurrency "${CELERY_CONCURRENCY:-4}" \
     --without-mingle --without-gossip --loglevel "${CELERY_LOG_LEVEL:-warning}" --hostname "deerflow@%h" &
   pids+=($!)
 fi
