@@ -45,8 +45,15 @@ def command(pid: int) -> str:
     text = " ".join(p.decode(errors="replace") for p in parts if p)
     for marker in ("web_processes", "celery", "daphne"):
         if marker in text:
+            # A server forked from the launcher keeps the launcher's command line.
+            if marker == "web_processes" and command(parent(pid)) == "web_processes":
+                return "daphne"
             return marker
     return text[:60]
+
+
+def parent(pid: int) -> int:
+    return int(Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()[1])
 
 
 def descendants(pid: int) -> list[int]:

@@ -146,6 +146,22 @@ def test_a_server_that_dies_takes_the_launcher_and_the_other_server_down(tmp_pat
     assert f"server process {victim} exited with code 137; stopping the others" in launched.output()
 
 
+@pytest.mark.slow
+def test_a_server_told_to_stop_stops_on_its_own_terms_and_the_launcher_follows(tmp_path, stop_after):
+    # The servers are forked from the launcher, which has its own SIGTERM handler: a server
+    # must handle the signal as a server (drain, exit 0), not as a copy of the launcher.
+    launched = launch(tmp_path, processes="2", extra_env={"CPU_PINNING": "false"})
+    stop_after(launched)
+    victim, other = launched.children()
+    assert get(f"{launched.url}/api/health") == 200
+    os.kill(victim, signal.SIGTERM)
+    assert launched.process.wait(STOP_DEADLINE) == 0, launched.output()
+    wait_gone([other])
+    output = launched.output()
+    assert f"server process {victim} exited with code 0; stopping the others" in output
+    assert output.count("Shutting down: no new runs are admitted here") == 2, output
+
+
 @pytest.mark.parametrize("value", ["three", "0", "-1", "65", "2.5"])
 def test_a_bad_process_count_is_one_clear_line_and_exit_2(value):
     env = {**os.environ, "WEB_PROCESSES": value}
