@@ -7,12 +7,18 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.memory.models import MemoryFact, MemoryProfile
+from deerflow_site.db.prepared_sql import ModelLookup, ModelUpdate
 from harness.config import get_app_config
 from harness.memory import Fact, MemoryDoc, RevisionConflict
 from harness.memory.retrieval import index_text, query_terms, substring_terms
 from harness.memory.types import SUMMARY_KEYS
 
 SUMMARY_FIELDS = [attr for attr, _, _ in SUMMARY_KEYS]
+# Once per run (injection) and twice per memory update: the profile's row by its unique key,
+# and the compare-and-set, as SQL built once per connection (the ORM's query building cost
+# more than the queries).
+profile_of = ModelLookup(MemoryProfile, "owner_id", "agent")
+_update_profile_at = ModelUpdate(MemoryProfile, "owner_id", "agent", "revision")
 FACT_FIELDS = ("fact_id", "content", "category", "confidence", "source_kind", "source_thread_id", "source_run_id",
                "source_message_id", "created_at", "last_confirmed_at", "valid_until", "revision")
 
@@ -75,7 +81,7 @@ def _substring_rows(profile_id: int, terms: list[str], limit: int) -> list[tuple
 
 class DjangoMemoryStore:
     def load(self, owner: str, agent: str = "") -> MemoryDoc:
-        profile = MemoryProfile.objects.filter(owner_id=int(owner), agent=agent).first()
+        profile = profile_of.first(int(owner), agent)
         if profile is None:
             return MemoryDoc(owner=owner, agent=agent)
         doc = MemoryDoc(owner=owner, agent=agent, revision=profile.revision, paused=profile.paused, updated_at=profile.updated_at,
@@ -99,8 +105,8 @@ class DjangoMemoryStore:
             else:
                 # The compare-and-set: only the writer that still holds the stored revision wins.
                 updated_at, revision = timezone.now(), doc.revision + 1
-                updated = MemoryProfile.objects.filter(owner_id=owner_id, agent=doc.agent, revision=doc.revision).update(
-                    **values, paused=doc.paused, revision=revision, updated_at=updated_at)
+                updated = _update_profile_at(owner_id, doc.agent, doc.revision,
+                                             **values, paused=doc.paused, revision=revision, updated_at=updated_at)
                 if not updated:
                     raise RevisionConflict(f"profile {doc.owner}/{doc.agent} changed since revision {doc.revision}")
                 profile_id = None  # read only if a fact is new
