@@ -12,24 +12,36 @@ from django.db import close_old_connections
 from apps.memory.stores import DjangoMemoryStore
 from apps.runs.services import run_usage_add
 from harness.agents.middlewares.token_usage import usage_counts
-from harness.config import class_path, get_app_config
+from harness.config import AppConfig, class_path, get_app_config
 from harness.memory.updater import UpdateJob, UpdateOutcome, run_update
+from harness.models import create_chat_model
 from harness.observability.tracing import standalone_config, traced
 
 # The cache key holding the token of a thread's latest queued job (Celery only).
 JOB_TOKEN_KEY = "memory-job:{thread_id}"
 
 
+# The config model of the latest config: building one costs an OpenAI client and its HTTP
+# clients (each reads the proxy settings out of the whole environment), and is needed only
+# once per config. A reloaded config.yaml is a new AppConfig object, hence a new model.
+_built: tuple[AppConfig, Any] | None = None
+
+
 def _updater_model() -> Any:
+    global _built
     # DEERFLOW_MEMORY_MODEL_FACTORY ("module:callable") lets tests and operators supply the
-    # model object; otherwise memory.model_name (or the first model) from config.yaml.
+    # model object, called per update (a factory keeps its own model if it wants to);
+    # otherwise memory.model_name (or the first model) from config.yaml.
     factory = getattr(settings, "DEERFLOW_MEMORY_MODEL_FACTORY", "")
     if factory:
         return class_path.resolve(factory)()
-    from harness.models import create_chat_model
-
     app = get_app_config()
-    return create_chat_model(app.memory.model_name or app.models[0].name, config=app)
+    built = _built
+    if built is not None and built[0] is app:
+        return built[1]
+    model = create_chat_model(app.memory.model_name or app.models[0].name, config=app)
+    _built = (app, model)  # two updates racing here both build one; either is right
+    return model
 
 
 def process_job(job: UpdateJob) -> UpdateOutcome:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from apps.memory.models import MemoryFact, MemoryProfile
-from apps.memory.stores import SUMMARY_FIELDS, DjangoMemoryStore, search_fact_rows
+from apps.memory.models import MemoryFact
+from apps.memory.stores import SUMMARY_FIELDS, DjangoMemoryStore, profile_of, search_fact_rows
 from harness.memory import MemoryDoc
 from harness.memory.injection import Injection, render, token_counter
 
@@ -17,16 +17,16 @@ def memory_context(*, owner_id: int | str, agent: str, query: str, max_tokens: i
     """The ``<memory>`` block for a turn: summaries, then facts relevant to *query* (retrieval
     by *retrieval_adapter*), then the most confident others, while they fit in *max_tokens*
     counted by *token_counting*."""
-    profile = MemoryProfile.objects.filter(owner_id=int(owner_id), agent=agent).values("pk", "paused", *SUMMARY_FIELDS).first()
-    if profile is None or profile["paused"]:
+    profile = profile_of.first(int(owner_id), agent)
+    if profile is None or profile.paused:
         return None
-    found = search_fact_rows(profile["pk"], query, RELEVANT_LIMIT, retrieval_adapter) if query else []
+    found = search_fact_rows(profile.pk, query, RELEVANT_LIMIT, retrieval_adapter) if query else []
     relevant = [pk for pk, _, _ in found]
     ordered = [(category, content) for _, category, content in found]
-    others = (MemoryFact.objects.filter(profile_id=profile["pk"]).exclude(pk__in=relevant)
+    others = (MemoryFact.objects.filter(profile_id=profile.pk).exclude(pk__in=relevant)
               .order_by("-confidence", "-created_at").values_list("category", "content")[:CANDIDATE_LIMIT])
     ordered.extend(others)
-    return render({f: profile[f] for f in SUMMARY_FIELDS}, ordered, max_tokens, token_counter(token_counting))
+    return render({f: getattr(profile, f) for f in SUMMARY_FIELDS}, ordered, max_tokens, token_counter(token_counting))
 
 
 def memory_get_for_user(*, user, agent: str = "") -> MemoryDoc:

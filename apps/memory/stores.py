@@ -7,12 +7,18 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.memory.models import MemoryFact, MemoryProfile
+from deerflow_site.db.prepared_sql import ModelLookup, ModelUpdate
 from harness.config import get_app_config
 from harness.memory import Fact, MemoryDoc, RevisionConflict
 from harness.memory.retrieval import index_text, query_terms, substring_terms
 from harness.memory.types import SUMMARY_KEYS
 
 SUMMARY_FIELDS = [attr for attr, _, _ in SUMMARY_KEYS]
+# Once per run (injection) and twice per memory update: the profile's row by its unique key,
+# and the compare-and-set, as SQL built once per connection (the ORM's query building cost
+# more than the queries).
+profile_of = ModelLookup(MemoryProfile, "owner_id", "agent")
+_update_profile_at = ModelUpdate(MemoryProfile, "owner_id", "agent", "revision")
 FACT_FIELDS = ("fact_id", "content", "category", "confidence", "source_kind", "source_thread_id", "source_run_id",
                "source_message_id", "created_at", "last_confirmed_at", "valid_until", "revision")
 
@@ -75,7 +81,7 @@ def _substring_rows(profile_id: int, terms: list[str], limit: int) -> list[tuple
 
 class DjangoMemoryStore:
     def load(self, owner: str, agent: str = "") -> MemoryDoc:
-        profile = MemoryProfile.objects.filter(owner_id=int(owner), agent=agent).first()
+        profile = profile_of.first(int(owner), agent)
         if profile is None:
             return MemoryDoc(owner=owner, agent=agent)
         doc = MemoryDoc(owner=owner, agent=agent, revision=profile.revision, paused=profile.paused, updated_at=profile.updated_at,
@@ -84,34 +90,46 @@ class DjangoMemoryStore:
         return doc
 
     def save(self, doc: MemoryDoc) -> MemoryDoc:
+        # Once per memory update: the queries are kept to what changed (an update that only
+        # rewrites the summaries is the compare-and-set and one read of the facts).
+        owner_id = int(doc.owner)
         with transaction.atomic():
             values = {f: doc.summaries.get(f, "") for f in SUMMARY_FIELDS}
-            now = timezone.now()
             if doc.revision == 0:
-                profile, created = MemoryProfile.objects.get_or_create(owner_id=int(doc.owner), agent=doc.agent,
+                profile, created = MemoryProfile.objects.get_or_create(owner_id=owner_id, agent=doc.agent,
                                                                        defaults={**values, "revision": 1, "paused": doc.paused})
                 if not created:
                     raise RevisionConflict("the profile was created meanwhile")
+                profile_id, revision, updated_at = profile.pk, profile.revision, profile.updated_at
+                stored = {}
             else:
                 # The compare-and-set: only the writer that still holds the stored revision wins.
-                updated = MemoryProfile.objects.filter(owner_id=int(doc.owner), agent=doc.agent, revision=doc.revision).update(
-                    **values, paused=doc.paused, revision=doc.revision + 1, updated_at=now)
+                updated_at, revision = timezone.now(), doc.revision + 1
+                updated = _update_profile_at(owner_id, doc.agent, doc.revision,
+                                             **values, paused=doc.paused, revision=revision, updated_at=updated_at)
                 if not updated:
                     raise RevisionConflict(f"profile {doc.owner}/{doc.agent} changed since revision {doc.revision}")
-                profile = MemoryProfile.objects.get(owner_id=int(doc.owner), agent=doc.agent)
-            stored = {r.fact_id: r for r in profile.facts.all()}
+                profile_id = None  # read only if a fact is new
+                stored = {r.fact_id: r for r in MemoryFact.objects.filter(profile__owner_id=owner_id, profile__agent=doc.agent)}
             wanted = {f.id: f for f in doc.facts}
-            MemoryFact.objects.filter(profile=profile).exclude(fact_id__in=list(wanted)).delete()
+            gone = [row.pk for fid, row in stored.items() if fid not in wanted]
+            if gone:
+                MemoryFact.objects.filter(pk__in=gone).delete()
             new = []
             for fid, fact in wanted.items():
                 row = stored.get(fid)
                 if row is None:
-                    new.append(MemoryFact(profile=profile, **_fact_values(fact)))
+                    new.append(MemoryFact(**_fact_values(fact)))
                 elif any(getattr(row, k) != v for k, v in _fact_values(fact).items()):
                     MemoryFact.objects.filter(pk=row.pk).update(**_fact_values(fact))
-            MemoryFact.objects.bulk_create(new)
+            if new:
+                if profile_id is None:
+                    profile_id = MemoryProfile.objects.filter(owner_id=owner_id, agent=doc.agent).values_list("pk", flat=True).get()
+                for row in new:
+                    row.profile_id = profile_id
+                MemoryFact.objects.bulk_create(new)
         saved = doc.copy()
-        saved.revision, saved.updated_at = profile.revision, profile.updated_at
+        saved.revision, saved.updated_at = revision, updated_at
         return saved
 
     def search(self, owner: str, agent: str, query: str, limit: int, adapter: str | None = None) -> list[str]:

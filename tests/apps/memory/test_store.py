@@ -57,6 +57,23 @@ def test_a_stale_revision_is_refused(user):
 CJK = ["我每天早上喝黑咖啡，不加糖", "週末は京都でお寺を巡るのが好きです", "Lives in Porto and sails on weekends"]
 
 
+def test_an_update_of_the_summaries_alone_writes_the_profile_and_reads_the_facts(user):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    saved(user, "Owns a sailboat", "Drinks coffee")
+    store = DjangoMemoryStore()
+    doc = store.load(str(user.pk))
+    doc.summaries["top_of_mind"] = "naming a cat"
+    with CaptureQueriesContext(connection) as queries:
+        result = store.save(doc)
+    statements = [q["sql"].split()[0].upper() for q in queries.captured_queries if "SAVEPOINT" not in q["sql"].upper()]
+    assert statements == ["UPDATE", "SELECT"]  # once per memory update: nothing for the facts it kept
+    again = store.load(str(user.pk))
+    assert (result.revision, result.updated_at) == (again.revision, again.updated_at) and again.revision == 2
+    assert again.summaries["top_of_mind"] == "naming a cat" and [f.content for f in again.facts] == ["Owns a sailboat", "Drinks coffee"]
+
+
 def test_chinese_and_japanese_facts_are_found_by_a_word_inside_a_sentence_with_fts5_cjk(user):
     saved(user, *CJK)
     store = DjangoMemoryStore()

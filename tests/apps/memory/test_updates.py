@@ -11,6 +11,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from apps.memory import learning, updates
 from apps.memory.stores import DjangoMemoryStore
 from harness.agents.markers import hidden_message
+from harness.testing import ScriptedChatModel
 from tests.apps.memory import conftest as mem
 
 pytestmark = [pytest.mark.django_db]
@@ -95,3 +96,41 @@ def test_saved_updates_wait_while_memory_is_off(user, memory_on):
 
 def test_a_process_that_queued_nothing_stops_at_once(memory_on):
     assert updates._queue is None and updates.stop_updates() == []
+
+
+class CountedModel(ScriptedChatModel):
+    """A config.yaml model (``use:``) that notes each construction."""
+
+    def model_post_init(self, context) -> None:
+        super().model_post_init(context)
+        BUILT.append(self)
+
+
+BUILT: list[CountedModel] = []
+
+
+@pytest.mark.django_db(transaction=True)  # process_job closes its connections as the queue's thread does
+def test_updates_share_the_config_model_until_the_config_is_reloaded(user, memory_on, settings):
+    import yaml
+
+    settings.DEERFLOW_MEMORY_MODEL_FACTORY = ""  # the model from config.yaml, as a user's server builds it
+    cfg = yaml.safe_load(memory_on.read_text())
+    reply = json.dumps({"user": {"topOfMind": "naming a cat"}, "newFacts": [], "factsToRemove": []})
+    cfg["models"] = [{"name": "counted", "use": f"{__name__}:CountedModel", "script": [reply], "loop": True}]
+    memory_on.write_text(yaml.safe_dump(cfg))
+    BUILT.clear()
+
+    def update(run: str) -> None:
+        learning.process_job(updates.UpdateJob(owner=str(user.pk), agent="", thread_id=f"th-{run}", run_id=run,
+                                               messages=[{"role": "user", "content": "What is a good name for a cat?", "id": run}]))
+
+    update("r1")
+    update("r2")
+    assert len(BUILT) == 1 and len(BUILT[0].requests) == 2  # one model served both updates
+    assert DjangoMemoryStore().load(str(user.pk)).revision == 2
+
+    cfg["models"][0]["script"] = [json.dumps({"newFacts": [{"content": "Has a cat", "confidence": 0.9}]})]
+    memory_on.write_text(yaml.safe_dump(cfg))  # config.yaml edited: the next update builds from the new one
+    update("r3")
+    assert len(BUILT) == 2 and len(BUILT[1].requests) == 1
+    assert [f.content for f in DjangoMemoryStore().load(str(user.pk)).facts] == ["Has a cat"]
