@@ -15,7 +15,7 @@ import yaml
 from playwright.sync_api import expect
 
 from harness.testing.script import Reply, call, tool_reply
-from tests.ui.test_chat import send
+from tests.ui.chat_page import open_details, send
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -100,7 +100,7 @@ def stop_and_check(page, panel):
 def test_the_live_view_at_desktop_width(page, script, browser_live, doc_shot, theme):
     panel, card = watch_the_agent_browse(page, script, browser_live, theme)
     doc_shot(page, f"browser-live-{theme}")
-    card.locator(":scope > summary").click()
+    open_details(card)
     expect(card.locator(".browser-card-url")).to_have_text(browser_live)
     expect(card.locator(".tool-result")).to_contain_text("Next ferry: 14:20 to the island")
     stop_and_check(page, panel)

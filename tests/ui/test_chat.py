@@ -10,7 +10,7 @@ from playwright.sync_api import expect
 
 from harness.testing.script import Reply, call, tool_reply
 from tests.support.waiting import wait_until
-from tests.ui.chat_page import send
+from tests.ui.chat_page import open_details, send
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -102,7 +102,7 @@ def test_reasoning_is_shown_collapsed(page, script):
     thinking = answer.locator("details.reasoning")
     expect(thinking).to_be_visible()
     expect(thinking.locator(".reasoning-body")).to_be_hidden()
-    thinking.locator("summary").click()
+    open_details(thinking)
     expect(thinking.locator(".reasoning-body")).to_contain_text("life, the universe and everything")
 
 
@@ -118,7 +118,7 @@ def test_tool_card_shows_name_status_and_result(page, script, doc_shot):
     expect(card.locator(".tool-name")).to_contain_text("bash")
     expect(card.locator(".tool-args-summary")).to_have_text("Print a greeting")
     expect(assistant(page).last).to_contain_text("The command printed the greeting.")
-    card.locator("summary").click()
+    open_details(card)
     expect(card.locator(".tool-result")).to_contain_text("hello-from-the-sandbox")
     expect(card.locator(".tool-args")).to_contain_text('"command": "echo hello-from-the-sandbox"')
     doc_shot(page, "tool-card-expanded")
@@ -405,7 +405,7 @@ def test_a_failed_run_shows_the_error_inline_with_retry(page, script):
     expect(error.locator(".run-error-text > span")).not_to_contain_text("Error code")
     details = error.locator("details.error-details")
     expect(details.locator("code")).to_be_hidden()
-    details.locator("summary").click()
+    open_details(details)
     expect(details.locator("code")).to_contain_text("provider refused the request")
     error.get_by_role("button", name="Retry").click()
     expect(page.locator("article.msg.assistant").last).to_contain_text("Second try worked.")

@@ -7,8 +7,9 @@ import pytest
 from playwright.sync_api import expect
 
 from harness.testing.script import Reply, call, tool_reply
+from tests.ui.chat_page import open_details, send
 
-from .test_chat import assistant, send
+from .test_chat import assistant
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -31,7 +32,7 @@ def check_card_live_then_after_reload(page, doc_shot, shot_name):
     expect(card).to_have_attribute("data-subagent-status", "running")
     expect(card.locator(".tool-name")).to_contain_text("Subagent · bash")
     expect(card.locator(".tool-args-summary")).to_have_text("Count the workspace files")
-    card.locator("summary").click()
+    open_details(card)
     expect(card.locator(".subagent-step").first).to_contain_text("calls bash")  # a live step, while it runs
     expect(card).to_have_attribute("data-subagent-status", "completed")
     expect(card.locator(".subagent-step")).to_have_count(3)
@@ -44,7 +45,7 @@ def check_card_live_then_after_reload(page, doc_shot, shot_name):
     expect(card).to_have_attribute("data-subagent-status", "completed")
     expect(card.locator(".subagent-desc")).to_have_text("Count the workspace files")
     expect(card.locator(".subagent-step")).to_have_count(0)
-    card.locator("summary").click()  # opening it loads the persisted steps
+    open_details(card)  # opening it loads the persisted steps
     expect(card.locator(".subagent-step")).to_have_count(3)
     expect(card.locator(".subagent-step").last).to_contain_text("The workspace holds 0 files.")
     expect(card.locator(".subagent-meta")).to_contain_text("tokens")

@@ -8,7 +8,7 @@ import pytest
 from playwright.sync_api import expect
 
 from harness.testing.script import Reply, call, tool_reply
-from tests.ui.chat_page import send
+from tests.ui.chat_page import open_details, send
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -49,7 +49,7 @@ def test_the_changed_files_follow_the_answer(viewport, scheme, browser, live, si
         expect(card.locator(".ws-undelivered")).to_have_count(0)
         report = card.locator('.ws-file[data-path="/mnt/user-data/outputs/report.md"]')
         expect(report.locator(".ws-delta")).to_contain_text("+3")
-        report.locator("summary").click()
+        open_details(report)
         expect(report.locator(".ws-line.ws-add").first).to_have_text("+# Quarterly report")
         # The card sits between the answer's text and its rating.
         assert answer.evaluate("a => [...a.children].indexOf(a.querySelector('.ws-changes')) > [...a.children].indexOf(a.querySelector('.md'))")
