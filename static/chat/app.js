@@ -218,6 +218,7 @@
     const entry = entryFor(tempId, "human");
     entry.el.classList.add("pending");
     entry.body.textContent = message.content;
+    entry.typed = text;
     renderFilesOnMessage(entry, files);
     S.pendingHuman = entry;
     S.lastInput = message;
@@ -267,7 +268,22 @@
       : (starting || !(S.threadSaved || S.creating) ? null : { type: "subscribe" }),
     onMessage: (msg) => onServerMessage(msg),
     onStatus: (text, error) => showConnection(text, error),
-    onFinal: () => setRunning(false),
+    // Closed for good (signed out, the chat gone) while a new chat's first message was on its
+    // way: the thread was never created, so whatever waits on its creation (an upload) is told
+    // why, and the message goes back to the composer instead of being lost.
+    onFinal: (reason) => {
+      if (S.creating && !S.runId) {
+        creationDone({ detail: reason });
+        if (S.pendingHuman) {
+          const text = S.pendingHuman.typed || "";
+          S.pendingHuman.el.remove();
+          S.messages.delete(S.pendingHuman.id);
+          S.pendingHuman = null;
+          if (!el.input.value) { el.input.value = text; autoGrow(); }
+        }
+      }
+      setRunning(false);
+    },
   });
   const wsSend = (msg) => sock.send(msg);
   const connect = () => sock.connect();

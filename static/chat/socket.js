@@ -48,7 +48,7 @@
       sock.onclose = (ev) => {
         if (ws !== sock) return;
         ws = null;
-        if (FINAL[ev.code]) { opts.onStatus(FINAL[ev.code], true); opts.onFinal(); return; }
+        if (FINAL[ev.code]) { opts.onStatus(FINAL[ev.code], true); opts.onFinal(FINAL[ev.code]); return; }
         if (!wanted) return;
         if (!navigator.onLine) { opts.onStatus(OFFLINE); return; } // "online" reconnects at once
         const delay = Math.min(8000, 500 * Math.pow(2, backoff++));

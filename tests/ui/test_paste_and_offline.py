@@ -1,6 +1,7 @@
 """The composer in a real browser, 1280 px light and 375 px dark: an image pasted from the
 clipboard is attached like a dropped file (pasted text stays text); going offline is said at
-once, and what is sent meanwhile goes out when the network is back."""
+once, and what is sent meanwhile goes out when the network is back; signed out before a new
+chat exists, the first message comes back to the composer."""
 
 from __future__ import annotations
 
@@ -80,5 +81,43 @@ def test_offline_is_said_at_once_and_a_message_waits_for_the_network(viewport, s
         expect(page.locator("article.msg.assistant").last).to_contain_text("Sent once the network was back.")
         expect(page.get_by_role("status").filter(has_text="offline")).to_have_count(0)
         assert page.locator("#messages").inner_text().count("Sent once the network was back.") == 1
+    finally:
+        context.close()
+
+
+def test_signed_out_while_a_new_chats_first_message_is_on_its_way(browser, live, signed_in_state):
+    """The page's socket is dropped and its session cookie is gone (signed out in another
+    tab, or expired), so the reconnect is refused for good (4401) before the first message
+    created the chat. The message comes back to the composer, and a file added next says why
+    it cannot be uploaded instead of waiting forever for a chat that will never exist."""
+    context, page = _page(browser, live, signed_in_state, {"width": 1280, "height": 800}, "light")
+    try:
+        sockets = []
+
+        def through_to_server(ws):
+            sockets.append(ws)
+            ws.connect_to_server()
+
+        page.route_web_socket("**/ws/threads/**", through_to_server)
+        with page.expect_websocket():  # the page opens its socket at load, for the chat it will create
+            page.goto("/")
+        for _ in range(UI_HANG_MS // 50):  # the route's callback runs while Playwright is called
+            if sockets:
+                break
+            page.wait_for_timeout(50)
+        context.clear_cookies(name="sessionid")
+        sockets[0].close(code=4000, reason="dropped")
+
+        box = page.get_by_label("Message", exact=True)
+        box.fill("Are you there?")
+        box.press("Enter")
+        expect(page.get_by_role("status").filter(has_text="signed out")).to_be_visible()
+        expect(box).to_have_value("Are you there?")
+        expect(page.locator("article.msg.user")).to_have_count(0)
+        assert "/c/" not in page.url
+
+        page.locator("#file-input").set_input_files([{"name": "notes.txt", "mimeType": "text/plain", "buffer": b"a few words\n"}])
+        expect(page.locator("#composer-note.error-text")).to_be_visible()
+        expect(page.locator(".attachment")).to_have_count(0)
     finally:
         context.close()
