@@ -6,8 +6,14 @@ from deerflow_site.settings.environment import DEER_FLOW_HOME, env
 
 REDIS_URL = env.str("REDIS_URL", default="")
 
+# channels_redis waits for a consumer's messages with 5 s blocking pops, and redis-py 8 times
+# every read out after 5 s unless told otherwise: an idle websocket's pop then failed and the
+# socket closed with 1011 every few seconds. The read timeout stays, well above the pop, so that
+# a connection that died silently is still noticed.
+CHANNEL_LAYER_READ_TIMEOUT = 30
 if REDIS_URL:
-    CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [REDIS_URL]}}}
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {
+        "hosts": [{"address": REDIS_URL, "socket_timeout": CHANNEL_LAYER_READ_TIMEOUT}]}}}
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
