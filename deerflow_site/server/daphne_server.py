@@ -299,16 +299,10 @@ class BoundedServer(Server):
     def _close_streams(self, _result=None) -> None:
         closed = 0
         for protocol in list(self.connections):
-            if isinstance(protocol, WebSocketProtocol):
-                if protocol.state == protocol.STATE_OPEN:
-                    protocol.sendClose(code=CLOSE_RESTARTING, reason="server restarting: reconnect")
-                    closed += 1
-            elif isinstance(protocol, WebRequest) and getattr(protocol, "_response_started", False) and not protocol.finished:
-                content_type = b"".join(protocol.responseHeaders.getRawHeaders(b"content-type") or [])
-                if content_type.startswith(b"text/event-stream"):
-                    http.Request.write(protocol, RECONNECT_HINT)
-                    protocol.finish()
-                    closed += 1
+            try:
+                closed += _close_with_hint(protocol)
+            except Exception:  # one connection's failure must not leave the others without their hint
+                logger.exception("Could not close a stream with a reconnect hint")
         if closed:
             logger.warning("Shutting down: closed %d open stream(s) with a reconnect hint", closed)
 
@@ -332,6 +326,23 @@ class BoundedServer(Server):
             return None
         self.connections[protocol]["application_instance"] = asyncio.ensure_future(application_instance, loop=asyncio.get_event_loop())
         return input_queue
+
+
+def _close_with_hint(protocol) -> int:
+    if isinstance(protocol, WebSocketProtocol):
+        if protocol.state != protocol.STATE_OPEN:
+            return 0
+        # autobahn's sendClose takes only 1000 and 3000–4999 from an application; 1012 is the
+        # registered code a server sends when it restarts, so the frame is sent one level down.
+        protocol.sendCloseFrame(code=CLOSE_RESTARTING, reasonUtf8=b"server restarting: reconnect", isReply=False)
+        return 1
+    if isinstance(protocol, WebRequest) and getattr(protocol, "_response_started", False) and not protocol.finished:
+        content_type = b"".join(protocol.responseHeaders.getRawHeaders(b"content-type") or [])
+        if content_type.startswith(b"text/event-stream"):
+            http.Request.write(protocol, RECONNECT_HINT)
+            protocol.finish()
+            return 1
+    return 0
 
 
 # Imported when called: this module is loaded before Django is set up.

@@ -10,17 +10,21 @@ two runs and streams a third that server 2 executes:
   with what its checkpoint held, its thread free, no run left ``running`` under the dead
   process's lease;
 - the stream of server 2's run is closed with a reconnect hint, and resumed on server 2 with
-  ``Last-Event-ID`` it goes on to the end without losing an event.
+  ``Last-Event-ID`` it goes on to the end without losing an event; a websocket following the
+  same run on server 1 (the chat page's way) is closed with 1012, "service restart".
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import threading
 
 import httpx
 import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect
 
 from harness.testing import LoopbackOpenAIServer, Reply, loopback_config_text
 from tests.sdk.conftest import LOCAL_SANDBOX
@@ -69,6 +73,33 @@ class Stream:
         return ids[-1] if ids else None
 
 
+class Socket:
+    """The chat page's websocket on a thread, following one run, read in a thread until the
+    server closes it: the events by name and the close code."""
+
+    def __init__(self, base_url: str, thread_id: str, run_id: str, cookie: str):
+        self.events: list[str] = []
+        self.close_code: int | None = None
+        self.closed = threading.Event()
+        url = base_url.replace("http://", "ws://") + f"/ws/threads/{thread_id}/"
+        self._ws = connect(url, origin=base_url, additional_headers={"Cookie": f"sessionid={cookie}"}, open_timeout=30)
+        self._ws.send(json.dumps({"type": "subscribe", "run_id": run_id}))
+        self._thread = threading.Thread(target=self._read, daemon=True)
+        self._thread.start()
+
+    def _read(self) -> None:
+        try:
+            for raw in self._ws:
+                message = json.loads(raw)
+                if message.get("type") == "event":
+                    self.events.append(message["event"])
+        except ConnectionClosed:
+            pass
+        finally:
+            self.close_code = self._ws.close_code
+            self.closed.set()
+
+
 def _start_run(api: httpx.Client, prompt: str) -> tuple[str, str]:
     tid = api.post("/threads", json={}).json()["thread_id"]
     response = api.post(f"/threads/{tid}/runs", json={"input": {"messages": [{"role": "user", "content": prompt}]},
@@ -105,6 +136,11 @@ def test_sigterm_drains_the_server_and_hands_the_rest_to_recovery(tmp_path):
                 other_stream = Stream(f"{one}/api/threads/{other_tid}/runs/{other_run}/stream", token)
                 for stream in (quick_stream, slow_stream, other_stream):
                     wait_until(lambda: "event: metadata" in stream.text, "each stream to begin")
+                cookie = stack.shell(
+                    "from django.test import Client; from apps.accounts.models import User\n"
+                    "c = Client(); c.force_login(User.objects.get(username='drained')); print(c.cookies['sessionid'].value)")
+                other_socket = Socket(one, other_tid, other_run, cookie)
+                wait_until(lambda: "metadata" in other_socket.events, "the websocket to follow the run")
 
                 stack.process.send_signal(signal.SIGTERM)
 
@@ -149,6 +185,8 @@ def test_sigterm_drains_the_server_and_hands_the_rest_to_recovery(tmp_path):
                 assert other_stream.closed.is_set()
                 assert "reconnect with Last-Event-ID" in other_stream.text and "retry: 1000" in other_stream.text
                 assert "end" not in other_stream.events
+                assert other_socket.closed.is_set() and other_socket.close_code == 1012
+                assert "end" not in other_socket.events
                 seen = other_stream.last_id
                 assert seen is not None
                 # ... and resumed on the server that stays, to the end, with nothing lost.
