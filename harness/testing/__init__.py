@@ -28,8 +28,9 @@ from harness.testing.scripted_model import RecordedRequest, ScriptedChatModel, S
 
 
 def loopback_config_text(base_url: str, *, extra_yaml: str = "", model_name: str = "loopback",
-                         use: str = "langchain_openai:ChatOpenAI", timeout: int = 10) -> str:
-    """A config.yaml whose only model is an OpenAI-compatible server at *base_url*."""
+                         use: str = "langchain_openai:ChatOpenAI", timeout: int = 60) -> str:
+    """A config.yaml whose only model is an OpenAI-compatible server at *base_url*. The model's
+    timeout is a hang bound: on a machine at load 20 a loopback answer can take seconds."""
     return (
         "config_version: 1\n"
         "models:\n"
