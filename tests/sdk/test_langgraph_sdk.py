@@ -181,7 +181,7 @@ def test_wait_create_join_state_and_history(sdk, script):
 
 
 def test_cancel_interrupt_and_rollback(sdk, script, model_server):
-    script("kept", Reply(text="never seen", delay=20))
+    script("kept", Reply(text="never seen", delay=HANG_SECONDS))
     tid = sdk.threads.create()["thread_id"]
     sdk.runs.wait(tid, "lead_agent", input=USER)
     before = sdk.threads.get_state(tid)["values"]["messages"]
@@ -193,7 +193,7 @@ def test_cancel_interrupt_and_rollback(sdk, script, model_server):
     after = sdk.threads.get_state(tid)["values"]["messages"]
     assert [m["content"] for m in after] == [m["content"] for m in before]
 
-    script(Reply(text="never seen", delay=20))
+    script(Reply(text="never seen", delay=HANG_SECONDS))
     run = sdk.runs.create(tid, "lead_agent", input={"messages": [{"role": "user", "content": "interrupt me"}]})
     wait_requests(model_server, 1)
     sdk.runs.cancel(tid, run["run_id"], wait=True)
@@ -202,7 +202,7 @@ def test_cancel_interrupt_and_rollback(sdk, script, model_server):
 
 
 def test_busy_thread_reject_and_interrupt_strategy(sdk, script, model_server):
-    script(Reply(text="slow", delay=20), "replacement")
+    script(Reply(text="slow", delay=HANG_SECONDS), "replacement")
     tid = sdk.threads.create()["thread_id"]
     first = sdk.runs.create(tid, "lead_agent", input=USER)
     wait_requests(model_server, 1)
@@ -355,7 +355,7 @@ def test_a_run_executed_by_a_worker_is_joined_and_cancelled_through_another_serv
 
 def cancel_through_another_server(admitting, other, tid, script, model_server):
     """A slow run admitted through one server is cancelled through the other."""
-    script(Reply(text="never seen", delay=20))
+    script(Reply(text="never seen", delay=HANG_SECONDS))
     run = admitting.runs.create(tid, "lead_agent", input={"messages": [{"role": "user", "content": "stop me"}]})
     wait_requests(model_server, 1)
     assert admitting.runs.get(tid, run["run_id"])["status"] == "running"

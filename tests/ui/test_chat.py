@@ -9,7 +9,7 @@ import pytest
 from playwright.sync_api import expect
 
 from harness.testing.script import Reply, call, tool_reply
-from tests.support.waiting import wait_until
+from tests.support.waiting import HANG_SECONDS, wait_until
 from tests.ui.chat_page import open_details, send
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -219,7 +219,7 @@ def test_a_long_chat_opens_at_its_end_and_loads_earlier_messages(page, script):
 
 
 def test_stop_a_slow_run(page, script, model_server):
-    script(Reply(text="This answer comes too late.", delay=20))
+    script(Reply(text="This answer comes too late.", delay=HANG_SECONDS))
     page.goto("/")
     send(page, "Take your time")
     stop = page.get_by_role("button", name="Stop")

@@ -15,6 +15,7 @@ from playwright.sync_api import expect
 
 from harness.testing.script import Reply, call, tool_reply
 from tests.support.documents import one_page_pdf
+from tests.support.waiting import HANG_SECONDS
 from tests.ui.chat_page import send
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -344,7 +345,7 @@ def test_keyboard_only_send_open_a_file_and_stop(page, script):
     assert page.evaluate("document.activeElement.classList.contains('presented-file')")  # focus came back
 
     # stop with Tab + Enter on the Stop button
-    script(Reply(text="This comes too late.", delay=20))
+    script(Reply(text="This comes too late.", delay=HANG_SECONDS))
     page.get_by_label("Message", exact=True).focus()
     page.keyboard.type("Now take your time")
     page.keyboard.press("Enter")

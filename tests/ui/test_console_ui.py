@@ -11,6 +11,7 @@ import yaml
 from playwright.sync_api import expect
 
 from harness.testing.script import Reply
+from tests.support.waiting import HANG_SECONDS
 from tests.ui.chat_page import send
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -106,7 +107,7 @@ def test_rate_an_answer_and_see_usage_cost_and_feedback(page, phone, live, scrip
 def test_the_console_cancels_a_run_that_is_going(page, script):
     """A run stuck waiting on its model shows under Active runs; Cancel stops it, and the chat
     that started it sees the run end."""
-    script(Reply(text="This answer comes too late.", delay=20))
+    script(Reply(text="This answer comes too late.", delay=HANG_SECONDS))
     page.goto("/")
     send(page, "Take all the time you need")
     expect(page.get_by_role("button", name="Stop")).to_be_visible()

@@ -11,7 +11,7 @@ import pytest
 from playwright.sync_api import expect
 
 from harness.testing.script import Reply, call, tool_reply
-from tests.support.waiting import wait_until
+from tests.support.waiting import HANG_SECONDS, wait_until
 from tests.ui.chat_page import send
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -124,7 +124,7 @@ def test_copy_markdown_plain_and_the_shortcut(page, script):
 
 
 def test_a_stopped_run_is_marked_and_stays_marked_after_reload(page, script, model_server):
-    script(Reply(text="Too late.", delay=20))
+    script(Reply(text="Too late.", delay=HANG_SECONDS))
     page.goto("/")
     send(page, "Take your time")
     expect(page.get_by_role("button", name="Stop")).to_be_visible()
