@@ -11,8 +11,9 @@ takes it. No port per process and no proxy in front.
 
 It serves nothing itself and never loads the application or sets Django up (it reads
 config.yaml only for how long a stop may take). It does import the libraries every server
-imports (``PRELOAD``: LangChain, LangGraph, harness/, Django's own modules; not Django's
-settings or apps, not Daphne or Twisted, which make the reactor's loop at import) and then
+imports (``PRELOAD``: LangChain, LangGraph, harness/, Django's own modules, the libraries
+Django's setup imports for the installed apps and the parts of Twisted Daphne uses; not Django's
+settings or apps, not ``daphne.server`` or Twisted's reactor, which make the loop) and then
 forks the servers, so their copies of that code and its objects are one set of memory pages
 shared between them rather than one per server (issue 55: about 75 MB less ``make run``
 memory at rest with two servers, and 3.9 s of start-up CPU instead of 6.7). Nothing runs then but the main
@@ -71,8 +72,8 @@ READY_FD_ENV = "DEERFLOW_WEB_READY_FD"
 
 # What every server imports before it sets Django up, each pulling in its libraries. None starts
 # a thread, opens a connection or makes a loop at import (preload() checks the first and the
-# loop). Daphne and Twisted are not here: importing daphne.server installs the reactor on a new
-# loop, whose epoll descriptor forked servers would share.
+# loop). daphne.server and twisted.internet.reactor are not here: importing daphne.server
+# installs the reactor on a new loop, whose epoll descriptor forked servers would share.
 PRELOAD = (
     "harness.agents", "harness.agents.custom", "harness.agents.goals", "harness.agents.input_polish",
     "harness.agents.middlewares.token_usage", "harness.governance.gate", "harness.knowledge.tools",
@@ -85,6 +86,13 @@ PRELOAD = (
     "django.core.handlers.asgi", "django.db.models", "django.db.backends.sqlite3.base", "django.http",
     "django.forms", "django.template.defaulttags", "django.contrib.admin.sites",
     "psycopg", "celery", "kombu", "numpy", "rich", "requests", "langgraph_sdk", "opentelemetry.sdk.trace",
+    # What Django's setup then imports for the installed apps (the Docker sandbox, allauth's
+    # cryptography and QR codes, django-celery-beat's cron text, DRF's schema) and the parts
+    # of Twisted and Autobahn that Daphne uses, short of its reactor.
+    "docker", "cryptography.x509", "OpenSSL.SSL", "service_identity.pyopenssl", "jinja2", "segno", "cron_descriptor",
+    "uritemplate", "cbor2", "pygments.formatters", "environ", "unittest.mock", "uvloop", "zope.interface", "attr",
+    "hyperlink", "txaio", "twisted.logger", "twisted.internet.defer", "twisted.internet.asyncioreactor", "twisted.web.http",
+    "autobahn.websocket.protocol",
 )
 # Modules whose presence means the reactor's loop exists already: no forking then.
 LOOP_MODULES = ("daphne.server", "twisted.internet.reactor")
