@@ -1,6 +1,7 @@
 """Graph factories for benchmarks: the real lead agent with an instant scripted model."""
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -53,12 +54,13 @@ def process_cpu_seconds(pids: list[int]) -> float:
 
 
 def start_make_run_stack(home: Path, *, config_text: str, extra_env: dict | None = None, processes: str = "auto",
-                         checkout: Path = ROOT, cpu: int | None = None):
+                         checkout: Path = ROOT, cpu: int | None = None, also_run: str | None = None):
     """The site as `make run` serves it: ``deerflow_site.server.web_processes`` with its Daphne servers
     on one port (``processes`` as WEB_PROCESSES takes it). A LiveServer whose ``others`` are
     empty; its ``server_pids`` attribute lists the servers, for CPU and memory readings.
     ``checkout``: another build's tree to serve (on this virtualenv); ``cpu``: the one core the
-    servers may use."""
+    servers may use; ``also_run``: the launcher's ``--also-run`` (scripts/run.sh's Celery worker),
+    whose pid is then ``also_pid``."""
     from tests.support.live import LiveServer, free_port, live_env
 
     env = live_env(home, config_text=config_text, extra_env={"WEB_PROCESSES": str(processes), **(extra_env or {})})
@@ -74,8 +76,9 @@ def start_make_run_stack(home: Path, *, config_text: str, extra_env: dict | None
     pin = ["taskset", "-c", str(cpu)] if cpu is not None else []
     # Builds from before deerflow_site/server/ (Dec 2026) have the launcher one level up.
     module = "deerflow_site.server.web_processes" if (checkout / "deerflow_site/server").is_dir() else "deerflow_site.web_processes"
+    also = ["--also-run", also_run] if also_run else []
     launcher = subprocess.Popen([*pin, sys.executable, "-m", module, "-b", "127.0.0.1", "-p", str(port),
-                                 "--ready-file", str(ready), "deerflow_site.asgi:application"],
+                                 "--ready-file", str(ready), *also, "deerflow_site.asgi:application"],
                                 cwd=checkout, env=env, stdout=open(log_path, "w"), stderr=subprocess.STDOUT)
     server = LiveServer(url=f"http://127.0.0.1:{port}", env=env, process=launcher, log_path=log_path)
     server.urls.append(server.url)
@@ -85,6 +88,14 @@ def start_make_run_stack(home: Path, *, config_text: str, extra_env: dict | None
             server.stop()
             raise RuntimeError(f"the web processes did not start: {server.log()}")
         time.sleep(0.1)
-    children = Path(f"/proc/{launcher.pid}/task/{launcher.pid}/children").read_text().split()
-    server.server_pids = [int(pid) for pid in children]  # type: ignore[attr-defined]
+    children = [int(pid) for pid in Path(f"/proc/{launcher.pid}/task/{launcher.pid}/children").read_text().split()]
+    server.also_pid = None  # type: ignore[attr-defined]
+    if also_run:  # the launcher names it once it lets it go, just after writing the ready file
+        while (found := re.search(r"started python -m .* \(pid (\d+)\)", server.log())) is None:
+            if launcher.poll() is not None or time.monotonic() > deadline:
+                server.stop()
+                raise RuntimeError(f"the web processes did not start {also_run!r}: {server.log()}")
+            time.sleep(0.1)
+        server.also_pid = int(found.group(1))  # type: ignore[attr-defined]
+    server.server_pids = [pid for pid in children if pid != server.also_pid]  # type: ignore[attr-defined]
     return server

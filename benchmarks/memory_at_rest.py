@@ -1,8 +1,9 @@
 """`make run`'s processes at rest: proportional (PSS) and resident (RSS) memory, per process.
 
 Starts what scripts/run.sh starts, with config.example.yaml as it ships (its model pointed at
-an unused loopback address): the web processes' launcher and its Daphne servers
-(``WEB_PROCESSES`` auto), then the Celery worker with its embedded beat. Once every process
+an unused loopback address): the web processes' launcher, its Daphne servers
+(``WEB_PROCESSES`` auto) and the Celery worker with its embedded beat (the launcher's
+``--also-run``, with scripts/run.sh's arguments). Once every process
 has listened and ``--settle`` seconds have passed it reads ``/proc/<pid>/smaps_rollup``;
 ``--runs N`` first sends N runs through the site (they fail at the unreachable model, which
 is enough to import and build what a run needs) and reads again after they settle.
@@ -18,7 +19,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import tempfile
 import time
@@ -40,12 +40,17 @@ def smaps(pid: int) -> dict[str, float]:
     return {"pss_mb": round(fields["Pss"], 1), "rss_mb": round(fields["Rss"], 1)}
 
 
-def command(pid: int) -> str:
+def command(pid: int, worker: int | None = None) -> str:
+    # A process forked from the launcher keeps the launcher's command line: the worker is told
+    # by its pid, its beat by being the worker's child, the servers by being the launcher's.
+    if pid == worker:
+        return "celery"
+    if worker is not None and parent(pid) == worker:
+        return "celery beat"
     parts = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
     text = " ".join(p.decode(errors="replace") for p in parts if p)
     for marker in ("web_processes", "celery", "daphne"):
         if marker in text:
-            # A server forked from the launcher keeps the launcher's command line.
             if marker == "web_processes" and command(parent(pid)) == "web_processes":
                 return "daphne"
             return marker
@@ -64,11 +69,11 @@ def descendants(pid: int) -> list[int]:
     return out
 
 
-def reading(pids: list[int]) -> dict:
+def reading(pids: list[int], worker: int | None) -> dict:
     rows = []
     for pid in pids:
         try:
-            rows.append({"pid": pid, "process": command(pid), **smaps(pid)})
+            rows.append({"pid": pid, "process": command(pid, worker), **smaps(pid)})
         except FileNotFoundError:  # a short-lived child (a probe) that ended meanwhile
             continue
     return {"processes": rows, "pss_mb_total": round(sum(r["pss_mb"] for r in rows), 1),
@@ -78,15 +83,13 @@ def reading(pids: list[int]) -> dict:
 def once(args: argparse.Namespace) -> dict:
     home = Path(tempfile.mkdtemp(prefix="deerflow-rest-"))
     env = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "unused", "DJANGO_DEBUG": "true"}
-    server = start_make_run_stack(home, config_text=(ROOT / "config.example.yaml").read_text(), extra_env=env)
-    worker = subprocess.Popen([str(Path(sys.executable).parent / "celery"), "-A", "deerflow_site", "worker", "--beat", "--pool", "threads",
-                               "--concurrency", "4", "--without-mingle", "--without-gossip", "--loglevel", "warning",
-                               "--hostname", f"bench{os.getpid()}@%h"], cwd=ROOT, env=server.env,
-                              stdout=open(home / "celery.log", "w"), stderr=subprocess.STDOUT)
+    worker = (f"celery -A deerflow_site worker --beat --pool threads --concurrency 4 --without-mingle --without-gossip"
+              f" --loglevel warning --hostname bench{os.getpid()}@%h")
+    server = start_make_run_stack(home, config_text=(ROOT / "config.example.yaml").read_text(), extra_env=env, also_run=worker)
     try:
         time.sleep(args.settle)
-        pids = [server.process.pid, *descendants(server.process.pid), worker.pid, *descendants(worker.pid)]
-        out = {"started": reading(pids)}
+        pids = [server.process.pid, *descendants(server.process.pid)]
+        out = {"started": reading(pids, server.also_pid)}
         if args.runs:
             token = server.create_user_token("bench")
             with httpx.Client(base_url=f"{server.url}/api", headers={"Authorization": f"Bearer {token}"}, timeout=120) as client:
@@ -95,11 +98,9 @@ def once(args: argparse.Namespace) -> dict:
                     client.post(f"/threads/{thread}/runs/wait", json={"assistant_id": "lead_agent",
                                                                       "input": {"messages": [{"role": "user", "content": "hi"}]}})
             time.sleep(args.settle)
-            out[f"after_{args.runs}_runs"] = reading(pids)
+            out[f"after_{args.runs}_runs"] = reading(pids, server.also_pid)
         return out
     finally:
-        worker.terminate()
-        worker.wait(30)
         server.stop()
 
 

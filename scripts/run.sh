@@ -37,12 +37,18 @@ trap stop_all EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# The site first: several Daphne servers on one port (WEB_PROCESSES, default one per core up to
-# two; deerflow_site/server/web_processes.py, docs/deployment.md), each with request bodies bounded
-# and streamed (deerflow_site/server/daphne_server.py). The workers start once every server listens:
-# each server pins itself to a free core, and a worker started sooner could take one of them.
+# Several Daphne servers on one port (WEB_PROCESSES, default one per core up to two;
+# deerflow_site/server/web_processes.py, docs/deployment.md), each with request bodies bounded and
+# streamed (deerflow_site/server/daphne_server.py), and the Celery worker: the launcher forks them
+# all from one set of preloaded imports, so they share those pages, and it lets the worker go once
+# every server listens: each server pins itself to a free core, and a worker started sooner could
+# take one of them. The worker lives and dies with the servers, as they do with each other.
+also=()
+if [ "${RUN_CELERY:-true}" = true ]; then
+  also=(--also-run "celery -A deerflow_site worker --beat --pool threads --concurrency ${CELERY_CONCURRENCY:-4} --without-mingle --without-gossip --loglevel ${CELERY_LOG_LEVEL:-warning} --hostname deerflow@%h")
+fi
 ready="$home/web.ready"
-.venv/bin/python -m deerflow_site.server.web_processes -b "$HOST" -p "$PORT" --ready-file "$ready" deerflow_site.asgi:application &
+.venv/bin/python -m deerflow_site.server.web_processes -b "$HOST" -p "$PORT" --ready-file "$ready" "${also[@]}" deerflow_site.asgi:application &
 web=$!
 pids+=("$web")
 while [ ! -s "$ready" ]; do
@@ -55,11 +61,6 @@ if ! .venv/bin/python manage.py shell -v0 -c 'from django.contrib.auth import ge
   echo "No admin account yet: open the site and sign up (the first account becomes the admin), or run  .venv/bin/python manage.py createsuperuser"
 fi
 
-if [ "${RUN_CELERY:-true}" = true ]; then
-  .venv/bin/celery -A deerflow_site worker --beat --pool threads --concurrency "${CELERY_CONCURRENCY:-4}" \
-    --without-mingle --without-gossip --loglevel "${CELERY_LOG_LEVEL:-warning}" --hostname "deerflow@%h" &
-  pids+=($!)
-fi
 # The IM channels worker (Telegram, ...), when config.yaml turns any channel on. It is its own
 # process: restart it with `manage.py run_channels` without touching the server.
 # RUN_CHANNELS=false never starts it here (it runs elsewhere); true starts it regardless.

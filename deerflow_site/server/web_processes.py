@@ -11,8 +11,9 @@ takes it. No port per process and no proxy in front.
 
 It serves nothing itself and never loads the application or sets Django up (it reads
 config.yaml only for how long a stop may take). It does import the libraries every server
-imports (``PRELOAD``: LangChain, LangGraph, harness/, Django's own modules; not Django's
-settings or apps, not Daphne or Twisted, which make the reactor's loop at import) and then
+imports (``PRELOAD``: LangChain, LangGraph, harness/, Django's own modules, the libraries
+Django's setup imports for the installed apps and the parts of Twisted Daphne uses; not Django's
+settings or apps, not ``daphne.server`` or Twisted's reactor, which make the loop) and then
 forks the servers, so their copies of that code and its objects are one set of memory pages
 shared between them rather than one per server (issue 55: about 75 MB less ``make run``
 memory at rest with two servers, and 3.9 s of start-up CPU instead of 6.7). Nothing runs then but the main
@@ -21,13 +22,18 @@ import failing, a thread started), the servers are started as fresh processes in
 servers pin themselves to a core each when they load the application
 (deerflow_site/server/cpu_pinning.py).
 ``--ready-file`` is
-written once every server is listening, so that ``scripts/run.sh`` starts the Celery worker only
-then: with the cores taken by the servers it stays unpinned rather than take one a server needs.
+written once every server is listening.
 
-It lives and dies with its servers: SIGTERM or SIGINT is passed on to them, and when any of
-them exits it stops the others and exits with that server's code, so a site with half its
-servers gone does not look up to whatever watches the launcher. Extra options (``-v 2``,
-``--access-log -``, ...) are passed on to every server.
+``--also-run 'MODULE ARG ...'`` runs ``python -m MODULE ARG ...`` beside the servers: scripts/run.sh's
+Celery worker (with its embedded beat). It is forked with the servers, from the same preloaded
+imports (issue 55: the worker and its beat had imported them on their own, about 80 MB), or
+started fresh where the servers are, and waits (``after_servers.py``) until every server listens:
+with the cores taken by the servers it stays unpinned rather than take one a server needs.
+
+It lives and dies with its children: SIGTERM or SIGINT is passed on to them, and when any of
+them exits it stops the others and exits with that child's code, so a site with half its
+servers (or its worker) gone does not look up to whatever watches the launcher. Extra options
+(``-v 2``, ``--access-log -``, ...) are passed on to every server.
 """
 
 from __future__ import annotations
@@ -37,6 +43,7 @@ import gc
 import importlib
 import os
 import runpy
+import shlex
 import signal
 import socket
 import subprocess
@@ -44,6 +51,7 @@ import sys
 import threading
 from pathlib import Path
 
+from deerflow_site.server.after_servers import run_after
 from harness.config import get_app_config
 
 ENV = "WEB_PROCESSES"
@@ -64,8 +72,8 @@ READY_FD_ENV = "DEERFLOW_WEB_READY_FD"
 
 # What every server imports before it sets Django up, each pulling in its libraries. None starts
 # a thread, opens a connection or makes a loop at import (preload() checks the first and the
-# loop). Daphne and Twisted are not here: importing daphne.server installs the reactor on a new
-# loop, whose epoll descriptor forked servers would share.
+# loop). daphne.server and twisted.internet.reactor are not here: importing daphne.server
+# installs the reactor on a new loop, whose epoll descriptor forked servers would share.
 PRELOAD = (
     "harness.agents", "harness.agents.custom", "harness.agents.goals", "harness.agents.input_polish",
     "harness.agents.middlewares.token_usage", "harness.governance.gate", "harness.knowledge.tools",
@@ -78,10 +86,18 @@ PRELOAD = (
     "django.core.handlers.asgi", "django.db.models", "django.db.backends.sqlite3.base", "django.http",
     "django.forms", "django.template.defaulttags", "django.contrib.admin.sites",
     "psycopg", "celery", "kombu", "numpy", "rich", "requests", "langgraph_sdk", "opentelemetry.sdk.trace",
+    # What Django's setup then imports for the installed apps (the Docker sandbox, allauth's
+    # cryptography and QR codes, django-celery-beat's cron text, DRF's schema) and the parts
+    # of Twisted and Autobahn that Daphne uses, short of its reactor.
+    "docker", "cryptography.x509", "OpenSSL.SSL", "service_identity.pyopenssl", "jinja2", "segno", "cron_descriptor",
+    "uritemplate", "cbor2", "pygments.formatters", "environ", "unittest.mock", "uvloop", "zope.interface", "attr",
+    "hyperlink", "txaio", "twisted.logger", "twisted.internet.defer", "twisted.internet.asyncioreactor", "twisted.web.http",
+    "autobahn.websocket.protocol",
 )
 # Modules whose presence means the reactor's loop exists already: no forking then.
 LOOP_MODULES = ("daphne.server", "twisted.internet.reactor")
 SERVER_MODULE = "deerflow_site.server.daphne_server"
+AFTER_MODULE = "deerflow_site.server.after_servers"
 
 
 def preload() -> bool:
@@ -116,13 +132,17 @@ class ForkedServer:
         os.kill(self.pid, signal.SIGKILL)
 
 
-def serve_forked(argv: list[str], ready_read: int, ready_write: int) -> int:
-    """In a forked child: Daphne's command line, as ``python -m`` would run the server module."""
-    # The launcher's handlers would stop the launcher's copy of the servers: the defaults a
-    # fresh process has, until Daphne's reactor sets its own.
+def fresh_signals() -> None:
+    """In a forked child: the launcher's handlers would stop the launcher's copy of its
+    children; the defaults a fresh process has, until the child sets its own."""
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
+
+
+def serve_forked(argv: list[str], ready_read: int, ready_write: int) -> int:
+    """In a forked child: Daphne's command line, as ``python -m`` would run the server module."""
+    fresh_signals()
     os.close(ready_read)
     os.environ[READY_FD_ENV] = str(ready_write)
     sys.argv = [SERVER_MODULE, *argv]
@@ -203,12 +223,17 @@ def server_command(sock: socket.socket, application: str, extra: list[str]) -> l
 
 
 class Launcher:
-    def __init__(self, sock: socket.socket, command: list[str], count: int, ready_file: Path | None, fork: bool = False):
+    def __init__(self, sock: socket.socket, command: list[str], count: int, ready_file: Path | None, fork: bool = False,
+                 also: list[str] | None = None):
         self.sock = sock
         self.command = command
         self.count = count
         self.ready_file = ready_file
         self.fork = fork
+        # ``--also-run``: MODULE and its arguments, run once every server listens.
+        self.also = also or []
+        self.also_pid: int | None = None
+        self.go_write: int | None = None
         self.children: dict[int, subprocess.Popen | ForkedServer] = {}
         self.stopping = False
         self.stop_signal = signal.SIGTERM
@@ -217,6 +242,7 @@ class Launcher:
         """Starts the servers; None in the launcher. In a forked server, it returns that
         server's exit code once it has stopped (main() returns it, and the process exits)."""
         ready_read, ready_write = os.pipe()
+        go_read, self.go_write = os.pipe() if self.also else (None, None)
         env = {**os.environ, READY_FD_ENV: str(ready_write)}
         forked = False
         try:
@@ -224,12 +250,29 @@ class Launcher:
                 if self.fork:
                     child, forked = self._fork()
                     if forked:
+                        if go_read is not None:  # else the one that runs after could miss the launcher's end
+                            os.close(go_read)
+                            os.close(self.go_write)
                         return serve_forked(self.command[3:], ready_read, ready_write)
                 else:
                     child = subprocess.Popen(self.command, env=env, pass_fds=(self.sock.fileno(), ready_write))
-                self.children[child.pid] = child
-                if self.stopping:  # a signal came while the others started: this one stops too
-                    child.send_signal(self.stop_signal)
+                self._started(child)
+            if go_read is not None:
+                # Started now, while the launcher has one thread and nothing but its imports, and
+                # held at go_read until the servers listen (after_servers.py).
+                if self.fork:
+                    child, forked = self._fork()
+                    if forked:
+                        fresh_signals()
+                        for fd in (ready_read, ready_write, self.go_write):
+                            os.close(fd)
+                        self.sock.close()
+                        return run_after(go_read, self.also)
+                else:
+                    child = subprocess.Popen([sys.executable, "-m", AFTER_MODULE, str(go_read), *self.also], pass_fds=(go_read,))
+                os.close(go_read)
+                self.also_pid = child.pid
+                self._started(child)
         finally:
             if not forked:  # a server's descriptors are its own to close
                 os.close(ready_write)
@@ -237,6 +280,11 @@ class Launcher:
                 self.sock.close()
         threading.Thread(target=self._await_ready, args=(ready_read,), name="ready", daemon=True).start()
         return None
+
+    def _started(self, child: subprocess.Popen | ForkedServer) -> None:
+        self.children[child.pid] = child
+        if self.stopping:  # a signal came while the others started: this one stops too
+            child.send_signal(self.stop_signal)
 
     def _fork(self) -> tuple[ForkedServer | None, bool]:
         """(the server, False) in the launcher, (None, True) in the new server. The stop
@@ -253,14 +301,21 @@ class Launcher:
     def _await_ready(self, ready_read: int) -> None:
         """One byte per server once it listens; EOF first means one died before (see wait())."""
         got = 0
-        with os.fdopen(ready_read, "rb", buffering=0) as pipe:
-            while got < self.count:
-                chunk = pipe.read(self.count - got)
-                if not chunk:
-                    return
-                got += len(chunk)
-        pids = ", ".join(str(pid) for pid in self.children)
-        print(f"web_processes: {self.count} server process{'es' if self.count > 1 else ''} listening (pids {pids})", file=sys.stderr, flush=True)
+        try:
+            with os.fdopen(ready_read, "rb", buffering=0) as pipe:
+                while got < self.count:
+                    chunk = pipe.read(self.count - got)
+                    if not chunk:
+                        return
+                    got += len(chunk)
+            pids = ", ".join(str(pid) for pid in self.children if pid != self.also_pid)
+            print(f"web_processes: {self.count} server process{'es' if self.count > 1 else ''} listening (pids {pids})", file=sys.stderr, flush=True)
+            if self.go_write is not None and not self.stopping:
+                os.write(self.go_write, b"1")
+                print(f"web_processes: started python -m {shlex.join(self.also)} (pid {self.also_pid})", file=sys.stderr, flush=True)
+        finally:
+            if self.go_write is not None:  # EOF: what waits for the servers ends instead
+                os.close(self.go_write)
         if self.ready_file is not None and not self.stopping:
             partial = self.ready_file.with_name(self.ready_file.name + ".tmp")
             partial.write_text(f"{self.count}\n")
@@ -307,7 +362,8 @@ class Launcher:
                 code = 0 if self.stopping and -code in (signal.SIGTERM, signal.SIGINT) else 128 - code
             if not self.stopping:
                 first = code
-                print(f"web_processes: server process {pid} exited with code {code}; stopping the others", file=sys.stderr, flush=True)
+                what = f"process {pid} (python -m {self.also[0]})" if pid == self.also_pid else f"server process {pid}"
+                print(f"web_processes: {what} exited with code {code}; stopping the others", file=sys.stderr, flush=True)
                 self.stop()
             elif not first:
                 first = code
@@ -322,6 +378,9 @@ def parse_args(argv: list[str]) -> tuple[argparse.Namespace, list[str]]:
     parser.add_argument("-p", "--port", type=int, default=8000, help="the port to listen on (default 8000)")
     parser.add_argument("--processes", default=None, help=f"how many server processes: 'auto' or 1-{MAX_PROCESSES} (default: ${ENV}, else auto)")
     parser.add_argument("--ready-file", type=Path, default=None, help="written (with the process count) once every server listens")
+    parser.add_argument("--also-run", default=None, metavar="'MODULE ARG ...'",
+                        help="also run python -m MODULE ARG ... (e.g. 'celery -A deerflow_site worker --beat') once every server listens;"
+                             " it lives and dies with the servers")
     parser.add_argument("application", help="the ASGI application, e.g. deerflow_site.asgi:application")
     return parser.parse_known_args(argv)
 
@@ -336,7 +395,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.ready_file is not None:
         args.ready_file.unlink(missing_ok=True)  # a stale one from a launcher that was killed
-    launcher = Launcher(sock, server_command(sock, args.application, extra), count, args.ready_file)
+    also = shlex.split(args.also_run) if args.also_run else None
+    launcher = Launcher(sock, server_command(sock, args.application, extra), count, args.ready_file, also=also)
     # Handlers first: a signal while the servers start must still reach them.
     signal.signal(signal.SIGTERM, lambda signum, _frame: launcher.stop(signum))
     signal.signal(signal.SIGINT, lambda signum, _frame: launcher.stop(signum))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -74,13 +75,18 @@ def allowed_cpus(pid: int) -> set[int]:
     return os.sched_getaffinity(pid)
 
 
-def launch(home: Path, *, processes: str, extra_env: dict | None = None) -> Launched:
+# The launcher as `python -m` runs it, but where it cannot fork (no preload): each child fresh.
+WITHOUT_FORK = ["-c", "import sys; from deerflow_site.server import web_processes as w; w.preload = lambda: False; sys.exit(w.main())"]
+
+
+def launch(home: Path, *, processes: str, extra_env: dict | None = None, also_run: str | None = None, fork: bool = True) -> Launched:
     env = live_env(home, config_text=CONFIG, extra_env={"CPU_PINNING_DIR": str(home / "cpus"), **(extra_env or {})})
     port = free_port()
     ready, log = home / "ready", home / "launcher.log"
+    also = ["--also-run", also_run] if also_run else []
     process = subprocess.Popen(
-        [sys.executable, "-m", "deerflow_site.server.web_processes", "-b", "127.0.0.1", "-p", str(port), "--processes", processes,
-         "--ready-file", str(ready), "deerflow_site.asgi:application"],
+        [sys.executable, *(["-m", "deerflow_site.server.web_processes"] if fork else WITHOUT_FORK), "-b", "127.0.0.1", "-p", str(port),
+         "--processes", processes, "--ready-file", str(ready), *also, "deerflow_site.asgi:application"],
         cwd=ROOT, env=env, stdout=open(log, "w"), stderr=subprocess.STDOUT)
     launched = Launched(process, f"http://127.0.0.1:{port}", log)
     deadline = time.monotonic() + START_DEADLINE
@@ -162,6 +168,57 @@ def test_a_server_told_to_stop_stops_on_its_own_terms_and_the_launcher_follows(t
     assert output.count("Shutting down: no new runs are admitted here") == 2, output
 
 
+def _probe(home: Path) -> str:
+    return f"tests.support.after_servers_probe {home / 'launcher.log'} {home / 'probe'} 3"
+
+
+def _probe_pid(launched: Launched) -> int:
+    found = re.search(r"started python -m tests\.support\.after_servers_probe .* \(pid (\d+)\)", launched.output())
+    assert found, launched.output()
+    return int(found.group(1))
+
+
+def _wait_probe(home: Path, launched: Launched) -> str:
+    deadline = time.monotonic() + START_DEADLINE
+    while not (home / "probe").exists():
+        assert time.monotonic() < deadline, launched.output()
+        time.sleep(0.2)
+    return (home / "probe").read_text()
+
+
+@pytest.mark.slow
+def test_also_run_starts_once_the_servers_listen_and_stops_with_them(tmp_path, stop_after):
+    # scripts/run.sh's Celery worker, forked from the preloaded launcher like the servers.
+    launched = launch(tmp_path, processes="2", extra_env={"CPU_PINNING": "false"}, also_run=_probe(tmp_path))
+    stop_after(launched)
+    assert _wait_probe(tmp_path, launched) == "listening"
+    probe = _probe_pid(launched)
+    children = launched.children()
+    assert probe in children and len(children) == 3, launched.output()
+    assert "deerflow_site.server.web_processes" in _cmdline(probe)  # forked: the launcher's command line
+    assert get(f"{launched.url}/api/health") == 200
+
+    launched.process.send_signal(signal.SIGTERM)
+    assert launched.process.wait(STOP_DEADLINE) == 0, launched.output()
+    wait_gone(children)
+
+
+@pytest.mark.slow
+def test_where_it_cannot_fork_also_run_is_a_fresh_process_whose_exit_stops_the_servers(tmp_path, stop_after):
+    launched = launch(tmp_path, processes="2", extra_env={"CPU_PINNING": "false"}, also_run=_probe(tmp_path), fork=False)
+    stop_after(launched)
+    assert _wait_probe(tmp_path, launched) == "listening"
+    probe = _probe_pid(launched)
+    children = launched.children()
+    assert probe in children and len(children) == 3, launched.output()
+    assert "-m deerflow_site.server.after_servers " in _cmdline(probe)
+
+    os.kill(probe, signal.SIGUSR1)  # it exits with 3 on its own
+    assert launched.process.wait(STOP_DEADLINE) == 3, launched.output()
+    wait_gone(children)
+    assert f"process {probe} (python -m tests.support.after_servers_probe) exited with code 3; stopping the others" in launched.output()
+
+
 @pytest.mark.parametrize("value", ["three", "0", "-1", "65", "2.5"])
 def test_a_bad_process_count_is_one_clear_line_and_exit_2(value):
     env = {**os.environ, "WEB_PROCESSES": value}
@@ -217,11 +274,14 @@ def test_make_run_starts_the_servers_then_a_celery_worker_that_takes_no_server_c
 
         ours = [pid for pid in _pids() if _stat(pid)[1:2] == [str(run.pid)]]
         launcher = next(pid for pid in ours if "deerflow_site.server.web_processes" in _cmdline(pid))
-        worker = next(pid for pid in ours if "celery" in _cmdline(pid))
-        servers = [pid for pid in _pids() if _stat(pid)[1:2] == [str(launcher)]]
+        # The worker is the launcher's child too (forked from its preloaded imports), let go
+        # once the servers listen: the launcher names both.
+        servers = [int(pid) for pid in re.search(r"2 server processes listening \(pids (\d+), (\d+)\)", output).groups()]
+        worker = int(re.search(r"started python -m celery -A deerflow_site worker --beat .* \(pid (\d+)\)", output).group(1))
+        assert sorted(pid for pid in _pids() if _stat(pid)[1:2] == [str(launcher)]) == sorted([*servers, worker])
         server_cores = set().union(*(allowed_cpus(pid) for pid in servers))
         assert len(servers) == 2 and all(len(allowed_cpus(pid)) == 1 for pid in servers) and len(server_cores) == 2
-        # The launcher itself took none: what it starts later (nothing today) gets every core.
+        # The launcher itself took none: what it starts (the worker) gets every core.
         assert allowed_cpus(launcher) == os.sched_getaffinity(0)
         # Unpinned (every core) where the servers took them all, else a core of its own.
         worker_cores = allowed_cpus(worker)

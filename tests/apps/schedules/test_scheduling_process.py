@@ -2,6 +2,7 @@
 filesystem broker; stopping the script stops both."""
 
 import os
+import re
 import signal
 import subprocess
 import time
@@ -66,16 +67,18 @@ def test_run_script_starts_daphne_and_a_worker_with_beat_and_stops_both(tmp_path
                 pass
             time.sleep(0.3)
         children = _children(script.pid)
-        commands = " ".join(args for _, args in children)
-        # Embedded beat is a child of the worker: it must stop with everything else.
+        launcher = next(pid for pid, args in children if "deerflow_site.server.web_processes" in args)
+        # The worker is forked from the web processes' launcher (its command line is the
+        # launcher's, which names it), and embedded beat is the worker's child: both must stop
+        # with everything else.
+        worker = int(re.search(r"started python -m celery -A deerflow_site worker --beat .* \(pid (\d+)\)", (tmp_path / "run.log").read_text()).group(1))
+        assert worker in [pid for pid, _ in _children(launcher)]
         deadline = time.monotonic() + HANG_SECONDS
-        while True:
-            descendants = children + [grandchild for pid, _ in children for grandchild in _children(pid)]
-            if len(descendants) > len(children) or time.monotonic() > deadline:
-                break
+        while not _children(worker) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert "daphne" in commands and "celery" in commands and "--beat" in commands, children
-        assert len(descendants) > len(children), descendants  # the worker's beat process
+        beat = _children(worker)
+        assert beat, "the worker started no beat process"
+        descendants = [*children, *_children(launcher), *beat]
         assert "filesystem" in (tmp_path / "run.log").read_text()
         assert (tmp_path / "home" / "celery-broker" / "queue").is_dir()
 
