@@ -141,6 +141,15 @@ def _wait_until_read(raw, stream_done: threading.Event) -> None:
             return
 
 
+def _container_gone(exc: docker.errors.APIError) -> bool:
+    # Podman answers 500, not 404, for a container removed while it is being looked up, and
+    # for an exec session whose container went away with it.
+    if isinstance(exc, docker.errors.NotFound):
+        return True
+    text = str(exc).lower()
+    return "no such container" in text or "does not exist in database" in text
+
+
 def default_engine_url() -> str:
     """$DOCKER_HOST, else Podman's root socket when it exists, else Docker's."""
     if os.environ.get("DOCKER_HOST"):
@@ -226,11 +235,8 @@ class Engine:
     def running(self, name: str) -> bool:
         try:
             info = self.call(self.client.api.inspect_container, name)
-        except docker.errors.NotFound:
-            return False
         except docker.errors.APIError as exc:
-            # Podman answers 500 for a container removed while it is being looked up.
-            if "no such container" in str(exc).lower():
+            if _container_gone(exc):
                 return False
             raise
         return bool(info.get("State", {}).get("Running"))
@@ -238,10 +244,8 @@ class Engine:
     def remove(self, name: str) -> None:
         try:
             self.call(self.client.api.remove_container, name, force=True, v=True)
-        except docker.errors.NotFound:
-            pass
         except docker.errors.APIError as exc:
-            if "no such container" not in str(exc).lower() and "removal" not in str(exc).lower():
+            if not _container_gone(exc) and "removal" not in str(exc).lower():
                 raise
 
     def stop(self, name: str, timeout: int = 2) -> None:
@@ -254,9 +258,9 @@ class Engine:
         try:
             return self.call(self.client.api.exec_create, name, argv, stdout=True, stderr=True, stdin=False,
                              user=user, environment=dict(env), workdir=workdir)["Id"]
-        except docker.errors.NotFound:
-            raise ContainerMissing(f"the sandbox container {name} is gone") from None
         except docker.errors.APIError as exc:
+            if _container_gone(exc):
+                raise ContainerMissing(f"the sandbox container {name} is gone") from None
             if "not running" in str(exc).lower() or "is stopped" in str(exc).lower() or "state" in str(exc).lower():
                 raise ContainerMissing(f"the sandbox container {name} is not running") from None
             raise
@@ -282,8 +286,10 @@ class Engine:
         exec_id = self._exec_create(name, argv, user=user, env=env, workdir=workdir)
         try:
             sock = self.call(self.client.api.exec_start, exec_id, socket=True)
-        except docker.errors.NotFound:
-            raise ContainerGone(f"the sandbox container {name} is gone") from None
+        except docker.errors.APIError as exc:
+            if _container_gone(exc):
+                raise ContainerGone(f"the sandbox container {name} is gone") from None
+            raise
         raw = getattr(sock, "_sock", sock)
         capture = OutputCapture(max_chars)
         stream_done = threading.Event()
@@ -320,7 +326,12 @@ class Engine:
                 next_check = now + 1.0
                 try:
                     info = self.call(self.client.api.exec_inspect, exec_id)
-                except (docker.errors.NotFound, SandboxUnavailable):
+                except SandboxUnavailable:
+                    gone = True
+                    break
+                except docker.errors.APIError as exc:
+                    if not _container_gone(exc):
+                        raise
                     gone = True
                     break
                 if not info.get("Running"):
@@ -341,7 +352,11 @@ class Engine:
         if not reason:
             try:
                 code = self.call(self.client.api.exec_inspect, exec_id).get("ExitCode")
-            except (docker.errors.NotFound, SandboxUnavailable):
+            except SandboxUnavailable:
+                gone = True
+            except docker.errors.APIError as exc:
+                if not _container_gone(exc):
+                    raise
                 gone = True
         if gone or (not reason and not self.running(name)):
             raise ContainerGone(f"the sandbox container {name} stopped while the command ran")
