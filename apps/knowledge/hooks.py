@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from apps.knowledge.selectors import readable_collection_ids
+from apps.knowledge.selectors import run_reads_knowledge
 from apps.runs.lifecycle import RunStart
 from apps.runs.runtime import database_sync_to_async
 
@@ -26,12 +26,12 @@ async def before_run(start: RunStart) -> None:
     if not start.app_config.knowledge.enabled:
         return
     try:
-        ids = await database_sync_to_async(readable_collection_ids)(
+        reads = await database_sync_to_async(run_reads_knowledge)(
             user_id=int(start.meta["owner_id"]), thread_id=str(start.meta["thread_id"]),
             agent_id=str(configurable.get("agent_id") or ""))
     except Exception:  # knowledge is an aid: a failing read must not fail the run
         logger.warning("Could not list the knowledge collections of run %s", configurable.get("run_id"), exc_info=True)
         return
-    if ids:
+    if reads:
         configurable[OPTION] = True
         start.context[OPTION] = True

@@ -45,15 +45,22 @@ def _updater_model() -> Any:
 
 
 def process_job(job: UpdateJob) -> UpdateOutcome:
+    return process_jobs([job])
+
+
+def process_jobs(jobs: list[UpdateJob]) -> UpdateOutcome:
+    """One update from a batch of one owner's and agent's conversations (the queue's). Its trace
+    and the usage budgets count are the latest run's: one call learned from them all."""
     app = get_app_config()
     cfg = app.memory
     close_old_connections()
+    job = jobs[-1]
     # Its own trace (DeerFlow's name for it), in the session of the thread it learned from.
     trace = standalone_config(app.tracing, "memory_agent", parent={"run_id": job.run_id, "agent_name": job.agent},
                               thread_id=job.thread_id, user_id=str(job.owner))
     try:
         model = _updater_model()
-        outcome = traced(trace, lambda: run_update(DjangoMemoryStore(), model, job, cfg))
+        outcome = traced(trace, lambda: run_update(DjangoMemoryStore(), model, jobs, cfg))
         if outcome.usage and get_app_config().budgets.enabled:  # budgets count memory updates toward the user
             run_usage_add(run_id=job.run_id, model_name=outcome.model_name, counts=usage_counts(outcome.usage), kind="memory")
         return outcome

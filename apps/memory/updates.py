@@ -1,6 +1,7 @@
 """Passive updates: what a finished run queues, and the queue's life across a server's stop.
 
-On the embedded stack the queue is in this process (``harness.memory.queue``); with
+On the embedded stack the queue is in this process (``harness.memory.queue``), which learns
+from one user's threads that are due together in one update; with
 ``RUN_EXECUTOR=celery`` a task is sent with the debounce as its countdown, and only the
 latest job per thread (a token in the cache) does the work when it fires. Processing a job is
 ``learning.py``'s.
@@ -23,7 +24,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import DatabaseError, close_old_connections
 
-from apps.memory.learning import JOB_TOKEN_KEY, process_job
+from apps.memory.learning import JOB_TOKEN_KEY, process_jobs
 from apps.memory.models import PendingMemoryUpdate
 from apps.memory.tasks import update_memory
 from harness.agents.markers import INTERNAL_KEY, message_text
@@ -41,7 +42,7 @@ def get_queue() -> DebouncedQueue:
     global _queue
     with _queue_lock:
         if _queue is None:
-            _queue = DebouncedQueue(process_job, get_app_config().memory.debounce_seconds)
+            _queue = DebouncedQueue(process_jobs, get_app_config().memory.debounce_seconds)
         return _queue
 
 

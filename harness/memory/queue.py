@@ -2,8 +2,11 @@
 
 Each thread has at most one pending job: a new run on the thread replaces it (its job
 holds the whole conversation so far) and pushes its due time back by the delay, so a
-busy conversation costs one model call once it goes quiet. One daemon thread processes
-due jobs; the model call and the store's IO never touch an event loop.
+busy conversation costs one model call once it goes quiet. When a job is due, the other
+pending jobs for the same memory (owner and agent) go with it, up to ``MAX_BATCH_CHARS`` of
+conversation: one user's many threads finishing together are one load, one model call and one
+save, not one each. One daemon thread processes due batches; the model call and the store's
+IO never touch an event loop.
 
 A process about to exit calls ``stop``: everything pending is due at once, and what is not
 done within its bound is handed back for the caller to keep.
@@ -16,15 +19,20 @@ import threading
 import time
 from collections.abc import Callable
 
-from harness.memory.updater import UpdateJob
+from harness.memory.updater import MAX_BATCH_CHARS, UpdateJob
 
 logger = logging.getLogger(__name__)
 
 
 class DebouncedQueue:
-    def __init__(self, process: Callable[[UpdateJob], object], delay: float) -> None:
+    """*process* is called with a batch: one or more jobs of one owner and agent, in the
+    order their due times came."""
+
+    def __init__(self, process: Callable[[list[UpdateJob]], object], delay: float, *,
+                 max_batch_chars: int = MAX_BATCH_CHARS) -> None:
         self.process = process
         self.delay = delay
+        self.max_batch_chars = max_batch_chars
         self._pending: dict[tuple, tuple[float, UpdateJob]] = {}
         # Taken by the thread and not yet done.
         self._running: list[UpdateJob] = []
@@ -73,7 +81,7 @@ class DebouncedQueue:
             self._pending.clear()
             return left
 
-    def _take_due(self) -> UpdateJob:
+    def _take_due(self) -> list[UpdateJob]:
         while True:
             if self._stopped or not self._pending:
                 self._cond.wait()
@@ -83,19 +91,28 @@ class DebouncedQueue:
             if wait > 0:
                 self._cond.wait(wait)
                 continue
-            del self._pending[key]
-            self._running.append(job)
-            return job
+            # The same memory's other jobs, soonest due first, while the batch has room. Taken
+            # before their own time: their threads may have another run, which queues again.
+            batch, room = [job], self.max_batch_chars - job.size
+            for other_key, (_, other) in sorted(self._pending.items(), key=lambda kv: kv[1][0]):
+                if other_key != key and other.memory == job.memory and other.size <= room:
+                    batch.append(other)
+                    room -= other.size
+            for taken in batch:
+                del self._pending[taken.key]
+            self._running.extend(batch)
+            return batch
 
     def _loop(self) -> None:
         while True:
             with self._cond:
-                job = self._take_due()
+                batch = self._take_due()
             try:
-                self.process(job)
+                self.process(batch)
             except Exception:  # one bad update must not stop the queue
-                logger.warning("memory update for thread %s failed", job.thread_id, exc_info=True)
+                logger.warning("memory update for thread %s failed", ", ".join(j.thread_id for j in batch), exc_info=True)
             finally:
                 with self._cond:
-                    self._running.remove(job)
+                    for job in batch:
+                        self._running.remove(job)
                     self._cond.notify_all()

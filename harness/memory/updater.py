@@ -9,6 +9,11 @@ unknown or protected ids, reviews or merges of facts it was not shown, and anyth
 per-cycle caps are dropped, and what was dropped is logged in one line. The changes are
 applied to a freshly loaded document and saved with its revision; a conflict reloads and
 applies them again (the model is not asked twice).
+
+Memory is one document per user and agent, so the conversations of several threads queued
+together are learned from in one call (``run_update`` takes a batch of one owner's and agent's
+jobs): one load, one model call, one save instead of one each, with every fact traced to the
+thread and run of the message it came from.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import datetime as dt
 import json
 import logging
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +40,9 @@ MAX_REMOVALS = 20
 # Facts due for review shown in one call, oldest first (the rest wait for the next one).
 MAX_STALE_SHOWN = 50
 MAX_MESSAGE_CHARS = 4000
+# A batch of conversations shown in one call holds at most this many characters of them (a
+# larger conversation goes alone): the prompt stays far inside any chat model's context.
+MAX_BATCH_CHARS = 32000
 SAVE_ATTEMPTS = 8
 # Instructions for one piece of work read like this; they must not become lasting facts.
 _TASK_SCOPED = re.compile(
@@ -82,6 +91,27 @@ class UpdateJob:
     @property
     def key(self) -> tuple[str, str, str]:
         return (self.owner, self.agent, self.thread_id)
+
+    @property
+    def memory(self) -> tuple[str, str]:
+        """The memory document it updates: jobs with the same one may be learned from together."""
+        return (self.owner, self.agent)
+
+    @property
+    def size(self) -> int:
+        """The characters of conversation it puts in the updater's prompt."""
+        return sum(min(len(str(m.get("content", ""))), MAX_MESSAGE_CHARS) for m in self.messages)
+
+
+def _batch(jobs: UpdateJob | Sequence[UpdateJob]) -> list[UpdateJob]:
+    jobs = [jobs] if isinstance(jobs, UpdateJob) else list(jobs)
+    if not jobs or len({j.memory for j in jobs}) > 1:
+        raise ValueError("a memory update takes one or more jobs of one owner and agent")
+    return jobs
+
+
+def _conversation(job: UpdateJob) -> str:
+    return "\n".join(f"[{m['role']} {m.get('id') or ''}] {str(m['content'])[:MAX_MESSAGE_CHARS]}" for m in job.messages)
 
 
 @dataclass
@@ -135,10 +165,10 @@ def consolidation_groups(doc: MemoryDoc, cfg: MemoryConfig) -> dict[str, list[Fa
             for c, g in big[:cfg.consolidation_max_groups_per_cycle]}
 
 
-def build_messages(doc: MemoryDoc, job: UpdateJob, at: dt.datetime, cfg: MemoryConfig) -> list:
+def build_messages(doc: MemoryDoc, jobs: UpdateJob | Sequence[UpdateJob], at: dt.datetime, cfg: MemoryConfig) -> list:
+    jobs = _batch(jobs)
     summaries = {f"{section}.{key}": doc.summaries.get(attr, "") for attr, section, key in SUMMARY_KEYS}
     facts = [{"id": f.id, "content": f.content, "category": f.category, "confidence": f.confidence} for f in doc.facts]
-    convo = "\n".join(f"[{m['role']} {m.get('id') or ''}] {str(m['content'])[:MAX_MESSAGE_CHARS]}" for m in job.messages)
     stale = stale_candidates(doc, at, cfg)
     groups = consolidation_groups(doc, cfg)
     system = SYSTEM % ((_stale_shape() if stale else "") + (_merge_shape() if groups else ""))
@@ -153,7 +183,11 @@ def build_messages(doc: MemoryDoc, job: UpdateJob, at: dt.datetime, cfg: MemoryC
         system += CONSOLIDATION % (cfg.consolidation_max_groups_per_cycle, cfg.consolidation_max_sources)
         shown = {c: [{"id": f.id, "content": f.content, "confidence": f.confidence} for f in g] for c, g in groups.items()}
         body += f"Groups to consolidate: {json.dumps(shown, ensure_ascii=False)}\n"
-    body += f"\nNew conversation:\n{convo}"
+    if len(jobs) == 1:
+        body += f"\nNew conversation:\n{_conversation(jobs[0])}"
+    else:  # one user's threads: what they say about the user adds up
+        body += f"\nNew conversations ({len(jobs)}, one per chat thread):"
+        body += "".join(f"\n\n[thread {j.thread_id}]\n{_conversation(j)}" for j in jobs)
     return [SystemMessage(content=system), HumanMessage(content=body)]
 
 
@@ -196,9 +230,13 @@ def is_task_scoped(content: str) -> bool:
     return bool(_TASK_SCOPED.search(content))
 
 
-def apply_changes(doc: MemoryDoc, data: dict, job: UpdateJob, cfg: MemoryConfig, *, at: dt.datetime | None = None) -> UpdateOutcome:
+def apply_changes(doc: MemoryDoc, data: dict, jobs: UpdateJob | Sequence[UpdateJob], cfg: MemoryConfig, *,
+                  at: dt.datetime | None = None) -> UpdateOutcome:
     """Apply checked changes to *doc* in place. Reviews and merges count only for the facts
-    the model was shown (``stale_candidates``, ``consolidation_groups`` of the same document)."""
+    the model was shown (``stale_candidates``, ``consolidation_groups`` of the same document).
+    A new fact's source is the thread and run of the message it names, else the latest
+    conversation's last user message."""
+    jobs = _batch(jobs)
     at = at or now()
     threshold, max_facts = cfg.fact_confidence_threshold, cfg.max_facts
     # The longest a new fact may be valid before its first review (DeerFlow's creation cap).
@@ -301,8 +339,9 @@ def apply_changes(doc: MemoryDoc, data: dict, job: UpdateJob, cfg: MemoryConfig,
         new_facts.append(merged)
         out.merged.append(merged.id)
 
-    message_ids = [m.get("id") for m in job.messages if m.get("id")]
-    user_ids = [m.get("id") for m in job.messages if m.get("role") == "user" and m.get("id")]
+    job_of = {m.get("id"): j for j in jobs for m in j.messages if m.get("id")}
+    latest = jobs[-1]
+    user_ids = [m.get("id") for m in latest.messages if m.get("role") == "user" and m.get("id")]
     known = {f.content.strip().lower(): f for f in doc.facts if f.id not in gone}
     proposed_facts = _list(data, "newFacts", dropped)
     if len(proposed_facts) > MAX_NEW_FACTS:
@@ -330,11 +369,12 @@ def apply_changes(doc: MemoryDoc, data: dict, job: UpdateJob, cfg: MemoryConfig,
             same.revision += 1
             continue
         days = _days(item.get("validDays"), creation_cap)
-        mid = item.get("messageId") if item.get("messageId") in message_ids else (user_ids[-1] if user_ids else "")
+        named = item.get("messageId")
+        source, mid = (job_of[named], named) if isinstance(named, str) and named in job_of else (latest, user_ids[-1] if user_ids else "")
         fact = Fact(id=new_fact_id(), content=content, category=item.get("category") if item.get("category") in CATEGORIES else "context",
                     confidence=confidence, created_at=at, last_confirmed_at=at,
                     valid_until=at + dt.timedelta(days=days) if days else None,
-                    source_thread_id=job.thread_id, source_run_id=job.run_id, source_message_id=mid or "")
+                    source_thread_id=source.thread_id, source_run_id=source.run_id, source_message_id=mid or "")
         known[content.lower()] = fact
         new_facts.append(fact)
         out.added.append(fact.id)
@@ -349,26 +389,29 @@ def apply_changes(doc: MemoryDoc, data: dict, job: UpdateJob, cfg: MemoryConfig,
     return out
 
 
-def run_update(store: MemoryStore, model: Any, job: UpdateJob, cfg: MemoryConfig) -> UpdateOutcome:
+def run_update(store: MemoryStore, model: Any, jobs: UpdateJob | Sequence[UpdateJob], cfg: MemoryConfig) -> UpdateOutcome:
     """Load, one model call, apply, save (retrying on a revision conflict); *cfg* is the
-    ``memory`` section (threshold, caps, staleness and consolidation knobs)."""
+    ``memory`` section (threshold, caps, staleness and consolidation knobs). *jobs* is one
+    job or a batch of one owner's and agent's, in the order they were queued."""
+    jobs = [j for j in _batch(jobs) if j.messages] or _batch(jobs)
+    job, threads = jobs[-1], ", ".join(j.thread_id for j in jobs)
     doc = store.load(job.owner, job.agent)
     if doc.paused:
         return UpdateOutcome(skipped="paused")
     if not job.messages:
         return UpdateOutcome(skipped="nothing to learn from")
     at = now()
-    reply = model.invoke(build_messages(doc, job, at, cfg))
+    reply = model.invoke(build_messages(doc, jobs, at, cfg))
     spent = {"model_name": str((getattr(model, "metadata", None) or {}).get("deerflow_model_name") or getattr(model, "model_name", "") or ""),
              "usage": dict(getattr(reply, "usage_metadata", None) or {})}
     text = reply.content if isinstance(reply.content, str) else "".join(
         b.get("text", "") for b in reply.content if isinstance(b, dict))
     data = parse_reply(text)
     if data is None:
-        logger.warning("memory update for thread %s ignored: the model's reply is not a JSON object", job.thread_id)
+        logger.warning("memory update for thread %s ignored: the model's reply is not a JSON object", threads)
         return UpdateOutcome(skipped="invalid reply", **spent)
     for _ in range(SAVE_ATTEMPTS):
-        outcome = apply_changes(doc, data, job, cfg, at=at)
+        outcome = apply_changes(doc, data, jobs, cfg, at=at)
         try:
             store.save(doc)
             break
@@ -377,8 +420,8 @@ def run_update(store: MemoryStore, model: Any, job: UpdateJob, cfg: MemoryConfig
             if doc.paused:
                 return UpdateOutcome(skipped="paused")
     else:
-        raise RevisionConflict(f"memory of thread {job.thread_id}: {SAVE_ATTEMPTS} conflicting saves in a row")
+        raise RevisionConflict(f"memory of thread {threads}: {SAVE_ATTEMPTS} conflicting saves in a row")
     if outcome.dropped:
-        logger.warning("memory update for thread %s clamped: %s", job.thread_id, "; ".join(outcome.dropped))
+        logger.warning("memory update for thread %s clamped: %s", threads, "; ".join(outcome.dropped))
     outcome.model_name, outcome.usage = spent["model_name"], spent["usage"]
     return outcome

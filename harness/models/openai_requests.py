@@ -13,7 +13,13 @@ bytes sent are the same and only the walk of the messages is skipped. Every othe
 still goes through the SDK's transform.
 
 The tools' definitions go the same way (langchain_openai built them with
-``convert_to_openai_tool``; the walk would look at every key of every JSON schema). A call whose
+``convert_to_openai_tool``; the walk would look at every key of every JSON schema), and so do
+the scalar parameters and flat objects of scalars (``model``, ``temperature``,
+``stream_options``…): the walk hashes the ``Literal`` of every OpenAI model name for its caches at
+each step under ``model``, about 530 calls per request for a string it returns as it is. (No
+chat completion parameter of the SDK declares an alias or a format; the tests hold the bytes
+sent to the stock client's.) What ``create`` reads itself (``stream``, ``timeout``, the
+``extra_*``) stays an argument. A call whose
 messages are not a list of dicts, or whose ``extra_body`` already names ``messages`` or
 ``tools``, goes through the SDK unchanged. An SDK whose client has no
 ``chat.completions.create`` is left untouched: slower, never wrong.
@@ -24,6 +30,8 @@ from __future__ import annotations
 import functools
 from typing import Any
 
+from openai import omit
+
 _MARK = "_deerflow_messages_as_built"
 
 
@@ -33,8 +41,18 @@ _MARK = "_deerflow_messages_as_built"
 _AS_BUILT = ("messages", "tools")
 
 
+# What ``create`` reads besides putting it in the body: these stay its arguments.
+_READ_BY_CREATE = frozenset({"messages", "stream", "timeout", "extra_headers", "extra_query", "extra_body"})
+_SCALARS = (str, int, float, bool)
+
+
 def _plain(value: Any) -> bool:
     return isinstance(value, list) and all(type(item) is dict for item in value)
+
+
+def _scalar_json(value: Any) -> bool:
+    """A scalar, or an object of scalars: JSON the SDK's walk returns unchanged."""
+    return type(value) in _SCALARS or (type(value) is dict and all(type(v) in _SCALARS for v in value.values()))
 
 
 def _moved(kwargs: dict[str, Any]) -> dict[str, Any] | None:
@@ -45,10 +63,16 @@ def _moved(kwargs: dict[str, Any]) -> dict[str, Any] | None:
     moved = {key: kwargs[key] for key in _AS_BUILT if _plain(kwargs.get(key))}
     if "messages" not in moved:
         return None
-    # An empty list is what the SDK walks for the messages (the parameter is required); the
-    # tools are left out of its walk. extra_body's values replace them in the body.
+    moved.update((key, value) for key, value in kwargs.items()
+                 if key not in _READ_BY_CREATE and key not in moved and _scalar_json(value) and not (extra and key in extra))
+    # An empty list is what the SDK walks for the messages, and ``omit`` (left out of the body)
+    # for the model: both are required arguments. The tools and the other moved parameters are
+    # left out of its walk. extra_body's values replace them in the body.
     rest = {key: value for key, value in kwargs.items() if key not in moved}
-    return {**rest, "messages": [], "extra_body": {**(extra or {}), **moved}}
+    rest["messages"] = []
+    if "model" in moved:
+        rest["model"] = omit
+    return {**rest, "extra_body": {**(extra or {}), **moved}}
 
 
 def _wrap(completions: Any, is_async: bool) -> bool:

@@ -8,6 +8,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from apps.agents.services import agent_create
+from apps.knowledge.selectors import readable_collection_ids, run_reads_knowledge
 from apps.knowledge.stores import DjangoKnowledgeStore
 from harness.knowledge import SearchScope
 
@@ -94,3 +95,34 @@ def test_an_agents_collection_is_read_only_through_that_agent(user, other_user, 
     agent_update(agent=helper, data={"shared": True})
     assert found(other_user, "vpn password", agent_id=str(helper.pk)) == text
     assert found(other_user, "vpn password") == []
+
+
+def test_a_run_is_told_it_reads_knowledge_exactly_when_a_collection_is_in_its_reach(user, other_user, user_client, kb):
+    """The run start's one-query check (``run_reads_knowledge``) agrees with the list a search
+    reads, case by case: nothing, shared but not attached, attached, revoked, shared with
+    everyone, another user's thread, and an agent's collection."""
+    def reads(who, thread_id="", agent_id=""):
+        exists = run_reads_knowledge(user_id=who.pk, thread_id=thread_id, agent_id=agent_id)
+        assert exists == bool(readable_collection_ids(user_id=who.pk, thread_id=thread_id, agent_id=agent_id))
+        return exists
+
+    bob = client_of(other_user)
+    tid = new_thread(bob)
+    assert not reads(user) and not reads(other_user, tid)
+    cid = kb.collection("Recipes")
+    assert reads(user) and not reads(other_user, tid)
+    user_client.patch(f"/api/knowledge/collections/{cid}", {"shared_with": ["bob"]}, format="json")
+    assert not reads(other_user, tid)  # shared, not attached
+    assert bob.put(f"/api/threads/{tid}/knowledge", {"collection_ids": [cid]}, format="json").status_code == 200
+    assert reads(other_user, tid)
+    assert reads(user, tid)  # her own collections, whatever the thread
+    user_client.patch(f"/api/knowledge/collections/{cid}", {"shared_with": []}, format="json")
+    assert not reads(other_user, tid)
+    user_client.patch(f"/api/knowledge/collections/{cid}", {"shared_with_everyone": True}, format="json")
+    assert reads(other_user, tid) and not reads(other_user)
+
+    helper = agent_create(owner=user, data={"name": "helpdesk", "soul": "Answers IT questions."})
+    other = agent_create(owner=user, data={"name": "writer", "soul": "Writes."})
+    kb.collection("IT answers", agent="helpdesk")
+    assert reads(other_user, agent_id=str(helper.pk)) and not reads(other_user, agent_id=str(other.pk))
+    assert not reads(other_user, agent_id="not-a-uuid")

@@ -5,6 +5,7 @@ does with their replies."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -48,6 +49,28 @@ def test_a_fact_learned_in_one_chat_is_used_in_a_new_chat(user_client, user, mem
     run(user_client, new_thread(user_client), "How much flour for a recipe?")
     seen = first_user_text(model.requests[0])
     assert "<memory>" in seen and "Prefers metric units in recipes" in seen and "Data engineer" in seen
+
+
+def test_two_chats_finishing_together_are_learned_from_in_one_update_and_both_facts_land(user_client, user, memory_on):
+    def learn(messages):
+        """The updater names the user message each fact comes from, as a model is asked to."""
+        body = str(messages[-1].content)
+        ids = {text: re.search(r"\[user ([^\]]+)\] " + text, body).group(1) for text in ("I live in Porto", "I play the cello")}
+        return json.dumps({"newFacts": [{"content": "Lives in Porto", "confidence": 0.9, "messageId": ids["I live in Porto"]},
+                                        {"content": "Plays the cello", "confidence": 0.9, "messageId": ids["I play the cello"]}]})
+
+    mem.set_agent("Noted.", "Lovely.")
+    updater = mem.set_updater(learn)
+    porto, cello = new_thread(user_client), new_thread(user_client)
+    run(user_client, porto, "I live in Porto")
+    run(user_client, cello, "I play the cello")
+    assert get_queue().flush(timeout=30)
+
+    assert len(updater.requests) == 1  # one model call for both conversations
+    body = updater.requests[0].messages[-1].content
+    assert f"[thread {porto}]" in body and f"[thread {cello}]" in body
+    facts = {f["content"]: f["source"]["threadId"] for f in user_client.get("/api/memory").json()["facts"]}
+    assert facts == {"Lives in Porto": porto, "Plays the cello": cello}
 
 
 def test_injection_is_relevance_ordered_within_budget_and_the_system_prompt_stays_identical(user_client, user, memory_on):

@@ -218,10 +218,36 @@ def test_max_facts_evicts_least_confident_conversation_facts(store):
 
 def test_queue_debounces_and_deduplicates_per_thread():
     seen = []
-    queue = DebouncedQueue(seen.append, delay=3600)  # never due on its own: flush decides
+    queue = DebouncedQueue(seen.extend, delay=3600)  # never due on its own: flush decides
     for n in range(3):
         queue.add(UpdateJob(owner="7", agent="", thread_id="t1", run_id=f"r{n}", messages=[]))
     queue.add(UpdateJob(owner="7", agent="", thread_id="t2", run_id="x", messages=[]))
     assert queue.pending() == 2 and seen == []
     assert queue.flush(timeout=10)
     assert sorted(j.run_id for j in seen) == ["r2", "x"]
+
+
+def test_one_users_threads_are_learned_from_in_one_call_with_each_fact_traced_to_its_thread(store):
+    second = UpdateJob(owner="7", agent="", thread_id="t2", run_id="r2",
+                       messages=[{"role": "user", "content": "My cat is called Miso", "id": "m3"},
+                                 {"role": "assistant", "content": "A fine name", "id": "m4"}])
+    model = reply(user={"workContext": "Data engineer"},
+                  newFacts=[{"content": "Works as a data engineer", "confidence": 0.9, "messageId": "m1"},
+                            {"content": "Has a cat named Miso", "confidence": 0.9, "messageId": "m3"},
+                            {"content": "Lives in Lisbon", "confidence": 0.9}])
+    outcome = update(store, model, job=[JOB, second])
+    assert len(model.requests) == 1 and len(outcome.added) == 3
+    body = model.requests[0].messages[-1].content
+    assert "[thread t1]" in body and "I am a data engineer in Lisbon" in body
+    assert "[thread t2]" in body and "My cat is called Miso" in body
+    sources = {f.content: (f.source_thread_id, f.source_run_id, f.source_message_id) for f in store.load("7").facts}
+    assert sources == {"Works as a data engineer": ("t1", "r1", "m1"), "Has a cat named Miso": ("t2", "r2", "m3"),
+                       # no message named: the latest conversation's last user message
+                       "Lives in Lisbon": ("t2", "r2", "m3")}
+
+
+def test_a_batch_is_one_users_and_agents_only(store):
+    with pytest.raises(ValueError):
+        update(store, reply(), job=[JOB, UpdateJob(owner="8", agent="", thread_id="t2", run_id="r2", messages=JOB.messages)])
+    with pytest.raises(ValueError):
+        update(store, reply(), job=[JOB, UpdateJob(owner="7", agent="helpdesk", thread_id="t2", run_id="r2", messages=JOB.messages)])

@@ -7,6 +7,7 @@ from typing import Literal
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
+from openai import NotGiven, Omit
 
 from harness.config import parse_config
 from harness.models import create_chat_model
@@ -90,3 +91,25 @@ def test_a_model_without_the_sdk_is_left_alone():
     from harness.testing import ScriptedChatModel
 
     assert send_messages_as_built(ScriptedChatModel(script=[Reply(text="x")])) is False
+
+
+def test_the_sdks_typed_walk_is_left_only_what_create_reads(monkeypatch):
+    """The walk is what costs: it is handed an empty message list and no model, tools or
+    scalar parameters (they go in ``extra_body`` as built), while the request stays the stock one."""
+    from openai.resources.chat.completions import completions as sdk
+
+    walked, transform = [], sdk.maybe_transform
+    monkeypatch.setattr(sdk, "maybe_transform", lambda data, *a, **k: (walked.append(dict(data)), transform(data, *a, **k))[1])
+    with LoopbackOpenAIServer([Reply(text="A dog.")], loop=True) as server:
+        configured = create_chat_model("m", config=parse_config(_config(server.base_url, "langchain_openai:ChatOpenAI")))
+        stock = ChatOpenAI(model="test-model", base_url=server.base_url, api_key="k", max_retries=0, stream_usage=True)
+        for call in (lambda m: m.bind_tools([look]).invoke(HISTORY), lambda m: list(m.bind_tools([look]).stream(HISTORY))):
+            ours = _sent(configured, server, call)
+            mine, walked[:] = walked[:], []
+            theirs = _sent(stock, server, call)
+            assert ours == theirs and ours[0]["model"] == "test-model"
+            given = {key: value for key, value in mine[0].items() if not isinstance(value, (NotGiven, Omit))}
+            assert given["messages"] == [] and not {"model", "tools", "stream_options"} & set(given)
+            assert walked[0]["model"] == "test-model"  # the stock client's walk had them all
+            walked[:] = []
+        assert ours[0]["stream_options"] == {"include_usage": True}
