@@ -250,6 +250,17 @@ class Engine:
         except docker.errors.NotFound:
             pass
 
+    def _exec_inspect(self, exec_id: str) -> dict:
+        try:
+            return self.call(self.client.api.exec_inspect, exec_id)
+        except docker.errors.NotFound:
+            raise
+        except docker.errors.APIError as exc:
+            # Podman answers 500, not 404, for an exec whose container was removed meanwhile.
+            if "no such container" in str(exc).lower():
+                raise docker.errors.NotFound(str(exc)) from exc
+            raise
+
     def _exec_create(self, name: str, argv: list[str], *, user: str, env: Mapping[str, str], workdir: str) -> str:
         try:
             return self.call(self.client.api.exec_create, name, argv, stdout=True, stderr=True, stdin=False,
@@ -319,7 +330,7 @@ class Engine:
                 # exec's own state says when the command itself ended.
                 next_check = now + 1.0
                 try:
-                    info = self.call(self.client.api.exec_inspect, exec_id)
+                    info = self._exec_inspect(exec_id)
                 except (docker.errors.NotFound, SandboxUnavailable):
                     gone = True
                     break
@@ -340,7 +351,7 @@ class Engine:
         code = None
         if not reason:
             try:
-                code = self.call(self.client.api.exec_inspect, exec_id).get("ExitCode")
+                code = self._exec_inspect(exec_id).get("ExitCode")
             except (docker.errors.NotFound, SandboxUnavailable):
                 gone = True
         if gone or (not reason and not self.running(name)):
