@@ -129,9 +129,14 @@ def pytest_xdist_make_scheduler(config, log):
     config.option.loadscopereorder = False
 
     class SharedSetupTogether(LoadFileScheduling):
+        browser_groups: int | None = None
+
         def _split_scope(self, nodeid: str) -> str:
-            # Called once the workers have collected, when they are all registered.
-            return _schedule_group(nodeid.split("::", 1)[0], browser_groups=len(self.nodes) // 2)
+            # First called once every worker has collected, when all are registered; counted
+            # once, since a worker left without work is dropped and the count must not change.
+            if self.browser_groups is None:
+                self.browser_groups = len(self.nodes) // 2
+            return _schedule_group(nodeid.split("::", 1)[0], browser_groups=self.browser_groups)
 
     return SharedSetupTogether(config, log)
 
