@@ -82,12 +82,13 @@ start_redis || true
 export DEERFLOW_TEST_REDIS_URL="$REDIS_TEST_URL"
 [ -n "$DEERFLOW_TEST_REDIS_URL" ] || echo "note: no redis-server; Redis tests will be skipped." >&2
 
-# The whole suite runs on four pytest-xdist workers: most of its time is spent waiting on the
-# processes it starts, so two workers left a core idle (CPU 69 % of two cores). Each test file is
-# one group (its live servers start once) and the browser files are two groups of about equal
-# time, one group with two workers (tests/conftest.py); TEST_WORKERS=1 runs it in one process. Targeted runs (ARGS=...) stay in one process,
+# The whole suite runs on two pytest-xdist workers. Each test file is one group (its live
+# servers start once) and the browser files are one group between them (tests/conftest.py);
+# TEST_WORKERS=1 runs it in one process. TEST_WORKERS=4 splits the browser files in two groups,
+# for a machine with cores to spare: on a two-core one four workers took more CPU, no less time
+# (benchmarks/HISTORY.md, the test suite). Targeted runs (ARGS=...) stay in one process,
 # where a failure reads best.
-workers=${TEST_WORKERS:-4}
+workers=${TEST_WORKERS:-2}
 parallel=()
 if [ $# -eq 0 ] && [ "$workers" -gt 1 ]; then parallel=(-n "$workers" --dist loadfile); fi
 
