@@ -84,7 +84,9 @@ export DEERFLOW_TEST_REDIS_URL="$REDIS_TEST_URL"
 
 # The whole suite runs on two pytest-xdist workers. Each test file is one group (its live
 # servers start once) and the browser files are one group between them (tests/conftest.py);
-# TEST_WORKERS=1 runs it in one process. Targeted runs (ARGS=...) stay in one process,
+# TEST_WORKERS=1 runs it in one process. TEST_WORKERS=4 splits the browser files in two groups,
+# for a machine with cores to spare: on a two-core one four workers took more CPU, no less time
+# (benchmarks/HISTORY.md, the test suite). Targeted runs (ARGS=...) stay in one process,
 # where a failure reads best.
 workers=${TEST_WORKERS:-2}
 parallel=()

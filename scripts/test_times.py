@@ -4,7 +4,7 @@ leaves (one file per tier). Usage: scripts/test_times.py dir/tier1.xml [--top N]
 
 A file's time is the sum of its tests' times (setup, call and teardown, as pytest reports
 them): with two workers the wall time is about half the total, the browser group being one
-unit that one worker runs alone."""
+unit that one worker runs alone (two units of about half of it each with four workers)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,8 @@
 """Shared fixtures: users and API clients."""
 
+import functools
+from pathlib import Path
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -65,13 +68,48 @@ def _browser_file(path: str) -> bool:
     return path.startswith("tests/ui/") or "browser" in path.rsplit("/", 1)[-1]
 
 
-def _schedule_group(path: str) -> str:
+# Test time of the slower browser files (scripts/test_times.py, 2026-12-06); any other browser
+# file counts as a short one. Only how evenly the browser groups split depends on these.
+_BROWSER_FILE_SECONDS = {
+    "tests/ui/test_chat.py": 53, "tests/ui/test_chat_ergonomics.py": 39,
+    "tests/harness/tools/test_browser_tools.py": 32, "tests/ui/test_message_actions.py": 32,
+    "tests/ui/test_contrast.py": 27, "tests/ui/test_approvals.py": 25,
+    "tests/apps/schedules/test_scheduling_browser.py": 23, "tests/ui/test_connections_wechat.py": 22,
+    "tests/ui/test_sidebar.py": 17, "tests/ui/test_palette.py": 17, "tests/ui/test_agents.py": 17,
+    "tests/ui/test_connections.py": 16, "tests/ui/test_share.py": 15, "tests/ui/test_answer_versions.py": 14,
+    "tests/ui/test_browser_live_view.py": 14, "tests/ui/test_subagents_ui.py": 14,
+    "tests/ui/test_workspace_changes.py": 13, "tests/ui/test_connections_slack_github.py": 12,
+    "tests/ui/test_mcp_settings.py": 12, "tests/ui/test_tags.py": 11,
+}
+_SHORT_BROWSER_FILE_SECONDS = 6
+
+
+@functools.cache
+def _browser_groups(count: int) -> dict[str, str]:
+    """The browser files on disk dealt into ``count`` groups of about equal test time, the
+    longest file first to the least loaded group: the same split on every run."""
+    root = Path(__file__).resolve().parent.parent
+    found = {*root.glob("tests/ui/test_*.py"), *root.glob("tests/**/test_*browser*.py")}
+    files = sorted((path.relative_to(root).as_posix() for path in found),
+                   key=lambda path: (-_BROWSER_FILE_SECONDS.get(path, _SHORT_BROWSER_FILE_SECONDS), path))
+    loads, groups = [0] * count, {}
+    for path in files:
+        least = loads.index(min(loads))
+        groups[path] = f"browser-{least + 1}"
+        loads[least] += _BROWSER_FILE_SECONDS.get(path, _SHORT_BROWSER_FILE_SECONDS)
+    return groups
+
+
+def _schedule_group(path: str, browser_groups: int = 1) -> str:
     """The unit pytest-xdist hands to one worker: a file, except where files share what is
-    costly to start. The browser files share one Chromium and must not run beside each other;
-    the `langgraph-sdk` files share the session's two live stacks (tests/sdk/conftest.py),
+    costly to start. The browser files share a Chromium and the UI's live server, which a group
+    starts once on its worker. On two workers they are one group, so that two Chromiums never
+    take both cores; on more, ``browser_groups`` (half the workers) groups of about equal test
+    time, since the one group was longer than a quarter of the run (575 s of 1,790 s of test
+    time). The `langgraph-sdk` files share the session's two live stacks (tests/sdk/conftest.py),
     which split across workers would each start again on every file."""
     if _browser_file(path):
-        return "browser"
+        return "browser" if browser_groups <= 1 else _browser_groups(browser_groups).get(path, "browser-1")
     if path.startswith("tests/sdk/"):
         return "sdk"
     return path
@@ -91,8 +129,14 @@ def pytest_xdist_make_scheduler(config, log):
     config.option.loadscopereorder = False
 
     class SharedSetupTogether(LoadFileScheduling):
+        browser_groups: int | None = None
+
         def _split_scope(self, nodeid: str) -> str:
-            return _schedule_group(nodeid.split("::", 1)[0])
+            # First called once every worker has collected, when all are registered; counted
+            # once, since a worker left without work is dropped and the count must not change.
+            if self.browser_groups is None:
+                self.browser_groups = len(self.nodes) // 2
+            return _schedule_group(nodeid.split("::", 1)[0], browser_groups=self.browser_groups)
 
     return SharedSetupTogether(config, log)
 
@@ -107,7 +151,7 @@ def pytest_configure_node(node):
 
 def _costly_first(items) -> None:
     """Order the schedule groups by what they cost, most first, as a longest-first schedule
-    does: the browser group (the largest unit), the SDK files' shared stacks, then files with
+    does: the browser groups (the largest units), the SDK files' shared stacks, then files with
     a test marked ``slow``, then the rest; each group's tests keep their order. The container
     files come after the slow ones: on a fresh machine they wait for the sandbox image, whose
     build scripts/test.sh starts as the suite starts."""
