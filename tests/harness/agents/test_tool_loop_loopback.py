@@ -68,7 +68,7 @@ def test_provider_errors_over_http_retry_then_fallback(tmp_path):
 def test_provider_timeout_becomes_a_marked_fallback(tmp_path):
     with LoopbackOpenAIServer([Reply(text="too late", delay=3.0)]) as server:
         path = write_test_config(tmp_path, server.base_url)
-        path.write_text(path.read_text().replace("timeout: 10", "timeout: 0.3"))
+        path.write_text(path.read_text().replace("timeout: 60", "timeout: 0.3"))
         client = DeerFlowClient(app_config=load_config(path), tools=[], llm_max_retries=0)
         client.chat("hi", thread_id="slow-thread")
         last = client.get_state("slow-thread")["messages"][-1]
