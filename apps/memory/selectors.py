@@ -24,7 +24,7 @@ def memory_context(*, owner_id: int | str, agent: str, query: str, max_tokens: i
     relevant = [pk for pk, _, _ in found]
     ordered = [(category, content) for _, category, content in found]
     others = (MemoryFact.objects.filter(profile_id=profile.pk).exclude(pk__in=relevant)
-              .order_by("-confidence", "-created_at").values_list("category", "content")[:CANDIDATE_LIMIT])
+              .order_by("-confidence", "-created_at", "-pk").values_list("category", "content")[:CANDIDATE_LIMIT])
     ordered.extend(others)
     return render({f: getattr(profile, f) for f in SUMMARY_FIELDS}, ordered, max_tokens, token_counter(token_counting))
 

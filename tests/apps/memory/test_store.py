@@ -102,6 +102,20 @@ def test_the_adapter_decides_what_injection_puts_first(user):
     assert first_fact("fts5") != "- [context] 週末は京都でお寺を巡るのが好きです"
 
 
+def test_facts_saved_at_the_same_moment_come_newest_saved_first(user):
+    """Facts made in one go can share a microsecond; the order they are injected in must not
+    then depend on how the database returns ties."""
+    from harness.memory.types import Fact, now
+
+    store = DjangoMemoryStore()
+    doc = store.load(str(user.pk), "")
+    moment = now()
+    doc.facts = [Fact(id=f"f{i}", content=f"Detail {i}", created_at=moment) for i in range(5)]
+    store.save(doc)
+    block = memory_context(owner_id=user.pk, agent="", query="", max_tokens=2000).text
+    assert [line for line in block.splitlines() if line.startswith("- [")][:2] == ["- [context] Detail 4", "- [context] Detail 3"]
+
+
 def test_no_adapter_matches_substrings(user):
     saved(user, "Owns a sailboat", "Drinks coffee")
     store = DjangoMemoryStore()
