@@ -11,14 +11,20 @@ Anything out of reach answers ``NotFound``, so another user's ids are never conf
 from __future__ import annotations
 
 import uuid
-import weakref
 from typing import Any
 
 from django.db import connections, router
 from django.db.models import Count, Q, QuerySet
 
 from apps.errors import NotFound
-from apps.knowledge.models import Collection, CollectionShare, Document, Passage, ThreadCollection
+from apps.knowledge.models import (
+    Collection,
+    CollectionShare,
+    Document,
+    Passage,
+    ThreadCollection,
+)
+from deerflow_site.db.prepared_sql import PerConnection
 
 
 def _uuid(value: Any) -> uuid.UUID | None:
@@ -103,53 +109,45 @@ def readable_collection_ids(*, user_id: int, thread_id: str = "", agent_id: str 
     return list(Collection.objects.filter(reach).values_list("pk", flat=True).distinct())
 
 
-class _RunReach:
+def _reach_sql(connection) -> str:
+    q = connection.ops.quote_name
+
+    def col(model, name: str) -> str:
+        return q(model._meta.get_field(name).column)
+
+    thread = ThreadCollection._meta.get_field("thread").related_model
+    collections, shares, attached, threads = (q(m._meta.db_table) for m in (Collection, CollectionShare, ThreadCollection, thread))
+    c_id, c_owner, c_agent = col(Collection, "id"), col(Collection, "owner"), col(Collection, "agent_id")
+    own = f"SELECT 1 FROM {collections} c WHERE c.{c_owner} = %s AND c.{c_agent} IS NULL"
+    # Attached to the run's thread (which the user owns) and still readable by the user.
+    via_thread = (
+        f"SELECT 1 FROM {attached} tc JOIN {threads} t ON t.{q(thread._meta.pk.column)} = tc.{col(ThreadCollection, 'thread')}"
+        f" JOIN {collections} c ON c.{c_id} = tc.{col(ThreadCollection, 'collection')}"
+        f" WHERE tc.{col(ThreadCollection, 'thread')} = %s AND t.{q(thread._meta.get_field('owner').column)} = %s"
+        f" AND c.{c_agent} IS NULL AND (c.{c_owner} = %s OR c.{col(Collection, 'shared_with_everyone')} = %s"
+        f" OR EXISTS (SELECT 1 FROM {shares} s WHERE s.{col(CollectionShare, 'collection')} = c.{c_id}"
+        f" AND s.{col(CollectionShare, 'user')} = %s))")
+    agents = f"SELECT 1 FROM {collections} c WHERE c.{c_agent} = %s"
+    return f"SELECT EXISTS ({own}) OR EXISTS ({via_thread}) OR EXISTS ({agents})"
+
+
+_REACH_SQL = PerConnection(_reach_sql)
+
+
+def run_reads_knowledge(*, user_id: int, thread_id: str = "", agent_id: str = "") -> bool:
     """Whether a run may read any collection at all: ``readable_collection_ids``' reach as one
-    ``EXISTS`` per branch, with its SQL built once per database connection. Every run's start
-    asks (knowledge's ``before_run`` hook), and the ORM's building of the list query cost about
-    1,600 Python calls a run; this costs a few dozen. Which collections a search reads is still
-    decided by ``readable_collection_ids`` on each search."""
-
-    def __init__(self) -> None:
-        self._prepared: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # per connection object
-
-    def _sql(self, connection) -> str:
-        sql = self._prepared.get(connection)
-        if sql is None:
-            q = connection.ops.quote_name
-
-            def col(model, name: str) -> str:
-                return q(model._meta.get_field(name).column)
-
-            thread = ThreadCollection._meta.get_field("thread").related_model
-            collections, shares, attached, threads = (q(m._meta.db_table) for m in (Collection, CollectionShare,
-                                                                                        ThreadCollection, thread))
-            c_id, c_owner, c_agent = col(Collection, "id"), col(Collection, "owner"), col(Collection, "agent_id")
-            own = f"SELECT 1 FROM {collections} c WHERE c.{c_owner} = %s AND c.{c_agent} IS NULL"
-            # Attached to the run's thread (which the user owns) and still readable by the user.
-            via_thread = (
-                f"SELECT 1 FROM {attached} tc JOIN {threads} t ON t.{q(thread._meta.pk.column)} = tc.{col(ThreadCollection, 'thread')}"
-                f" JOIN {collections} c ON c.{c_id} = tc.{col(ThreadCollection, 'collection')}"
-                f" WHERE tc.{col(ThreadCollection, 'thread')} = %s AND t.{q(thread._meta.get_field('owner').column)} = %s"
-                f" AND c.{c_agent} IS NULL AND (c.{c_owner} = %s OR c.{col(Collection, 'shared_with_everyone')} = %s"
-                f" OR EXISTS (SELECT 1 FROM {shares} s WHERE s.{col(CollectionShare, 'collection')} = c.{c_id}"
-                f" AND s.{col(CollectionShare, 'user')} = %s))")
-            agents = f"SELECT 1 FROM {collections} c WHERE c.{c_agent} = %s"
-            sql = self._prepared[connection] = f"SELECT EXISTS ({own}) OR EXISTS ({via_thread}) OR EXISTS ({agents})"
-        return sql
-
-    def __call__(self, *, user_id: int, thread_id: str = "", agent_id: str = "") -> bool:
-        connection = connections[router.db_for_read(Collection)]
-        agent = _uuid(agent_id) if agent_id else None
-        # An agent id that is no UUID matches no row, as the ORM's list leaves that branch out.
-        agent_value = Collection._meta.get_field("agent_id").get_db_prep_value(agent, connection) if agent else None
-        everyone = Collection._meta.get_field("shared_with_everyone").get_db_prep_value(True, connection)
-        with connection.cursor() as cursor:
-            cursor.execute(self._sql(connection), [user_id, thread_id or None, user_id, user_id, everyone, user_id, agent_value])
-            return bool(cursor.fetchone()[0])
-
-
-run_reads_knowledge = _RunReach()
+    ``EXISTS`` per branch. Every run's start asks (knowledge's ``before_run`` hook), and the
+    ORM's building of the list query cost about 1,600 Python calls a run; this costs a few
+    dozen. Which collections a search reads is still decided by ``readable_collection_ids`` on
+    each search."""
+    connection = connections[router.db_for_read(Collection)]
+    agent = _uuid(agent_id) if agent_id else None
+    # An agent id that is no UUID matches no row, as the ORM's list leaves that branch out.
+    agent_value = Collection._meta.get_field("agent_id").get_db_prep_value(agent, connection) if agent else None
+    everyone = Collection._meta.get_field("shared_with_everyone").get_db_prep_value(True, connection)
+    with connection.cursor() as cursor:
+        cursor.execute(_REACH_SQL(connection), [user_id, thread_id or None, user_id, user_id, everyone, user_id, agent_value])
+        return bool(cursor.fetchone()[0])
 
 
 def thread_collections(*, thread_id: str) -> list[Collection]:

@@ -40,6 +40,21 @@ def convert_row(connection, row, converters) -> list:
     return values
 
 
+class PerConnection:
+    """SQL that ``build(connection)`` writes once per database connection (quoting and column
+    names are the backend's), for a statement none of the classes below describes."""
+
+    def __init__(self, build):
+        self.build = build
+        self._prepared: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()  # per connection object
+
+    def __call__(self, connection) -> str:
+        sql = self._prepared.get(connection)
+        if sql is None:
+            sql = self._prepared[connection] = self.build(connection)
+        return sql
+
+
 class ModelLookup:
     """The row of ``model`` whose ``where`` fields equal the values given, as a model instance.
 
