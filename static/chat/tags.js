@@ -36,7 +36,11 @@
   // ------------------------------------------------------------------ the filter row
 
   async function loadTags() {
-    try { S.tags = (await api("GET", "/tags")).tags; } catch (e) { S.tags = []; }
+    let tags;
+    // A failed answer (the network, or the page leaving mid-request) keeps what was shown: taken
+    // as "no tags", it would also forget the saved filter just before a reload reads it.
+    try { tags = (await api("GET", "/tags")).tags; } catch (e) { return; }
+    S.tags = tags;
     // A tag deleted (here or in another tab) no longer filters anything.
     const kept = S.selected.filter((name) => S.tags.some((t) => same(t.name, name)));
     if (kept.length !== S.selected.length) { S.selected = kept; saveFilter(); }

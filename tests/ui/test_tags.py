@@ -93,8 +93,13 @@ def test_tag_chats_from_the_header_and_the_sidebar_and_filter_by_them(viewport, 
         expect(page.locator(".thread-item")).to_have_count(1)
         expect(entry(page, lisbon)).to_be_visible()
         doc_shot(page, "tags-filter" + suffix)
-        filters.get_by_role("button", name="travel 1").click()
+        # The tag list failing to load (as when a reload cuts the request) forgets no choice.
+        page.route("**/api/tags", lambda route: route.abort())
+        with page.expect_event("requestfailed", predicate=lambda r: r.url.endswith("/api/tags")):
+            filters.get_by_role("button", name="travel 1").click()
         expect(page.locator(".thread-item")).to_have_count(2)
+        expect(filters.get_by_role("button", name="ideas 2")).to_have_attribute("aria-pressed", "true")
+        page.unroute("**/api/tags")
 
         # A reload keeps the tags and the filter.
         page.reload()
