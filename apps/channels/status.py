@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from apps.channels.base import AdapterHooks
 from apps.channels.models import ChannelStatus
-from apps.runs.runtime import PROCESS_ID
+from apps.runs.runtime import process_id
 
 logger = logging.getLogger(__name__)
 
@@ -22,7 +22,7 @@ EVENT_WRITE_EVERY = 30.0
 
 def status_set(provider: str, *, state: str, detail: str = "", bot_name: str | None = None, login_qr: str = "") -> None:
     # Any state but "login" retires a QR code: it was scanned, or the worker moved on.
-    values: dict[str, Any] = {"state": state, "detail": detail[:500], "process": PROCESS_ID, "login_qr": login_qr}
+    values: dict[str, Any] = {"state": state, "detail": detail[:500], "process": process_id(), "login_qr": login_qr}
     if bot_name is not None:
         values["bot_name"] = bot_name[:128]
     ChannelStatus.objects.update_or_create(provider=provider, defaults=values)
@@ -30,7 +30,7 @@ def status_set(provider: str, *, state: str, detail: str = "", bot_name: str | N
 
 def _error(provider: str, message: str) -> None:
     ChannelStatus.objects.update_or_create(provider=provider, defaults={
-        "last_error": message[:4000], "last_error_at": timezone.now(), "process": PROCESS_ID})
+        "last_error": message[:4000], "last_error_at": timezone.now(), "process": process_id()})
 
 
 def _event(provider: str) -> None:

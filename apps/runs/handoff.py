@@ -22,7 +22,7 @@ from channels.db import DatabaseSyncToAsync
 from django.conf import settings
 
 from apps.runs.models import Run
-from apps.runs.runtime import PROCESS_ID, get_runtime
+from apps.runs.runtime import process_id, get_runtime
 
 logger = logging.getLogger(__name__)
 
@@ -37,12 +37,12 @@ def handoff_possible() -> bool:
 
 
 def _take(run_id: str) -> bool:
-    return bool(Run.objects.filter(pk=run_id, status=Run.Status.PENDING, lease_owner=OFFERED).update(lease_owner=PROCESS_ID))
+    return bool(Run.objects.filter(pk=run_id, status=Run.Status.PENDING, lease_owner=OFFERED).update(lease_owner=process_id()))
 
 
 def run_offer(run_id: str) -> None:
     """From a process that serves no streams: let a server execute the run (see above)."""
-    Run.objects.filter(pk=run_id, status=Run.Status.PENDING, lease_owner=PROCESS_ID).update(lease_owner=OFFERED)
+    Run.objects.filter(pk=run_id, status=Run.Status.PENDING, lease_owner=process_id()).update(lease_owner=OFFERED)
     get_runtime().submit_coro(_take_back_later(run_id))
 
 

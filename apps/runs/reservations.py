@@ -33,7 +33,7 @@ from django.utils import timezone
 from apps.errors import NotFound, ThreadBusy
 from apps.runs.models import Run, ThreadReservation
 from apps.runs.recovery import recover_orphans
-from apps.runs.runtime import PROCESS_ID, get_runtime
+from apps.runs.runtime import process_id, get_runtime
 from apps.threads.selectors import thread_of_owner
 
 logger = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ def _insert(*, thread_id: str, owner_id, kind: str) -> ThreadReservation:
     with transaction.atomic():
         return ThreadReservation.objects.create(
             thread_id=thread_id, owner_id=owner_id, kind=kind, status=Run.Status.RUNNING, started_at=now,
-            lease_owner=PROCESS_ID, lease_expires_at=now + timedelta(seconds=settings.RUN_LEASE_SECONDS))
+            lease_owner=process_id(), lease_expires_at=now + timedelta(seconds=settings.RUN_LEASE_SECONDS))
 
 
 def _occupant(thread_id: str) -> Run | None:

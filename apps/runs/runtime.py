@@ -34,7 +34,15 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-PROCESS_ID = f"{socket.gethostname()}:{os.getpid()}"
+_HOST = socket.gethostname()
+
+
+def process_id() -> str:
+    """This process as run leases and hand-offs name it (``host:pid``). Asked for each time, not
+    kept from import: the web launcher imports this module and then forks the servers and the
+    Celery worker from it (deerflow_site/server/web_processes.py), and each is a process of its own."""
+    return f"{_HOST}:{os.getpid()}"
+
 # Redis pub/sub channel on which cancels reach the process executing the run.
 CANCEL_CHANNEL = "deerflow:runs:cancel"
 # The cancel action of a server shutting down (apps/runs/shutdown.py): the worker stops without

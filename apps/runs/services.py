@@ -26,7 +26,7 @@ from apps.runs.journal import JournalEvent, journal_insert
 from apps.runs.models import Run, RunEvent, VisibilitySwitch
 from apps.runs.recovery import recover_orphans
 from apps.runs.reservations import busy_detail
-from apps.runs.runtime import PROCESS_ID, get_runtime
+from apps.runs.runtime import process_id, get_runtime
 from apps.runs.schemas import RunCreate
 from apps.runs.settle import run_settle_cancelled
 from apps.runs.shutdown import check_admitting
@@ -119,7 +119,7 @@ def _insert(thread, user, request: RunCreate, kwargs: dict, model_name: str) -> 
             request_id=current_request_id() or new_request_id(),
             # The request's trace (its traceparent continued), else a trace of the run's own.
             trace_id=trace_id_var.get() or new_request_id(), traceparent=traceparent_var.get() or "",
-            lease_owner=PROCESS_ID, lease_expires_at=now + timedelta(seconds=lease),
+            lease_owner=process_id(), lease_expires_at=now + timedelta(seconds=lease),
         )
         # The thread talks to the agent of its latest run (the chat shows it); same UPDATE, no extra query.
         thread_status_set(thread_id=thread.pk, status=ThreadStatus.BUSY, now=now, assistant_id=run.assistant_id)

@@ -29,7 +29,7 @@ from django.utils import timezone
 from apps.errors import ServerDraining
 from apps.runs.models import Run
 from apps.runs.recovery import recover_orphans
-from apps.runs.runtime import HANDOFF, PROCESS_ID, RunsRuntime
+from apps.runs.runtime import HANDOFF, process_id, RunsRuntime
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ def drain(runtime: RunsRuntime, *, grace: float | None = None) -> list[str]:
     logger.warning("Shutting down: %d run(s) still running after %ss go to recovery", len(left), grace)
     _stop_workers(runtime, left)
     # Given up, so that recovery (whose settle requires a lapsed lease) takes them now.
-    Run.slots.filter(pk__in=left, lease_owner=PROCESS_ID, status__in=Run.ACTIVE_STATUSES).update(
+    Run.slots.filter(pk__in=left, lease_owner=process_id(), status__in=Run.ACTIVE_STATUSES).update(
         lease_expires_at=timezone.now() - timedelta(seconds=1))
     handed = []
     for run_id in left:

@@ -24,7 +24,7 @@ from apps.runs.journal import JournalBuffer, JournalEvent, RunProgress, message_
 from apps.runs.message_seq import SeqStamper
 from apps.runs.models import Run
 from apps.runs.reservations import held_reservations
-from apps.runs.runtime import HANDOFF, PROCESS_ID, database_sync_to_async, get_runtime
+from apps.runs.runtime import HANDOFF, process_id, database_sync_to_async, get_runtime
 from apps.runs.settle import run_settle, run_settle_cancelled
 from apps.runs.subagent_journal import cancelled_ends, subagent_events
 from apps.threads.services import ThreadStatus
@@ -67,7 +67,7 @@ def _claim(run_id: str) -> dict | None:
     """pending -> running; None when the run was cancelled before it started."""
     now = timezone.now()
     updated = Run.objects.filter(pk=run_id, status=Run.Status.PENDING, cancel_requested_at__isnull=True).update(
-        status=Run.Status.RUNNING, started_at=now, lease_owner=PROCESS_ID,
+        status=Run.Status.RUNNING, started_at=now, lease_owner=process_id(),
         lease_expires_at=now + timedelta(seconds=lease_seconds()),
     )
     if not updated:
@@ -86,7 +86,7 @@ def _leases_tick(run_ids: list[str], *, renew: bool) -> dict[str, str]:
     someone asked to cancel. One query (two when renewing) however many runs are held."""
     if renew:
         # Run.slots: the thread reservations this process holds are renewed with its runs.
-        Run.slots.filter(pk__in=run_ids, lease_owner=PROCESS_ID).update(lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds()))
+        Run.slots.filter(pk__in=run_ids, lease_owner=process_id()).update(lease_expires_at=timezone.now() + timedelta(seconds=lease_seconds()))
     flagged = Run.objects.filter(pk__in=run_ids, cancel_requested_at__isnull=False).values_list("pk", "cancel_action")
     return {str(pk): action or "interrupt" for pk, action in flagged}
 

@@ -71,8 +71,9 @@ def configure(*, enabled: bool, multiproc_dir: str | None = None) -> None:
         values.ValueClass = values.get_value_class()
         from prometheus_client import multiprocess
 
-        # A process that exits takes its live gauges (active runs, subscribers) with it.
-        atexit.register(multiprocess.mark_process_dead, os.getpid())
+        # A process that exits takes its live gauges (active runs, subscribers) with it: its own
+        # pid, read at exit, since the web launcher configures this before it forks the servers.
+        atexit.register(lambda: multiprocess.mark_process_dead(os.getpid()))
     _m = _Metrics(
         runs_started=Counter("deerflow_runs_started", "Runs a worker began executing."),
         runs_finished=Counter("deerflow_runs_finished", "Runs that finished, by final status.", ["status"]),

@@ -339,14 +339,14 @@ def test_a_run_whose_cancel_reached_the_database_before_its_claim_is_settled_by_
 
     from django.utils import timezone
 
-    from apps.runs.runtime import PROCESS_ID, get_runtime
+    from apps.runs.runtime import process_id, get_runtime
     from apps.runs.worker import execute_run
     from apps.threads.models import Thread
 
     now = timezone.now()
     thread = Thread.objects.create(owner=user, status=Thread.Status.BUSY)
     run = Run.objects.create(thread=thread, owner=user, status=Run.Status.PENDING, cancel_requested_at=now, cancel_action="interrupt",
-                             lease_owner=PROCESS_ID, lease_expires_at=now + timedelta(seconds=30))
+                             lease_owner=process_id(), lease_expires_at=now + timedelta(seconds=30))
     get_runtime().run_to_completion(str(run.pk), execute_run)
     run.refresh_from_db()
     thread.refresh_from_db()
