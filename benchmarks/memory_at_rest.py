@@ -1,4 +1,4 @@
-"""`make run`'s processes at rest: proportional (PSS) and resident (RSS) memory, per process.
+"""`make run`'s processes at rest: proportional (PSS) and resident (RSS) memory, and CPU, per process.
 
 Starts what scripts/run.sh starts, with config.example.yaml as it ships (its model pointed at
 an unused loopback address): the web processes' launcher, its Daphne servers
@@ -9,9 +9,11 @@ has listened and ``--settle`` seconds have passed it reads ``/proc/<pid>/smaps_r
 is enough to import and build what a run needs) and reads again after they settle.
 
 PSS shares each page among the processes mapping it, so the PSS column adds up to what the
-stack costs the machine; RSS counts shared pages once per process.
+stack costs the machine; RSS counts shared pages once per process. ``idle``: the CPU each
+process spends at rest (the servers' timers and polls, the worker's beat), over
+``--idle-seconds`` right after the first reading, in ms per second.
 
-    .venv/bin/python benchmarks/memory_at_rest.py [--settle 15] [--runs 5] [--repeats 3]
+    .venv/bin/python benchmarks/memory_at_rest.py [--settle 15] [--idle-seconds 30] [--runs 5] [--repeats 3]
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from benchmarks.bench_support import start_make_run_stack  # noqa: E402
+from benchmarks.bench_support import process_cpu_seconds, start_make_run_stack  # noqa: E402
 
 
 def smaps(pid: int) -> dict[str, float]:
@@ -80,6 +82,15 @@ def reading(pids: list[int], worker: int | None) -> dict:
             "rss_mb_total": round(sum(r["rss_mb"] for r in rows), 1), "load": round(os.getloadavg()[0], 1)}
 
 
+def idle_cpu(pids: list[int], worker: int | None, seconds: float) -> dict:
+    before = {pid: process_cpu_seconds([pid]) for pid in pids}
+    time.sleep(seconds)
+    rows = [{"pid": pid, "process": command(pid, worker), "cpu_ms_per_s": round((process_cpu_seconds([pid]) - cpu) * 1000 / seconds, 2)}
+            for pid, cpu in before.items()]
+    return {"processes": rows, "cpu_ms_per_s_total": round(sum(r["cpu_ms_per_s"] for r in rows), 2), "seconds": seconds,
+            "load": round(os.getloadavg()[0], 1)}
+
+
 def once(args: argparse.Namespace) -> dict:
     home = Path(tempfile.mkdtemp(prefix="deerflow-rest-"))
     env = {"OPENAI_BASE_URL": "http://127.0.0.1:9/v1", "OPENAI_API_KEY": "unused", "DJANGO_DEBUG": "true"}
@@ -90,6 +101,8 @@ def once(args: argparse.Namespace) -> dict:
         time.sleep(args.settle)
         pids = [server.process.pid, *descendants(server.process.pid)]
         out = {"started": reading(pids, server.also_pid)}
+        if args.idle_seconds:
+            out["idle"] = idle_cpu(pids, server.also_pid, args.idle_seconds)
         if args.runs:
             token = server.create_user_token("bench")
             with httpx.Client(base_url=f"{server.url}/api", headers={"Authorization": f"Bearer {token}"}, timeout=120) as client:
@@ -107,6 +120,7 @@ def once(args: argparse.Namespace) -> dict:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--settle", type=float, default=15.0)
+    parser.add_argument("--idle-seconds", type=float, default=30.0, help="how long to read the CPU at rest (0: not read)")
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
