@@ -17,10 +17,11 @@ make the loop), sets Django up with its URL configuration (``setup_django``), an
 servers, so their copies of that code and its objects are one set of memory pages shared
 between them rather than one per server (issue 55: ``make run`` at rest took about 75 MB less
 memory for the libraries, and about 90 MB less again with Django's setup; 3.9 s of start-up
-CPU instead of 6.7). Nothing runs then but the main thread: no loop, no connection, no lock held. Where that
-cannot be had (no ``os.fork``, an import or the setup failing, a thread started), the servers
-are started as fresh processes instead, and report what failed themselves. The servers pin
-themselves to a core each when they load the application (deerflow_site/server/cpu_pinning.py).
+CPU instead of 6.7). Nothing runs then but the main thread: no loop, no connection, no lock
+held. Where that cannot be had (no ``os.fork``, an import or the setup failing, a thread
+started), the servers are started as fresh processes instead, and report what failed
+themselves. The servers pin themselves to a core each when they load the application
+(deerflow_site/server/cpu_pinning.py).
 ``--ready-file`` is written once every server is listening.
 
 ``--also-run 'MODULE ARG ...'`` runs ``python -m MODULE ARG ...`` beside the servers: scripts/run.sh's
