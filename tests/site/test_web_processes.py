@@ -349,7 +349,7 @@ def test_what_the_launcher_sets_up_before_it_forks_names_no_process(tmp_path):
     # one server would renew a dead one's runs and recovery would never settle them; the same
     # goes for the live gauges a stopping server withdraws from the metrics folder.
     env = live_env(tmp_path, config_text=CONFIG, extra_env={"METRICS_ENABLED": "true", "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")})
-    result = subprocess.run([sys.executable, "-c", FORKED], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    result = subprocess.run([sys.executable, "-c", FORKED], cwd=ROOT, env=env, capture_output=True, text=True, timeout=HANG_SECONDS)
     assert result.returncode == 0, result.stderr
     (child_id, child_pid), (parent_id, parent_pid) = (line.split() for line in result.stdout.split("\n")[:2])
     assert child_id.endswith(f":{child_pid}") and parent_id.endswith(f":{parent_pid}") and child_pid != parent_pid
@@ -380,9 +380,9 @@ def test_manage_py_runserver_is_daphnes_and_serves_websockets(tmp_path):
                 assert server.poll() is None and time.monotonic() < deadline, log.read_text(errors="replace")
                 time.sleep(0.2)
         # Signed out, the chat's socket is accepted and then closed with the app's own code.
-        with connect(f"ws://127.0.0.1:{port}/ws/threads/some-thread/", origin=f"http://127.0.0.1:{port}", open_timeout=60) as socket_:
+        with connect(f"ws://127.0.0.1:{port}/ws/threads/some-thread/", origin=f"http://127.0.0.1:{port}", open_timeout=HANG_SECONDS) as socket_:
             with pytest.raises(ConnectionClosed) as closed:
-                socket_.recv(timeout=60)
+                socket_.recv(timeout=HANG_SECONDS)
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 4401
     finally:
         server.terminate()
