@@ -39,8 +39,9 @@ _HOST = socket.gethostname()
 
 def process_id() -> str:
     """This process as run leases and hand-offs name it (``host:pid``). Asked for each time, not
-    kept from import: the web launcher imports this module and then forks the servers and the
-    Celery worker from it (deerflow_site/server/web_processes.py), and each is a process of its own."""
+    kept from import: a process forked after this module was imported (the suite's shell
+    servers fork after Django's setup; so would servers forked from a launcher that set Django
+    up, benchmarks/HISTORY.md) is a process of its own."""
     return f"{_HOST}:{os.getpid()}"
 
 # Redis pub/sub channel on which cancels reach the process executing the run.
