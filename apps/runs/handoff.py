@@ -84,13 +84,12 @@ def _offered_runs() -> list[tuple[str, str]]:
     as SQL built once per connection. Every server asks twice a second, run or no run: the
     ORM's building of it was about half of what an idle `make run` spent (benchmarks/HISTORY.md)."""
     connection = connections[router.db_for_read(Run)]
-    fields = [Run._meta.get_field("id"), Run._meta.get_field("thread")]
     with connection.cursor() as cursor:
         cursor.execute(_OFFERED_SQL(connection), [Run.Kind.RUN.value, Run.Status.PENDING.value, OFFERED])
         rows = cursor.fetchall()
-    if not rows:
+    if not rows:  # nearly every tick
         return []
-    converters = row_converters(connection, fields)
+    converters = row_converters(connection, [Run._meta.get_field("id"), Run._meta.get_field("thread")])
     return [(str(pk), thread_id) for pk, thread_id in (convert_row(connection, row, converters) for row in rows)]
 
 

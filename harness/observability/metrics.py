@@ -72,7 +72,7 @@ def configure(*, enabled: bool, multiproc_dir: str | None = None) -> None:
         from prometheus_client import multiprocess
 
         # A process that exits takes its live gauges (active runs, subscribers) with it: its own
-        # pid, read at exit, since the web launcher configures this before it forks the servers.
+        # pid, read at exit, since a process forked after this ran would otherwise take its parent's.
         atexit.register(lambda: multiprocess.mark_process_dead(os.getpid()))
     _m = _Metrics(
         runs_started=Counter("deerflow_runs_started", "Runs a worker began executing."),
