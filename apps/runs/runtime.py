@@ -10,6 +10,7 @@ which is safe across loops.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import functools
 import json
@@ -49,6 +50,8 @@ CANCEL_CHANNEL = "deerflow:runs:cancel"
 # The cancel action of a server shutting down (apps/runs/shutdown.py): the worker stops without
 # settling the run, and recovery settles it.
 HANDOFF = "handoff"
+# How long the loop's thread gets at the interpreter's exit to leave the loop.
+EXIT_STOP_SECONDS = 3.0
 
 
 # What runs beside the runs on their loop (the recovery sweep, the lease keeper), added by the
@@ -139,6 +142,11 @@ class RunsRuntime:
                     self._thread.start()
                     ready.wait()
                     self._loop = loop
+                    # uvloop wakes its thread for a timer (the hand-off poll, twice a second)
+                    # from C: woken late in the interpreter's finalization, it asks for a thread
+                    # state that no longer exists, and the process ends with SIGSEGV instead of
+                    # its exit code. Stopped before finalization, the thread is gone by then.
+                    atexit.register(self._stop_at_exit)
                     for name, service in _loop_services.items():
                         loop.call_soon_threadsafe(self._keep_running, functools.partial(service, self), name)
                     if self.distributed:
@@ -147,11 +155,12 @@ class RunsRuntime:
 
     def stop(self, timeout: float = 5.0) -> None:
         """End the runs loop: its background tasks (recovery sweep, lease keeper, cancel
-        listener) are cancelled and the checkpointer closed. For a test session that is about
-        to drop its database; a server process simply exits."""
+        listener) are cancelled and the checkpointer closed. Called at the interpreter's exit,
+        and by a test session that is about to drop its database."""
         loop, thread = self._loop, self._thread
         if loop is None or thread is None:
             return
+        atexit.unregister(self._stop_at_exit)
 
         async def _wind_down() -> None:
             for task in list(self._background):
@@ -166,6 +175,17 @@ class RunsRuntime:
             loop.call_soon_threadsafe(loop.stop)
             thread.join(timeout)
             self._loop = self._thread = self._checkpointer = self._stack = None
+
+    def _stop_at_exit(self) -> None:
+        # Only the loop stops, as the process leaves: the thread pools that the saver's close and
+        # the background tasks' clean-up would use are shut down before atexit handlers run.
+        loop, thread = self._loop, self._thread
+        if loop is None or thread is None:
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(EXIT_STOP_SECONDS)
+        if thread.is_alive():
+            logger.warning("The runs loop did not stop within %ss of the exit", EXIT_STOP_SECONDS)
 
     def serve_streams_to_peers(self) -> None:
         """At a server's startup on the embedded stack: answer the installation's other server

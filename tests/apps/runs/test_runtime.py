@@ -1,8 +1,12 @@
 """The process's runs runtime: one checkpointer however the first runs arrive."""
 
 import asyncio
+import subprocess
+import sys
 
 from apps.runs.runtime import RunsRuntime
+from tests.support.live import ROOT, live_env
+from tests.support.waiting import HANG_SECONDS
 
 
 def test_runs_starting_together_share_one_open_checkpointer(tmp_path, settings):
@@ -55,3 +59,29 @@ def test_the_runs_loop_is_uvloop_and_runs_work_on_it(tmp_path, settings):
         assert runtime.call(save_and_read, timeout=10) is None
     finally:
         runtime.stop()
+
+
+EXITING = """\
+import atexit, threading
+import django
+django.setup()
+from apps.runs.runtime import get_runtime
+
+def report():  # registered first, so it runs after anything registered later
+    running = [t.name for t in threading.enumerate() if t.name == "deerflow-runs"]
+    print("runs loop at exit:", "running" if running else "stopped", flush=True)
+
+atexit.register(report)
+get_runtime().call(get_runtime().checkpointer)  # the loop, its timers and the saver, as a run leaves them
+"""
+
+
+def test_a_process_that_exits_stops_its_runs_loop_first(tmp_path):
+    # uvloop wakes the loop's thread for a timer from C; woken late in the interpreter's
+    # finalization it crashed the exiting process (SIGSEGV instead of its exit code, seen on a
+    # stopped server under load). The loop must be gone before finalization begins.
+    env = live_env(tmp_path, config_text="config_version: 1\nmodels: []\nsandbox:\n  use: local\n")
+    result = subprocess.run([sys.executable, "-c", EXITING], cwd=ROOT, env=env, capture_output=True, text=True, timeout=HANG_SECONDS)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip().splitlines()[-1] == "runs loop at exit: stopped", result.stdout + result.stderr
+    assert "did not stop" not in result.stderr and "Traceback" not in result.stderr, result.stderr
