@@ -40,9 +40,8 @@ _HOST = socket.gethostname()
 
 def process_id() -> str:
     """This process as run leases and hand-offs name it (``host:pid``). Asked for each time, not
-    kept from import: a process forked after this module was imported (the suite's shell
-    servers fork after Django's setup; so would servers forked from a launcher that set Django
-    up, benchmarks/HISTORY.md) is a process of its own."""
+    kept from import: the web launcher sets Django up and then forks the servers and the Celery
+    worker from it (deerflow_site/server/web_processes.py), and each is a process of its own."""
     return f"{_HOST}:{os.getpid()}"
 
 # Redis pub/sub channel on which cancels reach the process executing the run.
@@ -155,8 +154,8 @@ class RunsRuntime:
 
     def stop(self, timeout: float = 5.0) -> None:
         """End the runs loop: its background tasks (recovery sweep, lease keeper, cancel
-        listener) are cancelled and the checkpointer closed. Called at the interpreter's exit,
-        and by a test session that is about to drop its database."""
+        listener) are cancelled and the checkpointer closed. For a test session that is about to
+        drop its database; a process that exits only stops the loop (``_stop_at_exit``)."""
         loop, thread = self._loop, self._thread
         if loop is None or thread is None:
             return

@@ -9,20 +9,19 @@ from it through Daphne's ``--fd``: the kernel hands each new connection to which
 calls ``accept`` first, and a server busy with Python is not there to call it, so the idle one
 takes it. No port per process and no proxy in front.
 
-It serves nothing itself and never loads the application or sets Django up (it reads
-config.yaml only for how long a stop may take). It does import the libraries every server
-imports (``PRELOAD``: LangChain, LangGraph, harness/, Django's own modules, the libraries
-Django's setup imports for the installed apps and the parts of Twisted Daphne uses; not Django's
-settings or apps, not ``daphne.server`` or Twisted's reactor, which make the loop) and then
-forks the servers, so their copies of that code and its objects are one set of memory pages
-shared between them rather than one per server (issue 55: about 75 MB less ``make run``
-memory at rest with two servers, and 3.9 s of start-up CPU instead of 6.7). Nothing runs then but the main
-thread: no loop, no connection, no lock held. Where that cannot be had (no ``os.fork``, an
-import failing, a thread started), the servers are started as fresh processes instead. The
-servers pin themselves to a core each when they load the application
-(deerflow_site/server/cpu_pinning.py).
-``--ready-file`` is
-written once every server is listening.
+It serves nothing itself and never loads the application (``deerflow_site.asgi``, whose
+import starts the runs loop and its threads). It does import the libraries every server
+imports (``PRELOAD``: LangChain, LangGraph, harness/, Django, the libraries the installed apps
+import and the parts of Twisted Daphne uses, not ``daphne.server`` or Twisted's reactor, which
+make the loop), sets Django up with its URL configuration (``setup_django``), and then forks the
+servers, so their copies of that code and its objects are one set of memory pages shared
+between them rather than one per server (issue 55: ``make run`` at rest took about 75 MB less
+memory for the libraries, and about 90 MB less again with Django's setup; 3.9 s of start-up
+CPU instead of 6.7). Nothing runs then but the main thread: no loop, no connection, no lock held. Where that
+cannot be had (no ``os.fork``, an import or the setup failing, a thread started), the servers
+are started as fresh processes instead, and report what failed themselves. The servers pin
+themselves to a core each when they load the application (deerflow_site/server/cpu_pinning.py).
+``--ready-file`` is written once every server is listening.
 
 ``--also-run 'MODULE ARG ...'`` runs ``python -m MODULE ARG ...`` beside the servers: scripts/run.sh's
 Celery worker (with its embedded beat). It is forked with the servers, from the same preloaded
@@ -50,6 +49,9 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+
+import django
+from django.urls import get_resolver
 
 from deerflow_site.server.after_servers import run_after
 from harness.config import get_app_config
@@ -100,6 +102,17 @@ SERVER_MODULE = "deerflow_site.server.daphne_server"
 AFTER_MODULE = "deerflow_site.server.after_servers"
 
 
+def setup_django() -> None:
+    """Django's setup (settings, every app's models and ``ready()``) and the URL configuration
+    with the views it imports: what each server would otherwise build on its own copy, about
+    45 MB a process. The servers' own setup then finds the apps ready and does not run again
+    (asgi.py), as does the Celery worker's. Nothing in it may hold what a process calls its own:
+    run leases name the process when asked (apps/runs/runtime.py ``process_id``)."""
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "deerflow_site.settings")
+    django.setup(set_prefix=False)
+    get_resolver().url_patterns  # noqa: B018  (the property imports every view)
+
+
 def preload() -> bool:
     """Imports ``PRELOAD`` and freezes what it made; True if the servers can now be forked."""
     if not hasattr(os, "fork"):
@@ -107,6 +120,7 @@ def preload() -> bool:
     try:
         for name in PRELOAD:
             importlib.import_module(name)
+        setup_django()
     except Exception:  # the servers import it again, fresh, and report what is wrong themselves
         return False
     if threading.active_count() > 1 or any(name in sys.modules for name in LOOP_MODULES):

@@ -3,7 +3,10 @@
 from deerflow_site.settings.environment import BASE_DIR, DEBUG, DEER_FLOW_HOME, LOCAL_DEV, env  # noqa: F401
 
 INSTALLED_APPS = [
-    "daphne",
+    # The server's own app, first so that its runserver (Daphne's) wins. Not "daphne" itself: its
+    # app imports daphne.server, which makes Twisted's reactor and its loop during Django's setup,
+    # and the web launcher sets Django up before it forks the servers (deerflow_site/server/web_processes.py).
+    "deerflow_site.server",
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",

@@ -329,13 +329,13 @@ def test_a_server_on_the_shared_socket_takes_one_connection_per_wake_up(kind, ac
 
 FORKED = """\
 import os, sys
-import django
-django.setup()  # as a process forked after Django's setup (the suite's shell servers) has it
+from deerflow_site.server import web_processes
+assert web_processes.preload(), "the launcher would not fork"
 from apps.runs.runtime import process_id
 from harness.observability import metrics
 child = os.fork()
 if child == 0:
-    metrics.run_started()  # a live gauge of the child's own, as a run it executes makes
+    metrics.run_started()  # a live gauge of the server's own, as a run it executes makes
     print(process_id(), os.getpid())
     sys.exit(0)  # the exit a stopping server makes: atexit runs
 os.waitpid(child, 0)
@@ -343,10 +343,11 @@ print(process_id(), os.getpid())
 """
 
 
-def test_a_process_forked_after_djangos_setup_names_itself(tmp_path):
-    # Run leases name the process that holds them, so a forked process's must be its own, or
-    # one process would renew a dead one's runs and recovery would never settle them; the same
-    # goes for the live gauges an exiting process withdraws from the metrics folder.
+def test_what_the_launcher_sets_up_before_it_forks_names_no_process(tmp_path):
+    # The launcher sets Django up (every app's ready()) before it forks the servers and the
+    # worker. Run leases name the process that holds them, so a server's must be its own, or
+    # one server would renew a dead one's runs and recovery would never settle them; the same
+    # goes for the live gauges a stopping server withdraws from the metrics folder.
     env = live_env(tmp_path, config_text=CONFIG, extra_env={"METRICS_ENABLED": "true", "PROMETHEUS_MULTIPROC_DIR": str(tmp_path / "metrics")})
     result = subprocess.run([sys.executable, "-c", FORKED], cwd=ROOT, env=env, capture_output=True, text=True, timeout=HANG_SECONDS)
     assert result.returncode == 0, result.stderr
@@ -355,3 +356,34 @@ def test_a_process_forked_after_djangos_setup_names_itself(tmp_path):
     files = sorted(path.name for path in (tmp_path / "metrics").iterdir())
     assert f"counter_{child_pid}.db" in files  # the run it started still counts
     assert not [name for name in files if name.startswith("gauge_live")], files  # but is no longer active
+
+
+@pytest.mark.slow
+def test_manage_py_runserver_is_daphnes_and_serves_websockets(tmp_path):
+    # Daphne's app left INSTALLED_APPS (its setup makes the reactor the launcher must not fork);
+    # a developer's `manage.py runserver` is still an ASGI server, not Django's WSGI one.
+    from websockets.exceptions import ConnectionClosed
+    from websockets.sync.client import connect
+
+    env = live_env(tmp_path, config_text=CONFIG)
+    port = free_port()
+    log = tmp_path / "runserver.log"
+    server = subprocess.Popen([sys.executable, "manage.py", "runserver", "--noreload", f"127.0.0.1:{port}"], cwd=ROOT, env=env,
+                              stdout=open(log, "w"), stderr=subprocess.STDOUT)
+    try:
+        deadline = time.monotonic() + START_DEADLINE
+        while True:
+            try:
+                assert get(f"http://127.0.0.1:{port}/api/health") == 200
+                break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, log.read_text(errors="replace")
+                time.sleep(0.2)
+        # Signed out, the chat's socket is accepted and then closed with the app's own code.
+        with connect(f"ws://127.0.0.1:{port}/ws/threads/some-thread/", origin=f"http://127.0.0.1:{port}", open_timeout=60) as socket_:
+            with pytest.raises(ConnectionClosed) as closed:
+                socket_.recv(timeout=60)
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 4401
+    finally:
+        server.terminate()
+        server.wait(STOP_DEADLINE)
