@@ -95,6 +95,18 @@ PRELOAD = (
     "uritemplate", "cbor2", "pygments.formatters", "environ", "unittest.mock", "uvloop", "zope.interface", "attr",
     "hyperlink", "txaio", "twisted.logger", "twisted.internet.defer", "twisted.internet.asyncioreactor", "twisted.web.http",
     "autobahn.websocket.protocol",
+    # What a server's first run imports (about 150 modules): the lead agent with its middlewares
+    # and tools, the OpenAI client's chat resources and its HTTP stack, LangChain's tracers, the
+    # session and message storage of the first signed-in page. Imported here, they are shared
+    # pages, and no server pays for them in its first run.
+    "harness.agents.lead_agent.agent", "harness.subagents.tool", "harness.mcp.tools", "harness.mcp.deferred",
+    "harness.skills.activation", "harness.governance.guardrails", "harness.tools.builtins", "harness.tools.sandbox_tools",
+    "harness.tools.skill_review", "harness.tools.browser.tools",
+    "openai.resources.chat.completions.completions", "openai.lib.streaming.chat", "openai.pagination",
+    "httpcore2", "anyio._backends._asyncio", "anyio.streams.tls", "anyio.streams.memory", "anyio.streams.stapled", "h11",
+    "truststore", "jiter", "langchain_core.tracers.stdout", "langchain_core.tracers.run_collector",
+    "langchain_core.messages.block_translators.langchain_v0",
+    "django.contrib.messages.storage.fallback", "django.contrib.sessions.serializers",
 )
 # Modules whose presence means the reactor's loop exists already: no forking then.
 LOOP_MODULES = ("daphne.server", "twisted.internet.reactor")
