@@ -190,8 +190,11 @@ async def measure(args: argparse.Namespace) -> dict:
         limits = httpx.Limits(max_connections=args.runs + 10, max_keepalive_connections=args.runs + 10)
         async with httpx.AsyncClient(base_url=f"{server.url}/api", headers={"Authorization": f"Bearer {token}"}, timeout=300,
                                      limits=limits) as client:
-            for _ in range(10):  # imports, the first graph build, the model client's connections
-                await one_run(client)
+            # The first graph build and the model client's connections, in every server: runs
+            # sent one after another share one connection, so one server would take them all
+            # and the other would pay its first run inside the first burst.
+            for _ in range(3):
+                await asyncio.gather(*(one_run(client) for _ in range(10)))
             await asyncio.sleep(35)  # the warm-up's memory updates
             if args.only in ("", "burst"):
                 for arrivals, spread in (("at_once", 0.0), ("spread", args.spread_seconds)):
