@@ -386,4 +386,8 @@ def test_manage_py_runserver_is_daphnes_and_serves_websockets(tmp_path):
         assert closed.value.rcvd is not None and closed.value.rcvd.code == 4401
     finally:
         server.terminate()
-        server.wait(STOP_DEADLINE)
+        try:
+            server.wait(STOP_DEADLINE)
+        except subprocess.TimeoutExpired:  # not left holding its port for the tests after it
+            server.kill()
+            server.wait(STOP_DEADLINE)
