@@ -140,3 +140,22 @@ def test_an_admin_edit_is_found_by_its_new_words(admin_client, user):
     store = DjangoMemoryStore()
     assert store.search(str(user.pk), "", "绿茶", 10, "fts5_cjk") == ["f0"]
     assert store.search(str(user.pk), "", "咖啡", 10, "fts5_cjk") == []
+
+
+def test_the_injection_lists_relevant_facts_once_then_the_most_confident(user, monkeypatch):
+    from apps.memory import selectors
+
+    store = DjangoMemoryStore()
+    doc = store.load(str(user.pk), "")
+    doc.facts = [Fact(id="a", content="Owns a sailboat", confidence=0.95), Fact(id="b", content="Drinks coffee", confidence=0.9),
+                 Fact(id="c", content="Lives in Porto", confidence=0.6), Fact(id="d", content="Likes jazz", confidence=0.8)]
+    store.save(doc)
+
+    def listed():
+        block = memory_context(owner_id=user.pk, agent="", query="sailboat", max_tokens=2000).text
+        return [line.split("] ", 1)[1] for line in block.splitlines() if line.startswith("- [")]
+
+    assert listed() == ["Owns a sailboat", "Drinks coffee", "Likes jazz", "Lives in Porto"]
+    # The relevant fact is also the most confident: it takes none of the others' places.
+    monkeypatch.setattr(selectors, "CANDIDATE_LIMIT", 2)
+    assert listed() == ["Owns a sailboat", "Drinks coffee", "Likes jazz"]
