@@ -17,7 +17,7 @@ import weakref
 from typing import Any
 
 from django.db import connections, router
-from django.db.models import AutoField, Model
+from django.db.models import AutoField, CharField, Field, ForeignKey, Model, TextField
 
 
 def row_converters(connection, fields) -> list[tuple[int, list, Any]]:
@@ -103,6 +103,7 @@ class ModelInsert:
     def __init__(self, model):
         self.model = model
         self.fields = [f for f in model._meta.concrete_fields if not (f.primary_key and isinstance(f, AutoField))]
+        self._text = [_stores_text_as_is(f) for f in self.fields]
         self._prepared: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     def _sql(self, connection) -> str:
@@ -114,13 +115,24 @@ class ModelInsert:
             sql = self._prepared[connection] = f"INSERT INTO {quote(self.model._meta.db_table)} ({columns}) VALUES ({marks})"
         return sql
 
+    def _row(self, obj, connection) -> list:
+        row = []
+        for field, text in zip(self.fields, self._text):
+            if text:
+                value = getattr(obj, field.attname)
+                if value is None or type(value) is str:
+                    row.append(value)
+                    continue
+            row.append(field.get_db_prep_save(field.pre_save(obj, True), connection))
+        return row
+
     def save(self, *instances) -> None:
         """Insert unsaved instances; they are saved instances afterwards, as after ``create``."""
         if not instances:
             return
         alias = router.db_for_write(self.model)
         connection = connections[alias]
-        rows = [[f.get_db_prep_save(f.pre_save(obj, True), connection) for f in self.fields] for obj in instances]
+        rows = [self._row(obj, connection) for obj in instances]
         with connection.cursor() as cursor:
             if len(rows) == 1:
                 cursor.execute(self._sql(connection), rows[0])
@@ -134,6 +146,15 @@ class ModelInsert:
         instance = self.model(**values)
         self.save(instance)
         return instance
+
+
+def _stores_text_as_is(field) -> bool:
+    """Whether the ORM writes a ``str`` (or None) of this field unchanged: a plain CharField or
+    TextField, or a key to one. A run writes some twenty rows of these, and the four field
+    methods per value that confirm it were a sixth of the ORM calls a run makes."""
+    if isinstance(field, ForeignKey):
+        field = field.target_field
+    return type(field) in (CharField, TextField) and type(field).pre_save is Field.pre_save
 
 
 class ModelUpdate:

@@ -57,6 +57,19 @@ def test_a_prepared_insert_writes_the_row_the_orm_would(user):
     assert Thread.objects.get(pk=thread.pk).metadata == {"graph_id": "lead_agent"}
 
 
+def test_text_given_as_another_type_is_written_as_the_orm_writes_it(user):
+    """Strings go in as they are; a lazy translation or a number in a text field is still
+    turned into its text, as the ORM does."""
+    from django.utils.translation import gettext_lazy
+
+    from deerflow_site.db.prepared_sql import ModelInsert
+
+    thread = ModelInsert(Thread).create(owner=user, title=gettext_lazy("Chat"), assistant_id=42)
+    stored = Thread.objects.get(pk=thread.pk)
+    assert (stored.title, stored.assistant_id) == ("Chat", "42")
+    assert stored.owner_id == user.pk
+
+
 def test_a_prepared_insert_of_several_rows_and_their_max(user):
     from apps.runs.models import Run, RunEvent
     from deerflow_site.db.prepared_sql import ModelInsert, ModelMax
