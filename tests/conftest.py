@@ -252,15 +252,9 @@ def own_redis_url(redis_url):
     return url
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def model_server():
-    """A loopback OpenAI-compatible server for one test file's live servers.
-
-    One per file, not per worker: a request a file leaves behind (a run still retrying, an
-    update flushed as its server stops) must reach a server that is gone, not take the next
-    file's scripted reply. It once did on a loaded CI machine: the terminal console's last
-    reply was gone before its run asked for it. The session-wide stacks (tests/ui, tests/sdk)
-    override this with one of their own."""
+    """One loopback OpenAI-compatible server for the live-server tests (SDK, UI)."""
     from harness.testing import LoopbackOpenAIServer
 
     with LoopbackOpenAIServer() as server:

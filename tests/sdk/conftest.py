@@ -2,18 +2,11 @@ import os
 
 import pytest
 
-from harness.testing import LoopbackOpenAIServer, loopback_config_text
+from harness.testing import loopback_config_text
 from tests.support.live import start_live_server
 
 LOCAL_SANDBOX = "sandbox:\n  use: local\n  bash_command_timeout: 30\nsubagents:\n  enabled: true\n"
 
-
-
-@pytest.fixture(scope="session")
-def model_server():
-    """The loopback model of the SDK tests' session-wide server (other files get one each)."""
-    with LoopbackOpenAIServer() as server:
-        yield server
 
 
 # db_tier on the distributed stack only: its handoffs between processes (leases, row locks,

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.testing import LoopbackOpenAIServer, loopback_config_text
+from harness.testing import loopback_config_text
 from tests.support.live import start_live_server
 
 # Playwright's waits end on what they wait for; this bound only stops a hang (milliseconds).
@@ -53,13 +53,6 @@ def _patient_expectations():
     from playwright.sync_api import expect
 
     expect.set_options(timeout=UI_HANG_MS)
-
-
-@pytest.fixture(scope="session")
-def model_server():
-    """The loopback model of the browser tests' session-wide server (other files get one each)."""
-    with LoopbackOpenAIServer() as server:
-        yield server
 
 
 @pytest.fixture(scope="session")
