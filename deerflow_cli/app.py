@@ -101,7 +101,9 @@ class DeerFlowConsole(App):
 
     @property
     def running(self) -> bool:
-        return self.worker is not None and self.worker.is_running
+        # From the moment a turn is started: its worker is pending for a moment before it runs,
+        # and a Ctrl-C in that moment must not be taken for one with nothing to cancel.
+        return self.worker is not None and not self.worker.is_finished
 
     def paint_bar(self) -> None:
         title = one_line(self.thread_title or ("new thread" if not self.thread_id else self.thread_id[:8]), 36)
@@ -369,6 +371,8 @@ class DeerFlowConsole(App):
         log = self.log_view
         if isinstance(event, Started):
             self.run_id = event.run_id
+            if self.cancel_asked:  # Ctrl-C came before the server named the run
+                await self.cancel_run()
         elif isinstance(event, Text):
             view = self.answers.get(event.message_id)
             if view is None:
@@ -396,6 +400,13 @@ class DeerFlowConsole(App):
             return
         self.status("Cancelling…")
         self.cancel_asked = True
+        if self.run_id is None:
+            # The run may already exist on the server: stopping the stream now would leave it
+            # running there. The turn cancels it as soon as its stream names it.
+            return
+        await self.cancel_run()
+
+    async def cancel_run(self) -> None:
         try:
             await self.backend.cancel(self.thread_id or "", self.run_id)
         except BackendError as exc:

@@ -90,3 +90,44 @@ def test_ctrl_c_reads_cancelled_however_the_turn_ended(stream_ends_first):
     shown = asyncio.run(asyncio.wait_for(scenario(), 60))
     assert backend.cancelled == ["r-1"]
     assert shown.count("Cancelled.") == 1, shown
+
+
+class SlowToNameBackend(StoppableBackend):
+    """A server whose run's stream is slow to name the run."""
+
+    def __init__(self) -> None:
+        super().__init__(stream_ends_first=False)
+        self.run_named = asyncio.Event()
+        self.stream_opened = asyncio.Event()
+
+    async def turn(self, thread_id: str, **kwargs: Any) -> AsyncIterator[Event]:
+        self.stream_opened.set()
+        await self.run_named.wait()
+        async for event in super().turn(thread_id, **kwargs):
+            yield event
+
+
+@pytest.mark.parametrize("pressed", ["with the message", "before the run is named"])
+def test_ctrl_c_before_the_server_names_the_run_cancels_it_once_named(pressed):
+    """CI pressed Ctrl-C as the turn began, and the console took it for a key with nothing to
+    cancel: the run went on. A Ctrl-C before the run's id is known is carried out on it."""
+    backend = SlowToNameBackend()
+
+    async def scenario() -> list[str]:
+        app = DeerFlowConsole(backend)
+        async with app.run_test() as pilot:
+            if pressed == "with the message":  # the turn's worker may not have started yet
+                await pilot.press(*"Write a long essay", "enter", "ctrl+c")
+            else:
+                await pilot.press(*"Write a long essay", "enter")
+                await backend.stream_opened.wait()
+                await pilot.press("ctrl+c")
+            backend.run_named.set()
+            while not backend.cancelled or app.running:
+                await pilot.pause()
+            await pilot.pause()
+            return notices(app)
+
+    shown = asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert backend.cancelled == ["r-1"]
+    assert shown.count("Cancelled.") == 1, shown

@@ -127,7 +127,8 @@ def test_a_conversation_in_the_terminal(pane, live, token, script, model_server,
            "All tidy.",
            tool_reply(call("bash", command="rm -rf /mnt/user-data/workspace")),
            "Fine, I left the workspace alone.",
-           Reply(text="This answer never arrives.", delay=120))
+           Reply(text="This answer never arrives.", delay=120),
+           Reply(text="Nor does this one.", delay=120))
 
     pane.wait_for("DeerFlow │ new thread", "Connected to")
 
@@ -199,6 +200,20 @@ def test_a_conversation_in_the_terminal(pane, live, token, script, model_server,
         assert time.monotonic() < deadline, runs_of(live, token, thread_id)[0]
         time.sleep(0.1)
     (DOCS / "terminal-console.txt").write_text(pane.settled())
+
+    # Ctrl-C as soon as the turn shows, mostly before the server has named the run: the run
+    # is cancelled when it is.
+    runs_before = len(runs_of(live, token, thread_id))
+    pane.type("Write another")
+    pane.keys("Enter")
+    pane.wait_for("Working… Ctrl-C cancels")
+    pane.keys("C-c")
+    screen = pane.wait_for("› Write another", "Ready.")
+    assert "Cancelled." in screen.split("› Write another")[1] and "server error" not in screen
+    deadline = time.monotonic() + DEADLINE
+    while len(runs := runs_of(live, token, thread_id)) == runs_before or runs[0]["status"] != "interrupted":
+        assert time.monotonic() < deadline, runs[0]
+        time.sleep(0.1)
 
     # The thread can be left and resumed from the list.
     pane.keys("C-n")
