@@ -71,6 +71,19 @@ def notices(app: DeerFlowConsole) -> list[str]:
     return [str(widget.render()) for widget in app.query(".notice").results(Static)]
 
 
+async def notices_once_stopped(app: DeerFlowConsole, pilot: Any, backend: StoppableBackend) -> list[str]:
+    while not backend.cancelled or app.running:
+        await pilot.pause()
+    await pilot.pause()
+    return notices(app)
+
+
+def assert_cancelled_once(backend: StoppableBackend, scenario: Any) -> None:
+    shown = asyncio.run(asyncio.wait_for(scenario(), 60))
+    assert backend.cancelled == ["r-1"]
+    assert shown.count("Cancelled.") == 1, shown
+
+
 @pytest.mark.parametrize("stream_ends_first", [True, False], ids=["stream ends first", "worker cancelled first"])
 def test_ctrl_c_reads_cancelled_however_the_turn_ended(stream_ends_first):
     backend = StoppableBackend(stream_ends_first)
@@ -82,14 +95,9 @@ def test_ctrl_c_reads_cancelled_however_the_turn_ended(stream_ends_first):
             while app.run_id is None:
                 await pilot.pause()
             await pilot.press("ctrl+c")
-            while app.running:
-                await pilot.pause()
-            await pilot.pause()
-            return notices(app)
+            return await notices_once_stopped(app, pilot, backend)
 
-    shown = asyncio.run(asyncio.wait_for(scenario(), 60))
-    assert backend.cancelled == ["r-1"]
-    assert shown.count("Cancelled.") == 1, shown
+    assert_cancelled_once(backend, scenario)
 
 
 class SlowToNameBackend(StoppableBackend):
@@ -123,11 +131,6 @@ def test_ctrl_c_before_the_server_names_the_run_cancels_it_once_named(pressed):
                 await backend.stream_opened.wait()
                 await pilot.press("ctrl+c")
             backend.run_named.set()
-            while not backend.cancelled or app.running:
-                await pilot.pause()
-            await pilot.pause()
-            return notices(app)
+            return await notices_once_stopped(app, pilot, backend)
 
-    shown = asyncio.run(asyncio.wait_for(scenario(), 60))
-    assert backend.cancelled == ["r-1"]
-    assert shown.count("Cancelled.") == 1, shown
+    assert_cancelled_once(backend, scenario)
