@@ -11,6 +11,7 @@ from langchain_core.language_models import BaseChatModel
 from harness.config import AppConfig, ModelConfig, get_app_config
 from harness.config import class_path
 from harness.models.openai_chunks import stream_chunks_as_dicts
+from harness.models.loop_connections import pool_connections_per_loop
 from harness.models.openai_requests import send_messages_as_built
 
 logger = logging.getLogger(__name__)
@@ -85,6 +86,7 @@ def create_chat_model(name: str | None = None, thinking_enabled: bool = False, *
     model.metadata = {**(model.metadata or {}), "deerflow_model_name": entry.name}
     stream_chunks_as_dicts(model)  # OpenAI-SDK models: no typed object per streamed chunk
     send_messages_as_built(model)  # ...and no typed walk of a long history per request
+    pool_connections_per_loop(model)  # ...and kept-alive connections that work from any loop
     return model
 
 

@@ -3,6 +3,8 @@
 It listens on a real socket on 127.0.0.1 (port chosen by the OS) and serves
 ``POST /v1/chat/completions`` (plain JSON or SSE streaming with text deltas, tool-call
 argument deltas, ``reasoning_content`` deltas and a usage chunk), and ``GET /v1/models``.
+A stream is sent chunked and the connection stays open for the client's next request, as
+OpenAI's API does; ``request_peers`` shows which connection each request came on.
 Replies come from a script of :class:`~harness.testing.script.Reply` objects, so the same
 script can drive :class:`~harness.testing.ScriptedChatModel` or the real ``ChatOpenAI``
 client pointed at this server. A ``Reply(status=429)`` answers with that HTTP error,
@@ -10,7 +12,7 @@ client pointed at this server. A ``Reply(status=429)`` answers with that HTTP er
 test sets the event.
 
 ``quirks`` makes the server misbehave the way real providers do, for the model probe:
-``no_usage`` (no token counts), ``broken_stream`` (a stream that ends before any text),
+``no_usage`` (no token counts), ``broken_stream`` (a stream that ends before any text, the connection closed),
 ``requires_reasoning_content`` (400 when an assistant turn comes back without its
 ``reasoning_content``, as DeepSeek-style thinking APIs answer on the second turn).
 
@@ -59,6 +61,8 @@ class LoopbackOpenAIServer:
         # Wall-clock time (time.time()) each request of ``requests`` arrived, before its body
         # was read: benchmarks compare it with a browser's clock (benchmarks/first_message.py).
         self.request_times: list[float] = []
+        # The client's (host, port) of each request's connection: how many it opened.
+        self.request_peers: list[tuple[str, int]] = []
         self._stopping = threading.Event()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -108,6 +112,7 @@ class LoopbackOpenAIServer:
         self._script = Script(list(items))
         self.requests.clear()
         self.request_times.clear()
+        self.request_peers.clear()
 
     @property
     def remaining(self) -> int:
@@ -155,6 +160,12 @@ def _make_handler(server: LoopbackOpenAIServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
             return
 
+        def handle(self) -> None:
+            try:
+                super().handle()
+            except (ConnectionResetError, BrokenPipeError):
+                pass  # a client let go of its kept-alive connection (its loop closed)
+
         def _json(self, status: int, payload: dict[str, Any]) -> None:
             data = json.dumps(payload).encode()
             self.send_response(status)
@@ -171,6 +182,7 @@ def _make_handler(server: LoopbackOpenAIServer) -> type[BaseHTTPRequestHandler]:
 
         def do_POST(self) -> None:
             arrived = time.time()
+            server.request_peers.append(self.client_address[:2])
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length) if length else b""
             if not self.path.rstrip("/").endswith("/chat/completions"):
@@ -225,19 +237,26 @@ def _make_handler(server: LoopbackOpenAIServer) -> type[BaseHTTPRequestHandler]:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.send_header("Cache-Control", "no-cache")
-            self.send_header("Connection", "close")
+            broken = "broken_stream" in server.quirks
+            if broken:
+                self.send_header("Connection", "close")
+            else:
+                self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
+
+            def write(data: bytes) -> None:
+                self.wfile.write(data if broken else b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.flush()
 
             def emit(delta: dict[str, Any] | None, finish: str | None = None, usage: dict[str, Any] | None = None) -> None:
                 chunk: dict[str, Any] = {"id": cid, "object": "chat.completion.chunk", "created": created, "model": model,
                                          "choices": [] if delta is None else [{"index": 0, "delta": delta, "finish_reason": finish}]}
                 if usage is not None:
                     chunk["usage"] = usage
-                self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
-                self.wfile.flush()
+                write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
 
             emit({"role": "assistant", "content": ""})
-            if "broken_stream" in server.quirks:  # the connection drops before any text
+            if broken:  # the connection drops before any text
                 self.close_connection = True
                 return
             if reply.reasoning:
@@ -253,8 +272,8 @@ def _make_handler(server: LoopbackOpenAIServer) -> type[BaseHTTPRequestHandler]:
             emit({}, finish=reply.effective_finish_reason)
             if (body.get("stream_options") or {}).get("include_usage") and "no_usage" not in server.quirks:
                 emit(None, usage=_usage(reply, body))
-            self.wfile.write(b"data: [DONE]\n\n")
+            write(b"data: [DONE]\n\n")
+            self.wfile.write(b"0\r\n\r\n")
             self.wfile.flush()
-            self.close_connection = True
 
     return Handler

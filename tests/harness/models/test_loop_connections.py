@@ -1,0 +1,60 @@
+"""A configured OpenAI-SDK model keeps its connections open, and works from any event loop."""
+
+import asyncio
+
+from harness.config import parse_config
+from harness.models import create_chat_model
+from harness.models.loop_connections import PoolPerLoop
+from harness.testing import LoopbackOpenAIServer, Reply
+
+
+def _model(server: LoopbackOpenAIServer, timeout: int):
+    # Each test its own timeout: langchain_openai shares one HTTP client per (base URL,
+    # timeout), and a fresh port already makes the base URL new.
+    return create_chat_model("m", config=parse_config(f"""
+models:
+  - name: m
+    use: langchain_openai:ChatOpenAI
+    model: test-model
+    base_url: {server.base_url}
+    api_key: k
+    max_retries: 0
+    timeout: {timeout}
+"""))
+
+
+async def _answer(model, prompt: str) -> str:
+    text = ""
+    async for chunk in model.astream(prompt):
+        text += chunk.content
+    return text
+
+
+def test_calls_from_new_event_loops_each_get_their_answer():
+    # What the embedded client's sync methods do: each call under asyncio.run, a loop of its
+    # own, against a server that keeps the connection of the previous answer open.
+    with LoopbackOpenAIServer([Reply(text="first answer"), Reply(text="second answer"), Reply(text="third answer")]) as server:
+        model = _model(server, 31)
+        answers = [asyncio.run(_answer(model, f"question {i}")) for i in range(3)]
+    assert answers == ["first answer", "second answer", "third answer"]
+    assert len(set(server.request_peers)) == 3  # a connection of each loop's own
+
+
+def test_calls_on_one_loop_share_one_connection():
+    async def three(model) -> list[str]:
+        return [await _answer(model, f"question {i}") for i in range(3)]
+
+    with LoopbackOpenAIServer([Reply(text="one"), Reply(text="two"), Reply(text="three")]) as server:
+        answers = asyncio.run(three(_model(server, 32)))
+    assert answers == ["one", "two", "three"]
+    assert len(server.request_peers) == 3 and len(set(server.request_peers)) == 1
+
+
+def test_the_pools_of_closed_loops_are_let_go():
+    with LoopbackOpenAIServer([Reply(text="answer")], loop=True) as server:
+        model = _model(server, 33)
+        for i in range(4):
+            asyncio.run(_answer(model, f"question {i}"))
+        pool = model.root_async_client._client._transport._pool
+        assert isinstance(pool, PoolPerLoop)
+        assert len(pool._pools) == 1  # the last loop's; the three before it were closed
