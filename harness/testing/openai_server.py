@@ -29,7 +29,9 @@ test sees as a provider error rather than a hang.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import threading
 import time
 import uuid
@@ -64,6 +66,10 @@ class LoopbackOpenAIServer:
         # The client's (host, port) of each request's connection: how many it opened.
         self.request_peers: list[tuple[str, int]] = []
         self._stopping = threading.Event()
+        # Kept-alive connections outlive the listening socket: stop() closes them, so that a
+        # stopped server answers nothing more.
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -83,6 +89,10 @@ class LoopbackOpenAIServer:
             self._httpd.shutdown()
             self._httpd.server_close()
             self._httpd = None
+        with self._open_lock:
+            for connection in self._open:
+                with contextlib.suppress(OSError):
+                    connection.shutdown(socket.SHUT_RDWR)
         if self._thread is not None:
             self._thread.join(timeout=5)
             self._thread = None
@@ -161,10 +171,16 @@ def _make_handler(server: LoopbackOpenAIServer) -> type[BaseHTTPRequestHandler]:
             return
 
         def handle(self) -> None:
+            with server._open_lock:
+                server._open.add(self.connection)
             try:
-                super().handle()
+                if not server._stopping.is_set():  # one accepted as stop() began is closed on return
+                    super().handle()
             except (ConnectionResetError, BrokenPipeError):
                 pass  # a client let go of its kept-alive connection (its loop closed)
+            finally:
+                with server._open_lock:
+                    server._open.discard(self.connection)
 
         def _json(self, status: int, payload: dict[str, Any]) -> None:
             data = json.dumps(payload).encode()

@@ -1,12 +1,21 @@
 """The test kit behaves like a provider where the agent can tell."""
 
+import asyncio
+
 import openai
 import pytest
 from langchain_core.messages import HumanMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
-from harness.testing import LoopbackOpenAIServer, Reply, ScriptedChatModel, ScriptExhaustedError, call, tool_reply
+from harness.testing import (
+    LoopbackOpenAIServer,
+    Reply,
+    ScriptedChatModel,
+    ScriptExhaustedError,
+    call,
+    tool_reply,
+)
 
 
 @tool
@@ -80,3 +89,21 @@ def test_loopback_server_says_when_the_script_is_exhausted():
         model = ChatOpenAI(base_url=server.base_url, api_key="k", model="m", max_retries=0)
         with pytest.raises(openai.InternalServerError, match="no reply left"):
             model.invoke("hi")
+
+
+
+def test_loopback_server_keeps_a_stream_connection_open_until_it_stops():
+    # As OpenAI's API: the next request rides the connection of the streamed answer before it.
+    async def two(model) -> list[str]:
+        return ["".join([c.content async for c in model.astream("hi")]) for _ in range(2)]
+
+    with LoopbackOpenAIServer(["one", "two", "three"]) as server:
+        model = ChatOpenAI(base_url=server.base_url, api_key="k", model="m", max_retries=0, timeout=30)
+        assert asyncio.run(two(model)) == ["one", "two"]
+        assert len(server.request_peers) == 2 and len(set(server.request_peers)) == 1
+        kept = ChatOpenAI(base_url=server.base_url, api_key="k", model="m", max_retries=0, timeout=31)
+        assert kept.invoke("hi").content == "three"
+    # Stopped, it answers nothing more, not even on the connection the client kept.
+    with pytest.raises(openai.APIConnectionError):
+        kept.invoke("hi")
+    assert len(server.request_peers) == 3
