@@ -8,10 +8,9 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
-from harness.config import AppConfig, ModelConfig, get_app_config
-from harness.config import class_path
-from harness.models.openai_chunks import stream_chunks_as_dicts
+from harness.config import AppConfig, ModelConfig, class_path, get_app_config
 from harness.models.loop_connections import pool_connections_per_loop
+from harness.models.openai_chunks import stream_chunks_as_dicts
 from harness.models.openai_requests import send_messages_as_built
 
 logger = logging.getLogger(__name__)

@@ -12,9 +12,9 @@ client pointed at this server. A ``Reply(status=429)`` answers with that HTTP er
 test sets the event.
 
 ``quirks`` makes the server misbehave the way real providers do, for the model probe:
-``no_usage`` (no token counts), ``broken_stream`` (a stream that ends before any text, the connection closed),
-``requires_reasoning_content`` (400 when an assistant turn comes back without its
-``reasoning_content``, as DeepSeek-style thinking APIs answer on the second turn).
+``no_usage`` (no token counts), ``broken_stream`` (a stream that ends before any text, its
+connection closed), ``requires_reasoning_content`` (400 when an assistant turn comes back
+without its ``reasoning_content``, as DeepSeek-style thinking APIs answer on the second turn).
 
 Usage::
 
