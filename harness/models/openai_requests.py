@@ -32,8 +32,6 @@ from typing import Any
 
 from openai import omit
 
-from harness.models.sync_streams import keep_connection
-
 _MARK = "_deerflow_messages_as_built"
 
 
@@ -90,8 +88,7 @@ def _wrap(completions: Any, is_async: bool) -> bool:
     else:
         @functools.wraps(create)
         def wrapped(*args: Any, **kwargs: Any) -> Any:
-            result = create(*args, **(_moved(kwargs) or kwargs))
-            return keep_connection(result) if kwargs.get("stream") else result
+            return create(*args, **(_moved(kwargs) or kwargs))
     wrapped._deerflow_messages_as_built = True  # type: ignore[attr-defined]
     completions.create = wrapped
     return True

@@ -58,12 +58,3 @@ def test_the_pools_of_closed_loops_are_let_go():
         pool = model.root_async_client._client._transport._pool
         assert isinstance(pool, PoolPerLoop)
         assert len(pool._pools) == 1  # the last loop's; the three before it were closed
-
-
-def test_sync_streamed_calls_share_one_connection():
-    # The embedded client's chat and stream run the graph in sync: each model call a sync stream.
-    with LoopbackOpenAIServer([Reply(text="one"), Reply(text="two"), Reply(text="three")]) as server:
-        model = _model(server, 34)
-        answers = ["".join(chunk.content for chunk in model.stream(f"question {i}")) for i in range(3)]
-    assert answers == ["one", "two", "three"]
-    assert len(server.request_peers) == 3 and len(set(server.request_peers)) == 1
