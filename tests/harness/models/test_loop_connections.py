@@ -9,8 +9,8 @@ from harness.testing import LoopbackOpenAIServer, Reply
 
 
 def _model(server: LoopbackOpenAIServer, timeout: int):
-    # Each test its own timeout: langchain_openai shares one HTTP client per (base URL,
-    # timeout), and a fresh port already makes the base URL new.
+    # Each test its own timeout, so its own HTTP client: langchain_openai shares one per (base
+    # URL, timeout), and the OS may give a later test the port of an earlier one.
     return create_chat_model("m", config=parse_config(f"""
 models:
   - name: m
