@@ -75,7 +75,14 @@ class DebouncedQueue:
             self._draining = True
             self._pending = {k: (0.0, job) for k, (_, job) in self._pending.items()}
             self._cond.notify_all()
-            self._cond.wait_for(lambda: not self._pending and not self._running, timeout)
+            # Not ``wait_for``: with no time left it still waits once for zero seconds, which
+            # lets go of the lock, and the updater may take a job in that gap.
+            deadline = time.monotonic() + timeout
+            while self._pending or self._running:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._cond.wait(remaining)
             self._stopped = True
             left = [job for _, job in self._pending.values()] + list(self._running)
             self._pending.clear()
