@@ -9,11 +9,12 @@ import pytest
 from apps.runs.models import Run
 from tests.apps.runs.test_runs_api import new_thread
 from tests.apps.schedules.test_scheduling_worker import _worker
+from tests.support.waiting import HANG_SECONDS, wait_until
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.slow]
 
 
-def _finished(run_id: str, log, timeout: float = 60) -> Run:
+def _finished(run_id: str, log, timeout: float = HANG_SECONDS) -> Run:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         run = Run.objects.get(pk=run_id)
@@ -21,6 +22,17 @@ def _finished(run_id: str, log, timeout: float = 60) -> Run:
             return run
         time.sleep(0.1)
     raise AssertionError(f"the run did not finish; worker log:\n{log.read_text(errors='replace')}")
+
+
+def _records_once_finished(log, run_id) -> list[dict] | None:
+    records = []
+    for line in log.read_text(errors="replace").splitlines():
+        try:
+            records.append(json.loads(line))
+        except ValueError:
+            continue  # the worker's banner
+    done = any(r.get("run_id") == str(run_id) and r.get("msg") == "Run finished" for r in records)
+    return records if done else None
 
 
 def test_a_celery_workers_log_lines_carry_the_run_and_request_ids(user_client, settings, tmp_path):
@@ -34,12 +46,8 @@ def test_a_celery_workers_log_lines_carry_the_run_and_request_ids(user_client, s
         run = _finished(response.json()["run_id"], log)
         assert run.status == "success" and run.request_id == "req-celery-1"
         assert run.lease_owner.endswith(f":{process.pid}")  # executed over there
-        records = []
-        for line in log.read_text(errors="replace").splitlines():
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                continue  # the worker's banner
+        # The worker settles the run before it logs "Run finished": wait for the line.
+        records = wait_until(lambda: _records_once_finished(log, run.pk), "the worker's \"Run finished\" line")
     ours = [r for r in records if r.get("run_id") == str(run.pk)]
     messages = {r["msg"] for r in ours}
     assert {f"Executing run {run.pk}", "Run finished"} <= messages, records
