@@ -161,6 +161,9 @@ def test_commands_switch_agent_toggle_theme_and_open_settings_pages(page, live, 
     box.fill("access tokens")
     box.press("Enter")
     expect(page).to_have_url(f"{live.url}/accounts/tokens/")
+    # The URL changes before the new page's deferred palette script has run: a key pressed
+    # in that gap reaches no listener.
+    page.wait_for_load_state("domcontentloaded")
 
     # Shortcuts: "?" outside a text box lists them; the footer shows the main ones.
     page.locator("body").click(position={"x": 5, "y": 300})
