@@ -32,6 +32,8 @@ from typing import Any
 
 from openai import omit
 
+from harness.models.sync_streams import keep_connection
+
 _MARK = "_deerflow_messages_as_built"
 
 
@@ -88,7 +90,8 @@ def _wrap(completions: Any, is_async: bool) -> bool:
     else:
         @functools.wraps(create)
         def wrapped(*args: Any, **kwargs: Any) -> Any:
-            return create(*args, **(_moved(kwargs) or kwargs))
+            result = create(*args, **(_moved(kwargs) or kwargs))
+            return keep_connection(result) if kwargs.get("stream") else result
     wrapped._deerflow_messages_as_built = True  # type: ignore[attr-defined]
     completions.create = wrapped
     return True

@@ -1,6 +1,9 @@
 """A configured OpenAI-SDK model keeps its connections open, and works from any event loop."""
 
 import asyncio
+import json
+import socket
+import threading
 
 from harness.config import parse_config
 from harness.models import create_chat_model
@@ -58,3 +61,55 @@ def test_the_pools_of_closed_loops_are_let_go():
         pool = model.root_async_client._client._transport._pool
         assert isinstance(pool, PoolPerLoop)
         assert len(pool._pools) == 1  # the last loop's; the three before it were closed
+
+
+def test_sync_streamed_calls_share_one_connection():
+    # The embedded client's chat and stream run the graph in sync: each model call a sync stream.
+    with LoopbackOpenAIServer([Reply(text="one"), Reply(text="two"), Reply(text="three")]) as server:
+        model = _model(server, 34)
+        answers = ["".join(chunk.content for chunk in model.stream(f"question {i}")) for i in range(3)]
+    assert answers == ["one", "two", "three"]
+    assert len(server.request_peers) == 3 and len(set(server.request_peers)) == 1
+
+
+def test_a_sync_stream_whose_body_never_ends_is_not_waited_for():
+    # A server that sends [DONE] and then holds the body open: the answer is complete, and the
+    # call returns after the drain's second, not after the model's read timeout of a minute.
+    chunk = json.dumps({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
+                        "choices": [{"index": 0, "delta": {"role": "assistant", "content": "done"}, "finish_reason": "stop"}]})
+    listener = socket.create_server(("127.0.0.1", 0))
+    release = threading.Event()
+
+    def serve() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                data += connection.recv(65536)
+            head, _, body = data.partition(b"\r\n\r\n")
+            length = int(next(line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")))
+            while len(body) < length:
+                body += connection.recv(65536)
+            connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n")
+            for event in (f"data: {chunk}\n\n".encode(), b"data: [DONE]\n\n"):
+                connection.sendall(b"%x\r\n%s\r\n" % (len(event), event))
+            release.wait(120)  # the body's last chunk never comes
+
+    threading.Thread(target=serve, daemon=True).start()
+    model = create_chat_model("m", config=parse_config(f"""
+models:
+  - name: m
+    use: langchain_openai:ChatOpenAI
+    model: test-model
+    base_url: http://127.0.0.1:{listener.getsockname()[1]}/v1
+    api_key: k
+    max_retries: 0
+    timeout: 60
+"""))
+    answer: list[str] = []
+    caller = threading.Thread(target=lambda: answer.append("".join(c.content for c in model.stream("hi"))), daemon=True)
+    caller.start()
+    caller.join(30)
+    release.set()
+    listener.close()
+    assert answer == ["done"]
