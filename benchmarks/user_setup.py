@@ -181,6 +181,28 @@ async def long_thread(client: httpx.AsyncClient, pids: list[int], turns: int) ->
             "ratio_600_to_20": round(large / small, 2), "load": [start_load, load()]}
 
 
+async def warm_every_server(server, headers, connections: int, rounds: int = 20) -> int:
+    """Rounds of ten runs at once, each round on new connections, until every server process
+    has executed one of them; the rounds it took. The servers share one listening socket and
+    the idle one accepts: one server can take a whole round, and runs on kept connections stay
+    with it, so rounds repeat until the runs' leases name every server."""
+    since = await asyncio.to_thread(server.shell, "from django.utils import timezone; print(timezone.now().isoformat())")
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    for done in range(1, rounds + 1):
+        async with httpx.AsyncClient(base_url=f"{server.url}/api", headers=headers, timeout=300, limits=limits) as fresh:
+            results = await asyncio.gather(*(one_run(fresh) for _ in range(10)))
+        errors = [r["error"] for r in results if "error" in r]
+        if errors:
+            raise RuntimeError(f"warm-up run failed: {errors[0]}")
+        owners = await asyncio.to_thread(server.shell, (
+            "from apps.runs.models import Run\n"
+            f"print(' '.join(sorted(set(Run.objects.filter(created_at__gte={since.strip()!r}).values_list('lease_owner', flat=True)))))"))
+        pids = {int(owner.rsplit(":", 1)[1]) for owner in owners.split() if ":" in owner}
+        if set(server.server_pids) <= pids:
+            return done
+    raise RuntimeError(f"after {rounds} warm-up rounds some server took no run (servers {server.server_pids}, ran on {sorted(pids)})")
+
+
 async def measure(args: argparse.Namespace) -> dict:
     model = ModelProcess(args.model_seconds)
     server = start_server(model.base_url, Path(tempfile.mkdtemp(prefix="deerflow-user-")), args.web_processes)
@@ -190,12 +212,13 @@ async def measure(args: argparse.Namespace) -> dict:
         limits = httpx.Limits(max_connections=args.runs + 10, max_keepalive_connections=args.runs + 10)
         async with httpx.AsyncClient(base_url=f"{server.url}/api", headers={"Authorization": f"Bearer {token}"}, timeout=300,
                                      limits=limits) as client:
-            # The first graph build and the model client's connections, in every server: runs
-            # sent one after another share one connection, so one server would take them all
-            # and the other would pay its first run inside the first burst.
-            for _ in range(3):
-                await asyncio.gather(*(one_run(client) for _ in range(10)))
-            await asyncio.sleep(35)  # the warm-up's memory updates
+            # Every server's first run (its graph build, the model client's TLS context) and
+            # first run that injects memory (its token counter) before anything is measured;
+            # then the warm-up's memory updates, so they fall in no burst.
+            out["warm_up_rounds"] = await warm_every_server(server, client.headers, args.runs)
+            await asyncio.sleep(35)
+            out["warm_up_rounds"] += await warm_every_server(server, client.headers, args.runs)
+            await asyncio.sleep(35)
             if args.only in ("", "burst"):
                 for arrivals, spread in (("at_once", 0.0), ("spread", args.spread_seconds)):
                     out[f"burst_{arrivals}"] = [await burst(client, server.server_pids, args.runs, spread, 30.0)
