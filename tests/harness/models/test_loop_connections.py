@@ -9,6 +9,7 @@ from harness.config import parse_config
 from harness.models import create_chat_model
 from harness.models.loop_connections import PoolPerLoop
 from harness.testing import LoopbackOpenAIServer, Reply
+from tests.support.waiting import HANG_SECONDS
 
 
 def _model(server: LoopbackOpenAIServer, timeout: int):
@@ -74,7 +75,8 @@ def test_sync_streamed_calls_share_one_connection():
 
 def test_a_sync_stream_whose_body_never_ends_is_not_waited_for():
     # A server that sends [DONE] and then holds the body open: the answer is complete, and the
-    # call returns after the drain's second, not after the model's read timeout of a minute.
+    # call returns after the drain's second. Without the drain's bound it would wait out the
+    # model's read timeout, an hour, and the hang bound below would end the test as a failure.
     chunk = json.dumps({"id": "c", "object": "chat.completion.chunk", "created": 0, "model": "m",
                         "choices": [{"index": 0, "delta": {"role": "assistant", "content": "done"}, "finish_reason": "stop"}]})
     listener = socket.create_server(("127.0.0.1", 0))
@@ -104,12 +106,17 @@ models:
     base_url: http://127.0.0.1:{listener.getsockname()[1]}/v1
     api_key: k
     max_retries: 0
-    timeout: 60
+    timeout: 3600
 """))
     answer: list[str] = []
-    caller = threading.Thread(target=lambda: answer.append("".join(c.content for c in model.stream("hi"))), daemon=True)
-    caller.start()
-    caller.join(30)
+    done = threading.Event()
+
+    def call() -> None:
+        answer.append("".join(c.content for c in model.stream("hi")))
+        done.set()
+
+    threading.Thread(target=call, daemon=True).start()
+    done.wait(HANG_SECONDS)
     release.set()
     listener.close()
     assert answer == ["done"]
