@@ -91,7 +91,6 @@ def test_loopback_server_says_when_the_script_is_exhausted():
             model.invoke("hi")
 
 
-
 def test_loopback_server_keeps_a_stream_connection_open_until_it_stops():
     # As OpenAI's API: the next request rides the connection of the streamed answer before it.
     async def two(model) -> list[str]:
