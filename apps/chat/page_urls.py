@@ -5,4 +5,5 @@ from apps.chat import pages
 urlpatterns = [
     path("", pages.home, name="home"),
     path("c/<str:thread_id>/", pages.thread_page, name="chat-thread"),
+    path("bundles/<str:filename>", pages.BundleView.as_view(), name="chat-bundle"),
 ]

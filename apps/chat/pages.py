@@ -7,12 +7,16 @@ the API and the websocket, so a reload and a live session render through one cod
 
 from __future__ import annotations
 
+import re
+
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
+from django.http import Http404, HttpResponse
 from django.shortcuts import render
+from django.views import View
 from django.views.decorators.csrf import ensure_csrf_cookie
 
 from apps.agents.selectors import agent_picker_list, model_list
+from apps.chat import bundles
 from apps.errors import NotFound
 from apps.threads.selectors import thread_get_for_user
 from harness.config import get_app_config
@@ -77,3 +81,25 @@ def _chat(request, *, thread_id: str | None):
         # where to fix a missing model; the path is shown to staff only (it is server detail)
         "config_path": config_path if staff else "",
     })
+
+
+_BUNDLE_NAME = re.compile(r"(?P<name>[a-z]+)\.(?P<digest>[0-9a-f]+)\.(?P<kind>js|css)")
+
+
+class BundleView(View):
+    """``/bundles/chat.<digest>.js`` and ``.css``: the chat page's modules as one file each
+    (apps/chat/bundles.py). Public, as the static files it joins are. The digest names the
+    content, so the browser may keep it for good; a page that asks with an older digest (it
+    was rendered before a file changed) gets the current content, not to be kept."""
+
+    def get(self, request, filename: str):
+        match = _BUNDLE_NAME.fullmatch(filename)
+        if match is None or match["name"] != bundles.NAME:
+            raise Http404(f"no bundle named {filename}")
+        bundle = bundles.bundle(match["kind"])
+        response = HttpResponse(bundle.content, content_type=bundles.KINDS[bundle.kind][0])
+        if match["digest"] == bundle.digest:
+            response["Cache-Control"] = "public, max-age=31536000, immutable"
+        else:
+            response["Cache-Control"] = "no-cache"
+        return response

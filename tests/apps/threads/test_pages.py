@@ -40,7 +40,7 @@ def test_every_script_and_stylesheet_is_served_from_here(client, user):
     client.force_login(user)
     html = client.get("/").content.decode()
     sources = re.findall(r'<(?:script|link)[^>]+(?:src|href)="([^"]+)"', html)
-    assert sources and all(s.startswith("/static/") for s in sources), sources
+    assert sources and all(s.startswith(("/static/", "/bundles/")) for s in sources), sources
 
 
 def test_a_thread_page_opens_only_for_its_owner(client, user, other_user):
