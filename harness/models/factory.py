@@ -9,6 +9,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from harness.config import AppConfig, ModelConfig, class_path, get_app_config
+from harness.models.aiohttp_transport import aiohttp_client_for, sends_through_aiohttp
 from harness.models.loop_connections import pool_connections_per_loop
 from harness.models.openai_chunks import stream_chunks_as_dicts
 from harness.models.openai_requests import send_messages_as_built
@@ -77,6 +78,10 @@ def create_chat_model(name: str | None = None, thinking_enabled: bool = False, *
     # them. A server that rejects stream_options can set `stream_usage: false`.
     if "stream_usage" in getattr(cls, "model_fields", {}) and "stream_usage" not in kwargs:
         kwargs["stream_usage"] = True
+    # Async calls through the SDK's aiohttp transport, where the entry asks for no client of its own
+    http_async_client = aiohttp_client_for(cls, kwargs)
+    if http_async_client is not None:
+        kwargs["http_async_client"] = http_async_client
     try:
         model = cls(**kwargs)
     except Exception as exc:
@@ -85,7 +90,8 @@ def create_chat_model(name: str | None = None, thinking_enabled: bool = False, *
     model.metadata = {**(model.metadata or {}), "deerflow_model_name": entry.name}
     stream_chunks_as_dicts(model)  # OpenAI-SDK models: no typed object per streamed chunk
     send_messages_as_built(model)  # ...and no typed walk of a long history per request
-    pool_connections_per_loop(model)  # ...and kept-alive connections that work from any loop
+    if not sends_through_aiohttp(model):
+        pool_connections_per_loop(model)  # ...and kept-alive connections that work from any loop
     return model
 
 

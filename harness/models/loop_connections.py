@@ -31,6 +31,35 @@ _MARK = "_deerflow_pool_per_loop"
 _STATE = ("_connections", "_requests", "_optional_thread_lock")
 
 
+class PerLoop:
+    """One ``make()`` per event loop, made on first use from that loop; the values of loops that
+    have closed are handed to ``let_go`` (and dropped) when another loop asks."""
+
+    def __init__(self, make: Any, let_go: Any = None) -> None:
+        self._make = make
+        self._let_go = let_go
+        self.values: dict[asyncio.AbstractEventLoop, Any] = {}
+        self._lock = threading.Lock()  # loops on several threads may ask at once
+
+    def get(self, loop: asyncio.AbstractEventLoop) -> Any:
+        value = self.values.get(loop)
+        if value is not None:
+            return value
+        with self._lock:
+            for gone in [other for other in self.values if other.is_closed()]:
+                dropped = self.values.pop(gone)  # its connections died with their loop
+                if self._let_go is not None:
+                    self._let_go(dropped)
+            value = self.values.get(loop)
+            if value is None:
+                value = self.values[loop] = self._make()
+            return value
+
+    def pop(self, loop: asyncio.AbstractEventLoop) -> Any:
+        with self._lock:
+            return self.values.pop(loop, None)
+
+
 class PoolPerLoop:
     """Stands where the transport keeps its pool; answers what the transport asks of a pool."""
 
@@ -38,8 +67,7 @@ class PoolPerLoop:
 
     def __init__(self, pool: Any) -> None:
         self._template = pool
-        self._pools: dict[asyncio.AbstractEventLoop, Any] = {}
-        self._lock = threading.Lock()  # loops on several threads may ask at once
+        self._pools = PerLoop(self._fresh)
 
     def _fresh(self) -> Any:
         pool = copy.copy(self._template)
@@ -47,20 +75,11 @@ class PoolPerLoop:
         pool._optional_thread_lock = type(self._template._optional_thread_lock)()
         return pool
 
-    def _for(self, loop: asyncio.AbstractEventLoop) -> Any:
-        pool = self._pools.get(loop)
-        if pool is not None:
-            return pool
-        with self._lock:
-            for gone in [other for other in self._pools if other.is_closed()]:
-                del self._pools[gone]  # its connections died with their loop
-            return self._pools.setdefault(loop, self._fresh())
-
     async def handle_async_request(self, request: Any) -> Any:
-        return await self._for(asyncio.get_running_loop()).handle_async_request(request)
+        return await self._pools.get(asyncio.get_running_loop()).handle_async_request(request)
 
     async def aclose(self) -> None:
-        pool = self._pools.pop(asyncio.get_running_loop(), None)
+        pool = self._pools.pop(asyncio.get_running_loop())
         if pool is not None:
             await pool.aclose()
 

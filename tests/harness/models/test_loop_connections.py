@@ -1,18 +1,31 @@
-"""A configured OpenAI-SDK model keeps its connections open, and works from any event loop."""
+"""A configured OpenAI-SDK model keeps its connections open, and works from any event loop:
+through the SDK's aiohttp transport (the default) and through httpx (an entry that sets its
+own socket options, or a proxy in the environment)."""
 
 import asyncio
+import gc
 import json
+import logging
 import socket
+import subprocess
+import sys
 import threading
+from pathlib import Path
+
+import pytest
 
 from harness.config import parse_config
 from harness.models import create_chat_model
+from harness.models.aiohttp_transport import AiohttpPerLoop
 from harness.models.loop_connections import PoolPerLoop
 from harness.testing import LoopbackOpenAIServer, Reply
 from tests.support.waiting import HANG_SECONDS
 
+# "httpx": an entry with socket options of its own keeps langchain_openai's httpx client.
+TRANSPORTS = {"aiohttp": "", "httpx": "    http_socket_options: []\n"}
 
-def _model(server: LoopbackOpenAIServer, timeout: int):
+
+def _model(server: LoopbackOpenAIServer, timeout: int, transport: str = "aiohttp"):
     # Each test its own timeout, so its own HTTP client: langchain_openai shares one per (base
     # URL, timeout), and the OS may give a later test the port of an earlier one.
     return create_chat_model("m", config=parse_config(f"""
@@ -24,7 +37,11 @@ models:
     api_key: k
     max_retries: 0
     timeout: {timeout}
-"""))
+{TRANSPORTS[transport]}"""))
+
+
+def _transport(model):
+    return model.root_async_client._client._transport
 
 
 async def _answer(model, prompt: str) -> str:
@@ -34,40 +51,76 @@ async def _answer(model, prompt: str) -> str:
     return text
 
 
-def test_calls_from_new_event_loops_each_get_their_answer():
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_calls_from_new_event_loops_each_get_their_answer(transport):
     # What the embedded client's sync methods do: each call under asyncio.run, a loop of its
     # own, against a server that keeps the connection of the previous answer open.
     with LoopbackOpenAIServer([Reply(text="first answer"), Reply(text="second answer"), Reply(text="third answer")]) as server:
-        model = _model(server, 31)
+        model = _model(server, 31, transport)
         answers = [asyncio.run(_answer(model, f"question {i}")) for i in range(3)]
     assert answers == ["first answer", "second answer", "third answer"]
     assert len(set(server.request_peers)) == 3  # a connection of each loop's own
 
 
-def test_calls_on_one_loop_share_one_connection():
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_calls_on_one_loop_share_one_connection(transport):
     async def three(model) -> list[str]:
         return [await _answer(model, f"question {i}") for i in range(3)]
 
     with LoopbackOpenAIServer([Reply(text="one"), Reply(text="two"), Reply(text="three")]) as server:
-        answers = asyncio.run(three(_model(server, 32)))
+        answers = asyncio.run(three(_model(server, 32, transport)))
     assert answers == ["one", "two", "three"]
     assert len(server.request_peers) == 3 and len(set(server.request_peers)) == 1
 
 
 def test_the_pools_of_closed_loops_are_let_go():
     with LoopbackOpenAIServer([Reply(text="answer")], loop=True) as server:
-        model = _model(server, 33)
+        model = _model(server, 33, "httpx")
         for i in range(4):
             asyncio.run(_answer(model, f"question {i}"))
-        pool = model.root_async_client._client._transport._pool
+        pool = _transport(model)._pool
         assert isinstance(pool, PoolPerLoop)
-        assert len(pool._pools) == 1  # the last loop's; the three before it were closed
+        assert len(pool._pools.values) == 1  # the last loop's; the three before it were closed
 
 
-def test_sync_streamed_calls_share_one_connection():
+def test_the_sessions_of_closed_loops_are_let_go_without_a_complaint(caplog):
+    with LoopbackOpenAIServer([Reply(text="answer")], loop=True) as server:
+        model = _model(server, 35)
+        with caplog.at_level(logging.WARNING):
+            for i in range(4):
+                asyncio.run(_answer(model, f"question {i}"))
+            transport = _transport(model)
+            assert isinstance(transport, AiohttpPerLoop)
+            assert len(transport._transports.values) == 1  # the last loop's; the three before it were closed
+            gc.collect()
+    # aiohttp logs "Unclosed client session" / "Unclosed connector" for a session collected open
+    assert not [r for r in caplog.records if "Unclosed" in r.getMessage()]
+
+
+def test_connections_carry_langchain_openais_tcp_keepalive():
+    async def ask_and_look(model) -> int:
+        await _answer(model, "question")
+        session = _transport(model)._transports.get(asyncio.get_running_loop()).client
+        kept = [proto for conns in session.connector._conns.values() for proto, _ in conns]
+        return kept[0].transport.get_extra_info("socket").getsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE)
+
+    with LoopbackOpenAIServer([Reply(text="answer")]) as server:
+        assert asyncio.run(ask_and_look(_model(server, 36))) == 1
+
+
+def test_a_proxy_in_the_environment_keeps_the_httpx_client(monkeypatch):
+    # httpx sends through HTTPS_PROXY and the like; the aiohttp session here would not
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    with LoopbackOpenAIServer([Reply(text="answer")]) as server:
+        model = _model(server, 37)
+    assert isinstance(_transport(model)._pool, PoolPerLoop)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_sync_streamed_calls_share_one_connection(transport):
     # The embedded client's chat and stream run the graph in sync: each model call a sync stream.
     with LoopbackOpenAIServer([Reply(text="one"), Reply(text="two"), Reply(text="three")]) as server:
-        model = _model(server, 34)
+        model = _model(server, 34, transport)
         answers = ["".join(chunk.content for chunk in model.stream(f"question {i}")) for i in range(3)]
     assert answers == ["one", "two", "three"]
     assert len(server.request_peers) == 3 and len(set(server.request_peers)) == 1
@@ -120,3 +173,37 @@ models:
     release.set()
     listener.close()
     assert answer == ["done"]
+
+
+_EXITING = """
+import asyncio
+from harness.config import parse_config
+from harness.models import create_chat_model
+from harness.testing import LoopbackOpenAIServer, Reply
+
+with LoopbackOpenAIServer([Reply(text="hello")], loop=True) as server:
+    model = create_chat_model("m", config=parse_config(f'''
+models:
+  - name: m
+    use: langchain_openai:ChatOpenAI
+    model: test-model
+    base_url: {server.base_url}
+    api_key: k
+    max_retries: 0
+'''))
+
+    async def ask():
+        return "".join([chunk.content async for chunk in model.astream("hi")])
+
+    answers = [asyncio.run(ask()), asyncio.run(ask())]  # the embedded client's way: the last loop closed
+    answers.append(asyncio.new_event_loop().run_until_complete(ask()))  # a loop left open
+    print(answers)
+"""
+
+
+def test_a_process_that_called_models_exits_without_an_unclosed_session():
+    done = subprocess.run([sys.executable, "-c", _EXITING], check=False, capture_output=True, text=True, timeout=HANG_SECONDS,
+                          cwd=Path(__file__).resolve().parents[3])
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['hello', 'hello', 'hello']"
+    assert "Unclosed" not in done.stderr, done.stderr

@@ -24,13 +24,17 @@ models:
 
 
 def _aggregate(model, prompt: str):
-    async def go():
+    return asyncio.run(_aggregate_each(model, prompt))[0]
+
+
+async def _aggregate_each(model, *prompts: str) -> list:
+    out = []
+    for prompt in prompts:
         total = None
         async for chunk in model.astream(prompt):
             total = chunk if total is None else total + chunk
-        return total
-
-    return asyncio.run(go())
+        out.append(total)
+    return out
 
 
 def _comparable(message) -> dict:
@@ -51,7 +55,8 @@ def test_a_configured_model_streams_what_the_stock_client_streams(use):
         configured = create_chat_model("m", config=parse_config(_config(server.base_url, use)))
         stock = type(configured)(model="test-model", base_url=server.base_url, api_key="k", max_retries=0, stream_usage=True)
         ours = [_aggregate(configured, "capital?"), _aggregate(configured, "weather?")]
-        theirs = [_aggregate(stock, "capital?"), _aggregate(stock, "weather?")]
+        # The stock client's shared connections belong to the loop that opened them: its calls on one loop
+        theirs = asyncio.run(_aggregate_each(stock, "capital?", "weather?"))
     assert ours[0].content == "Paris is the capital of France."
     assert ours[0].usage_metadata["input_tokens"] == 12 and ours[0].usage_metadata["output_tokens"] == 7
     assert [c["name"] for c in ours[1].tool_calls] == ["web_search"] and ours[1].tool_calls[0]["args"] == {"query": "weather in Paris"}
