@@ -177,20 +177,11 @@ models:
 
 _EXITING = """
 import asyncio
-from harness.config import parse_config
-from harness.models import create_chat_model
 from harness.testing import LoopbackOpenAIServer, Reply
+from tests.harness.models.test_loop_connections import _model
 
 with LoopbackOpenAIServer([Reply(text="hello")], loop=True) as server:
-    model = create_chat_model("m", config=parse_config(f'''
-models:
-  - name: m
-    use: langchain_openai:ChatOpenAI
-    model: test-model
-    base_url: {server.base_url}
-    api_key: k
-    max_retries: 0
-'''))
+    model = _model(server, 38)
 
     async def ask():
         return "".join([chunk.content async for chunk in model.astream("hi")])
