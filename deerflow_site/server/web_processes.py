@@ -103,7 +103,7 @@ PRELOAD = (
     "harness.skills.activation", "harness.governance.guardrails", "harness.tools.builtins", "harness.tools.sandbox_tools",
     "harness.tools.skill_review", "harness.tools.browser.tools",
     "openai.resources.chat.completions.completions", "openai.lib.streaming.chat", "openai.pagination",
-    "aiohttp", "openai._vendor.httpx_aiohttp.transport", "httpcore2", "anyio._backends._asyncio", "anyio.streams.tls", "anyio.streams.memory", "anyio.streams.stapled", "h11",
+    "httpcore2", "anyio._backends._asyncio", "anyio.streams.tls", "anyio.streams.memory", "anyio.streams.stapled", "h11",
     "truststore", "jiter", "langchain_core.tracers.stdout", "langchain_core.tracers.run_collector",
     "langchain_core.messages.block_translators.langchain_v0",
     "django.contrib.messages.storage.fallback", "django.contrib.sessions.serializers",

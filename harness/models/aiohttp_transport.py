@@ -5,7 +5,7 @@ is pure Python: counted on `make run`'s servers (benchmarks/HISTORY.md, Round 17
 run's one model call cost about 1,800 Python calls in it before the first byte came back, and
 each streamed chunk some 30 more. The SDK ships a second transport for exactly this case,
 ``openai.DefaultAioHttpClient``: the same httpx client API in front of aiohttp, whose HTTP
-parser is C. With it a run cost 10 % fewer Python calls, and each streamed chunk 14 % fewer.
+parser is C. With it a run made 11 % fewer Python calls, and each streamed chunk 14 % fewer.
 
 An aiohttp session belongs to the event loop it was made on, as an httpx pool's connections
 do (harness/models/loop_connections.py), and the embedded client's sync methods call models
