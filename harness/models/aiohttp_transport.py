@@ -2,8 +2,8 @@
 
 The OpenAI SDK sends over httpx by default, whose connection layer (httpcore, h11, anyio)
 is pure Python: counted on `make run`'s servers (benchmarks/HISTORY.md, Round 17), a plain
-run's one model call cost about 1,800 Python calls in it before the first byte came back, and
-each streamed chunk some 30 more. The SDK ships a second transport for exactly this case,
+run's one model call spent about 1,800 Python calls in it, some 30 of them for each streamed
+chunk. The SDK ships a second transport for exactly this case,
 ``openai.DefaultAioHttpClient``: the same httpx client API in front of aiohttp, whose HTTP
 parser is C. With it a run made 11 % fewer Python calls, and each streamed chunk 14 % fewer.
 
