@@ -32,18 +32,17 @@ from channels.generic.websocket import AsyncJsonWebsocketConsumer
 
 from apps.errors import DomainError, InvalidRequest, NotFound
 from apps.runs.models import Run
-from apps.runs.runtime import get_runtime
+from apps.runs.follow import follow_run
 from apps.runs.schemas import parse_run_request
 from apps.runs.serializers import run_json
 from apps.runs.services import run_cancel, start_run, start_run_in_new_thread
-from apps.runs.sse import with_failure_before_lone_end
 from apps.threads.selectors import thread_get_for_user
 from apps.threads.services import validate_thread_id
 from deerflow_site.errors import http_status
 from deerflow_site.json_input import load_json
 from harness.observability import metrics
 from harness.observability.context import request_id_from_headers, request_id_var, trace_from_headers, trace_id_var, traceparent_var
-from harness.runtime.stream_bridge import HEARTBEAT, subscribe_batches
+from harness.runtime.stream_bridge import HEARTBEAT
 
 logger = logging.getLogger(__name__)
 
@@ -157,9 +156,7 @@ class ThreadConsumer(AsyncJsonWebsocketConsumer):
     async def _follow(self, run_id: str, after: str | None) -> None:
         metrics.subscriber("websocket", 1)
         try:
-            batches = subscribe_batches(get_runtime().bridge, run_id, last_event_id=after, heartbeat=15.0)
-            # A failed run the bridge no longer holds still says why before its end.
-            async for batch in with_failure_before_lone_end(run_id, after, batches):
+            async for batch in follow_run(run_id, after, heartbeat=15.0):
                 for item in batch:
                     if item.event == HEARTBEAT:
                         continue

@@ -15,15 +15,15 @@ import orjson
 from collections.abc import AsyncIterator
 from typing import Any
 
-from channels.db import DatabaseSyncToAsync
 from django.http import StreamingHttpResponse
 from rest_framework.renderers import BaseRenderer
 
 from apps.errors import InvalidRequest
+from apps.runs.follow import follow_run
 from apps.runs.runtime import get_runtime
 from apps.runs.shutdown import draining
 from harness.observability import metrics
-from harness.runtime.stream_bridge import END, GAP, HEARTBEAT, StreamItem, subscribe_batches
+from harness.runtime.stream_bridge import END, GAP, HEARTBEAT, StreamItem
 from harness.runtime.stream_compaction import id_key
 
 logger = logging.getLogger(__name__)
@@ -132,41 +132,12 @@ async def _frames(run_id: str, last_event_id: str | None) -> AsyncIterator[bytes
         # The events that are there together go out as one chunk: each chunk is a trip through
         # Django's and Daphne's send path and a write of Twisted's, and a run's events mostly
         # arrive several at a time. The bytes on the wire are the same.
-        batches = subscribe_batches(get_runtime().bridge, run_id, last_event_id=last_event_id, heartbeat=HEARTBEAT_SECONDS)
-        async for batch in with_failure_before_lone_end(run_id, last_event_id, batches):
+        async for batch in follow_run(run_id, last_event_id, heartbeat=HEARTBEAT_SECONDS):
             yield b"".join(frame(item) for item in batch)
             if batch[-1].event in (END, GAP):
                 return
     finally:
         metrics.subscriber("sse", -1)
-
-
-async def with_failure_before_lone_end(run_id: str, last_event_id: str | None,
-                                      batches: AsyncIterator[list[StreamItem]]) -> AsyncIterator[list[StreamItem]]:
-    """The bridge's batches, with the ``error`` event of a failed run the bridge does not hold.
-
-    A bridge answers a run it holds no events of (ended longer ago than its retention, settled
-    by recovery elsewhere, or never streamed here) with a lone ``end`` without an id. When the
-    run failed, the client is told why first, as a live failure would have told it: the run's
-    ``error`` event (``selectors.run_failure``), then ``end``. A client resuming after the
-    ``end`` of a stream the bridge still holds has seen its error and gets the lone ``end``.
-    """
-    first = True
-    async for batch in batches:
-        if first and len(batch) == 1 and batch[0].event == END and batch[0].id is None:
-            failure = await DatabaseSyncToAsync(_failure_not_seen, thread_sensitive=False)(run_id, last_event_id)
-            if failure is not None:
-                batch = [StreamItem("error", failure), batch[0]]
-        first = False
-        yield batch
-
-
-def _failure_not_seen(run_id: str, last_event_id: str | None) -> dict | None:
-    from apps.runs.selectors import run_failure
-
-    if last_event_id is not None and get_runtime().bridge.has_run(run_id):
-        return None
-    return run_failure(run_id=run_id)
 
 
 def _cancel_after_disconnect(run_id: str) -> None:
