@@ -178,6 +178,7 @@
     el.stop.hidden = !running;
     el.send.hidden = running;
     document.body.classList.toggle("is-running", running);
+    if (acts()) acts().onRunning(running);
     if (!running) {
       working().done();
       for (const card of S.toolCards.values()) if (card.dataset.status === "running") setToolStatus(card, "cancelled");

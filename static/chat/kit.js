@@ -16,6 +16,44 @@
     return node;
   }
 
+  // Gives `parent` the children `wanted` (fresh nodes, built by h) while keeping in place every
+  // element that is still there: the one with the same key (data-thread, data-group, id), or,
+  // without a key, the same tag at the same place, brought to the fresh one's attributes and
+  // children. A browser fires no click when the element pressed is replaced before the
+  // release, so a list that re-renders under the pointer (a refresh when a run ends) loses
+  // the click; a kept element does not. Listeners of the fresh nodes are not carried over:
+  // a list rendered this way delegates its clicks to the parent.
+  function keyOf(node) {
+    return node.nodeType === 1 ? node.getAttribute("data-thread") || node.getAttribute("data-group") || node.id || null : null;
+  }
+
+  function morphNode(old, fresh) {
+    if (old.nodeType !== 1) {
+      if (old.nodeValue !== fresh.nodeValue) old.nodeValue = fresh.nodeValue;
+      return;
+    }
+    for (const a of [...old.attributes]) if (!fresh.hasAttribute(a.name)) old.removeAttribute(a.name);
+    for (const a of fresh.attributes) if (old.getAttribute(a.name) !== a.value) old.setAttribute(a.name, a.value);
+    morph(old, [...fresh.childNodes]);
+  }
+
+  function morph(parent, wanted) {
+    const before = [...parent.childNodes];
+    const keyed = new Map();
+    for (const node of before) { const key = keyOf(node); if (key) keyed.set(key, node); }
+    const used = new Set();
+    const result = wanted.map((fresh, i) => {
+      const key = keyOf(fresh);
+      const old = key ? keyed.get(key) : before[i] && !keyOf(before[i]) ? before[i] : null;
+      if (!old || used.has(old) || old.nodeType !== fresh.nodeType || old.nodeName !== fresh.nodeName) return fresh;
+      used.add(old);
+      morphNode(old, fresh);
+      return old;
+    });
+    for (const node of before) if (!used.has(node)) node.remove();
+    result.forEach((node, i) => { if (parent.childNodes[i] !== node) parent.insertBefore(node, parent.childNodes[i] || null); });
+  }
+
   // Our own paths, used until (or where) the site's shared set (window.dfUI.icon) has no such name.
   const ICONS = {
     pencil: "M4 20h4L19 9l-4-4L4 16v4zM14 6l4 4",
@@ -124,5 +162,5 @@
     });
   }
 
-  window.DFKit = { h, icon, csrf, api, shorten, formatSize, basename, errorBox, confirm: confirmDialog };
+  window.DFKit = { h, morph, icon, csrf, api, shorten, formatSize, basename, errorBox, confirm: confirmDialog };
 })();

@@ -10,6 +10,28 @@
   "use strict";
 
   let app = null;
+  // While a run goes, and until its end is read in (a replay reloads the history), the
+  // actions that start a run or change what is shown say they are unavailable
+  // (aria-disabled): a click on them would be refused, or land on an element a reload
+  // replaces. Copy and Branch stay available.
+  let held = false;
+  let endsPending = 0;
+  const IDLE_ONLY = '.msg-action[data-action="edit"], .msg-action[data-action="regenerate"], .versions';
+
+  function hold(on) {
+    held = on;
+    for (const node of app.messagesEl().querySelectorAll(IDLE_ONLY)) markHeld(node);
+  }
+
+  function markHeld(node) {
+    if (held) node.setAttribute("aria-disabled", "true"); else node.removeAttribute("aria-disabled");
+  }
+
+  /* app.js: a run started or stopped being followed. */
+  function onRunning(running) {
+    if (running) hold(true);
+    else if (!endsPending) hold(false);
+  }
 
   function h(tag, attrs, ...children) {
     const node = document.createElement(tag);
@@ -44,7 +66,9 @@
   }
 
   function button(action, label, onclick) {
-    return h("button", { type: "button", class: "msg-action", "data-action": action, title: label, "aria-label": label, text: label, onclick });
+    const node = h("button", { type: "button", class: "msg-action", "data-action": action, title: label, "aria-label": label, text: label, onclick });
+    if (node.matches(IDLE_ONLY)) markHeld(node);
+    return node;
   }
 
   function decorate(entry) {
@@ -90,7 +114,7 @@
     if (question) question.el.classList.add("latest-question");
     // A message that is only tool calls has no text: its Copy buttons would copy nothing.
     for (const entry of entries("ai")) entry.el.classList.toggle("textless", !(entry.text && entry.text.trim()));
-    if (window.DFVersions) window.DFVersions.refresh(app); // versions.js: the ‹ 1/2 › arrows
+    if (window.DFVersions) window.DFVersions.refresh(Object.assign({}, app, { held: () => held })); // versions.js: the ‹ 1/2 › arrows
   }
 
   function clearStopped() { app.messagesEl().querySelectorAll(".stopped-marker").forEach((n) => n.remove()); }
@@ -99,7 +123,7 @@
   function markStopped(runId) { window.DFWorking.markStopped(app.messagesEl(), runId, "cancelled"); }
 
   async function start(path, body, what) {
-    if (app.running()) { app.setNote("Wait for the current answer to finish.", "error"); return; }
+    if (app.running() || held) { app.setNote("Wait for the current answer to finish.", "error"); return; }
     let run;
     try {
       run = await app.api("POST", `/threads/${encodeURIComponent(app.threadId())}${path}`, body);
@@ -115,7 +139,8 @@
   function regenerate() { return start("/runs/regenerate", {}, "regenerate"); }
 
   function startEdit(entry) {
-    if (entry.editing || app.running()) return;
+    if (entry.editing) return;
+    if (app.running() || held) { app.setNote("Wait for the current answer to finish.", "error"); return; }
     entry.editing = true;
     const area = h("textarea", { class: "edit-box", "aria-label": "Edit your message", rows: "3" });
     area.value = entry.text;
@@ -156,6 +181,16 @@
    * its marker, and a replay that failed says the conversation was restored. */
   async function onRunEnd(runId, info) {
     if (!runId || !app.threadId()) return;
+    endsPending++;
+    try {
+      await settle(runId, info);
+    } finally {
+      endsPending--;
+      if (!endsPending && !app.running()) hold(false);
+    }
+  }
+
+  async function settle(runId, info) {
     refreshGoal();
     let run = null;
     try { run = await app.api("GET", `/threads/${encodeURIComponent(app.threadId())}/runs/${runId}`); } catch (e) { /* gone */ }
@@ -360,6 +395,6 @@
         catch (e) { app.setNote("Could not clear the goal: " + e.message, "error"); }
       });
     },
-    decorate, refresh, onRunEnd, onHistory, onComposerKey, markStopped, clearSuggestions, onCommand, onCustom, answeredClarification,
+    decorate, refresh, onRunning, onRunEnd, onHistory, onComposerKey, markStopped, clearSuggestions, onCommand, onCustom, answeredClarification,
   };
 })();

@@ -12,7 +12,8 @@
   const GROUPS = [["pinned", "Pinned"], ["today", "Today"], ["week", "Previous 7 days"], ["older", "Older"]];
   const SEARCH_DELAY_MS = 200;
   let ctx = null;
-  const S = { threads: [], pinned: [], results: null, term: "", renaming: false, searchTimer: null, searchSeq: 0 };
+  // byId: the threads the list shows now, read by its buttons when clicked.
+  const S = { threads: [], pinned: [], results: null, term: "", renaming: false, searchTimer: null, searchSeq: 0, byId: new Map() };
   const el = {};
 
   function h(tag, attrs, ...children) {
@@ -105,12 +106,26 @@
     const mark = tag ? h("span", { class: "thread-agent", title: tag.title, "aria-label": tag.title, text: tag.mark }) : null;
     const pinned = Boolean(t.pinned_at);
     const pin = h("button", { type: "button", class: "icon-btn small-btn pin-btn", "aria-pressed": String(pinned),
-      "aria-label": (pinned ? "Unpin " : "Pin ") + title, title: pinned ? "Unpin" : "Pin", onclick: () => togglePin(t) }, icon(pinned ? "pin-off" : "pin"));
-    const rename = h("button", { type: "button", class: "icon-btn small-btn", "aria-label": "Rename " + title, title: "Rename", onclick: () => startRename(t, li) }, icon("pencil"));
-    const del = h("button", { type: "button", class: "icon-btn small-btn", "aria-label": "Delete " + title, title: "Delete", onclick: () => deleteThread(t) }, icon("trash"));
-    const li = h("li", { class: "thread-item" + (active ? " active" : "") + (t.status === "busy" ? " busy" : "") + (pinned ? " pinned" : ""), "data-thread": t.thread_id },
+      "aria-label": (pinned ? "Unpin " : "Pin ") + title, title: pinned ? "Unpin" : "Pin", "data-act": "pin" }, icon(pinned ? "pin-off" : "pin"));
+    const rename = h("button", { type: "button", class: "icon-btn small-btn", "aria-label": "Rename " + title, title: "Rename", "data-act": "rename" }, icon("pencil"));
+    const del = h("button", { type: "button", class: "icon-btn small-btn", "aria-label": "Delete " + title, title: "Delete", "data-act": "delete" }, icon("trash"));
+    return h("li", { class: "thread-item" + (active ? " active" : "") + (t.status === "busy" ? " busy" : "") + (pinned ? " pinned" : ""), "data-thread": t.thread_id },
       mark, link, h("span", { class: "thread-actions" }, pin, tags() ? tags().button(t, title) : null, rename, del));
-    return li;
+  }
+
+  // One listener for every item's buttons, reading the thread as the list shows it now: the
+  // list keeps its elements across refreshes (render), so a handler of each button's own
+  // would act on the thread as it was when the button was first drawn.
+  function onListClick(ev) {
+    const button = ev.target.closest && ev.target.closest("button[data-act]");
+    const li = button && button.closest("[data-thread]");
+    const t = li && el.list.contains(li) ? S.byId.get(li.dataset.thread) : null;
+    if (!t) return;
+    const act = button.dataset.act;
+    if (act === "pin") togglePin(t);
+    else if (act === "rename") startRename(t, li);
+    else if (act === "delete") deleteThread(t);
+    else if (act === "tags" && tags()) tags().editFor(t, button);
   }
 
   function render() {
@@ -136,7 +151,10 @@
           h("ul", { class: "thread-group-list", "aria-labelledby": headingId }, ...buckets[key].map(item)));
       });
     }
-    el.list.replaceChildren(...sections);
+    S.byId = new Map([...S.pinned, ...S.threads, ...(S.results || [])].map((t) => [t.thread_id, t]));
+    // Kept in place, not replaced: a click pressed before a refresh and released after it
+    // still reaches its button (DFKit.morph).
+    window.DFKit.morph(el.list, sections);
     const count = el.list.querySelectorAll(".thread-item").length;
     el.empty.hidden = count > 0;
     const filtering = tags() && tags().selected().length;
@@ -241,6 +259,7 @@
       if (ev.key === "ArrowDown") { const first = links()[0]; if (first) { ev.preventDefault(); first.focus(); } }
     });
     el.list.addEventListener("keydown", onListKey);
+    el.list.addEventListener("click", onListClick);
     document.addEventListener("keydown", onKey);
     refresh();
   }

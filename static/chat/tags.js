@@ -89,10 +89,14 @@
       ...names.map((name) => h("span", { class: "tag-chip small-chip", text: name })));
   }
 
+  // The list delegates its clicks (sidebar.js), so the button carries no handler of its own:
+  // a button kept across a refresh would otherwise open the chat as it was before it.
   function button(t, title) {
-    return h("button", { type: "button", class: "icon-btn small-btn tag-btn", "aria-label": "Tags for " + title, title: "Tags",
-      onclick: (ev) => edit(t.thread_id, title, t.tags || [], ev.currentTarget) }, icon("tag"));
+    return h("button", { type: "button", class: "icon-btn small-btn tag-btn", "data-act": "tags", "aria-label": "Tags for " + title, title: "Tags" },
+      icon("tag"));
   }
+
+  function editFor(t, opener) { return edit(t.thread_id, titleOf(t), t.tags || [], opener); }
 
   /* The chats the sidebar listed: the header's button follows the open chat's tags. */
   function onThreads(threads) {
@@ -213,6 +217,6 @@
     loadTags();
   }
 
-  window.DFTags = { filterBody, chips, button, onThreads, refresh: loadTags, selected: () => [...S.selected] };
+  window.DFTags = { filterBody, chips, button, editFor, onThreads, refresh: loadTags, selected: () => [...S.selected] };
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init); else init();
 })();

@@ -37,7 +37,9 @@
     const at = group.index - 1;
     const step = (d) => () => choose(group.run_ids[at + d], `version ${at + d + 1} of ${group.total}`);
     const what = group.kinds.includes("edit") ? "message" : "answer";
-    return h("span", { class: "versions", role: "group", "aria-label": `Versions of this ${what}` },
+    // The runs the arrows switch to are in the markup, so a control drawn alike is alike.
+    return h("span", { class: "versions", role: "group", "aria-label": `Versions of this ${what}`, "data-runs": group.run_ids.join(" "),
+                       "aria-disabled": app.held && app.held() ? "true" : null },
       h("button", { type: "button", class: "msg-action version-step", "data-step": "prev", "aria-label": "Previous version",
                     title: "Previous version", disabled: at === 0, onclick: step(-1), text: "‹" }),
       h("span", { class: "version-count", "aria-live": "polite", text: `${group.index}/${group.total}` }),
@@ -54,12 +56,21 @@
     let result;
     try { result = await app.api("GET", `/threads/${encodeURIComponent(threadId)}/versions`); } catch (e) { return; }
     if (mine !== asked || threadId !== app.threadId()) return;
-    app.messagesEl().querySelectorAll(".versions").forEach((n) => n.remove());
+    // A control drawn alike stays: a refresh between a press on an arrow and its release
+    // would otherwise take the click with the old arrow.
+    const kept = new Set();
     for (const group of result.groups || []) {
       const node = target(group);
       const bar = node && node.querySelector(".msg-actions");
-      if (bar) bar.prepend(control(group));
+      if (!bar) continue;
+      const fresh = control(group);
+      const old = bar.querySelector(":scope > .versions");
+      if (old && old.outerHTML === fresh.outerHTML) { kept.add(old); continue; }
+      if (old) old.remove();
+      bar.prepend(fresh);
+      kept.add(fresh);
     }
+    app.messagesEl().querySelectorAll(".versions").forEach((n) => { if (!kept.has(n)) n.remove(); });
   }
 
   window.DFVersions = { refresh };

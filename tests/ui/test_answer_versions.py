@@ -91,3 +91,51 @@ def test_an_edited_question_carries_the_arrows(page, script, doc_shot):
     page.reload()
     expect(page.locator("article.msg.user").last.locator(".version-count")).to_have_text("1/2")
     assert page.js_errors == []
+
+
+def test_edit_waits_for_the_end_of_a_run_to_be_read_and_an_arrow_survives_a_refresh(page, script):
+    script("Paris.", "Berlin.", "Rome.")
+    page.goto("/")
+    send(page, "Capital of France?")
+    expect(answers(page).last).to_contain_text("Paris.")
+    idle(page)
+    # The page reads a run's outcome once its stream ends; hold that answer back to see the
+    # page between the two. The Edit it shows is still the first question's until then.
+    held, holding = [], [True]
+    page.route("**/api/threads/*/runs/*",
+               lambda route: held.append(route) if holding[0] and route.request.method == "GET" else route.continue_())
+    send(page, "Capital of Germany?")
+    expect(answers(page).last).to_contain_text("Berlin.")
+    idle(page)
+    stale = page.locator("article.msg.user").first.get_by_role("button", name="Edit")
+    expect(stale).to_be_visible()
+    expect(stale).to_be_disabled()  # aria-disabled: the run's end is not read in yet
+    stale.dispatch_event("click")  # as a user's click would: refused with a word, not silently
+    expect(page.locator("#composer-note")).to_have_text("Wait for the current answer to finish.")
+    expect(page.get_by_label("Edit your message")).to_have_count(0)
+    assert held, "the page did not read the run's outcome"
+    holding[0] = False
+    for route in held:
+        route.continue_()
+    edit = page.locator("article.msg.user").last.get_by_role("button", name="Edit")
+    expect(edit).to_be_enabled()
+    expect(stale).to_be_hidden()
+    edit.click()
+    page.get_by_label("Edit your message").fill("Capital of Italy?")
+    page.get_by_role("button", name="Save & rerun").click()
+    expect(answers(page).last).to_contain_text("Rome.")
+    idle(page)
+
+    # A press on an arrow, the arrows redrawn (the history refreshed), then the release.
+    previous = page.locator("article.msg.user").last.get_by_role("group", name="Versions of this message").get_by_role(
+        "button", name="Previous version")
+    expect(previous).to_be_enabled()
+    box = previous.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    with page.expect_response(lambda r: r.url.endswith("/versions") and r.request.method == "GET"):
+        page.evaluate("window.DFMessageActions.refresh()")
+    page.mouse.up()
+    expect(page.locator("article.msg.user").last.locator(".bubble")).to_have_text("Capital of Germany?")
+    expect(answers(page).last).to_contain_text("Berlin.")
+    assert page.js_errors == []

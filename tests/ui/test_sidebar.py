@@ -172,3 +172,30 @@ def test_no_empty_chat_is_left_behind_by_an_upload_taken_back(page, live):
     expect(page.locator(".thread-list")).not_to_contain_text("Untitled")
     expect(item(page, left)).to_have_count(0)
     assert page.js_errors == []
+
+
+def test_a_click_survives_a_refresh_of_the_list_between_press_and_release(page, live, script):
+    # The list refreshes when a run ends, a title arrives or a chat is pinned elsewhere. A
+    # refresh that landed between a button's press and its release used to replace the button,
+    # and the browser then fires no click: the user's click was lost.
+    script("A short answer.")
+    thread_id = new_chat(page, "Something to rename", "short answer")
+    rename = item(page, thread_id).get_by_role("button", name=re.compile("^Rename"))
+    rename.hover()  # the actions show on hover
+    box = rename.bounding_box()
+    page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    page.mouse.down()
+    # Meanwhile the chat's title changes (another tab renamed it), and the list refreshes.
+    page.evaluate("""async (id) => {
+        const csrf = window.DFKit.csrf();
+        await fetch(`/api/threads/${id}`, {method: "PATCH", headers: {"Content-Type": "application/json", "X-CSRFToken": csrf},
+                                            body: JSON.stringify({metadata: {title: "Renamed elsewhere"}})});
+        await window.DFSidebar.refresh();
+    }""", thread_id)
+    expect(item(page, thread_id).locator(".thread-name")).to_have_text("Renamed elsewhere")
+    page.mouse.up()
+    field = page.get_by_label("New title")
+    expect(field).to_be_focused()
+    expect(field).to_have_value("Renamed elsewhere")  # what the list shows now, not what it showed at the press
+    field.press("Escape")
+    expect(item(page, thread_id).get_by_role("button", name="Rename Renamed elsewhere")).to_be_visible()
