@@ -4,6 +4,8 @@ answers, a reload keeps the one shown, and the next question continues from it; 
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from playwright.sync_api import expect
 from tests.ui.chat_page import send
@@ -99,21 +101,23 @@ def test_edit_waits_for_the_end_of_a_run_to_be_read_and_an_arrow_survives_a_refr
     send(page, "Capital of France?")
     expect(answers(page).last).to_contain_text("Paris.")
     idle(page)
+    stale = page.locator("article.msg.user").first.get_by_role("button", name="Edit")
+    expect(stale).to_be_enabled()  # the first run's end is read in
     # The page reads a run's outcome once its stream ends; hold that answer back to see the
     # page between the two. The Edit it shows is still the first question's until then.
     held, holding = [], [True]
     page.route("**/api/threads/*/runs/*",
                lambda route: held.append(route) if holding[0] and route.request.method == "GET" else route.continue_())
-    send(page, "Capital of Germany?")
-    expect(answers(page).last).to_contain_text("Berlin.")
-    idle(page)
-    stale = page.locator("article.msg.user").first.get_by_role("button", name="Edit")
+    run_read = re.compile(r"/api/threads/[^/]+/runs/[^/?]+$")
+    with page.expect_request(lambda r: r.method == "GET" and run_read.search(r.url)):
+        send(page, "Capital of Germany?")
+        expect(answers(page).last).to_contain_text("Berlin.")
+        idle(page)
     expect(stale).to_be_visible()
     expect(stale).to_be_disabled()  # aria-disabled: the run's end is not read in yet
     stale.dispatch_event("click")  # as a user's click would: refused with a word, not silently
     expect(page.locator("#composer-note")).to_have_text("Wait for the current answer to finish.")
     expect(page.get_by_label("Edit your message")).to_have_count(0)
-    assert held, "the page did not read the run's outcome"
     holding[0] = False
     for route in held:
         route.continue_()
