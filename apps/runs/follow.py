@@ -8,7 +8,9 @@ streamed where this process can reach. Two of those readings need the run's row:
   the Celery worker) is offered to the servers (``handoff.py``); until one takes it, about half
   a second, no server holds its stream. Ending the client's stream then would tell it a run
   that is about to start has ended, and the chat would show nothing live until a reload. So
-  while the row is still ``pending`` the subscription is tried again, with heartbeats between.
+  while the row is still ``pending`` the subscription is tried again, with heartbeats between;
+  a row read after the run started gets one more try at once, since its stream may have
+  appeared after the bridge answered.
 - **Failed.** The client is told why first, as a live failure would have told it: the run's
   ``error`` event (``selectors.run_failure``), then ``end``. A client resuming after the
   ``end`` of a stream the bridge still holds has seen its error and gets the lone ``end``.
@@ -38,6 +40,7 @@ async def follow_run(run_id: str, last_event_id: str | None, *, heartbeat: float
     loop = asyncio.get_running_loop()
     reading = DatabaseSyncToAsync(_after_lone_end, thread_sensitive=False)
     quiet_since = loop.time()
+    looked_again = False
     while True:
         batches = subscribe_batches(get_runtime().bridge, run_id, last_event_id=last_event_id, heartbeat=heartbeat)
         try:
@@ -46,6 +49,11 @@ async def follow_run(run_id: str, last_event_id: str | None, *, heartbeat: float
                 return
             if _is_lone_end(batch):
                 found = await reading(run_id, last_event_id)
+                if found is not _WAIT and not looked_again:
+                    # It may have started, and even finished, between the bridge's answer
+                    # and the row's: its stream is then there now. One more look decides.
+                    looked_again = True
+                    continue
                 if found is not _WAIT:
                     yield batch if found is None else [StreamItem("error", found), batch[0]]
                     return
