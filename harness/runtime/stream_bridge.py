@@ -278,18 +278,25 @@ class MemoryStreamBridge:
                 cursor = id_key(pending[-1].id)
                 yield pending
             if waiter is not None:
+                # The heartbeat is a timer on the waiter itself, not asyncio.wait: this wait is
+                # taken once per batch a subscriber gets, about once per streamed chunk, and
+                # asyncio.wait's own Python (a dozen calls) was a visible part of a chunk's cost.
+                timer = loop.call_later(heartbeat, _time_up, waiter) if heartbeat is not None else None
+                woken = None
                 try:
-                    # asyncio.wait leaves the future alone on timeout (wait_for would need a shield)
-                    done, _ = await asyncio.wait((waiter,), timeout=heartbeat)
-                    if not done:
-                        yield [StreamItem(HEARTBEAT, None)]
+                    woken = await waiter
                 finally:
-                    if not waiter.done():
-                        waiter.cancel()
+                    if timer is not None:
+                        timer.cancel()
+                    if woken is not True:  # timed out, or this subscriber was cancelled
+                        if not waiter.done():
+                            waiter.cancel()
                         with self._lock:
                             stream = self._runs.get(run_id)
                             if stream is not None:
                                 stream.waiters = [w for w in stream.waiters if w[1] is not waiter]
+                if woken is False:
+                    yield [StreamItem(HEARTBEAT, None)]
 
 
 async def subscribe_batches(bridge: StreamBridge, run_id: str, *, last_event_id: str | None = None,
@@ -304,10 +311,15 @@ async def subscribe_batches(bridge: StreamBridge, run_id: str, *, last_event_id:
         yield [item]
 
 
+def _time_up(fut: asyncio.Future) -> None:
+    if not fut.done():
+        fut.set_result(False)
+
+
 def _wake(loop: asyncio.AbstractEventLoop, fut: asyncio.Future) -> None:
     def _set() -> None:
         if not fut.done():
-            fut.set_result(None)
+            fut.set_result(True)
 
     try:
         loop.call_soon_threadsafe(_set)

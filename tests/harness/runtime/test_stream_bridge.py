@@ -318,6 +318,26 @@ async def test_memory_hands_over_what_is_there_together_as_one_batch():
     assert [item.event for batch in [await following, *rest] for item in batch] == ["messages", END]
 
 
+async def test_memory_subscribers_that_hear_a_heartbeat_or_leave_hold_no_waiter():
+    # A run streams for as long as it thinks: its waiters must not pile up meanwhile.
+    bridge = MemoryStreamBridge()
+    bridge.publish("r", "metadata", {})
+    stream = subscribe_batches(bridge, "r", heartbeat=0.01)
+    assert [item.event for item in await anext(stream)] == ["metadata"]
+    assert [item.event for item in await anext(stream)] == [HEARTBEAT]
+    assert bridge._runs["r"].waiters == []
+    waiting = asyncio.ensure_future(anext(stream))
+    while not bridge._runs["r"].waiters:
+        await asyncio.sleep(0)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert bridge._runs["r"].waiters == []
+    bridge.publish("r", "values", {"n": 1})
+    bridge.end("r")
+    assert [item.event for item in await collect(bridge, "r")] == ["metadata", "values", END]
+
+
 async def test_memory_ids_count_from_zero_per_run():
     bridge = MemoryStreamBridge()
     ids = [bridge.publish("r", "values", i) for i in range(3)] + [bridge.end("r")]
